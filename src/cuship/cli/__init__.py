@@ -1,0 +1,57 @@
+"""The ``cuship`` command line: a click group whose subcommands load on first use.
+
+Each subcommand lives in its own module exposing ``command``; this file only knows their names
+and one-line help, so ``cuship --help`` imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+
+import click
+
+from cuship import __version__
+
+__all__ = ["main"]
+
+# name -> (module under cuship.cli, one-line help shown by `cuship --help`)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "env": ("env", "Show this machine's fingerprint: GPUs, driver, CUDA toolkit, torch, Python tags."),
+    "compat": ("compat", "Show the compatibility knowledge: CUDA toolkits, torch releases, GPUs."),
+    "matrix": ("matrix", "Expand the build matrix from config, pruned, with reasons."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group that imports a subcommand's module only when that subcommand runs."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module = importlib.import_module(f"cuship.cli.{entry[0]}")
+        command: click.Command = module.command
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cuship")
+def cli() -> None:
+    """cuship: take a CUDA Python package from source to a `pip install` that just works."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    from cuship.cli._common import run_cli
+
+    return run_cli(cli, list(sys.argv[1:] if argv is None else argv))
