@@ -18,7 +18,10 @@ __all__ = ["main"]
 
 # name -> (module under cuship.cli, one-line help shown by `cuship --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "env": ("env", "Show this machine's fingerprint: GPUs, driver, CUDA toolkit, torch, Python tags."),
+    "env": (
+        "env",
+        "Show this machine's fingerprint: GPUs, driver, CUDA toolkit, torch, Python tags.",
+    ),
     "compat": ("compat", "Show the compatibility knowledge: CUDA toolkits, torch releases, GPUs."),
     "matrix": ("matrix", "Expand the build matrix from config, pruned, with reasons."),
 }

@@ -1,0 +1,119 @@
+"""The only place machine.py touches the outside world: run a command, read a file, find a tool.
+
+Tests replace a :class:`Probe` with canned answers; the real one never raises for a missing tool
+or file, it answers ``None``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = ["NvmlAnswer", "NvmlGpu", "Probe", "SystemProbe"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NvmlGpu:
+    index: int
+    name: str
+    cc: str
+    memory_mib: int
+    uuid: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NvmlAnswer:
+    driver_version: str
+    cuda_driver: str  # "12.8"
+    gpus: tuple[NvmlGpu, ...]
+
+
+class Probe(Protocol):
+    def run(self, argv: Sequence[str], timeout: float = 10.0) -> str | None: ...
+    def read(self, path: str) -> str | None: ...
+    def read_bytes(self, path: str) -> bytes | None: ...
+    def which(self, name: str, path: str | None = None) -> str | None: ...
+    def listdir(self, path: str) -> tuple[str, ...]: ...
+    def nvml(self) -> NvmlAnswer | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SystemProbe:
+    """Answers from this machine."""
+
+    def run(self, argv: Sequence[str], timeout: float = 10.0) -> str | None:
+        try:
+            done = subprocess.run(
+                list(argv), capture_output=True, text=True, timeout=timeout, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    def read(self, path: str) -> str | None:
+        try:
+            return Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
+    def read_bytes(self, path: str) -> bytes | None:
+        try:
+            return Path(path).read_bytes()
+        except OSError:
+            return None
+
+    def which(self, name: str, path: str | None = None) -> str | None:
+        return shutil.which(name, path=path)
+
+    def listdir(self, path: str) -> tuple[str, ...]:
+        try:
+            return tuple(sorted(p.name for p in Path(path).iterdir()))
+        except OSError:
+            return ()
+
+    def nvml(self) -> NvmlAnswer | None:
+        """Ask NVML (nvidia-ml-py) when it is installed and a driver answers; else None."""
+        try:
+            import pynvml
+        except ImportError:
+            return None
+        try:
+            pynvml.nvmlInit()
+        except Exception:
+            return None
+        try:
+            return _nvml_answer(pynvml)
+        except Exception:
+            return None
+        finally:
+            pynvml.nvmlShutdown()
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _nvml_answer(nvml: Any) -> NvmlAnswer:
+    cuda = int(nvml.nvmlSystemGetCudaDriverVersion())
+    gpus = []
+    for index in range(int(nvml.nvmlDeviceGetCount())):
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+        gpus.append(
+            NvmlGpu(
+                index=index,
+                name=_text(nvml.nvmlDeviceGetName(handle)),
+                cc=f"{major}.{minor}",
+                memory_mib=int(nvml.nvmlDeviceGetMemoryInfo(handle).total) // (1024 * 1024),
+                uuid=_text(nvml.nvmlDeviceGetUUID(handle)),
+            )
+        )
+    return NvmlAnswer(
+        driver_version=_text(nvml.nvmlSystemGetDriverVersion()),
+        cuda_driver=f"{cuda // 1000}.{(cuda % 1000) // 10}",
+        gpus=tuple(gpus),
+    )

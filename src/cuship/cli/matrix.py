@@ -1,0 +1,100 @@
+"""``cuship matrix``: the build jobs after pruning, and why the rest were dropped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from cuship._console import Console
+from cuship.cli._common import make_console
+from cuship.compat import load
+from cuship.config import load_config
+from cuship.errors import NothingToDo
+from cuship.matrix import BuildJob, Matrix, expand, parse_shard, shard, to_github, to_gitlab
+
+
+def _table(console: Console, jobs: tuple[BuildJob, ...]) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{len(jobs)} jobs")
+    for column in ("job", "python", "cuda", "torch", "arch", "label"):
+        table.add_column(column)
+    for job in jobs:
+        torch = (
+            ""
+            if job.torch is None
+            else f"{job.torch} ({job.torch_cuda and 'cu' + job.torch_cuda.replace('.', '')})"
+        )
+        table.add_row(job.id, job.python, str(job.cuda), torch, job.arch.torch, job.label)
+    console.out.print(table)
+
+
+def _explain(console: Console, matrix: Matrix) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{len(matrix.pruned)} of {matrix.considered} combinations pruned")
+    table.add_column("combination")
+    table.add_column("rule")
+    table.add_column("why")
+    for item in matrix.pruned:
+        combo = " ".join(f"{k}={v}" for k, v in item.combination.items() if k != "platform")
+        table.add_row(combo, item.rule, item.reason)
+    console.out.print(table)
+    drops: dict[str, list[str]] = {}
+    for item in matrix.arch_drops:
+        drops.setdefault(item.reason, []).append(item.job or "")
+    for reason, jobs in drops.items():
+        console.out.print(f"[yellow]arch dropped[/] from {len(jobs)} jobs: {reason}")
+
+
+@click.command("matrix")
+@click.argument("path", type=click.Path(path_type=Path), default=".")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "github", "gitlab"]),
+    default="table",
+    show_default=True,
+)
+@click.option("--explain", is_flag=True, help="Show every pruned combination and why.")
+@click.option(
+    "--shard", "shard_spec", metavar="I/N", help="Only the I-th of N even slices of jobs."
+)
+def command(path: Path, fmt: str, explain: bool, shard_spec: str | None) -> None:
+    """Expand the build matrix of PATH (a project directory or config file)."""
+    console = make_console()
+    matrix = expand(load_config(path), load())
+    jobs = matrix.jobs
+    if not jobs:
+        reasons = sorted({p.reason for p in matrix.pruned})
+        raise NothingToDo(
+            f"the matrix of {str(path)!r} is empty after pruning {matrix.considered} combinations:\n  "
+            + "\n  ".join(reasons),
+            hint="widen [matrix] (more CUDA or torch versions) or loosen the exclude rules",
+        )
+    if shard_spec is not None:
+        jobs = shard(jobs, *parse_shard(shard_spec))
+    if fmt == "json":
+        console.print_json(
+            {
+                "jobs": [j.to_json() for j in jobs],
+                "considered": matrix.considered,
+                "pruned": [
+                    {"combination": dict(p.combination), "rule": p.rule, "reason": p.reason}
+                    for p in matrix.pruned
+                ],
+                "arch_drops": [{"job": p.job, "reason": p.reason} for p in matrix.arch_drops],
+            }
+        )
+    elif fmt == "github":
+        console.print_text(json.dumps(to_github(jobs), separators=(",", ":")))
+    elif fmt == "gitlab":
+        import yaml
+
+        console.print_text(yaml.safe_dump(to_gitlab(jobs), sort_keys=False))
+    else:
+        _table(console, jobs)
+        if explain:
+            _explain(console, matrix)

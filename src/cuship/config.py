@@ -1,0 +1,339 @@
+"""cuship's configuration: ``cuship.toml``, ``[tool.cuship]`` in pyproject.toml, or ``config/packages.yml``.
+
+Loaded once into frozen dataclasses. Unknown keys, wrong types and impossible values raise
+:class:`~cuship.errors.ConfigError` naming the file, the key path and the fix.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import InvalidName, canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from cuship import _typedload
+from cuship._typedload import field_doc
+from cuship.arch import parse_arch_list
+from cuship.errors import ConfigError, CushipError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = [
+    "BuildSection",
+    "Config",
+    "LabelSection",
+    "MatrixRule",
+    "MatrixSection",
+    "PackageSpec",
+    "ProjectSection",
+    "json_schema",
+    "load_config",
+]
+
+
+def _python_version(value: tuple[str, ...]) -> None:
+    for item in value:
+        parts = item.split(".")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise ValueError(f'{item!r} is not a Python version; write MAJOR.MINOR, e.g. "3.12"')
+
+
+def _versions(value: tuple[str, ...]) -> None:
+    for item in value:
+        try:
+            Version(item)
+        except InvalidVersion as err:
+            raise ValueError(f"{item!r} is not a version") from err
+
+
+def _arch_lists(value: tuple[str, ...]) -> None:
+    for item in value:
+        try:
+            parse_arch_list(item)
+        except CushipError as err:
+            raise ValueError(err.message) from err
+
+
+def _positive(value: float | int | None) -> None:
+    if value is not None and value <= 0:
+        raise ValueError(f"must be positive, got {value!r}")
+
+
+def _specifier(value: str | None) -> None:
+    if value is None:
+        return
+    try:
+        SpecifierSet(value)
+    except InvalidSpecifier as err:
+        raise ValueError(f"{value!r} is not a version specifier such as '>=3.10'") from err
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProjectSection:
+    """The package being built; defaults come from pyproject.toml's [project]."""
+
+    name: str | None = field_doc("Distribution name.", default=None)
+    version: str | None = field_doc("Version (no local label).", default=None)
+    source: str = field_doc("Source directory, relative to the config file.", default=".")
+    requires_python: str | None = field_doc(
+        "Python versions the package supports.", default=None, validate=_specifier
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MatrixRule:
+    """One include/exclude rule; a key left out matches everything. Versions match by prefix
+    (``cuda = "13"`` matches 13.0.2) or shell-style patterns (``torch = "2.*"``)."""
+
+    python: str | None = None
+    cuda: str | None = None
+    torch: str | None = None
+    arch: str | None = None
+    cxx11abi: bool | None = None
+    platform: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MatrixSection:
+    """The build matrix: every combination of these, pruned by compatibility data."""
+
+    python: tuple[str, ...] = field_doc(
+        "CPython versions; default: every known one the package and torch allow.",
+        default=(),
+        validate=_python_version,
+    )
+    cuda: tuple[str, ...] = field_doc(
+        "CUDA toolkits ('12.8.1', or '12.8' for the newest 12.8.x); default: the newest known.",
+        default=(),
+        validate=_versions,
+    )
+    torch: tuple[str, ...] = field_doc(
+        "torch minor versions to build against ('2.8'); empty when the package needs no torch.",
+        default=(),
+        validate=_versions,
+    )
+    arch: tuple[str, ...] = field_doc(
+        "Architecture lists, one wheel per list: '8.0;9.0;10.0;12.0+PTX'.",
+        default=("8.0;9.0;10.0;12.0+PTX",),
+        validate=_arch_lists,
+    )
+    cxx11abi: tuple[bool, ...] = field_doc(
+        "C++ ABIs to build when torch offers both (torch < 2.7).", default=()
+    )
+    platform: tuple[str, ...] = field_doc("Wheel platforms.", default=("linux_x86_64",))
+    torch_cuda: Literal["major", "exact"] = field_doc(
+        "'major': torch must publish a build for the job's CUDA major (what flash-attn does); "
+        "'exact': for its exact major.minor.",
+        default="major",
+    )
+    include: tuple[MatrixRule, ...] = field_doc("Extra combinations.", default=())
+    exclude: tuple[MatrixRule, ...] = field_doc("Combinations to drop.", default=())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LabelSection:
+    """The local version label each wheel carries, e.g. ``+cu128torch2.8``."""
+
+    template: str | None = field_doc(
+        "Fields: {cuda} {cuda_mm} {cuda_short} {cuda_major} {torch} {torch_short} {abi}. "
+        "Default: cu{cuda_short}, then torch{torch} with torch, then cxx11abi{abi} when the "
+        "matrix varies the ABI.",
+        default=None,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildSection:
+    """How wheels are built."""
+
+    cache: Literal["none", "sccache"] = field_doc("Compiler cache.", default="none")
+    memory_per_job_gib: float = field_doc(
+        "Memory one nvcc thread may take; MAX_JOBS = min(cores, free / (this x nvcc_threads)).",
+        default=5.0,
+        validate=_positive,
+    )
+    nvcc_threads: int = field_doc("nvcc --threads.", default=2, validate=_positive)
+    max_jobs: int | None = field_doc(
+        "Fix MAX_JOBS instead of deriving it.", default=None, validate=_positive
+    )
+    isolation: bool = field_doc("Build in an isolated environment.", default=True)
+    extra_deps: tuple[str, ...] = field_doc("Installed before building.", default=())
+    build_args: tuple[str, ...] = field_doc("Extra arguments for the build frontend.", default=())
+    test_import: str | None = field_doc("Module imported by the smoke test.", default=None)
+    image: str = field_doc(
+        "Container image template.", default="nvidia/cuda:{cuda}-devel-ubuntu22.04"
+    )
+    engine: Literal["docker", "podman"] | None = field_doc("Container engine.", default=None)
+    container_memory: str = field_doc("Container memory limit.", default="6g")
+    torch_index: str = field_doc(
+        "Where torch for a job comes from.", default="https://download.pytorch.org/whl/{variant}"
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PackageSpec:
+    """One entry of a community index's ``config/packages.yml``."""
+
+    name: str
+    versions: tuple[str, ...] = field_doc("Versions to build from PyPI sdists.", validate=_versions)
+    build_args: str = field_doc("Arguments for pip wheel.", default="")
+    extra_deps: tuple[str, ...] = field_doc("Installed before building.", default=())
+    test_import: str | None = field_doc("Module imported by the smoke test.", default=None)
+    description: str = field_doc("Shown on the index.", default="")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ConfigFile:
+    """cuship.toml (or [tool.cuship] in pyproject.toml)."""
+
+    project: ProjectSection = field_doc("The package.", default_factory=ProjectSection)
+    matrix: MatrixSection = field_doc("The build matrix.", default_factory=MatrixSection)
+    label: LabelSection = field_doc("Local version labels.", default_factory=LabelSection)
+    build: BuildSection = field_doc("Building.", default_factory=BuildSection)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _PackagesFile:
+    packages: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    """Everything cuship read from a project's configuration."""
+
+    source: Path
+    root: Path
+    project: ProjectSection
+    matrix: MatrixSection
+    label: LabelSection
+    build: BuildSection
+    packages: tuple[PackageSpec, ...] = ()
+
+    @property
+    def source_dir(self) -> Path:
+        return (self.root / self.project.source).resolve()
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of cuship.toml, for editors (``cuship config --schema``)."""
+    doc = _typedload.schema(_ConfigFile)
+    doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    doc["$id"] = "https://cuship.dev/schema/cuship.schema.json"
+    doc["title"] = "cuship.toml"
+    return doc
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(str(path), None, f"not valid TOML: {err}") from err
+    except OSError as err:
+        raise ConfigError(str(path), None, f"cannot read: {err.strerror}") from err
+
+
+def _read_yaml(path: Path) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise ConfigError(str(path), None, f"not valid YAML: {err}") from err
+    except OSError as err:
+        raise ConfigError(str(path), None, f"cannot read: {err.strerror}") from err
+
+
+def _load_packages(path: Path) -> tuple[PackageSpec, ...]:
+    raw = _read_yaml(path)
+    top = _typedload.load(_PackagesFile, raw if raw is not None else {}, source=str(path))
+    specs = []
+    for name, entry in top.packages.items():
+        try:
+            canonicalize_name(name, validate=True)
+        except InvalidName as err:
+            raise ConfigError(str(path), f"packages.{name}", "not a valid package name") from err
+        if not isinstance(entry, Mapping):
+            raise ConfigError(str(path), f"packages.{name}", f"expected a table, got {entry!r}")
+        specs.append(
+            _typedload.load(
+                PackageSpec, {"name": name, **entry}, source=str(path), key=f"packages.{name}"
+            )
+        )
+    return tuple(specs)
+
+
+def _project_defaults(project: ProjectSection, pyproject: Mapping[str, Any]) -> ProjectSection:
+    table = pyproject.get("project", {})
+    version = table.get("version") if "version" not in table.get("dynamic", ()) else None
+    return replace(
+        project,
+        name=project.name or table.get("name"),
+        version=project.version or version,
+        requires_python=project.requires_python or table.get("requires-python"),
+    )
+
+
+def _find(path: Path) -> tuple[Path | None, Path | None]:
+    """(toml config, packages.yml) for a file or directory argument."""
+    if path.is_file():
+        if path.suffix in (".yml", ".yaml"):
+            return None, path
+        return path, None
+    if not path.is_dir():
+        raise ConfigError(
+            str(path), None, "no such file or directory", hint="pass a project directory"
+        )
+    toml = path / "cuship.toml"
+    if not toml.is_file():
+        pyproject = path / "pyproject.toml"
+        has_table = pyproject.is_file() and "cuship" in _read_toml(pyproject).get("tool", {})
+        toml = pyproject if has_table else None  # type: ignore[assignment]
+    packages = path / "config" / "packages.yml"
+    return toml, packages if packages.is_file() else None
+
+
+def load_config(path: str | Path = ".") -> Config:
+    """Load the configuration of the project at ``path`` (a directory or a config file)."""
+    path = Path(path)
+    toml_path, packages_path = _find(path)
+    if toml_path is None and packages_path is None:
+        raise ConfigError(
+            str(path),
+            None,
+            "no cuship.toml, [tool.cuship] in pyproject.toml, or config/packages.yml found",
+            hint="create a cuship.toml with a [matrix] table (see README)",
+        )
+    root = (toml_path or packages_path or path).parent
+    if packages_path is not None and toml_path is None:
+        root = packages_path.parent.parent if packages_path.parent.name == "config" else root
+    raw: Mapping[str, Any] = {}
+    if toml_path is not None:
+        document = _read_toml(toml_path)
+        raw = (
+            document.get("tool", {}).get("cuship", {})
+            if toml_path.name == "pyproject.toml"
+            else document
+        )
+    file = _typedload.load(_ConfigFile, raw, source=str(toml_path or path))
+    pyproject_path = root / "pyproject.toml"
+    project = file.project
+    if pyproject_path.is_file():
+        project = _project_defaults(project, _read_toml(pyproject_path))
+    return Config(
+        source=toml_path or packages_path or path,
+        root=root.resolve(),
+        project=project,
+        matrix=file.matrix,
+        label=file.label,
+        build=file.build,
+        packages=_load_packages(packages_path) if packages_path else (),
+    )

@@ -1,0 +1,327 @@
+"""This machine's fingerprint: GPUs, driver, CUDA toolkit, torch, Python tags, glibc.
+
+Never imports torch. GPUs come from, in order: the ``CUSHIP_GPUS`` override, NVML (nvidia-ml-py),
+``nvidia-smi``, ``/proc/driver/nvidia``. Anything unreadable becomes a note, never a crash.
+
+Overrides (for tests, dry runs and users who know better):
+``CUSHIP_GPUS="H100:9.0:80GiB,A100"`` (name[:cc[:memory]]; ``none`` for no GPU),
+``CUSHIP_CUDA_DRIVER_VERSION="570.124.06"``, ``CUSHIP_DRIVER_CUDA="12.8"``,
+``CUSHIP_TORCH="2.8.0+cu128"`` (``none`` for no torch), ``CUSHIP_TORCH_CXX11ABI=0|1``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from cuship._probe import Probe, SystemProbe
+from cuship.errors import UsageError
+
+__all__ = ["Fingerprint", "Gpu", "Toolkit", "TorchInfo", "fingerprint", "parse_gpus_override"]
+
+_MEM = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[KMGT]i?B)?$", re.IGNORECASE)
+_UNITS_MIB = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
+_SMI_FIELDS = "index,name,compute_cap,memory.total,driver_version,uuid"
+_CUDA_HEADER = re.compile(r"CUDA(?:\s+UMD)?\s+Version\s*:\s*(\d+\.\d+)")
+_KERNEL_MODULE = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
+_CC = re.compile(r"^\d{1,2}\.\d$")
+_DRIVER = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Gpu:
+    index: int
+    name: str
+    cc: str | None
+    memory_mib: int | None = None
+    uuid: str | None = None
+
+    @property
+    def memory_gib(self) -> float | None:
+        return None if self.memory_mib is None else round(self.memory_mib / 1024, 1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Toolkit:
+    version: str | None
+    nvcc: str | None
+    cuda_home: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TorchInfo:
+    version: str
+    cuda: str | None
+    cxx11abi: bool | None
+    location: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fingerprint:
+    gpus: tuple[Gpu, ...]
+    gpu_source: str
+    driver_version: str | None
+    driver_cuda: str | None
+    toolkit: Toolkit | None
+    torch: TorchInfo | None
+    python: str
+    python_tag: str
+    platform_tags: tuple[str, ...]
+    tags: tuple[str, ...]
+    glibc: str | None
+    machine: str
+    cpus: int
+    memory_total_gib: float | None
+    memory_available_gib: float | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def compute_capabilities(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(g.cc for g in self.gpus if g.cc))
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["compute_capabilities"] = list(self.compute_capabilities)
+        doc["tags"] = list(self.tags[:12])
+        doc["tag_count"] = len(self.tags)
+        return doc
+
+
+def _memory_mib(text: str, var: str) -> int:
+    match = _MEM.match(text.strip())
+    if match is None:
+        raise UsageError(
+            f"{var}: memory {text!r} is not a size", hint="write e.g. 80GiB or 40960MiB"
+        )
+    unit = (match["unit"] or "MiB")[0].lower()
+    return int(float(match["n"]) * _UNITS_MIB[unit])
+
+
+def parse_gpus_override(text: str, var: str = "CUSHIP_GPUS") -> tuple[Gpu, ...]:
+    """``"H100:9.0:80GiB,A100"`` → GPUs; a missing cc comes from the compatibility data."""
+    if text.strip().lower() in ("", "none", "0"):
+        return ()
+    gpus = []
+    for index, entry in enumerate(e.strip() for e in text.split(",")):
+        name, _, rest = entry.partition(":")
+        cc_text, _, mem_text = rest.partition(":")
+        if not name:
+            raise UsageError(
+                f"{var}: entry {index} ({entry!r}) has no name", hint='e.g. "H100:9.0:80GiB"'
+            )
+        cc = cc_text or None
+        if cc is not None and not _CC.match(cc):
+            raise UsageError(
+                f"{var}: {entry!r} has compute capability {cc!r}", hint="write it as 9.0"
+            )
+        known = _known_gpu(name)
+        if cc is None:
+            if known is None:
+                raise UsageError(
+                    f"{var}: unknown GPU {name!r} without a compute capability",
+                    hint=f'give it: "{name}:8.6"',
+                )
+            cc = known[0]
+        memory = _memory_mib(mem_text, var) if mem_text else (known[1] if known else None)
+        gpus.append(Gpu(index=index, name=name, cc=cc, memory_mib=memory))
+    return tuple(gpus)
+
+
+def _known_gpu(name: str) -> tuple[str, int | None] | None:
+    from cuship.compat import load
+
+    model = load().find_gpu(name)
+    if model is None:
+        return None
+    return model.cc, (model.memory_gib[0] * 1024 if model.memory_gib else None)
+
+
+def _smi_gpus(output: str, notes: list[str]) -> tuple[tuple[Gpu, ...], str | None]:
+    gpus, driver = [], None
+    for line in output.splitlines():
+        if not line.strip():
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        ok = len(cells) == 6 and cells[0].isdigit() and _CC.match(cells[2]) and cells[3].isdigit()
+        if not ok or not _DRIVER.match(cells[4]):
+            notes.append(f"nvidia-smi printed a line cuship cannot read: {line.strip()[:80]!r}")
+            continue
+        gpus.append(
+            Gpu(
+                index=int(cells[0]),
+                name=cells[1],
+                cc=cells[2],
+                memory_mib=int(cells[3]),
+                uuid=cells[5],
+            )
+        )
+        driver = cells[4]
+    return tuple(gpus), driver
+
+
+def _procfs_gpus(probe: Probe) -> tuple[Gpu, ...]:
+    gpus = []
+    for index, bus in enumerate(probe.listdir("/proc/driver/nvidia/gpus")):
+        info = probe.read(f"/proc/driver/nvidia/gpus/{bus}/information") or ""
+        match = re.search(r"^Model:\s*(.+)$", info, re.MULTILINE)
+        if match:
+            name = match[1].strip()
+            known = _known_gpu(name)
+            gpus.append(Gpu(index=index, name=name, cc=known[0] if known else None))
+    return tuple(gpus)
+
+
+def _driver_from_files(probe: Probe) -> str | None:
+    module = (probe.read("/sys/module/nvidia/version") or "").strip()
+    if _DRIVER.match(module):
+        return module
+    match = _KERNEL_MODULE.search(probe.read("/proc/driver/nvidia/version") or "")
+    return match[1] if match else None
+
+
+def _gpus(
+    env: Mapping[str, str], probe: Probe, notes: list[str]
+) -> tuple[tuple[Gpu, ...], str, str | None, str | None]:
+    """(gpus, source, driver version, CUDA the driver supports)."""
+    if "CUSHIP_GPUS" in env:
+        return parse_gpus_override(env["CUSHIP_GPUS"]), "override", None, None
+    answer = probe.nvml()
+    if answer is not None:
+        gpus = tuple(
+            Gpu(index=g.index, name=g.name, cc=g.cc, memory_mib=g.memory_mib, uuid=g.uuid)
+            for g in answer.gpus
+        )
+        return gpus, "nvml", answer.driver_version, answer.cuda_driver
+    smi = probe.which("nvidia-smi", env.get("PATH"))
+    if smi is not None:
+        output = probe.run([smi, f"--query-gpu={_SMI_FIELDS}", "--format=csv,noheader,nounits"])
+        if output is None:
+            notes.append("nvidia-smi is installed but failed; is the driver loaded?")
+        else:
+            gpus, driver = _smi_gpus(output, notes)
+            header = _CUDA_HEADER.search(probe.run([smi]) or "")
+            if gpus:
+                return gpus, "nvidia-smi", driver, header[1] if header else None
+    gpus = _procfs_gpus(probe)
+    return gpus, ("procfs" if gpus else "none"), None, None
+
+
+def _toolkit(env: Mapping[str, str], probe: Probe) -> Toolkit | None:
+    home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
+    nvcc = None
+    if home and probe.which("nvcc", f"{home}/bin"):
+        nvcc = f"{home}/bin/nvcc"
+    nvcc = (
+        nvcc or probe.which("nvcc", env.get("PATH")) or probe.which("nvcc", "/usr/local/cuda/bin")
+    )
+    if nvcc is None:
+        return None
+    home = home or str(Path(nvcc).resolve().parent.parent)
+    match = re.search(r"release \d+\.\d+, V(\d+\.\d+\.\d+)", probe.run([nvcc, "--version"]) or "")
+    return Toolkit(version=match[1] if match else None, nvcc=nvcc, cuda_home=home)
+
+
+def _torch(env: Mapping[str, str], probe: Probe) -> TorchInfo | None:
+    override = env.get("CUSHIP_TORCH")
+    abi_override = env.get("CUSHIP_TORCH_CXX11ABI")
+    abi = None if abi_override is None else abi_override.strip().lower() in ("1", "true", "yes")
+    if override is not None:
+        if override.strip().lower() in ("", "none"):
+            return None
+        local = override.partition("+")[2]
+        cuda = f"{local[2:-1]}.{local[-1]}" if re.fullmatch(r"cu\d{3,4}", local) else None
+        return TorchInfo(version=override, cuda=cuda, cxx11abi=abi, location=None)
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution("torch")
+    except metadata.PackageNotFoundError:
+        return None
+    root = str(dist.locate_file("torch"))
+    text = probe.read(f"{root}/version.py") or ""
+    match = re.search(r"^cuda\s*(?::[^=]+)?=\s*'([^']+)'", text, re.MULTILINE)
+    if abi is None:
+        lib = probe.read_bytes(f"{root}/lib/libc10.so")
+        abi = None if lib is None else b"__cxx11" in lib
+    return TorchInfo(
+        version=dist.version, cuda=match[1] if match else None, cxx11abi=abi, location=root
+    )
+
+
+def _meminfo(probe: Probe) -> tuple[float | None, float | None]:
+    text = probe.read("/proc/meminfo") or ""
+    found = {
+        m[1]: int(m[2]) / (1024 * 1024) for m in re.finditer(r"^(\w+):\s+(\d+) kB", text, re.M)
+    }
+    total, avail = found.get("MemTotal"), found.get("MemAvailable")
+    return (None if total is None else round(total, 1)), (
+        None if avail is None else round(avail, 1)
+    )
+
+
+def _driver_cuda(driver: str | None, notes: list[str]) -> str | None:
+    if driver is None:
+        return None
+    from cuship.compat import load
+
+    newest = load().max_cuda_for_driver(driver)
+    if newest is None:
+        notes.append(f"driver {driver} is older than every CUDA toolkit cuship knows")
+        return None
+    return f"{newest.major}.{newest.minor}"
+
+
+def fingerprint(
+    environ: Mapping[str, str] | None = None, probe: Probe | None = None
+) -> Fingerprint:
+    """Describe this machine. ``environ`` defaults to ``os.environ``; ``probe`` to the real system."""
+    from packaging import tags
+
+    env = os.environ if environ is None else environ
+    probe = probe or SystemProbe()
+    notes: list[str] = []
+    gpus, source, driver, driver_cuda = _gpus(env, probe, notes)
+    driver = (
+        env.get("CUSHIP_CUDA_DRIVER_VERSION")
+        or driver
+        or (_driver_from_files(probe) if gpus or source == "none" else None)
+    )
+    if driver is not None and not _DRIVER.match(driver):
+        raise UsageError(
+            f"CUSHIP_CUDA_DRIVER_VERSION={driver!r} is not a driver version", hint="e.g. 570.124.06"
+        )
+    driver_cuda = env.get("CUSHIP_DRIVER_CUDA") or driver_cuda or _driver_cuda(driver, notes)
+    sys_tags = tuple(str(t) for t in tags.sys_tags())
+    total, available = _meminfo(probe)
+    glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
+    return Fingerprint(
+        gpus=gpus,
+        gpu_source=source,
+        driver_version=driver,
+        driver_cuda=driver_cuda,
+        toolkit=_toolkit(env, probe),
+        torch=_torch(env, probe),
+        python=platform.python_version(),
+        python_tag=f"cp{sys.version_info.major}{sys.version_info.minor}",
+        platform_tags=tuple(dict.fromkeys(t.rsplit("-", 1)[1] for t in sys_tags)),
+        tags=sys_tags,
+        glibc=glibc.split()[-1] if glibc else None,
+        machine=platform.machine(),
+        cpus=len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else (os.cpu_count() or 1),
+        memory_total_gib=total,
+        memory_available_gib=available,
+        notes=tuple(notes),
+    )
+
+
+def with_overrides(base: Fingerprint, **changes: Any) -> Fingerprint:
+    """A copy of ``base`` with some fields replaced (for resolvers asked about another machine)."""
+    return replace(base, **changes)

@@ -1,0 +1,416 @@
+"""Expand a config into build jobs: python × cuda × torch × arch (× abi × platform), pruned.
+
+Pure: no I/O, no subprocess. Every dropped combination keeps the reason it was dropped, so
+``cuship matrix --explain`` can show it; architectures a toolkit cannot target are removed from
+that job and noted. Renderers produce GitHub Actions and GitLab CI matrices.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from cuship.arch import ArchSpec, parse_arch_list
+from cuship.compat import Compat, CudaToolkit, TorchRelease
+from cuship.config import Config, MatrixRule
+from cuship.errors import ConfigError, CushipError, UsageError
+from cuship.wheel.names import Variant, default_template, format_label, with_label
+
+__all__ = [
+    "BuildJob",
+    "Matrix",
+    "Pruned",
+    "expand",
+    "parse_shard",
+    "shard",
+    "to_github",
+    "to_gitlab",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildJob:
+    """One wheel to build."""
+
+    id: str
+    project: str
+    version: str
+    python: str
+    cuda: Version
+    torch: Version | None
+    torch_version: Version | None
+    torch_cuda: str | None
+    cxx11abi: bool | None
+    arch: ArchSpec
+    platform: str
+    label: str
+
+    @property
+    def python_tag(self) -> str:
+        return "cp" + self.python.replace(".", "")
+
+    @property
+    def cuda_variant(self) -> str:
+        return f"cu{self.cuda.major}{self.cuda.minor}"
+
+    @property
+    def wheel_version(self) -> Version:
+        return with_label(self.version, self.label)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "project": self.project,
+            "version": self.version,
+            "wheel_version": str(self.wheel_version),
+            "python": self.python,
+            "python_tag": self.python_tag,
+            "cuda": str(self.cuda),
+            "cuda_variant": self.cuda_variant,
+            "torch": None if self.torch is None else str(self.torch),
+            "torch_version": None if self.torch_version is None else str(self.torch_version),
+            "torch_cuda": self.torch_cuda,
+            "cxx11abi": self.cxx11abi,
+            "arch": self.arch.torch,
+            "cmake_arch": self.arch.cmake,
+            "platform": self.platform,
+            "label": self.label,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pruned:
+    """A combination that was dropped, or an architecture dropped from a job, and why."""
+
+    combination: Mapping[str, str]
+    reason: str
+    rule: str
+    job: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Matrix:
+    jobs: tuple[BuildJob, ...]
+    pruned: tuple[Pruned, ...]
+    arch_drops: tuple[Pruned, ...]
+    considered: int
+
+    def job(self, job_id: str) -> BuildJob:
+        for job in self.jobs:
+            if job.id == job_id:
+                return job
+        import difflib
+
+        near = difflib.get_close_matches(job_id, [j.id for j in self.jobs], n=3, cutoff=0.5)
+        hint = f"nearest: {', '.join(near)}" if near else "list jobs with `cuship matrix`"
+        raise UsageError(f"no job {job_id!r} in the matrix", hint=hint)
+
+
+@dataclass(frozen=True, slots=True)
+class _Combo:
+    python: str
+    cuda: str
+    torch: str | None
+    arch: str
+    cxx11abi: bool | None
+    platform: str
+
+    def describe(self) -> dict[str, str]:
+        out = {"python": self.python, "cuda": self.cuda}
+        if self.torch is not None:
+            out["torch"] = self.torch
+        out["arch"] = self.arch
+        if self.cxx11abi is not None:
+            out["cxx11abi"] = "TRUE" if self.cxx11abi else "FALSE"
+        out["platform"] = self.platform
+        return out
+
+
+def _matches(pattern: str | bool | None, value: str | bool | None) -> bool:
+    if pattern is None:
+        return True
+    if isinstance(pattern, bool) or isinstance(value, bool) or value is None:
+        return pattern == value
+    return (
+        pattern == value or value.startswith(pattern + ".") or fnmatch.fnmatchcase(value, pattern)
+    )
+
+
+def _rule_matches(rule: MatrixRule, combo: _Combo) -> bool:
+    return all(
+        _matches(getattr(rule, name), getattr(combo, name))
+        for name in ("python", "cuda", "torch", "arch", "cxx11abi", "platform")
+    )
+
+
+def _rule_text(rule: MatrixRule) -> str:
+    parts = [
+        f"{n}={getattr(rule, n)}" for n in MatrixRule.__slots__ if getattr(rule, n) is not None
+    ]
+    return "{" + ", ".join(parts) + "}"
+
+
+class _Expander:
+    """Holds the looked-up knowledge for one expansion (each version is looked up once)."""
+
+    def __init__(self, config: Config, compat: Compat) -> None:
+        self.config = config
+        self.compat = compat
+        self.source = str(config.source)
+        m = config.matrix
+        self.toolkits = (
+            self._lookup("cuda", m.cuda, compat.cuda)
+            if m.cuda
+            else {str(compat.toolkits[-1].version): compat.toolkits[-1]}
+        )
+        self.torches = self._lookup("torch", m.torch, compat.torch_release)
+        self.archs = {text: parse_arch_list(text) for text in m.arch}
+        self.requires = SpecifierSet(config.project.requires_python or "")
+        self.pythons = m.python or self._default_pythons()
+        self.abi_dimension = bool(m.cxx11abi)
+        template = config.label.template or default_template(
+            torch=bool(m.torch), abi=bool(m.cxx11abi)
+        )
+        self.template = template
+        self._check_arches_targetable()
+
+    def _lookup(self, key: str, specs: Sequence[str], find: Any) -> dict[str, Any]:
+        found = {}
+        for i, spec in enumerate(specs):
+            try:
+                found[spec] = find(spec)
+            except CushipError as err:
+                raise ConfigError(
+                    self.source, f"matrix.{key}[{i}]", err.message, hint=err.hint
+                ) from err
+        return found
+
+    def _default_pythons(self) -> tuple[str, ...]:
+        known = sorted({p for t in self.compat.torch for p in t.pythons}, key=Version)
+        return tuple(p for p in known if Version(p + ".0") in self.requires or not self.requires)
+
+    def _check_arches_targetable(self) -> None:
+        for i, (text, spec) in enumerate(self.archs.items()):
+            for target in spec.targets:
+                if not any(tk.can_target(target.sm) for tk in self.toolkits.values()):
+                    able = [
+                        str(tk.version) for tk in self.compat.toolkits if tk.can_target(target.sm)
+                    ]
+                    chosen = ", ".join(self.toolkits)
+                    hint = (
+                        f"CUDA {able[0]} to {able[-1]} can; add one to matrix.cuda or drop the arch"
+                        if able
+                        else "no known CUDA toolkit targets it; check the spelling"
+                    )
+                    raise ConfigError(
+                        self.source,
+                        f"matrix.arch[{i}]",
+                        f"sm_{target.sm} (from {text!r}) cannot be targeted by CUDA {chosen}",
+                        hint=hint,
+                    )
+
+    def combos(self) -> Iterator[_Combo]:
+        m = self.config.matrix
+        torches: Sequence[str | None] = list(m.torch) or [None]
+        abis: Sequence[bool | None] = list(m.cxx11abi) or [None]
+        for py, cuda, torch, arch, abi, plat in itertools.product(
+            self.pythons, self.toolkits, torches, self.archs, abis, m.platform
+        ):
+            yield _Combo(py, cuda, torch, arch, abi, plat)
+
+    def included(self) -> Iterator[_Combo]:
+        m = self.config.matrix
+        for i, rule in enumerate(m.include):
+            if rule.python is None or rule.cuda is None or (m.torch and rule.torch is None):
+                raise ConfigError(
+                    self.source,
+                    f"matrix.include[{i}]",
+                    "an include rule must name python and cuda (and torch when the matrix has torch)",
+                )
+            if rule.cuda not in self.toolkits:
+                self.toolkits |= self._lookup("include.cuda", [rule.cuda], self.compat.cuda)
+            if rule.torch is not None and rule.torch not in self.torches:
+                self.torches |= self._lookup(
+                    "include.torch", [rule.torch], self.compat.torch_release
+                )
+            arch = rule.arch or next(iter(self.archs))
+            self.archs.setdefault(arch, parse_arch_list(arch))
+            yield _Combo(
+                rule.python,
+                rule.cuda,
+                rule.torch,
+                arch,
+                rule.cxx11abi,
+                rule.platform or m.platform[0],
+            )
+
+    def prune_reason(self, combo: _Combo) -> tuple[str, str] | None:
+        for i, rule in enumerate(self.config.matrix.exclude):
+            if _rule_matches(rule, combo):
+                return "exclude", f"excluded by matrix.exclude[{i}] {_rule_text(rule)}"
+        if self.requires and Version(combo.python + ".0") not in self.requires:
+            return (
+                "requires-python",
+                f"Python {combo.python} is outside requires-python {self.requires}",
+            )
+        if combo.torch is None:
+            return None
+        return self._torch_reason(self.torches[combo.torch], self.toolkits[combo.cuda], combo)
+
+    def _torch_reason(
+        self, tr: TorchRelease, tk: CudaToolkit, combo: _Combo
+    ) -> tuple[str, str] | None:
+        if combo.python not in tr.pythons:
+            return "torch-python", f"torch {tr.minor} supports Python {', '.join(tr.pythons)}"
+        if self.torch_cuda(tr, tk) is None:
+            published = ", ".join("cu" + c.replace(".", "") for c in tr.cuda)
+            need = "CUDA major" if self.config.matrix.torch_cuda == "major" else "CUDA version"
+            return "torch-cuda", (
+                f"torch {tr.minor} publishes {published}; none for {tk.variant}'s {need}"
+            )
+        if combo.cxx11abi is not None and combo.cxx11abi not in tr.cxx11_abi:
+            abi = "TRUE" if combo.cxx11abi else "FALSE"
+            return "torch-abi", f"torch {tr.minor} wheels are not built with cxx11abi {abi}"
+        return None
+
+    def torch_cuda(self, tr: TorchRelease, tk: CudaToolkit) -> str | None:
+        """The torch CUDA variant a job builds against, or None when torch has none that fits."""
+        mine = Version(tk.major_minor)
+        if self.config.matrix.torch_cuda == "exact":
+            return tk.major_minor if tk.major_minor in tr.cuda else None
+        same = sorted(Version(c) for c in tr.cuda if Version(c).major == mine.major)
+        if not same:
+            return None
+        older = [v for v in same if v <= mine]
+        return str(older[-1] if older else same[0])
+
+
+def _job_id(ex: _Expander, combo: _Combo, tk: CudaToolkit, spec: ArchSpec) -> str:
+    name = ex.config.project.name or "project"
+    parts = [
+        name,
+        ex.config.project.version or "0",
+        "cp" + combo.python.replace(".", ""),
+        tk.variant,
+    ]
+    if combo.torch is not None:
+        parts.append(f"torch{combo.torch}")
+    if combo.cxx11abi is not None:
+        parts.append("cxx11abi" + ("TRUE" if combo.cxx11abi else "FALSE"))
+    if len(ex.archs) > 1:
+        parts.append(spec.slug)
+    if len(ex.config.matrix.platform) > 1:
+        parts.append(combo.platform)
+    return "-".join(parts)
+
+
+def _make_job(ex: _Expander, combo: _Combo, drops: list[Pruned]) -> BuildJob | Pruned:
+    tk = ex.toolkits[combo.cuda]
+    spec = ex.archs[combo.arch]
+    missing = frozenset(t.sm for t in spec.targets if not tk.can_target(t.sm))
+    if missing:
+        spec = spec.without(missing)
+    tr = ex.torches[combo.torch] if combo.torch is not None else None
+    job_id = _job_id(ex, combo, tk, spec)
+    for sm in sorted(missing):
+        reason = f"CUDA {tk.version} cannot target sm_{sm} (it supports {', '.join(tk.sms)})"
+        drops.append(Pruned(combination=combo.describe(), reason=reason, rule="arch", job=job_id))
+    if not spec.targets:
+        return Pruned(combination=combo.describe(), reason="no architecture left", rule="arch")
+    variant = Variant(cuda=tk.version, torch=tr.version if tr else None, cxx11abi=combo.cxx11abi)
+    return BuildJob(
+        id=job_id,
+        project=ex.config.project.name or "project",
+        version=ex.config.project.version or "0",
+        python=combo.python,
+        cuda=tk.version,
+        torch=tr.version if tr else None,
+        torch_version=tr.latest if tr else None,
+        torch_cuda=ex.torch_cuda(tr, tk) if tr else None,
+        cxx11abi=combo.cxx11abi,
+        arch=spec,
+        platform=combo.platform,
+        label=format_label(variant, ex.template),
+    )
+
+
+def expand(config: Config, compat: Compat) -> Matrix:
+    """All jobs of the config's matrix, with every pruned combination and its reason."""
+    ex = _Expander(config, compat)
+    jobs: dict[str, BuildJob] = {}
+    pruned: list[Pruned] = []
+    drops: list[Pruned] = []
+    considered = 0
+    candidates = itertools.chain(
+        ((c, False) for c in ex.combos()), ((c, True) for c in ex.included())
+    )
+    for combo, from_include in candidates:
+        considered += 1
+        reason = ex.prune_reason(combo)
+        if reason is not None and not (from_include and reason[0] == "exclude"):
+            pruned.append(Pruned(combination=combo.describe(), rule=reason[0], reason=reason[1]))
+            continue
+        made = _make_job(ex, combo, drops)
+        if isinstance(made, Pruned):
+            pruned.append(made)
+        elif made.id not in jobs:
+            jobs[made.id] = made
+    return Matrix(
+        jobs=tuple(jobs.values()),
+        pruned=tuple(pruned),
+        arch_drops=tuple(drops),
+        considered=considered,
+    )
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"2/4"`` → ``(2, 4)``; shards count from 1."""
+    try:
+        index_text, count_text = text.split("/")
+        index, count = int(index_text), int(count_text)
+    except ValueError as err:
+        raise UsageError(f"--shard {text!r} is not I/N", hint="e.g. --shard 1/4") from err
+    if not 1 <= index <= count:
+        raise UsageError(f"--shard {text!r}: I must be between 1 and N", hint="e.g. --shard 1/4")
+    return index, count
+
+
+def shard(jobs: Sequence[BuildJob], index: int, count: int) -> tuple[BuildJob, ...]:
+    """The ``index``-th of ``count`` even slices (sizes differ by at most one), in order."""
+    size, extra = divmod(len(jobs), count)
+    start = (index - 1) * size + min(index - 1, extra)
+    end = start + size + (1 if index <= extra else 0)
+    return tuple(jobs[start:end])
+
+
+def to_github(jobs: Sequence[BuildJob]) -> dict[str, Any]:
+    """A ``strategy.matrix`` value: ``{"include": [...]}`` with one entry per job."""
+    return {"include": [_ci_entry(job) for job in jobs]}
+
+
+def to_gitlab(jobs: Sequence[BuildJob]) -> dict[str, Any]:
+    """A ``parallel: matrix:`` value: a list of single-valued variable sets (GitLab upper-cases)."""
+    return {
+        "parallel": {"matrix": [{k.upper(): [v] for k, v in _ci_entry(j).items()} for j in jobs]}
+    }
+
+
+def _ci_entry(job: BuildJob) -> dict[str, str]:
+    entry = {
+        "job": job.id,
+        "python": job.python,
+        "cuda": str(job.cuda),
+        "torch": "" if job.torch is None else str(job.torch),
+        "arch": job.arch.torch,
+        "label": job.label,
+        "platform": job.platform,
+    }
+    if job.cxx11abi is not None:
+        entry["cxx11abi"] = "TRUE" if job.cxx11abi else "FALSE"
+    return entry

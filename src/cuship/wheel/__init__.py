@@ -1,0 +1,1 @@
+"""Wheels: local version labels, ELF and fatbin inspection, repair, retagging."""
