@@ -24,7 +24,10 @@ Validator = Callable[[Any], None]
 
 
 def field_doc(doc: str, *, validate: Validator | None = None, **kwargs: Any) -> Any:
-    """A dataclass field carrying a description (for the schema) and an optional validator."""
+    """A dataclass field carrying a description (for the schema) and an optional validator.
+
+    The validator raises ValueError; on a tuple field it sees one item at a time.
+    """
     metadata = {"doc": doc, "validate": validate}
     return dataclasses.field(metadata=metadata, **kwargs)
 
@@ -121,6 +124,17 @@ class _Loader:
             raise self.fail(key, f"expected {_type_name(tp)}, got {raw!r}")
         return raw
 
+    def _validate(self, validate: Validator | None, value: Any, key: str) -> None:
+        """Run a field's validator; on a tuple, once per item so errors name the index."""
+        if validate is None:
+            return
+        items = enumerate(value) if isinstance(value, tuple) else [(None, value)]
+        for index, item in items:
+            try:
+                validate(item)
+            except ValueError as err:
+                raise self.fail(key if index is None else _key(key, index), str(err)) from err
+
     def dataclass(self, cls: type[T], raw: Any, key: str) -> T:
         if not isinstance(raw, Mapping):
             raise self.fail(key, f"expected a table, got {raw!r}")
@@ -136,12 +150,7 @@ class _Loader:
                 hint = f"did you mean {near[0]!r}?" if near else f"known keys: {', '.join(known)}"
                 raise self.fail(_key(key, str(name)), "unknown key", hint=hint)
             value = self.value(hints[field.name], raw_value, _key(key, str(name)))
-            validate = field.metadata.get("validate")
-            if validate is not None:
-                try:
-                    validate(value)
-                except ValueError as err:
-                    raise self.fail(_key(key, str(name)), str(err)) from err
+            self._validate(field.metadata.get("validate"), value, _key(key, str(name)))
             kwargs[field.name] = value
         try:
             return cls(**kwargs)

@@ -39,27 +39,24 @@ __all__ = [
 ]
 
 
-def _python_version(value: tuple[str, ...]) -> None:
-    for item in value:
-        parts = item.split(".")
-        if len(parts) != 2 or not all(p.isdigit() for p in parts):
-            raise ValueError(f'{item!r} is not a Python version; write MAJOR.MINOR, e.g. "3.12"')
+def _python_version(item: str) -> None:
+    parts = item.split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise ValueError(f'{item!r} is not a Python version; write MAJOR.MINOR, e.g. "3.12"')
 
 
-def _versions(value: tuple[str, ...]) -> None:
-    for item in value:
-        try:
-            Version(item)
-        except InvalidVersion as err:
-            raise ValueError(f"{item!r} is not a version") from err
+def _version(item: str) -> None:
+    try:
+        Version(item)
+    except InvalidVersion as err:
+        raise ValueError(f"{item!r} is not a version") from err
 
 
-def _arch_lists(value: tuple[str, ...]) -> None:
-    for item in value:
-        try:
-            parse_arch_list(item)
-        except CushipError as err:
-            raise ValueError(err.message) from err
+def _arch_list(item: str) -> None:
+    try:
+        parse_arch_list(item)
+    except CushipError as err:
+        raise ValueError(err.message) from err
 
 
 def _positive(value: float | int | None) -> None:
@@ -113,17 +110,17 @@ class MatrixSection:
     cuda: tuple[str, ...] = field_doc(
         "CUDA toolkits ('12.8.1', or '12.8' for the newest 12.8.x); default: the newest known.",
         default=(),
-        validate=_versions,
+        validate=_version,
     )
     torch: tuple[str, ...] = field_doc(
         "torch minor versions to build against ('2.8'); empty when the package needs no torch.",
         default=(),
-        validate=_versions,
+        validate=_version,
     )
     arch: tuple[str, ...] = field_doc(
         "Architecture lists, one wheel per list: '8.0;9.0;10.0;12.0+PTX'.",
         default=("8.0;9.0;10.0;12.0+PTX",),
-        validate=_arch_lists,
+        validate=_arch_list,
     )
     cxx11abi: tuple[bool, ...] = field_doc(
         "C++ ABIs to build when torch offers both (torch < 2.7).", default=()
@@ -183,7 +180,7 @@ class PackageSpec:
     """One entry of a community index's ``config/packages.yml``."""
 
     name: str
-    versions: tuple[str, ...] = field_doc("Versions to build from PyPI sdists.", validate=_versions)
+    versions: tuple[str, ...] = field_doc("Versions to build from PyPI sdists.", validate=_version)
     build_args: str = field_doc("Arguments for pip wheel.", default="")
     extra_deps: tuple[str, ...] = field_doc("Installed before building.", default=())
     test_import: str | None = field_doc("Module imported by the smoke test.", default=None)

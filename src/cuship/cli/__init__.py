@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "compat": ("compat", "Show the compatibility knowledge: CUDA toolkits, torch releases, GPUs."),
     "matrix": ("matrix", "Expand the build matrix from config, pruned, with reasons."),
+    "config": ("config", "Print the configuration as read, or its JSON Schema."),
 }
 
 
