@@ -1,0 +1,416 @@
+"""Compatibility knowledge as data: CUDA toolkits, torch releases and GPU models.
+
+The facts live in ``cuship/data/{cuda,torch,gpus}.toml``, one row per toolkit, release or GPU,
+each citing its source. This module loads them into frozen dataclasses, checks them, and answers
+the questions the rest of cuship asks (which toolkit is ``cu128``, can CUDA 13 build for sm_70,
+which driver runs which toolkit, what compute capability is an "NVIDIA H100 80GB HBM3").
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from cuship._compat_checks import check_gpus, check_toolkits, check_torch
+from cuship._tomlrows import Row, read_rows
+from cuship.errors import UsageError
+
+__all__ = [
+    "DATA_DIR",
+    "Compat",
+    "CudaToolkit",
+    "GpuModel",
+    "TorchRelease",
+    "format_driver",
+    "load",
+]
+
+DATA_DIR = Path(__file__).parent / "data"
+
+_SM_PREFIX = re.compile(r"^(?:sm_|compute_|sm)")
+_CU_LABEL = re.compile(r"^cu(\d+)(\d)$")
+_VENDOR_WORDS = frozenset({"nvidia", "geforce", "tesla"})
+
+
+def format_driver(version: Version) -> str:
+    """A driver version as NVIDIA writes it: ``Version("570.124.6")`` → ``"570.124.06"``."""
+    parts = version.release
+    return ".".join([str(p) for p in parts[:2]] + [f"{p:02d}" for p in parts[2:]])
+
+
+def _sm_of(sm: str) -> str:
+    """``"sm_90a"``, ``"compute_90"``, ``"9.0"`` or ``"90"`` → ``"90a"``/``"90"``."""
+    text = _SM_PREFIX.sub("", sm.strip().lower())
+    return text.replace(".", "")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CudaToolkit:
+    """One CUDA toolkit release (``12.8.1``): driver minimums and the SASS targets nvcc accepts."""
+
+    version: Version
+    released: str
+    min_driver_linux: Version
+    family_min_driver_linux: Version
+    sms: tuple[str, ...]
+    dropped: tuple[str, ...]
+    source: str
+    note: str = ""
+
+    @property
+    def major_minor(self) -> str:
+        """``"12.8"``."""
+        return f"{self.version.major}.{self.version.minor}"
+
+    @property
+    def variant(self) -> str:
+        """The PyTorch-style label of this toolkit's minor version: ``"cu128"``."""
+        return f"cu{self.version.major}{self.version.minor}"
+
+    def can_target(self, sm: str) -> bool:
+        """True if this nvcc can emit SASS for ``sm`` (``"80"``, ``"90a"``, ``"sm_100f"``)."""
+        return _sm_of(sm) in self.sms
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "version": str(self.version),
+            "variant": self.variant,
+            "released": self.released,
+            "min_driver_linux": format_driver(self.min_driver_linux),
+            "family_min_driver_linux": format_driver(self.family_min_driver_linux),
+            "sms": list(self.sms),
+            "dropped": list(self.dropped),
+            "source": self.source,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TorchRelease:
+    """One torch minor release (``2.8``) and the wheels published for it."""
+
+    version: Version
+    latest: Version
+    released: str
+    cuda: tuple[str, ...]
+    pypi_cuda: str
+    pythons: tuple[str, ...]
+    cxx11_abi: tuple[bool, ...]
+    source: str
+    note: str = ""
+
+    @property
+    def minor(self) -> str:
+        """``"2.8"``."""
+        return f"{self.version.major}.{self.version.minor}"
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """The index labels of :attr:`cuda`: ``("cu126", "cu128", "cu129")``."""
+        return tuple("cu" + c.replace(".", "") for c in self.cuda)
+
+    def has_cuda(self, cuda: str) -> bool:
+        """True if a wheel for ``cuda`` (``"12.8"`` or ``"cu128"``) is on the PyTorch index."""
+        text = cuda.strip().lower()
+        return text in self.variants or text in self.cuda
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "version": self.minor,
+            "latest": str(self.latest),
+            "released": self.released,
+            "cuda": list(self.cuda),
+            "pypi_cuda": self.pypi_cuda,
+            "pythons": list(self.pythons),
+            "cxx11_abi": list(self.cxx11_abi),
+            "source": self.source,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuModel:
+    """A GPU model, the names NVML/nvidia-smi report for it, and its compute capability."""
+
+    name: str
+    aliases: tuple[str, ...]
+    cc: str
+    memory_gib: tuple[int, ...]
+    arch_family: str
+    source: str
+    note: str = ""
+
+    @property
+    def sm(self) -> str:
+        """The compute capability as an nvcc target number: ``"9.0"`` → ``"90"``."""
+        return self.cc.replace(".", "")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "aliases": list(self.aliases),
+            "cc": self.cc,
+            "sm": self.sm,
+            "memory_gib": list(self.memory_gib),
+            "arch_family": self.arch_family,
+            "source": self.source,
+            "note": self.note,
+        }
+
+
+def _name_tokens(name: str) -> tuple[str, ...]:
+    words = re.split(r"[^0-9a-z]+", name.lower())
+    return tuple(w for w in words if w and w not in _VENDOR_WORDS)
+
+
+def gpu_key(name: str) -> str:
+    """The normalised form names are compared in: vendor words, case and spacing removed."""
+    return "".join(_name_tokens(name))
+
+
+def _nearest(known: Sequence[Version], wanted: Version) -> list[Version]:
+    """The known versions just below and just above ``wanted``."""
+    index = bisect.bisect_left(known, wanted)
+    return [known[i] for i in (index - 1, index) if 0 <= i < len(known)]
+
+
+def _parse_spec(spec: str, what: str) -> Version:
+    text = spec.strip().lower()
+    label = _CU_LABEL.match(text)
+    if label:
+        text = f"{label.group(1)}.{label.group(2)}"
+    try:
+        return Version(text)
+    except InvalidVersion as err:
+        raise UsageError(
+            f"{spec!r} is not a {what} version",
+            hint="write it like 12.8.1, 12.8 or cu128" if what == "CUDA" else "write it like 2.8",
+        ) from err
+
+
+def _minor_of(version: Version) -> Version:
+    return Version(f"{version.major}.{version.minor}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Compat:
+    """All compatibility knowledge, with the questions cuship asks of it."""
+
+    toolkits: tuple[CudaToolkit, ...]
+    torch: tuple[TorchRelease, ...]
+    gpus: tuple[GpuModel, ...]
+
+    def cuda(self, spec: str) -> CudaToolkit:
+        """The toolkit for ``spec``.
+
+        ``"12.8.1"`` matches exactly; ``"12.8"`` and ``"cu128"`` give the newest 12.8.x; ``"12"``
+        the newest 12.x. Unknown → :class:`UsageError` naming the nearest known versions.
+        """
+        wanted = _parse_spec(spec, "CUDA")
+        width = len(wanted.release)
+        matches = [t for t in self.toolkits if t.version.release[:width] == wanted.release]
+        if width >= 3:
+            matches = [t for t in matches if t.version == wanted]
+        if matches:
+            return matches[-1]
+        minors = sorted({_minor_of(t.version) for t in self.toolkits})
+        near = [str(v) for v in _nearest(minors, _minor_of(wanted) if width > 1 else wanted)]
+        same_minor = [
+            str(t.version) for t in self.toolkits if t.major_minor == str(_minor_of(wanted))
+        ]
+        raise UsageError(
+            f"unknown CUDA version {spec!r}",
+            hint=f"known near it: {', '.join(same_minor or near)}; "
+            "`cuship compat --cuda` lists all",
+        )
+
+    def torch_release(self, spec: str) -> TorchRelease:
+        """The torch release for ``"2.8"``, ``"2.8.0"`` or ``"2.8.0+cu128"``.
+
+        A patch newer than the newest one known, or a ``+cuXYZ`` label that release was not
+        built for, is a :class:`UsageError` too.
+        """
+        wanted = _parse_spec(spec, "torch")
+        minor = _minor_of(wanted)
+        found = [r for r in self.torch if r.version == minor]
+        if not found:
+            near = _nearest([r.version for r in self.torch], minor)
+            raise UsageError(
+                f"unknown torch version {spec!r}",
+                hint=f"known near it: {', '.join(str(v) for v in near)}; "
+                "`cuship compat --torch` lists all",
+            )
+        release = found[0]
+        _check_patch_and_label(release, wanted, spec)
+        return release
+
+    def find_gpu(self, name: str) -> GpuModel | None:
+        """The GPU model ``name`` refers to, or None.
+
+        Matching ignores case, punctuation and the words NVIDIA/GeForce/Tesla. An exact name or
+        alias wins; otherwise the longest model name or alias that the reported name starts with,
+        word for word (``"NVIDIA A100-SXM4-80GB"`` → A100, while ``"RTX A1000"`` matches nothing).
+        """
+        tokens = _name_tokens(name)
+        prefixes = {"".join(tokens[:k]): k for k in range(1, len(tokens) + 1)}
+        best: tuple[int, GpuModel] | None = None
+        for gpu in self.gpus:
+            for label in (gpu.name, *gpu.aliases):
+                key = gpu_key(label)
+                if key in prefixes and (best is None or len(key) > best[0]):
+                    best = (len(key), gpu)
+        return best[1] if best else None
+
+    def gpu(self, name: str) -> GpuModel:
+        """Like :meth:`find_gpu`; an unknown name is a :class:`UsageError` listing close names."""
+        found = self.find_gpu(name)
+        if found is not None:
+            return found
+        labels = {gpu_key(label): label for g in self.gpus for label in (g.name, *g.aliases)}
+        close = difflib.get_close_matches(gpu_key(name), list(labels), n=4, cutoff=0.5)
+        hint = f"close names: {', '.join(labels[c] for c in close)}" if close else None
+        raise UsageError(
+            f"unknown GPU {name!r}",
+            hint=(hint + "; " if hint else "") + "`cuship compat --gpus` lists the known models",
+        )
+
+    def max_cuda_for_driver(self, driver: str | Version) -> Version | None:
+        """The newest toolkit version whose own driver minimum ``driver`` meets (None if none)."""
+        have = _driver(driver)
+        fitting = [t.version for t in self.toolkits if t.min_driver_linux <= have]
+        return fitting[-1] if fitting else None
+
+    def driver_supports(
+        self, driver: str | Version, cuda: str, *, minor_compat: bool = True
+    ) -> bool:
+        """True if a Linux driver can run code built with toolkit ``cuda``.
+
+        With ``minor_compat`` (the default) this is NVIDIA's minor-version compatibility: any
+        driver at or above the major's family minimum (``525.60.13`` for 12.x, ``580`` for 13.x)
+        runs applications from every toolkit of that major. That is the promise PyTorch's and
+        uv's wheel selection rely on, and what holds for wheels carrying SASS for the GPU.
+        It does not cover JIT-compiling PTX from a newer toolkit or the newest APIs, which need
+        the toolkit's own driver: pass ``minor_compat=False`` to require ``min_driver_linux``.
+        """
+        have = _driver(driver)
+        toolkit = self.cuda(cuda)
+        if toolkit.min_driver_linux <= have:
+            return True
+        return minor_compat and toolkit.family_min_driver_linux <= have
+
+
+def _driver(driver: str | Version) -> Version:
+    if isinstance(driver, Version):
+        return driver
+    try:
+        return Version(driver.strip())
+    except InvalidVersion as err:
+        raise UsageError(
+            f"{driver!r} is not a driver version", hint="write it like 570.124.06"
+        ) from err
+
+
+def _check_patch_and_label(release: TorchRelease, wanted: Version, spec: str) -> None:
+    if len(wanted.release) >= 3 and Version(wanted.public) > release.latest:
+        raise UsageError(
+            f"torch {spec!r} is newer than the newest {release.minor} patch known "
+            f"({release.latest})",
+            hint="update cuship, or name an existing patch release",
+        )
+    local = wanted.local or ""
+    if local.startswith("cu") and not release.has_cuda(local):
+        raise UsageError(
+            f"torch {release.minor} has no {local} build ({spec!r})",
+            hint=f"torch {release.minor} was published for {', '.join(release.variants)}",
+        )
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+_TOOLKIT_KEYS = tuple(f.name for f in fields(CudaToolkit))
+_TORCH_KEYS = tuple(f.name for f in fields(TorchRelease))
+_GPU_KEYS = tuple(f.name for f in fields(GpuModel))
+
+
+def _toolkit(row: Row) -> CudaToolkit:
+    row.only(_TOOLKIT_KEYS)
+    return CudaToolkit(
+        version=row.version("version"),
+        released=row.text("released"),
+        min_driver_linux=row.version("min_driver_linux"),
+        family_min_driver_linux=row.version("family_min_driver_linux"),
+        sms=row.texts("sms"),
+        dropped=row.texts("dropped"),
+        source=row.text("source"),
+        note=row.text("note", default=""),
+    )
+
+
+def _release(row: Row) -> TorchRelease:
+    row.only(_TORCH_KEYS)
+    return TorchRelease(
+        version=row.version("version"),
+        latest=row.version("latest"),
+        released=row.text("released"),
+        cuda=row.texts("cuda"),
+        pypi_cuda=row.text("pypi_cuda"),
+        pythons=row.texts("pythons"),
+        cxx11_abi=row.bools("cxx11_abi"),
+        source=row.text("source"),
+        note=row.text("note", default=""),
+    )
+
+
+def _gpu(row: Row) -> GpuModel:
+    row.only(_GPU_KEYS)
+    return GpuModel(
+        name=row.text("name"),
+        aliases=row.texts("aliases"),
+        cc=row.text("cc"),
+        memory_gib=row.ints("memory_gib"),
+        arch_family=row.text("arch_family"),
+        source=row.text("source"),
+        note=row.text("note", default=""),
+    )
+
+
+def load(data_dir: Path | None = None) -> Compat:
+    """Load and check the data files in ``data_dir`` (default: the ones shipped with cuship).
+
+    The shipped files are parsed once per process. A malformed file raises
+    :class:`~cuship.errors.ConfigError` naming the file and the key.
+    """
+    if data_dir is None:
+        return _load_default()
+    return _load(data_dir)
+
+
+@functools.cache
+def _load_default() -> Compat:
+    return _load(DATA_DIR)
+
+
+def _load(data_dir: Path) -> Compat:
+    toolkit_rows = read_rows(data_dir / "cuda.toml", "toolkit")
+    torch_rows = read_rows(data_dir / "torch.toml", "release")
+    gpu_rows = read_rows(data_dir / "gpus.toml", "gpu")
+    toolkits = [(row, _toolkit(row)) for row in toolkit_rows]
+    releases = [(row, _release(row)) for row in torch_rows]
+    gpus = [(row, _gpu(row)) for row in gpu_rows]
+    check_toolkits(toolkits)
+    known_minors = {t.major_minor for _, t in toolkits}
+    check_torch(releases, known_minors)
+    known_sms = {sm for _, t in toolkits for sm in t.sms}
+    check_gpus(gpus, known_sms, gpu_key)
+    return Compat(
+        toolkits=tuple(t for _, t in toolkits),
+        torch=tuple(r for _, r in releases),
+        gpus=tuple(g for _, g in gpus),
+    )
