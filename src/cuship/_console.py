@@ -50,12 +50,20 @@ class Console:
         self._rich_out: RichConsole | None = None
         self._rich_err: RichConsole | None = None
 
+    @staticmethod
+    def _width(stream: IO[str]) -> int | None:
+        """Wide tables in CI logs and pipes (rich would pick 80 columns); the terminal's otherwise."""
+        isatty = getattr(stream, "isatty", None)
+        if isatty is not None and isatty():
+            return None
+        return int(os.environ.get("COLUMNS", "160"))
+
     @property
     def out(self) -> RichConsole:
         if self._rich_out is None:
             from rich.console import Console as RichConsole
 
-            self._rich_out = RichConsole(file=self._out, soft_wrap=True)
+            self._rich_out = RichConsole(file=self._out, width=self._width(self._out))
         return self._rich_out
 
     @property
@@ -63,7 +71,9 @@ class Console:
         if self._rich_err is None:
             from rich.console import Console as RichConsole
 
-            self._rich_err = RichConsole(file=self._err, soft_wrap=True, highlight=False)
+            self._rich_err = RichConsole(
+                file=self._err, width=self._width(self._err), highlight=False
+            )
         return self._rich_err
 
     def emit(self, event: Event) -> None:

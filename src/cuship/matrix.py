@@ -270,10 +270,12 @@ class _Expander:
             return "torch-python", f"torch {tr.minor} supports Python {', '.join(tr.pythons)}"
         if self.torch_cuda(tr, tk) is None:
             published = ", ".join("cu" + c.replace(".", "") for c in tr.cuda)
-            need = "CUDA major" if self.config.matrix.torch_cuda == "major" else "CUDA version"
-            return "torch-cuda", (
-                f"torch {tr.minor} publishes {published}; none for {tk.variant}'s {need}"
+            wanted = (
+                f"CUDA {tk.version.major}.x"
+                if self.config.matrix.torch_cuda == "major"
+                else tk.variant
             )
+            return "torch-cuda", f"torch {tr.minor} publishes {published}: none for {wanted}"
         if combo.cxx11abi is not None and combo.cxx11abi not in tr.cxx11_abi:
             abi = "TRUE" if combo.cxx11abi else "FALSE"
             return "torch-abi", f"torch {tr.minor} wheels are not built with cxx11abi {abi}"

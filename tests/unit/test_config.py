@@ -60,9 +60,17 @@ def test_float_python_version_is_refused_with_quote_hint(tmp_path: Path) -> None
         ('[build]\nisolation = "yes"\n', "build.isolation", "true or false"),
         ('[matrix]\narch = "8.0;nine"\n', "matrix.arch[0]", "not a GPU architecture"),
         ('[matrix]\ncuda = ["twelve"]\n', "matrix.cuda[0]", "not a version"),
-        ('[project]\nrequires_python = "3.10"\n', "project.requires_python", "not a version specifier"),
+        (
+            '[project]\nrequires_python = "3.10"\n',
+            "project.requires_python",
+            "not a version specifier",
+        ),
         ("matrix = 3\n", "matrix", "expected a table"),
-        ('[matrix]\nexclude = [{cuda = "13", gpu = "x"}]\n', "matrix.exclude[0].gpu", "unknown key"),
+        (
+            '[matrix]\nexclude = [{cuda = "13", gpu = "x"}]\n',
+            "matrix.exclude[0].gpu",
+            "unknown key",
+        ),
     ],
 )
 def test_bad_values_name_the_key(tmp_path: Path, text: str, key: str, problem: str) -> None:
@@ -115,7 +123,10 @@ def test_community_packages_yml_is_accepted_as_is(tmp_path: Path) -> None:
     ("text", "match"),
     [
         ("packages:\n  x:\n    versions: [1.0\n", "not valid YAML"),
-        ("packages:\n  x:\n    versions: ['1.0']\n    colour: red\n", r"packages\.x\.colour: unknown key"),
+        (
+            "packages:\n  x:\n    versions: ['1.0']\n    colour: red\n",
+            r"packages\.x\.colour: unknown key",
+        ),
         ("packages:\n  '-bad-':\n    versions: ['1.0']\n", "not a valid package name"),
         ("packages:\n  x:\n    build_args: ''\n", "missing required key"),
     ],
@@ -137,4 +148,6 @@ def test_schema_describes_every_section() -> None:
 
 def test_published_schema_file_is_current(repo_root: Path) -> None:
     published = json.loads((repo_root / "src/cuship/schema/cuship.schema.json").read_text())
-    assert published == json_schema(), "run: python -m cuship config --schema > src/cuship/schema/cuship.schema.json"
+    assert published == json_schema(), (
+        "run: python -m cuship config --schema > src/cuship/schema/cuship.schema.json"
+    )

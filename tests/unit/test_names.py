@@ -24,7 +24,11 @@ def test_default_label_round_trip() -> None:
 
 @pytest.mark.parametrize(
     ("label", "cuda", "torch"),
-    [("cu130", "13.0", None), ("cu118torch2.4", "11.8", "2.4"), ("+cu129torch2.10", "12.9", "2.10")],
+    [
+        ("cu130", "13.0", None),
+        ("cu118torch2.4", "11.8", "2.4"),
+        ("+cu129torch2.10", "12.9", "2.10"),
+    ],
 )
 def test_parse_shorter_default_labels(label: str, cuda: str, torch: str | None) -> None:
     variant = parse_label(label)
