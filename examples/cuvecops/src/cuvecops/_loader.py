@@ -10,7 +10,7 @@ import ctypes
 import importlib
 import importlib.util
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, cast
@@ -83,8 +83,13 @@ def import_reason(err: ImportError) -> str:
     return f"extension not importable: {message}"
 
 
-def detect(environ: Mapping[str, str]) -> Backend:
-    """Decide the backend: ``CUVECOPS_BACKEND`` (auto, cpu, cuda), the extension, the devices."""
+def detect(
+    environ: Mapping[str, str], *, importer: Callable[[str], object] = importlib.import_module
+) -> Backend:
+    """Decide the backend: ``CUVECOPS_BACKEND`` (auto, cpu, cuda), the extension, the devices.
+
+    ``importer`` imports ``cuvecops._cuda``; tests pass a stand-in.
+    """
     wanted = environ.get(BACKEND_ENV, "auto").strip().lower() or "auto"
     if wanted not in ("auto", "cpu", "cuda"):
         return Backend(name="cpu", reason=f"{BACKEND_ENV}={wanted!r} is not auto, cpu or cuda")
@@ -92,7 +97,7 @@ def detect(environ: Mapping[str, str]) -> Backend:
         return Backend(name="cpu", reason=f"forced by {BACKEND_ENV}=cpu")
     cudart = preload_cudart()
     try:
-        module = cast(CudaOps, importlib.import_module("cuvecops._cuda"))
+        module = cast(CudaOps, importer("cuvecops._cuda"))
     except ImportError as err:
         return Backend(name="cpu", reason=import_reason(err), cudart=cudart)
     count, error = module.probe()
