@@ -1,0 +1,51 @@
+"""The compiled extension on a real GPU (marked ``gpu``: needs a CUDA device)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from references import saxpy_ref, softmax_ref
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def ext():  # type: ignore[no-untyped-def]
+    from cuvecops import _cuda
+
+    assert _cuda.device_count() > 0, "no CUDA device: run the gpu tests only where there is one"
+    return _cuda
+
+
+@pytest.mark.parametrize("n", [0, 1, 1000, 1 << 20])
+def test_saxpy(ext, rng: np.random.Generator, n: int) -> None:  # type: ignore[no-untyped-def]
+    x = rng.uniform(-1, 1, n).astype(np.float32)
+    y = rng.uniform(-1, 1, n).astype(np.float32)
+    out = np.frombuffer(ext.saxpy(2.0, x, y), dtype=np.float32)
+    np.testing.assert_allclose(out, saxpy_ref(2.0, x, y), rtol=1.3e-6, atol=1e-5)
+
+
+def test_saxpy_fills_out(ext) -> None:  # type: ignore[no-untyped-def]
+    x = np.arange(5, dtype=np.float32)
+    out = np.zeros(5, dtype=np.float32)
+    assert ext.saxpy(1.0, x, x, out) is out
+    np.testing.assert_array_equal(out, 2 * x)
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(1, 1), (7, 300), (128, 4096)])
+def test_softmax_rows(ext, rng: np.random.Generator, rows: int, cols: int) -> None:  # type: ignore[no-untyped-def]
+    x = rng.uniform(-80, 80, (rows, cols)).astype(np.float32)
+    out = np.frombuffer(ext.softmax_rows(x, rows, cols), dtype=np.float32).reshape(rows, cols)
+    np.testing.assert_allclose(out, softmax_ref(x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_reduce_sum(ext, rng: np.random.Generator, dtype: str) -> None:  # type: ignore[no-untyped-def]
+    x = (rng.uniform(-100, 100, 1_000_003)).astype(dtype)
+    expected = np.sum(x, dtype=np.float64 if dtype.startswith("float") else np.int64)
+    assert ext.reduce_sum(x) == pytest.approx(expected, rel=1e-9)
+
+
+def test_wrong_type_is_a_type_error(ext) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(TypeError, match="float32"):
+        ext.saxpy(1.0, np.ones(3, dtype=np.float64), np.ones(3, dtype=np.float64))

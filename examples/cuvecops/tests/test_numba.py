@@ -1,0 +1,27 @@
+"""Numba CUDA kernels against references (the CUDA simulator without a GPU: tiny grids)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cuvecops import numba_kernels
+from references import saxpy_ref
+
+
+@pytest.mark.parametrize("n", [1, 100, 257])
+def test_saxpy(rng: np.random.Generator, n: int) -> None:
+    x = rng.uniform(-1, 1, n).astype(np.float32)
+    y = rng.uniform(-1, 1, n).astype(np.float32)
+    out = numba_kernels.saxpy(3.0, x, y, blocks=2, threads=32)
+    np.testing.assert_allclose(out, saxpy_ref(3.0, x, y), rtol=1.3e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("n", [1, 63, 500])
+def test_block_reduction(rng: np.random.Generator, n: int) -> None:
+    x = rng.uniform(-1, 1, n)
+    total = numba_kernels.reduce_sum(x, blocks=2)
+    assert total == pytest.approx(float(x.sum()), rel=1e-12, abs=1e-12)
+
+
+def test_reduction_of_ones_is_exact() -> None:
+    assert numba_kernels.reduce_sum(np.ones(300, dtype=np.float32), blocks=3) == 300.0
