@@ -119,12 +119,24 @@ def test_max_cuda_for_driver(data: Compat) -> None:
 
 @pytest.mark.parametrize(
     ("spec", "version"),
-    [("12.8.1", "12.8.1"), ("12.8.0", "12.8.0"), ("12.8", "12.8.1"), ("cu128", "12.8.1")],
+    [
+        ("12.8.1", "12.8.1"),
+        ("12.8.0", "12.8.0"),
+        ("12.8", "12.8.1"),
+        ("cu128", "12.8.1"),
+        (" CU128 ", "12.8.1"),
+    ],
 )
 def test_cuda_spec_forms(data: Compat, spec: str, version: str) -> None:
     toolkit = data.cuda(spec)
     assert toolkit.version == Version(version)
     assert (toolkit.major_minor, toolkit.variant) == ("12.8", "cu128")
+
+
+def test_cuda_major_alone_means_its_newest_release(data: Compat) -> None:
+    assert data.cuda("12").version == Version("12.9.1")
+    assert data.cuda("cu12") == data.cuda("12")
+    assert data.cuda("cu118").variant == "cu118"
 
 
 def test_cuda_12_7_does_not_exist_and_the_error_names_its_neighbours(data: Compat) -> None:
