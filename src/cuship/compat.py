@@ -35,7 +35,7 @@ __all__ = [
 DATA_DIR = Path(__file__).parent / "data"
 
 _SM_PREFIX = re.compile(r"^(?:sm_|compute_|sm)")
-_CU_LABEL = re.compile(r"^cu(\d+)(\d)$")
+_CU_LABEL = re.compile(r"^cu(\d{2,3})$")
 _VENDOR_WORDS = frozenset({"nvidia", "geforce", "tesla"})
 
 
@@ -184,8 +184,9 @@ def _nearest(known: Sequence[Version], wanted: Version) -> list[Version]:
 def _parse_spec(spec: str, what: str) -> Version:
     text = spec.strip().lower()
     label = _CU_LABEL.match(text)
-    if label:
-        text = f"{label.group(1)}.{label.group(2)}"
+    if label:  # cu128 → 12.8, cu130 → 13.0; cu12 / cu13 (a major alone, as flash-attn labels) → 12
+        digits = label.group(1)
+        text = digits if len(digits) == 2 else f"{digits[:-1]}.{digits[-1]}"
     try:
         return Version(text)
     except InvalidVersion as err:

@@ -1,0 +1,101 @@
+"""``cuship compat``: show the compatibility knowledge cuship decides with."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import click
+
+from cuship.cli._common import json_option, make_console
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from cuship.compat import Compat, CudaToolkit, GpuModel, TorchRelease
+
+__all__ = ["command"]
+
+
+def _cuda_table(data: Compat) -> Table:
+    from rich.table import Table
+
+    from cuship.compat import format_driver
+
+    table = Table(title="CUDA toolkits (Linux x86_64)", title_justify="left")
+    for column in ("version", "released", "min driver", "minor-compat driver", "SASS targets"):
+        table.add_column(column, no_wrap=column != "SASS targets")
+    table.add_column("dropped")
+    for t in data.toolkits:
+        table.add_row(
+            str(t.version),
+            t.released,
+            format_driver(t.min_driver_linux),
+            format_driver(t.family_min_driver_linux),
+            " ".join(t.sms),
+            " ".join(t.dropped),
+        )
+    return table
+
+
+def _torch_table(data: Compat) -> Table:
+    from rich.table import Table
+
+    table = Table(title="torch releases (Linux x86_64 wheels)", title_justify="left")
+    for column in ("torch", "latest", "released", "CUDA variants", "PyPI CUDA", "Python", "ABI"):
+        table.add_column(column)
+    for r in data.torch:
+        abi = "both" if len(set(r.cxx11_abi)) > 1 else ("cxx11" if r.cxx11_abi[0] else "pre-cxx11")
+        pythons = f"{r.pythons[0]}-{r.pythons[-1]}"
+        table.add_row(
+            r.minor, str(r.latest), r.released, " ".join(r.variants), r.pypi_cuda, pythons, abi
+        )
+    return table
+
+
+def _gpu_table(data: Compat) -> Table:
+    from rich.table import Table
+
+    table = Table(title="GPU models", title_justify="left")
+    for column in ("GPU", "CC", "architecture", "memory (GiB)", "also reported as"):
+        table.add_column(column)
+    for g in data.gpus:
+        memory = ", ".join(str(m) for m in g.memory_gib)
+        table.add_row(g.name, g.cc, g.arch_family, memory, "; ".join(g.aliases))
+    return table
+
+
+@click.command("compat")
+@json_option
+@click.option("--cuda", "show_cuda", is_flag=True, help="CUDA toolkits: drivers and SASS targets.")
+@click.option("--torch", "show_torch", is_flag=True, help="torch releases and their wheels.")
+@click.option("--gpus", "show_gpus", is_flag=True, help="GPU models and compute capabilities.")
+def command(as_json: bool, show_cuda: bool, show_torch: bool, show_gpus: bool) -> None:
+    """Show the compatibility knowledge: CUDA toolkits, torch releases, GPUs.
+
+    With no section flag, all three sections are shown. Every row carries its source (in --json).
+    """
+    from cuship.compat import load
+
+    data = load()
+    everything = not (show_cuda or show_torch or show_gpus)
+    wanted = {
+        "cuda": everything or show_cuda,
+        "torch": everything or show_torch,
+        "gpus": everything or show_gpus,
+    }
+    console = make_console()
+    if as_json:
+        rows: dict[str, Sequence[CudaToolkit | TorchRelease | GpuModel]] = {
+            "cuda": data.toolkits,
+            "torch": data.torch,
+            "gpus": data.gpus,
+        }
+        console.print_json(
+            {name: [row.to_json() for row in rows[name]] for name in wanted if wanted[name]}
+        )
+        return
+    renderers = {"cuda": _cuda_table, "torch": _torch_table, "gpus": _gpu_table}
+    for name, render in renderers.items():
+        if wanted[name]:
+            console.out.print(render(data))
