@@ -9,15 +9,17 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
+from elftools.elf.gnuversions import GNUVerNeedSection
 
 from cuship.errors import InputError
 
-__all__ = ["ELF_MAGIC", "ElfFacts", "SectionSpan", "elf_facts", "is_elf"]
+__all__ = ["ELF_MAGIC", "ElfFacts", "SectionSpan", "elf_facts", "glibc_needed", "is_elf"]
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -105,3 +107,25 @@ def _spans(elf: ELFFile, wanted: frozenset[str], size: int, source: str) -> Iter
                 hint="the file is truncated; rebuild it or download it again",
             )
         yield SectionSpan(name=section.name, offset=offset, size=length)
+
+
+def glibc_needed(path: Path) -> tuple[int, int] | None:
+    """The newest ``GLIBC_x.y`` symbol version that the ELF file at ``path`` requires, if any."""
+    versions: list[tuple[int, int]] = []
+    try:
+        with path.open("rb") as handle:
+            for section in ELFFile(handle).iter_sections():
+                if isinstance(section, GNUVerNeedSection):
+                    versions.extend(_glibc_versions(section))
+    except (ELFError, struct.error, OSError) as err:
+        raise InputError(f"{str(path)!r} is not a readable ELF file: {err}") from err
+    return max(versions, default=None)
+
+
+def _glibc_versions(section: GNUVerNeedSection) -> Iterable[tuple[int, int]]:
+    for _need, aux in section.iter_versions():
+        for entry in aux:
+            name = str(entry.name)
+            if name.startswith("GLIBC_") and name[6:].replace(".", "").isdigit():
+                major, minor = (name[6:].split(".") + ["0"])[:2]
+                yield int(major), int(minor)
