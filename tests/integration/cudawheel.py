@@ -28,12 +28,17 @@ GENCODE = (
 )
 
 
-def build_so(workdir: Path, name: str = "libaxpy.so", gencode: tuple[str, ...] = GENCODE) -> Path:
+def build_so(
+    workdir: Path,
+    name: str = "libaxpy.so",
+    gencode: tuple[str, ...] = GENCODE,
+    flags: tuple[str, ...] = (),
+) -> Path:
     """Compile the kernel into a shared object linked against the shared CUDA runtime."""
     source = workdir / "axpy.cu"
     source.write_text(KERNEL)
     out = workdir / name
-    flags = [arg for code in gencode for arg in ("-gencode", code)]
+    codes = [arg for code in gencode for arg in ("-gencode", code)]
     subprocess.run(
         [
             str(NVCC),
@@ -42,6 +47,7 @@ def build_so(workdir: Path, name: str = "libaxpy.so", gencode: tuple[str, ...] =
             "-fPIC",
             "--cudart",
             "shared",
+            *codes,
             *flags,
             "-o",
             str(out),

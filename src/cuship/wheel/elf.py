@@ -127,5 +127,5 @@ def _glibc_versions(section: GNUVerNeedSection) -> Iterable[tuple[int, int]]:
         for entry in aux:
             name = str(entry.name)
             if name.startswith("GLIBC_") and name[6:].replace(".", "").isdigit():
-                major, minor = (name[6:].split(".") + ["0"])[:2]
+                major, minor = [*name[6:].split("."), "0"][:2]
                 yield int(major), int(minor)
