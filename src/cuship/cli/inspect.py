@@ -1,0 +1,71 @@
+"""`cuship inspect WHEEL|SO`: SASS/PTX arches, compression, needed and bundled libraries, tags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cuship._console import Console
+from cuship.cli._common import json_option, make_console
+from cuship.wheel.audit import ObjectReport, WheelReport, inspect_path
+
+
+@click.command("inspect")
+@click.argument("target", type=click.Path(path_type=Path))
+@json_option
+def command(target: Path, as_json: bool) -> None:
+    """Show what device code and libraries a wheel or shared object carries."""
+    console = make_console()
+    report = inspect_path(target)
+    if as_json:
+        console.print_json(report.to_json())
+    elif isinstance(report, WheelReport):
+        _render_wheel(console, report)
+    else:
+        _render_objects(console, (report,))
+
+
+def _render_wheel(console: Console, report: WheelReport) -> None:
+    console.print_text(
+        f"{report.filename}  ({_size(report.size)})\n"
+        f"  name {report.name}  version {report.version}  local {report.local or '-'}\n"
+        f"  tags {', '.join(report.tags)}\n"
+        f"  SASS {_join(report.sass)}   PTX {_join(report.ptx)}\n"
+        f"  bundled libraries: {_join(report.bundled_libs)}\n"
+        f"  bundled CUDA/torch libraries: {_join(report.bundled_cuda_libs)}"
+    )
+    _render_objects(console, report.extensions)
+
+
+def _render_objects(console: Console, objects: tuple[ObjectReport, ...]) -> None:
+    from rich.table import Table
+
+    table = Table(show_lines=False)
+    for column in ("shared object", "size", "SASS", "PTX", "PTX zstd/lz4", "needed"):
+        table.add_column(column)
+    for obj in objects:
+        table.add_row(
+            obj.path,
+            _size(obj.size),
+            _join(obj.sass),
+            _join(obj.ptx) + (f" (LTO {_join(obj.lto)})" if obj.lto else ""),
+            "yes" if obj.ptx_compressed else "no",
+            ", ".join(obj.needed),
+        )
+    console.out.print(table)
+
+
+def _join(items: tuple[str, ...]) -> str:
+    return " ".join(items) if items else "-"
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    value = size / 1024
+    for unit in ("KiB", "MiB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"

@@ -1,0 +1,36 @@
+"""`cuship retag WHEEL --local LABEL`: a real retag (name, dist-info, METADATA, RECORD)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cuship.cli._common import json_option, make_console
+from cuship.wheel.retag import retag
+
+
+@click.command("retag")
+@click.argument("wheel", type=click.Path(path_type=Path))
+@click.option("--local", required=True, help="Local version label, e.g. cu128torch2.8.")
+@click.option(
+    "-w",
+    "--wheel-dir",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Directory for the new wheel (default: next to WHEEL).",
+)
+@json_option
+def command(wheel: Path, local: str, out_dir: Path | None, as_json: bool) -> None:
+    """Write a copy of WHEEL whose version carries +LABEL."""
+    console = make_console()
+    if not wheel.is_file():
+        from cuship.errors import InputError
+
+        raise InputError(f"{str(wheel)!r} does not exist", hint="pass a .whl file")
+    target = retag(wheel, local=local, out_dir=out_dir, emit=console.emit)
+    if as_json:
+        console.print_json({"input": str(wheel), "output": str(target)})
+    else:
+        console.print_text(str(target))

@@ -1,0 +1,31 @@
+"""`cuship verify WHEEL`: configured arches present, no CUDA library bundled, label as expected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cuship.cli._common import exit_with, json_option, make_console
+from cuship.wheel.audit import inspect_path
+from cuship.wheel.verify import verify
+
+
+@click.command("verify")
+@click.argument("target", type=click.Path(path_type=Path))
+@click.option("--arch", "arches", default="", help='Arch list, e.g. "8.0;9.0;10.0;12.0+PTX".')
+@click.option("--local", default=None, help="Expected local version label, e.g. cu128torch2.8.")
+@json_option
+def command(target: Path, arches: str, local: str | None, as_json: bool) -> None:
+    """Check a wheel (or .so) against its build promise; exit 1 listing what is missing."""
+    console = make_console()
+    result = verify(inspect_path(target), arches=arches, local=local)
+    if as_json:
+        console.print_json(result.to_json())
+    elif result.ok:
+        console.print_text(f"ok: {result.target}: {'; '.join(result.checks)}")
+    else:
+        for problem in result.problems:
+            console.error(f"{result.target}: {problem}")
+    if not result.ok:
+        exit_with(1)

@@ -1,0 +1,224 @@
+"""Inspect a wheel or a shared object into an immutable report (analyse first, decide later)."""
+
+from __future__ import annotations
+
+import io
+import mmap
+import re
+import zipfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from cuship.errors import InputError
+from cuship.wheel.cudalibs import is_cuda_lib
+from cuship.wheel.elf import ElfFacts, elf_facts, is_elf
+from cuship.wheel.fatbin import FATBIN_SECTIONS, Buffer, FatbinEntry, parse_sections
+
+__all__ = [
+    "ObjectReport",
+    "WheelReport",
+    "inspect_object",
+    "inspect_path",
+    "inspect_wheel",
+    "sm_key",
+]
+
+_SM = re.compile(r"(\d+)([a-z]*)")
+_EXTENSION_MODULE = re.compile(r"\.(cpython-|abi3\.|pypy)|^[^.]+\.so$")
+
+
+def sm_key(sm: str) -> tuple[int, str]:
+    """Sort key for SM strings: ``"90" < "90a" < "100" < "100f" < "120"``."""
+    match = _SM.fullmatch(sm)
+    return (int(match.group(1)), match.group(2)) if match else (1 << 30, sm)
+
+
+def _arches(entries: Iterable[FatbinEntry], kind: str) -> tuple[str, ...]:
+    return tuple(sorted({e.sm for e in entries if e.kind == kind}, key=sm_key))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ObjectReport:
+    """One ELF shared object: its device code per kind, compression, and what it links to."""
+
+    path: str  # path inside the wheel, or on disk for a bare .so
+    size: int
+    machine: str
+    soname: str | None
+    needed: tuple[str, ...]
+    sass: tuple[str, ...]
+    ptx: tuple[str, ...]
+    lto: tuple[str, ...]
+    ptx_compressed: bool
+    sass_compressed: bool
+    fatbin_size: int
+    entries: int
+    containers: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "size": self.size,
+            "machine": self.machine,
+            "soname": self.soname,
+            "needed": list(self.needed),
+            "sass": list(self.sass),
+            "ptx": list(self.ptx),
+            "lto": list(self.lto),
+            "ptx_compressed": self.ptx_compressed,
+            "sass_compressed": self.sass_compressed,
+            "fatbin_size": self.fatbin_size,
+            "entries": self.entries,
+            "containers": self.containers,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WheelReport:
+    """A wheel: its name and tags, every shared object in it, and the libraries it bundles."""
+
+    path: str
+    filename: str
+    name: str
+    version: str
+    local: str | None
+    tags: tuple[str, ...]
+    size: int
+    extensions: tuple[ObjectReport, ...]
+    bundled_libs: tuple[str, ...]
+    bundled_cuda_libs: tuple[str, ...]
+
+    @property
+    def sass(self) -> tuple[str, ...]:
+        return tuple(sorted({sm for x in self.extensions for sm in x.sass}, key=sm_key))
+
+    @property
+    def ptx(self) -> tuple[str, ...]:
+        return tuple(sorted({sm for x in self.extensions for sm in x.ptx}, key=sm_key))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "filename": self.filename,
+            "name": self.name,
+            "version": self.version,
+            "local": self.local,
+            "tags": list(self.tags),
+            "size": self.size,
+            "sass": list(self.sass),
+            "ptx": list(self.ptx),
+            "extensions": [x.to_json() for x in self.extensions],
+            "bundled_libs": list(self.bundled_libs),
+            "bundled_cuda_libs": list(self.bundled_cuda_libs),
+        }
+
+
+def inspect_path(path: Path) -> WheelReport | ObjectReport:
+    """Inspect a ``.whl`` file or a bare shared object; bad input raises :class:`InputError`."""
+    if not path.is_file():
+        what = "is a directory, not a file" if path.is_dir() else "does not exist"
+        raise InputError(f"{str(path)!r} {what}", hint="pass a .whl file or a .so file")
+    if path.suffix == ".whl":
+        return inspect_wheel(path)
+    return inspect_object(path)
+
+
+def inspect_object(path: Path) -> ObjectReport:
+    """Inspect a shared object on disk, reading only headers and the fatbin sections (mmap)."""
+    with path.open("rb") as handle:
+        size = path.stat().st_size
+        if not is_elf(handle.read(4)):
+            raise InputError(f"{str(path)!r} is not an ELF file", hint="pass a .whl or a .so")
+        handle.seek(0)
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            facts = elf_facts(handle, source=str(path), wanted=FATBIN_SECTIONS)
+            return _object_report(str(path), size, facts, mapped)
+
+
+def _object_report(where: str, size: int, facts: ElfFacts, data: Buffer) -> ObjectReport:
+    entries = parse_sections(data, facts, source=where)
+    spans = [facts.section(name) for name in FATBIN_SECTIONS]
+    return ObjectReport(
+        path=where,
+        size=size,
+        machine=facts.machine,
+        soname=facts.soname,
+        needed=facts.needed,
+        sass=_arches(entries, "sass"),
+        ptx=_arches(entries, "ptx"),
+        lto=_arches(entries, "lto"),
+        ptx_compressed=any(e.compressed for e in entries if e.kind == "ptx"),
+        sass_compressed=any(e.compressed for e in entries if e.kind == "sass"),
+        fatbin_size=sum(span.size for span in spans if span is not None),
+        entries=len(entries),
+        containers=len({e.container for e in entries}),
+    )
+
+
+def inspect_wheel(path: Path) -> WheelReport:
+    """Inspect every shared object inside a wheel, and name the libraries it bundles."""
+    try:
+        name, version, _build, tags = parse_wheel_filename(path.name)
+    except InvalidWheelFilename as err:
+        raise InputError(
+            f"{path.name!r} is not a valid wheel file name: {err}",
+            hint="wheel names look like name-1.0-cp311-cp311-linux_x86_64.whl",
+        ) from err
+    extensions, libs = _scan_zip(path)
+    return WheelReport(
+        path=str(path),
+        filename=path.name,
+        name=str(name),
+        version=str(version),
+        local=version.local,
+        tags=tuple(sorted(str(tag) for tag in tags)),
+        size=path.stat().st_size,
+        extensions=extensions,
+        bundled_libs=libs,
+        bundled_cuda_libs=tuple(lib for lib in libs if is_cuda_lib(lib)),
+    )
+
+
+def _scan_zip(path: Path) -> tuple[tuple[ObjectReport, ...], tuple[str, ...]]:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            objects = list(_shared_objects(archive, path))
+    except (zipfile.BadZipFile, EOFError) as err:
+        raise InputError(
+            f"{str(path)!r} is not a readable wheel (zip): {err}",
+            hint="the download may be cut short; fetch or build the wheel again",
+        ) from err
+    libs = tuple(sorted(member for member, _ in objects if _is_library(member)))
+    return tuple(report for _, report in objects if report is not None), libs
+
+
+def _shared_objects(
+    archive: zipfile.ZipFile, path: Path
+) -> Iterator[tuple[str, ObjectReport | None]]:
+    for info in archive.infolist():
+        base = info.filename.rsplit("/", 1)[-1]
+        if info.is_dir() or not (base.endswith(".so") or ".so." in base):
+            continue
+        data = archive.read(info)
+        if not is_elf(data):
+            continue
+        if is_cuda_lib(info.filename):  # never parse a bundled libcublas' 500 MB of kernels
+            yield info.filename, None
+            continue
+        where = f"{path.name}:{info.filename}"
+        facts = elf_facts(io.BytesIO(data), source=where, wanted=FATBIN_SECTIONS)
+        report = _object_report(info.filename, info.file_size, facts, data)
+        yield info.filename, report
+
+
+def _is_library(member: str) -> bool:
+    """A shared library (not a Python extension module): in a ``*.libs/`` dir, or ``lib*.so*``."""
+    parts = member.split("/")
+    if len(parts) > 1 and parts[0].endswith(".libs"):
+        return True
+    base = parts[-1]
+    return base.startswith("lib") and not _EXTENSION_MODULE.search(base)

@@ -1,0 +1,131 @@
+"""ELF facts via pyelftools: machine, SONAME, DT_NEEDED and where named sections lie in the file.
+
+Only headers are read; section contents stay in the caller's buffer (an mmap for files on disk),
+so a 1 GB shared object costs a few page faults, not a copy.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+from elftools.elf.gnuversions import GNUVerNeedSection
+
+from cuship.errors import InputError
+
+__all__ = ["ELF_MAGIC", "ElfFacts", "SectionSpan", "elf_facts", "glibc_needed", "is_elf"]
+
+ELF_MAGIC = b"\x7fELF"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SectionSpan:
+    """Where a section's bytes lie in the file: ``[offset, offset + size)``."""
+
+    name: str
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ElfFacts:
+    """What cuship needs to know about one ELF file."""
+
+    machine: str
+    bits: int
+    soname: str | None
+    needed: tuple[str, ...]
+    sections: tuple[SectionSpan, ...]
+
+    def section(self, name: str) -> SectionSpan | None:
+        return next((s for s in self.sections if s.name == name), None)
+
+
+def is_elf(head: bytes) -> bool:
+    """True when ``head`` (the first bytes of a file) starts with the ELF magic."""
+    return head[:4] == ELF_MAGIC
+
+
+def elf_facts(stream: BinaryIO, *, source: str, wanted: Iterable[str] = ()) -> ElfFacts:
+    """Read ELF facts from ``stream`` (a file, an mmap or a BytesIO).
+
+    ``wanted`` names the sections whose spans are returned. ``source`` names the file in
+    error messages. A stream that is not ELF, or is cut short, raises :class:`InputError`.
+    """
+    size = _stream_size(stream)
+    try:
+        elf = ELFFile(stream)
+        needed, soname = _dynamic(elf)
+        spans = tuple(_spans(elf, frozenset(wanted), size, source))
+        machine = str(elf["e_machine"])
+    except (ELFError, struct.error, ValueError, OSError) as err:
+        raise InputError(
+            f"{source!r} is not a readable ELF file: {err}",
+            hint="is it truncated or not a shared object? rebuild it or download it again",
+        ) from err
+    return ElfFacts(
+        machine=machine, bits=elf.elfclass, soname=soname, needed=needed, sections=spans
+    )
+
+
+def _stream_size(stream: BinaryIO) -> int:
+    here = stream.tell()
+    end = stream.seek(0, 2)
+    stream.seek(here)
+    return end
+
+
+def _dynamic(elf: ELFFile) -> tuple[tuple[str, ...], str | None]:
+    needed: list[str] = []
+    soname: str | None = None
+    for section in elf.iter_sections():
+        if not isinstance(section, DynamicSection):
+            continue
+        for tag in section.iter_tags():
+            if tag.entry.d_tag == "DT_NEEDED":
+                needed.append(str(tag.needed))  # type: ignore[attr-defined]
+            elif tag.entry.d_tag == "DT_SONAME":
+                soname = str(tag.soname)  # type: ignore[attr-defined]
+    return tuple(needed), soname
+
+
+def _spans(elf: ELFFile, wanted: frozenset[str], size: int, source: str) -> Iterable[SectionSpan]:
+    for section in elf.iter_sections():
+        if section.name not in wanted or section["sh_type"] == "SHT_NOBITS":
+            continue
+        offset, length = int(section["sh_offset"]), int(section["sh_size"])
+        if offset + length > size:
+            raise InputError(
+                f"{source!r}: section {section.name!r} at offset {offset:#x} runs {length} bytes "
+                f"past the end of the file ({size} bytes)",
+                hint="the file is truncated; rebuild it or download it again",
+            )
+        yield SectionSpan(name=section.name, offset=offset, size=length)
+
+
+def glibc_needed(path: Path) -> tuple[int, int] | None:
+    """The newest ``GLIBC_x.y`` symbol version that the ELF file at ``path`` requires, if any."""
+    versions: list[tuple[int, int]] = []
+    try:
+        with path.open("rb") as handle:
+            for section in ELFFile(handle).iter_sections():
+                if isinstance(section, GNUVerNeedSection):
+                    versions.extend(_glibc_versions(section))
+    except (ELFError, struct.error, OSError) as err:
+        raise InputError(f"{str(path)!r} is not a readable ELF file: {err}") from err
+    return max(versions, default=None)
+
+
+def _glibc_versions(section: GNUVerNeedSection) -> Iterable[tuple[int, int]]:
+    for _need, aux in section.iter_versions():
+        for entry in aux:
+            name = str(entry.name)
+            if name.startswith("GLIBC_") and name[6:].replace(".", "").isdigit():
+                major, minor = [*name[6:].split("."), "0"][:2]
+                yield int(major), int(minor)

@@ -1,0 +1,192 @@
+"""Give a wheel a local version label: a new file name, dist-info dir, METADATA and RECORD.
+
+``plan_retag`` decides every name from the file name alone (pure); ``retag`` rewrites the
+archive into a temporary file next to the target and renames it into place (atomic).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.tags import Tag
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from cuship.errors import InputError, NothingToDo, UsageError
+from cuship.events import Emit, Event, discard
+
+__all__ = ["RetagPlan", "plan_retag", "record_hash", "retag"]
+
+_SIGNATURES = ("RECORD.jws", "RECORD.p7s")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetagPlan:
+    """Every name that changes when a wheel gets a new local version label."""
+
+    old_filename: str
+    new_filename: str
+    old_version: str
+    new_version: str
+    old_prefix: str  # "pkg-0.1.0" as used in "pkg-0.1.0.dist-info"
+    new_prefix: str
+
+
+def plan_retag(filename: str, local: str) -> RetagPlan:
+    """Plan the retag of wheel ``filename`` to local label ``local`` (replacing any label)."""
+    try:
+        name, version, build, tags = parse_wheel_filename(filename)
+    except InvalidWheelFilename as err:
+        raise InputError(f"{filename!r} is not a valid wheel file name: {err}") from err
+    new_version = _with_local(version, local)
+    if new_version == version:
+        raise NothingToDo(
+            f"{filename!r} already carries the local label {version.local!r}",
+            hint="pass a different --local label, or use the wheel as it is",
+        )
+    dist = canonicalize_name(name).replace("-", "_")
+    build_part = f"-{build[0]}{build[1]}" if build else ""
+    new_filename = f"{dist}-{new_version}{build_part}-{_compressed_tags(tags, filename)}.whl"
+    return RetagPlan(
+        old_filename=filename,
+        new_filename=new_filename,
+        old_version=str(version),
+        new_version=str(new_version),
+        old_prefix=f"{dist}-{version}",
+        new_prefix=f"{dist}-{new_version}",
+    )
+
+
+def _with_local(version: Version, local: str) -> Version:
+    try:
+        return Version(f"{version.public}+{local}")
+    except InvalidVersion as err:
+        raise UsageError(
+            f"{local!r} is not a valid local version label",
+            hint="use letters, digits and dots, e.g. cu128torch2.8",
+        ) from err
+
+
+def _compressed_tags(tags: frozenset[Tag], filename: str) -> str:
+    """Rebuild ``py-abi-plat`` (with dotted sets) from the tag set, keeping the original order."""
+
+    def joined(parts: set[str]) -> str:
+        return ".".join(sorted(parts, key=lambda part: (filename.find(part), part)))
+
+    interpreters = {t.interpreter for t in tags}
+    abis = {t.abi for t in tags}
+    platforms = {t.platform for t in tags}
+    return f"{joined(interpreters)}-{joined(abis)}-{joined(platforms)}"
+
+
+def record_hash(data: bytes) -> str:
+    """The RECORD hash field: ``sha256=`` and urlsafe base64 without padding."""
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+    return f"sha256={digest.decode('ascii')}"
+
+
+def retag(wheel: Path, *, local: str, out_dir: Path | None = None, emit: Emit = discard) -> Path:
+    """Write a copy of ``wheel`` labelled ``local`` into ``out_dir`` (default: next to it)."""
+    plan = plan_retag(wheel.name, local)
+    target_dir = wheel.parent if out_dir is None else out_dir
+    target_dir.mkdir(parents=True, exist_ok=True)
+    target = target_dir / plan.new_filename
+    handle, tmp_name = tempfile.mkstemp(dir=target_dir, prefix=".retag-", suffix=".whl")
+    os.close(handle)
+    try:
+        _rewrite(wheel, Path(tmp_name), plan, emit)
+        Path(tmp_name).replace(target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    emit(Event(level="info", topic="retag", message=f"wrote {target}", data={"path": str(target)}))
+    return target
+
+
+def _rewrite(source: Path, dest: Path, plan: RetagPlan, emit: Emit) -> None:
+    try:
+        with zipfile.ZipFile(source) as old, zipfile.ZipFile(dest, "w") as new:
+            dist_info = _find_dist_info(old, source)
+            rows = [_copy(old, new, info, plan, dist_info, emit) for info in old.infolist()]
+            record = f"{plan.new_prefix}.dist-info/RECORD"
+            new.writestr(_like(old.getinfo(f"{dist_info}/RECORD"), record), _record(rows, record))
+    except (zipfile.BadZipFile, EOFError) as err:
+        raise InputError(f"{str(source)!r} is not a readable wheel (zip): {err}") from err
+
+
+def _find_dist_info(archive: zipfile.ZipFile, source: Path) -> str:
+    tops = {name.split("/", 1)[0] for name in archive.namelist()}
+    found = sorted(top for top in tops if top.endswith(".dist-info"))
+    if len(found) != 1 or f"{found[0]}/RECORD" not in archive.namelist():
+        raise InputError(
+            f"{str(source)!r} has {len(found)} .dist-info directories {found!r}; expected one "
+            "holding METADATA and RECORD",
+            hint="rebuild the wheel with a standard build backend",
+        )
+    return found[0]
+
+
+def _copy(
+    old: zipfile.ZipFile,
+    new: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    plan: RetagPlan,
+    dist_info: str,
+    emit: Emit,
+) -> tuple[str, str, str] | None:
+    top, _, rest = info.filename.partition("/")
+    if top == dist_info and rest in ("RECORD", *_SIGNATURES):
+        if rest != "RECORD":
+            emit(Event(level="warning", topic="retag", message=f"dropped signature {rest!r}"))
+        return None
+    name = _renamed(info.filename, dist_info, plan)
+    data = old.read(info)
+    if top == dist_info and rest == "METADATA":
+        data = _set_version(data, plan, info.filename)
+    new.writestr(_like(info, name), data)
+    if info.is_dir():
+        return None
+    return name, record_hash(data), str(len(data))
+
+
+def _renamed(member: str, dist_info: str, plan: RetagPlan) -> str:
+    top, sep, rest = member.partition("/")
+    old_data = dist_info.removesuffix(".dist-info") + ".data"
+    if top == dist_info:
+        return f"{plan.new_prefix}.dist-info{sep}{rest}"
+    if top == old_data:
+        return f"{plan.new_prefix}.data{sep}{rest}"
+    return member
+
+
+def _set_version(data: bytes, plan: RetagPlan, where: str) -> bytes:
+    head, blank, body = data.decode("utf-8").partition("\n\n")
+    lines = head.split("\n")
+    index = next((i for i, line in enumerate(lines) if line.startswith("Version:")), None)
+    if index is None:
+        raise InputError(f"{where!r} has no 'Version:' header", hint="rebuild the wheel")
+    lines[index] = f"Version: {plan.new_version}"
+    return ("\n".join(lines) + blank + body).encode("utf-8")
+
+
+def _like(info: zipfile.ZipInfo, name: str) -> zipfile.ZipInfo:
+    copy = zipfile.ZipInfo(name, date_time=info.date_time)
+    copy.external_attr = info.external_attr
+    copy.compress_type = info.compress_type
+    return copy
+
+
+def _record(rows: list[tuple[str, str, str] | None], record: str) -> bytes:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerows(row for row in rows if row is not None)
+    writer.writerow((record, "", ""))
+    return buffer.getvalue().encode("utf-8")

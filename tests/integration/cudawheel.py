@@ -1,0 +1,97 @@
+"""Real CUDA artefacts for the wheel tests: a .so built by nvcc and a standard wheel around it."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import subprocess
+import zipfile
+from pathlib import Path
+
+NVCC = Path("/usr/local/cuda/bin/nvcc")
+KERNEL = """
+__global__ void axpy(float a, const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+extern "C" int launch_axpy(float a, const float* x, float* y, int n) {
+    axpy<<<(n + 255) / 256, 256>>>(a, x, y, n);
+    return 0;
+}
+"""
+# SASS for 8.0, 9.0a and 10.0, PTX only for 12.0: "8.0;9.0a;10.0;compute_120".
+GENCODE = (
+    "arch=compute_80,code=sm_80",
+    "arch=compute_90a,code=sm_90a",
+    "arch=compute_100,code=sm_100",
+    "arch=compute_120,code=compute_120",
+)
+
+
+def build_so(
+    workdir: Path,
+    name: str = "libaxpy.so",
+    gencode: tuple[str, ...] = GENCODE,
+    flags: tuple[str, ...] = (),
+) -> Path:
+    """Compile the kernel into a shared object linked against the shared CUDA runtime."""
+    source = workdir / "axpy.cu"
+    source.write_text(KERNEL)
+    out = workdir / name
+    codes = [arg for code in gencode for arg in ("-gencode", code)]
+    subprocess.run(
+        [
+            str(NVCC),
+            "-shared",
+            "-Xcompiler",
+            "-fPIC",
+            "--cudart",
+            "shared",
+            *codes,
+            *flags,
+            "-o",
+            str(out),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def _hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def make_wheel(
+    out_dir: Path,
+    so: Path,
+    *,
+    name: str = "cudaxpy",
+    version: str = "0.1.0",
+    tag: str = "cp311-cp311-linux_x86_64",
+    extra: dict[str, bytes] | None = None,
+) -> Path:
+    """A standard wheel (METADATA, WHEEL, correct RECORD) shipping ``so`` inside the package."""
+    dist_info = f"{name}-{version}.dist-info"
+    files: dict[str, bytes] = {
+        f"{name}/__init__.py": b"import ctypes, pathlib\n"
+        b"lib = ctypes.CDLL(str(pathlib.Path(__file__).with_name('_axpy.so')))\n",
+        f"{name}/_axpy.so": so.read_bytes(),
+        **(extra or {}),
+        f"{dist_info}/METADATA": (
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nA CUDA axpy.\n"
+        ).encode(),
+        f"{dist_info}/WHEEL": (
+            f"Wheel-Version: 1.0\nGenerator: cuship-tests\nRoot-Is-Purelib: false\nTag: {tag}\n"
+        ).encode(),
+    }
+    record = "".join(f"{path},{_hash(data)},{len(data)}\n" for path, data in files.items())
+    files[f"{dist_info}/RECORD"] = (record + f"{dist_info}/RECORD,,\n").encode()
+    wheel = out_dir / f"{name}-{version}-{tag}.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path, data in files.items():
+            info = zipfile.ZipInfo(path, date_time=(2024, 1, 1, 0, 0, 0))
+            info.external_attr = 0o755 << 16 if path.endswith(".so") else 0o644 << 16
+            archive.writestr(info, data, zipfile.ZIP_DEFLATED)
+    return wheel
