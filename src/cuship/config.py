@@ -213,6 +213,7 @@ class Config:
     label: LabelSection
     build: BuildSection
     packages: tuple[PackageSpec, ...] = ()
+    build_requires: tuple[str, ...] = ()
 
     @property
     def source_dir(self) -> Path:
@@ -323,8 +324,11 @@ def load_config(path: str | Path = ".") -> Config:
     file = _typedload.load(_ConfigFile, raw, source=str(toml_path or path))
     pyproject_path = root / "pyproject.toml"
     project = file.project
+    build_requires: tuple[str, ...] = ()
     if pyproject_path.is_file():
-        project = _project_defaults(project, _read_toml(pyproject_path))
+        pyproject = _read_toml(pyproject_path)
+        project = _project_defaults(project, pyproject)
+        build_requires = tuple(pyproject.get("build-system", {}).get("requires", ()))
     return Config(
         source=toml_path or packages_path or path,
         root=root.resolve(),
@@ -333,4 +337,5 @@ def load_config(path: str | Path = ".") -> Config:
         label=file.label,
         build=file.build,
         packages=_load_packages(packages_path) if packages_path else (),
+        build_requires=build_requires,
     )

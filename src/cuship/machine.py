@@ -6,7 +6,8 @@ Never imports torch. GPUs come from, in order: the ``CUSHIP_GPUS`` override, NVM
 Overrides (for tests, dry runs and users who know better):
 ``CUSHIP_GPUS="H100:9.0:80GiB,A100"`` (name[:cc[:memory]]; ``none`` for no GPU),
 ``CUSHIP_CUDA_DRIVER_VERSION="570.124.06"``, ``CUSHIP_DRIVER_CUDA="12.8"``,
-``CUSHIP_TORCH="2.8.0+cu128"`` (``none`` for no torch), ``CUSHIP_TORCH_CXX11ABI=0|1``.
+``CUSHIP_TORCH="2.8.0+cu128"`` (``none`` for no torch), ``CUSHIP_TORCH_CXX11ABI=0|1``,
+``CUSHIP_NVCC=/path/to/nvcc`` (``none``: act as if no CUDA toolkit were installed).
 """
 
 from __future__ import annotations
@@ -212,19 +213,35 @@ def _gpus(
     return gpus, ("procfs" if gpus else "none"), None, None
 
 
+def _cuda_home(nvcc: str, env: Mapping[str, str], probe: Probe) -> str | None:
+    """The toolkit root: CUDA_HOME, else the nvcc's own root, else /usr/local/cuda (nvcc may be a
+    wrapper script on PATH), whichever holds include/cuda_runtime.h."""
+    candidates = [
+        env.get("CUDA_HOME"),
+        env.get("CUDA_PATH"),
+        str(Path(nvcc).resolve().parent.parent),
+    ]
+    for home in (*candidates, "/usr/local/cuda"):
+        if home and "cuda_runtime.h" in probe.listdir(f"{home}/include"):
+            return home
+    return None
+
+
 def _toolkit(env: Mapping[str, str], probe: Probe) -> Toolkit | None:
+    override = env.get("CUSHIP_NVCC")
+    if override is not None and override.strip().lower() in ("", "none"):
+        return None
     home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
-    nvcc = None
-    if home and probe.which("nvcc", f"{home}/bin"):
-        nvcc = f"{home}/bin/nvcc"
+    nvcc = override or (probe.which("nvcc", f"{home}/bin") if home else None)
     nvcc = (
         nvcc or probe.which("nvcc", env.get("PATH")) or probe.which("nvcc", "/usr/local/cuda/bin")
     )
     if nvcc is None:
         return None
-    home = home or str(Path(nvcc).resolve().parent.parent)
-    match = re.search(r"release \d+\.\d+, V(\d+\.\d+\.\d+)", probe.run([nvcc, "--version"]) or "")
-    return Toolkit(version=match[1] if match else None, nvcc=nvcc, cuda_home=home)
+    home = _cuda_home(nvcc, env, probe)
+    real = f"{home}/bin/nvcc" if home and probe.which("nvcc", f"{home}/bin") else nvcc
+    match = re.search(r"release \d+\.\d+, V(\d+\.\d+\.\d+)", probe.run([real, "--version"]) or "")
+    return Toolkit(version=match[1] if match else None, nvcc=real, cuda_home=home)
 
 
 def _torch(env: Mapping[str, str], probe: Probe) -> TorchInfo | None:

