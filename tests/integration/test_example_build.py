@@ -12,6 +12,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
@@ -167,3 +168,49 @@ def test_example_suite_passes_against_the_built_extension(
     assert passed is not None and int(passed.group(1)) >= 50, output
     assert re.search(r"\d+ deselected", output), output  # the gpu tests exist and were held back
     assert "failed" not in output and "error" not in output.lower(), output
+
+
+def configure(tmp_path: Path, *defines: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    """Run only CMake's configure step on the example (seconds: no compile)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("CUSHIP_CUDA_ARCHS", "CUDAARCHS", "CMAKE_CUDA_COMPILER_LAUNCHER")
+    }
+    env.update(CUDACXX="/usr/local/cuda/bin/nvcc", **extra_env)
+    cmd = ["cmake", "-S", str(EXAMPLE), "-B", str(tmp_path / "build"), "-G", "Ninja", *defines]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize(
+    ("defines", "env", "expected"),
+    [
+        ((), {}, "80-real;90-real;100-real;120-real;120-virtual (from cuvecops default)"),
+        (
+            (),
+            {"CUSHIP_CUDA_ARCHS": "86-real;90"},
+            "86-real;90 (from environment variable CUSHIP_CUDA_ARCHS)",
+        ),
+        (
+            ("-DCMAKE_CUDA_ARCHITECTURES=75-real;120",),
+            {"CUSHIP_CUDA_ARCHS": "86-real"},
+            "75-real;120 (from CMAKE_CUDA_ARCHITECTURES)",
+        ),
+    ],
+    ids=["default", "cuship-env", "cmake-define-wins"],
+)
+def test_arch_list_comes_from_outside(
+    tmp_path: Path, defines: tuple[str, ...], env: dict[str, str], expected: str
+) -> None:
+    proc = configure(tmp_path, *defines, CMAKE_CUDA_COMPILER_LAUNCHER="sccache", **env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"cuvecops: CUDA architectures {expected}" in proc.stdout
+    assert "cuvecops: CUDA compiler launcher sccache" in proc.stdout
+
+
+@pytest.mark.parametrize("arch", ["native", "all", "all-major"])
+def test_machine_dependent_arch_lists_are_refused(tmp_path: Path, arch: str) -> None:
+    proc = configure(tmp_path, CUSHIP_CUDA_ARCHS=arch)
+    assert proc.returncode != 0
+    assert f"CUDA architecture '{arch}'" in proc.stderr
+    assert "is not" in proc.stderr and "allowed" in proc.stderr
