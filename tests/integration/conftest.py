@@ -13,3 +13,67 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.integration)
+
+
+# --- the example wheel, built once per session and cached by a hash of its sources ----------
+
+import hashlib  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+REPO = HERE.parents[1]
+EXAMPLE = REPO / "examples" / "cuvecops"
+NVCC = Path("/usr/local/cuda/bin/nvcc")
+# SASS for sm_80, sm_90, sm_100, sm_120 and PTX for compute_120, in CMake's spelling.
+EXAMPLE_CUDA_ARCHS = "80-real;90-real;100-real;120-real;120-virtual"
+_NOT_SOURCES = {"build", "dist", "tests", "cuship.toml"}
+
+
+def example_source_hash() -> str:
+    """Hash of what goes into the example wheel (sources, arch list, Python), for the cache key."""
+    digest = hashlib.sha256()
+    for path in sorted(EXAMPLE.rglob("*")):
+        rel = path.relative_to(EXAMPLE)
+        if not path.is_file() or rel.parts[0] in _NOT_SOURCES or "__pycache__" in rel.parts:
+            continue
+        digest.update(rel.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    digest.update(f"{EXAMPLE_CUDA_ARCHS}|{sys.implementation.cache_tag}|{NVCC}".encode())
+    return digest.hexdigest()[:16]
+
+
+def _build_example_wheel(dest: Path) -> None:
+    env = dict(os.environ)
+    env.pop("CUSHIP_CUDA_ARCHS", None)
+    env.update(
+        CUDACXX=str(NVCC),
+        CMAKE_ARGS=f"-DCMAKE_CUDA_ARCHITECTURES={EXAMPLE_CUDA_ARCHS}",
+        PATH=f"{NVCC.parent}{os.pathsep}{env.get('PATH', '')}",
+    )
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
+    cmd += ["-w", str(dest), str(EXAMPLE)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        pytest.fail(f"building the example wheel failed ({cmd!r}):\n{proc.stdout}\n{proc.stderr}")
+
+
+@pytest.fixture(scope="session")
+def example_wheel() -> Path:
+    """The cuvecops wheel built with nvcc for sm_80/90/100/120 + compute_120 (cached)."""
+    cache = REPO / "build" / "test-cache" / f"cuvecops-{example_source_hash()}"
+    wheels = sorted(cache.glob("cuvecops-*.whl"))
+    if wheels:
+        return wheels[0]
+    if not NVCC.is_file():
+        pytest.fail(f"nvcc not found at {NVCC}: the example wheel needs the CUDA toolkit")
+    staging = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    _build_example_wheel(staging)
+    try:
+        staging.rename(cache)
+    except OSError:  # another worker finished first; use its wheel
+        shutil.rmtree(staging, ignore_errors=True)
+    wheels = sorted(cache.glob("cuvecops-*.whl"))
+    assert wheels, f"pip wheel produced no cuvecops wheel in {cache}"
+    return wheels[0]
