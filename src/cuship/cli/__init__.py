@@ -21,7 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "env": ("env", "Show this machine's fingerprint: GPUs, driver, CUDA toolkit, torch, Python tags."),
     "compat": ("compat", "Show the compatibility knowledge: CUDA toolkits, torch releases, GPUs."),
     "matrix": ("matrix", "Expand the build matrix from config, pruned, with reasons."),
-    "index": ("index", "Write a static PEP 503/691/658 package index with per-variant sub-indexes."),
+    "index": ("index", "Write a static PEP 503/691/658 package index, one sub-index per variant."),
     "serve": ("serve", "Serve an index directory on loopback with PEP 691 content negotiation."),
 }
 
