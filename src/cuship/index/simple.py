@@ -243,7 +243,8 @@ def write(
             raise
     message = (
         f"indexed {summary.wheels} wheels of {summary.projects} projects into {str(out)!r} "
-        f"({summary.hashed} files read, {summary.cached} from cache, {len(summary.variants)} variants)"
+        f"({summary.hashed} files read, {summary.cached} from cache, "
+        f"{len(summary.variants)} variants)"
     )
     emit(Event(level="info", topic="index", message=message, data=summary.as_dict()))
     return summary
