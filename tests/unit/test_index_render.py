@@ -8,10 +8,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from wheel_factory import make_wheel
 
 from cuship.errors import UsageError
 from cuship.index import IndexedWheel, render, scan
+from wheel_factory import make_wheel
 
 
 class _Anchors(HTMLParser):
@@ -87,7 +87,10 @@ def test_base_url_links_are_absolute_without_double_slash(
     tree = render(wheels, base_url="https://example.org/releases/download/v1//")
     page = json.loads(tree["simple/demo-pkg/index.json"])
     urls = [f["url"] for f in page["files"]]
-    assert "https://example.org/releases/download/v1/demo_pkg-1.1%2Bcu130torch2.9-py3-none-any.whl" in urls
+    assert (
+        "https://example.org/releases/download/v1/demo_pkg-1.1%2Bcu130torch2.9-py3-none-any.whl"
+        in urls
+    )
     assert all("//" not in u.removeprefix("https://") for u in urls)
 
 
