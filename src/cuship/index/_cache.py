@@ -54,9 +54,10 @@ class ScanCache:
             self._db.execute(_SCHEMA)
         self._db.execute("PRAGMA journal_mode=OFF")
         self._db.execute("PRAGMA synchronous=OFF")
-        self._rows = {
-            row[0]: (row[1], row[2], row[3])
-            for row in self._db.execute("SELECT path, size, mtime_ns, sha256 FROM wheels")
+        # One query up front: a per-wheel SELECT costs more than the rows themselves.
+        self._rows: dict[str, tuple[int, int, str, bytes]] = {
+            row[0]: (row[1], row[2], row[3], bytes(row[4]))
+            for row in self._db.execute("SELECT path, size, mtime_ns, sha256, metadata FROM wheels")
         }
         self._pending: list[tuple[str, int, int, str, bytes]] = []
         self.hits = 0
@@ -68,16 +69,12 @@ class ScanCache:
         if row is None or row[0] != size or row[1] != mtime_ns:
             self.misses += 1
             return None
-        found = self._db.execute("SELECT metadata FROM wheels WHERE path = ?", (path,)).fetchone()
-        if found is None:  # pragma: no cover - rows and table are loaded together
-            self.misses += 1
-            return None
         self.hits += 1
-        return CacheEntry(sha256=row[2], metadata=bytes(found[0]))
+        return CacheEntry(sha256=row[2], metadata=row[3])
 
     def put(self, path: str, size: int, mtime_ns: int, entry: CacheEntry) -> None:
         """Remember ``entry`` for ``path``; written on :meth:`flush`."""
-        self._rows[path] = (size, mtime_ns, entry.sha256)
+        self._rows[path] = (size, mtime_ns, entry.sha256, entry.metadata)
         self._pending.append((path, size, mtime_ns, entry.sha256, entry.metadata))
 
     def retain(self, paths: set[str]) -> None:

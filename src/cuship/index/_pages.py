@@ -105,7 +105,8 @@ def _file_json(link: FileLink) -> dict[str, object]:
 
 
 def _dump(document: object) -> bytes:
-    return (json.dumps(document, indent=1, ensure_ascii=True) + "\n").encode("ascii")
+    # No indent: json's C encoder only runs without one, and thousands of pages add up.
+    return (json.dumps(document, separators=(",", ":")) + "\n").encode("ascii")
 
 
 def project_json(project: str, links: Sequence[FileLink], versions: Sequence[str]) -> bytes:

@@ -14,6 +14,7 @@ Layout of SITE (one copy of each wheel, shared by every index that lists it)::
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import shutil
@@ -88,9 +89,14 @@ def check_base_url(base_url: str | None) -> str | None:
     return base_url.rstrip("/")
 
 
+@functools.lru_cache(maxsize=65536)
+def _quoted(filename: str) -> str:
+    return quote(filename, safe="")
+
+
 def file_href(filename: str, *, base_url: str | None, depth: int) -> str:
     """Where a page ``depth`` directories below SITE links ``filename`` ('+' becomes %2B)."""
-    name = quote(filename, safe="")
+    name = _quoted(filename)
     if base_url is not None:
         return f"{base_url.rstrip('/')}/{name}"
     return "../" * depth + "files/" + name
@@ -101,8 +107,13 @@ def variant_labels(wheels: Iterable[IndexedWheel]) -> tuple[str, ...]:
     return tuple(sorted({w.local for w in wheels if w.local and w.local not in _RESERVED}))
 
 
+@functools.lru_cache(maxsize=65536)
+def _version(text: str) -> Version:
+    return Version(text)
+
+
 def _sort_key(wheel: IndexedWheel) -> tuple[Version, str]:
-    return Version(wheel.version), wheel.filename
+    return _version(wheel.version), wheel.filename
 
 
 def _index_tree(
@@ -120,7 +131,7 @@ def _index_tree(
     for project, group in by_project.items():
         group.sort(key=_sort_key)
         links = [_link(w, base_url=base_url, depth=depth, yanked=yanked) for w in group]
-        versions = sorted({w.version for w in group}, key=Version)
+        versions = sorted({w.version for w in group}, key=_version)
         tree[f"{prefix}/{project}/index.html"] = project_html(project, links)
         tree[f"{prefix}/{project}/index.json"] = project_json(project, links, versions)
     projects = sorted(by_project)
@@ -179,7 +190,7 @@ def _manifest(
         "indexes": {"": "simple/", **{label: f"{label}/simple/" for label in labels}},
         "wheels": records,
     }
-    return (json.dumps(document, indent=1, default=str) + "\n").encode("utf-8")
+    return (json.dumps(document, separators=(",", ":"), default=str) + "\n").encode("utf-8")
 
 
 def render(
