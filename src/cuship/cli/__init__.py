@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "repair": ("repair", "auditwheel repair with the CUDA exclude list, proven afterwards."),
     "retag": ("retag", "Give a wheel a local version label (name, dist-info, METADATA, RECORD)."),
     "verify": ("verify", "Check a wheel's SASS/PTX arches, bundled libraries and local label."),
+    "index": ("index", "Write a static PEP 503/691/658 package index, one sub-index per variant."),
+    "serve": ("serve", "Serve an index directory on loopback with PEP 691 content negotiation."),
 }
 
 

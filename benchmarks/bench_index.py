@@ -1,0 +1,148 @@
+"""Index 5,000 synthetic wheels: cuship vs the sha256 floor vs dumb-pypi, cold and incremental.
+
+    python3 benchmarks/bench_index.py [--wheels 5000] [--cache-dir /tmp/cuship-bench] [--repeat 3]
+
+The wheels (about 40 kB each, about 200 MB in all, 500 projects, some with CUDA/torch local
+labels) are generated once into the cache directory. Every contender reads the same files from a
+warm page cache:
+
+* floor: hashlib.sha256 over every file's bytes, in this process (no index written at all);
+* cuship: `python -m cuship index DIR -o SITE` (hash + METADATA + PEP 503/691/658 + sub-indexes);
+* dumb-pypi: what its README asks of a user: a package list with sha256 hashes (computed here with
+  hashlib, the floor's work), then the `dumb-pypi` command (PEP 503 HTML and its JSON pages).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+LABELS = ("", "", "cu128torch2.8", "cu130torch2.9")
+
+
+def _wheel(directory: Path, name: str, version: str, payload: bytes) -> Path:
+    dist = name.replace("-", "_")
+    info = f"{dist}-{version}.dist-info"
+    path = directory / f"{dist}-{version}-py3-none-any.whl"
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nRequires-Python: >=3.9\n"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
+        archive.writestr(f"{dist}/__init__.py", f"VERSION = {version!r}\n")
+        archive.writestr(f"{dist}/_blob.bin", payload)
+        archive.writestr(f"{info}/METADATA", metadata)
+        archive.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        archive.writestr(f"{info}/RECORD", "")
+    return path
+
+
+def generate(directory: Path, count: int) -> list[Path]:
+    """``count`` wheels in ``directory`` (kept between runs); returns them sorted."""
+    existing = sorted(directory.glob("*.whl")) if directory.is_dir() else []
+    if len(existing) == count:
+        return existing
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    rng = random.Random(0)
+    for i in range(count):
+        project, release = divmod(i, 10)
+        label = LABELS[release % len(LABELS)]
+        version = f"1.{release // len(LABELS)}.{release}" + (f"+{label}" if label else "")
+        _wheel(directory, f"bench-pkg{project:04d}", version, rng.randbytes(40_000))
+    return sorted(directory.glob("*.whl"))
+
+
+def floor(wheels: list[Path]) -> None:
+    for path in wheels:
+        hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def cuship_index(wheel_dir: Path, site: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    args = [sys.executable, "-m", "cuship", "index", str(wheel_dir), "-o", str(site), "--json"]
+    subprocess.run(args, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def dumb_pypi(wheels: list[Path], work: Path) -> None:
+    listing = work / "packages.json"
+    with listing.open("w") as out:
+        for path in wheels:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            out.write(json.dumps({"filename": path.name, "hash": f"sha256={digest}"}) + "\n")
+    args = ["dumb-pypi", "--package-list-json", str(listing), "--output-dir", str(work / "site")]
+    subprocess.run([*args, "--packages-url", "../../files/"], check=True, stdout=subprocess.DEVNULL)
+
+
+def timed(action: Callable[[], None], reset: Callable[[], None], repeat: int) -> list[float]:
+    times = []
+    for _ in range(repeat):
+        reset()
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--wheels", type=int, default=5000)
+    parser.add_argument("--cache-dir", type=Path, default=Path("/tmp/cuship-bench"))
+    parser.add_argument("--repeat", type=int, default=3)
+    opts = parser.parse_args()
+    wheel_dir = opts.cache_dir / f"wheels-{opts.wheels}"
+    wheels = generate(wheel_dir, opts.wheels)
+    total = sum(p.stat().st_size for p in wheels)
+    print(f"{len(wheels)} wheels, {total / 1e6:.0f} MB in {wheel_dir}", flush=True)
+    floor(wheels)  # warm the page cache for everyone
+    work = opts.cache_dir / "work"
+    site = work / "cuship-site"
+
+    def clean() -> None:
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+
+    results = {
+        "sha256 floor": timed(lambda: floor(wheels), clean, opts.repeat),
+        "cuship index (cold)": timed(lambda: cuship_index(wheel_dir, site), clean, opts.repeat),
+    }
+    if shutil.which("dumb-pypi"):
+        results["hash list + dumb-pypi"] = timed(lambda: dumb_pypi(wheels, work), clean, opts.repeat)
+    extra_dir = opts.cache_dir / "extra"
+    added = wheel_dir / "bench_pkg9999-9.9-py3-none-any.whl"
+
+    def add_one() -> None:
+        added.unlink(missing_ok=True)
+        clean()
+        cuship_index(wheel_dir, site)
+        extra_dir.mkdir(parents=True, exist_ok=True)
+        _wheel(extra_dir, "bench-pkg9999", "9.9", b"x" * 40_000)
+        shutil.move(extra_dir / added.name, added)
+
+    try:
+        results["cuship index (+1 wheel)"] = timed(lambda: cuship_index(wheel_dir, site), add_one, opts.repeat)
+    finally:
+        added.unlink(missing_ok=True)
+    base = statistics.median(results["sha256 floor"])
+    print(f"\n{'contender':<26}{'median s':>10}{'min s':>9}{'vs floor':>10}")
+    for name, times in results.items():
+        median = statistics.median(times)
+        print(f"{name:<26}{median:>10.3f}{min(times):>9.3f}{median / base:>9.2f}x")
+    if "hash list + dumb-pypi" in results:
+        ratio = statistics.median(results["hash list + dumb-pypi"]) / statistics.median(
+            results["cuship index (cold)"]
+        )
+        print(f"\ncuship cold is {ratio:.2f}x faster than hash list + dumb-pypi")
+
+
+if __name__ == "__main__":
+    main()

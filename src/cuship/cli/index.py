@@ -1,0 +1,91 @@
+"""`cuship index WHEELS… -o SITE`: write a static PEP 503/691/658 index with variant sub-indexes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cuship.cli._common import json_option, make_console, verbose_option
+from cuship.errors import UsageError
+
+
+def _table(summary: dict[str, object]) -> str:
+    variants = summary["variants"]
+    assert isinstance(variants, list)
+    site = summary["site"]
+    lines = [
+        f"index   {site}/simple/   ({summary['wheels']} wheels, {summary['projects']} projects)",
+        *(f"variant {site}/{label}/simple/" for label in variants),
+        f"read {summary['hashed']} files, {summary['cached']} from cache",
+    ]
+    skipped = summary["skipped"]
+    assert isinstance(skipped, list)
+    if skipped:
+        lines.append(f"skipped {len(skipped)} files (see warnings)")
+    return "\n".join(lines)
+
+
+@click.command(name="index")
+@click.argument("wheels", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--wheels-dir",
+    "wheel_dirs",
+    multiple=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="A directory of wheels (may repeat; same as passing it as an argument).",
+)
+@click.option(
+    "-o",
+    "--output-dir",
+    "--output",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Site directory to write (replaced atomically).",
+)
+@click.option(
+    "--base-url",
+    default=None,
+    help="Where the wheels are hosted (e.g. release assets); links become absolute.",
+)
+@click.option(
+    "--yank",
+    "yanks",
+    multiple=True,
+    metavar="SPEC[:REASON]",
+    help="Mark a wheel filename or NAME==VERSION as yanked (may repeat).",
+)
+@click.option(
+    "--yank-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="File of yank entries: 'SPEC [reason]' per line.",
+)
+@json_option
+@verbose_option
+def command(
+    wheels: tuple[Path, ...],
+    wheel_dirs: tuple[Path, ...],
+    out: Path,
+    base_url: str | None,
+    yanks: tuple[str, ...],
+    yank_file: Path | None,
+    as_json: bool,
+    verbose: bool,
+) -> None:
+    """Write a static package index of WHEELS (files or directories) to SITE."""
+    from cuship.index import parse_yank_lines, read_yank_file, write
+
+    console = make_console(verbose)
+    inputs = [*wheels, *wheel_dirs]
+    if not inputs:
+        raise UsageError("no wheels given", hint="pass wheel files, directories or --wheels-dir")
+    yanked = parse_yank_lines((y.replace(":", " ", 1) for y in yanks), source="--yank")
+    if yank_file is not None:
+        yanked.update(read_yank_file(yank_file))
+    summary = write(inputs, out, base_url=base_url, yanked=yanked, emit=console.emit)
+    if as_json:
+        console.print_json(summary.as_dict())
+    else:
+        console.print_text(_table(summary.as_dict()))

@@ -1,0 +1,29 @@
+"""Static package index: scan wheels, render PEP 503/691/658 pages, write atomically, serve.
+
+``scan`` reads wheels (through a hash cache), ``render`` turns them into the tree as data,
+``write`` puts it on disk as one atomic step, ``serve`` runs a loopback server that
+negotiates HTML or JSON as PEP 691 asks.
+"""
+
+from __future__ import annotations
+
+from cuship.index._cache import ScanCache
+from cuship.index.scan import IndexedWheel, Skipped, expand_paths, scan, scan_report
+from cuship.index.simple import MANIFEST, Describe, IndexSummary, render, write
+from cuship.index.yank import parse_yank_lines, read_yank_file
+
+__all__ = [
+    "MANIFEST",
+    "Describe",
+    "IndexSummary",
+    "IndexedWheel",
+    "ScanCache",
+    "Skipped",
+    "expand_paths",
+    "parse_yank_lines",
+    "read_yank_file",
+    "render",
+    "scan",
+    "scan_report",
+    "write",
+]

@@ -1,0 +1,91 @@
+"""Replace a directory tree as one step, under a lock, so a crash leaves the old tree intact.
+
+The new tree is built in a temporary directory beside the target. On Linux the two are swapped
+with ``renameat2(RENAME_EXCHANGE)``, which is atomic. Where that call is missing the swap takes
+two renames; a crash between them leaves the old tree under ``.NAME.old-*``, which the next run
+puts back before doing anything else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import fcntl
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from cuship.events import Emit, Event, discard
+
+__all__ = ["exchange", "locked", "recover", "staging_dir"]
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+@contextlib.contextmanager
+def locked(target: Path, emit: Emit = discard) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``.NAME.lock`` beside ``target`` (waits for other runs)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = target.parent / f".{target.name}.lock"
+    with lock_path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            message = f"waiting for the lock on {str(lock_path)!r}"
+            emit(Event(level="info", topic="index", message=message))
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def staging_dir(target: Path) -> Path:
+    """A fresh empty directory beside ``target`` (same filesystem, so renames are atomic)."""
+    return Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+
+
+def recover(target: Path, emit: Emit = discard) -> None:
+    """Undo what a crashed run left beside ``target``; call it while holding the lock."""
+    parent = target.parent
+    olds = sorted(parent.glob(f".{target.name}.old-*"))
+    saved = [old / "tree" for old in olds if (old / "tree").is_dir()]
+    if not target.exists() and saved:
+        saved[-1].rename(target)
+        message = f"restored {str(target)!r} after an interrupted run"
+        emit(Event(level="warning", topic="index", message=message))
+    for leftover in [*olds, *parent.glob(f".{target.name}.new-*")]:
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _renameat2_exchange(a: Path, b: Path) -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        func = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    rc = func(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    if rc == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(a), None, str(b))
+
+
+def exchange(new: Path, target: Path) -> None:
+    """Make ``new`` become ``target``; the previous tree is deleted afterwards."""
+    if not target.exists():
+        new.rename(target)
+        return
+    if _renameat2_exchange(new, target):
+        shutil.rmtree(new)  # holds the previous tree now
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+    target.rename(old / "tree")
+    new.rename(target)
+    shutil.rmtree(old)

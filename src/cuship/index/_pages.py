@@ -1,0 +1,128 @@
+"""The pages of a simple repository: PEP 503 HTML and PEP 691 JSON, one project or the root.
+
+Every value that came from a wheel (names, versions, Requires-Python, yank reasons) is escaped
+with :func:`html.escape` (quotes included) before it reaches HTML, so metadata holding markup
+comes out inert. JSON is produced by :mod:`json`, which escapes for its own syntax.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+
+__all__ = [
+    "API_VERSION",
+    "FileLink",
+    "landing_html",
+    "project_html",
+    "project_json",
+    "root_html",
+    "root_json",
+]
+
+API_VERSION = "1.1"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileLink:
+    """One file row of a project page, with its href already made (relative or absolute)."""
+
+    filename: str
+    href: str
+    sha256: str
+    size: int
+    requires_python: str | None
+    metadata_sha256: str | None
+    yanked: str | None  # None: not yanked; "": yanked without a reason
+
+
+def _head(title: str) -> str:
+    return (
+        "<!DOCTYPE html>\n<html>\n  <head>\n"
+        f'    <meta name="pypi:repository-version" content="{API_VERSION}">\n'
+        f"    <title>{escape(title)}</title>\n  </head>\n  <body>\n"
+        f"    <h1>{escape(title)}</h1>\n"
+    )
+
+
+_TAIL = "  </body>\n</html>\n"
+
+
+def _anchor(link: FileLink) -> str:
+    attrs = [f'href="{escape(link.href)}#sha256={link.sha256}"']
+    if link.requires_python is not None:
+        attrs.append(f'data-requires-python="{escape(link.requires_python)}"')
+    if link.metadata_sha256 is not None:
+        value = f"sha256={link.metadata_sha256}"
+        attrs.append(f'data-core-metadata="{value}"')
+        attrs.append(f'data-dist-info-metadata="{value}"')
+    if link.yanked is not None:
+        attrs.append(f'data-yanked="{escape(link.yanked)}"')
+    return f"    <a {' '.join(attrs)}>{escape(link.filename)}</a><br>\n"
+
+
+def project_html(project: str, links: Sequence[FileLink]) -> bytes:
+    """The PEP 503 page of one project."""
+    body = "".join(_anchor(link) for link in links)
+    return (_head(f"Links for {project}") + body + _TAIL).encode("utf-8")
+
+
+def root_html(projects: Sequence[str]) -> bytes:
+    """The PEP 503 root page: one link per (normalised) project name."""
+    body = "".join(f'    <a href="{escape(p)}/">{escape(p)}</a><br>\n' for p in projects)
+    return (_head("Simple index") + body + _TAIL).encode("utf-8")
+
+
+def landing_html(indexes: Mapping[str, str]) -> bytes:
+    """A page for people at the site root: where the combined and per-variant indexes are."""
+    items = "".join(
+        f'    <li><a href="{escape(href)}">{escape(label)}</a></li>\n'
+        for label, href in indexes.items()
+    )
+    text = "    <p>Use an index below as pip's <code>--index-url</code>.</p>\n"
+    return (_head("Package index") + text + "    <ul>\n" + items + "    </ul>\n" + _TAIL).encode(
+        "utf-8"
+    )
+
+
+def _file_json(link: FileLink) -> dict[str, object]:
+    entry: dict[str, object] = {
+        "filename": link.filename,
+        "url": link.href,
+        "hashes": {"sha256": link.sha256},
+        "requires-python": link.requires_python,
+        "size": link.size,
+    }
+    if link.metadata_sha256 is not None:
+        entry["core-metadata"] = {"sha256": link.metadata_sha256}
+        entry["dist-info-metadata"] = {"sha256": link.metadata_sha256}
+    else:
+        entry["core-metadata"] = False
+    entry["yanked"] = False if link.yanked is None else (link.yanked or True)
+    return entry
+
+
+def _dump(document: object) -> bytes:
+    # No indent: json's C encoder only runs without one, and thousands of pages add up.
+    return (json.dumps(document, separators=(",", ":")) + "\n").encode("ascii")
+
+
+def project_json(project: str, links: Sequence[FileLink], versions: Sequence[str]) -> bytes:
+    """The PEP 691 (api-version 1.1, PEP 700) document of one project."""
+    return _dump(
+        {
+            "meta": {"api-version": API_VERSION},
+            "name": project,
+            "versions": list(versions),
+            "files": [_file_json(link) for link in links],
+        }
+    )
+
+
+def root_json(projects: Sequence[str]) -> bytes:
+    """The PEP 691 root document."""
+    return _dump(
+        {"meta": {"api-version": API_VERSION}, "projects": [{"name": p} for p in projects]}
+    )

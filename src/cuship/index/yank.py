@@ -1,0 +1,64 @@
+"""Yank lists (PEP 592): which files an index marks as yanked, and why.
+
+A yank entry names either a wheel filename (``pkg-1.0-py3-none-any.whl``) or a release
+(``pkg==1.0``, every file of that version). A yank file holds one entry per line, optionally
+followed by whitespace and a reason; blank lines and ``#`` comments are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from cuship.errors import InputError
+
+__all__ = ["parse_yank_lines", "read_yank_file", "yank_reason"]
+
+
+def _key(spec: str, source: str) -> str:
+    if spec.endswith(".whl"):
+        return spec
+    name, sep, version = spec.partition("==")
+    if not sep or not name.strip():
+        raise InputError(
+            f"{source}: cannot read yank entry {spec!r}",
+            hint="write a wheel filename or NAME==VERSION, then optionally a reason",
+        )
+    try:
+        parsed = Version(version.strip())
+    except InvalidVersion as err:
+        raise InputError(f"{source}: invalid version in yank entry {spec!r}") from err
+    return f"{canonicalize_name(name.strip())}=={parsed}"
+
+
+def parse_yank_lines(lines: Iterable[str], *, source: str = "--yank") -> dict[str, str]:
+    """Entries ``spec [reason]`` to a mapping from normalised spec to reason ('' for none)."""
+    out: dict[str, str] = {}
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        spec, _, reason = line.partition(" ")
+        out[_key(spec.strip(), source)] = reason.strip()
+    return out
+
+
+def read_yank_file(path: Path) -> dict[str, str]:
+    """Read a yank file (see the module docstring)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"cannot read yank file {str(path)!r}: {err}") from err
+    return parse_yank_lines(text.splitlines(), source=str(path))
+
+
+def yank_reason(
+    yanks: Mapping[str, str], *, filename: str, project: str, version: str
+) -> str | None:
+    """The reason a file is yanked ('' when no reason was given), or None when it is not."""
+    if filename in yanks:
+        return yanks[filename]
+    return yanks.get(f"{project}=={version}")

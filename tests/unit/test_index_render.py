@@ -1,0 +1,153 @@
+"""The index tree as data: hrefs, escaping, '+' encoding, PEP 691 shape, sub-indexes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from cuship.errors import UsageError
+from cuship.index import IndexedWheel, render, scan
+from wheel_factory import make_wheel
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.anchors: list[dict[str, str | None]] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if tag == "a":
+            self.anchors.append(dict(attrs))
+
+
+def _anchors(page: bytes) -> _Anchors:
+    parser = _Anchors()
+    parser.feed(page.decode())
+    return parser
+
+
+@pytest.fixture
+def wheels(tmp_path: Path) -> tuple[IndexedWheel, ...]:
+    make_wheel(tmp_path, "Demo.Pkg", "1.0", requires_python=">=3.8")
+    make_wheel(tmp_path, "demo_pkg", "1.1+cu128torch2.8", requires_python=">=3.9,<4")
+    make_wheel(tmp_path, "demo-pkg", "1.1+cu130torch2.9")
+    make_wheel(
+        tmp_path, "other", "2.0+CU128Torch2.8", filename="other-2.0+CU128Torch2.8-py3-none-any.whl"
+    )
+    return scan([tmp_path])
+
+
+def test_layout_has_combined_and_variant_indexes(wheels: tuple[IndexedWheel, ...]) -> None:
+    tree = render(wheels)
+    assert "simple/index.html" in tree and "simple/index.json" in tree
+    assert "simple/demo-pkg/index.html" in tree  # PEP 503 normalised directory
+    assert "cu128torch2.8/simple/demo-pkg/index.json" in tree
+    assert "cu128torch2.8/simple/other/index.json" in tree  # label lowercased
+    assert "cu130torch2.9/simple/demo-pkg/index.html" in tree
+    assert not any(p.startswith("cu130torch2.9/simple/other/") for p in tree)
+    variant = json.loads(tree["cu128torch2.8/simple/demo-pkg/index.json"])
+    assert [f["filename"] for f in variant["files"]] == [
+        "demo_pkg-1.1+cu128torch2.8-py3-none-any.whl"
+    ]
+
+
+def test_relative_hrefs_encode_plus_and_carry_hashes(wheels: tuple[IndexedWheel, ...]) -> None:
+    tree = render(wheels)
+    by_name = {w.filename: w for w in wheels}
+    combined = _anchors(tree["simple/demo-pkg/index.html"]).anchors
+    variant = _anchors(tree["cu128torch2.8/simple/demo-pkg/index.html"]).anchors
+    labelled = "demo_pkg-1.1+cu128torch2.8-py3-none-any.whl"
+    href = next(a["href"] for a in combined if a["href"] and "cu128" in a["href"])
+    assert href == (
+        f"../../files/demo_pkg-1.1%2Bcu128torch2.8-py3-none-any.whl#sha256={by_name[labelled].sha256}"
+    )
+    assert variant[0]["href"] == "../" + href
+    for anchor in combined:
+        assert anchor["data-core-metadata"] == anchor["data-dist-info-metadata"]
+        assert str(anchor["data-core-metadata"]).startswith("sha256=")
+
+
+def test_metadata_file_matches_its_hash(wheels: tuple[IndexedWheel, ...]) -> None:
+    tree = render(wheels)
+    for wheel in wheels:
+        body = tree[f"files/{wheel.filename}.metadata"]
+        assert b"Name:" in body
+        assert hashlib.sha256(body).hexdigest() == wheel.metadata_sha256
+
+
+def test_base_url_links_are_absolute_without_double_slash(
+    wheels: tuple[IndexedWheel, ...],
+) -> None:
+    tree = render(wheels, base_url="https://example.org/releases/download/v1//")
+    page = json.loads(tree["simple/demo-pkg/index.json"])
+    urls = [f["url"] for f in page["files"]]
+    assert (
+        "https://example.org/releases/download/v1/demo_pkg-1.1%2Bcu130torch2.9-py3-none-any.whl"
+        in urls
+    )
+    assert all("//" not in u.removeprefix("https://") for u in urls)
+
+
+def test_bad_base_url_is_a_usage_error(wheels: tuple[IndexedWheel, ...]) -> None:
+    with pytest.raises(UsageError, match="ftp://x"):
+        render(wheels, base_url="ftp://x")
+
+
+def test_json_pages_follow_pep_691_and_700(wheels: tuple[IndexedWheel, ...]) -> None:
+    tree = render(wheels, yanked={"demo-pkg==1.0": "broken build"})
+    root = json.loads(tree["simple/index.json"])
+    assert root == {
+        "meta": {"api-version": "1.1"},
+        "projects": [{"name": "demo-pkg"}, {"name": "other"}],
+    }
+    page = json.loads(tree["simple/demo-pkg/index.json"])
+    assert set(page) == {"meta", "name", "files", "versions"}
+    assert page["versions"] == ["1.0", "1.1+cu128torch2.8", "1.1+cu130torch2.9"]
+    first = page["files"][0]
+    assert first["yanked"] == "broken build"
+    assert first["requires-python"] == ">=3.8"
+    assert set(first["hashes"]) == {"sha256"}
+    assert isinstance(first["size"], int) and first["size"] > 0
+    assert page["files"][1]["yanked"] is False
+    assert page["files"][2]["requires-python"] is None
+
+
+def test_yanked_without_reason(wheels: tuple[IndexedWheel, ...]) -> None:
+    name = "other-2.0+CU128Torch2.8-py3-none-any.whl"
+    tree = render(wheels, yanked={name: ""})
+    anchors = _anchors(tree["simple/other/index.html"]).anchors
+    assert anchors[0]["data-yanked"] == ""
+    assert json.loads(tree["simple/other/index.json"])["files"][0]["yanked"] is True
+
+
+def test_markup_in_metadata_comes_out_inert(tmp_path: Path) -> None:
+    make_wheel(tmp_path, "evil", "0.1", requires_python='"><script>alert(1)</script>')
+    tree = render(scan([tmp_path]), yanked={"evil==0.1": "<img src=x onerror=alert(1)>"})
+    page = _anchors(tree["simple/evil/index.html"])
+    assert "script" not in page.tags and "img" not in page.tags
+    assert page.anchors[-1]["data-requires-python"] == '"><script>alert(1)</script>'
+    assert page.anchors[-1]["data-yanked"] == "<img src=x onerror=alert(1)>"
+    assert b"<script>" not in tree["simple/evil/index.html"]
+
+
+def test_manifest_records_each_wheel(wheels: tuple[IndexedWheel, ...]) -> None:
+    descriptions = {w.filename: {"sass": ["sm_90"]} for w in wheels}
+    manifest = json.loads(render(wheels, descriptions=descriptions)["cuship-index.json"])
+    assert set(manifest["indexes"]) == {"", "cu128torch2.8", "cu130torch2.9"}
+    record = next(r for r in manifest["wheels"] if r["local"] == "cu128torch2.8")
+    assert record["project"] == "demo-pkg"
+    assert record["version"] == "1.1+cu128torch2.8"
+    assert record["tags"] == ["py3-none-any"]
+    assert record["requires_python"] == ">=3.9,<4"
+    assert record["describe"] == {"sass": ["sm_90"]}
+    assert len(record["sha256"]) == 64
+
+
+def test_render_is_deterministic(wheels: tuple[IndexedWheel, ...]) -> None:
+    assert render(wheels) == render(tuple(reversed(wheels)))
