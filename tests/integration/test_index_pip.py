@@ -15,7 +15,7 @@ import pytest
 
 from cuship.index import write
 from cuship.index.serve import IndexServer, serve
-from wheel_factory import make_wheel
+from tests.wheel_factory import make_wheel
 
 PROJECT = "cuship-demo"
 MODULE = "cuship_demo"

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import triton
-from cudawheel import build_so, make_wheel
 
 from cuship.cli import main
 from cuship.events import Event, collect
@@ -21,6 +20,7 @@ from cuship.wheel.audit import ObjectReport, WheelReport, inspect_path
 from cuship.wheel.fatbin import fatbin_of_elf
 from cuship.wheel.repair import repair
 from cuship.wheel.retag import record_hash, retag
+from tests.integration.cudawheel import build_so, make_wheel
 
 CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
 _LISTED = re.compile(r"^(ELF|PTX) file\s+\d+: .*\.sm_(\w+)\.(cubin|ptx)$", re.MULTILINE)

@@ -11,7 +11,7 @@ import pytest
 
 from cuship.errors import UsageError
 from cuship.index import IndexedWheel, render, scan
-from wheel_factory import make_wheel
+from tests.wheel_factory import make_wheel
 
 
 class _Anchors(HTMLParser):

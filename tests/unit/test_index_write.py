@@ -15,7 +15,7 @@ from cuship.cli import main
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Event, collect
 from cuship.index import ScanCache, parse_yank_lines, scan_report, write
-from wheel_factory import make_wheel
+from tests.wheel_factory import make_wheel
 
 
 def _warnings(events: list[Event]) -> list[str]:

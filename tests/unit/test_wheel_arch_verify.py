@@ -7,14 +7,14 @@ import dataclasses
 import pytest
 
 from cuship.errors import UsageError
-from cuship.wheel._arch import ArchTarget, parse_arch_list
+from cuship.arch import ArchTarget, parse_arch_list
 from cuship.wheel.audit import ObjectReport, WheelReport
 from cuship.wheel.cudalibs import auditwheel_excludes, is_cuda_lib, library_stem
 from cuship.wheel.verify import verify
 
 
 def test_torch_style_list() -> None:
-    assert parse_arch_list("8.0;9.0;10.0;12.0+PTX") == (
+    assert parse_arch_list("8.0;9.0;10.0;12.0+PTX").targets == (
         ArchTarget(sm="80"),
         ArchTarget(sm="90"),
         ArchTarget(sm="100"),
@@ -34,14 +34,14 @@ def test_torch_style_list() -> None:
     ],
 )
 def test_item_spellings(item: str, target: ArchTarget) -> None:
-    assert parse_arch_list(item) == (target,)
+    assert parse_arch_list(item).targets == (target,)
 
 
 def test_separators_and_errors() -> None:
-    assert [t.sm for t in parse_arch_list(" 8.0 8.6, 9.0 ")] == ["80", "86", "90"]
-    with pytest.raises(UsageError, match="cannot read arch 'ampere'"):
+    assert [t.sm for t in parse_arch_list(" 8.0 8.6, 9.0 ").targets] == ["80", "86", "90"]
+    with pytest.raises(UsageError, match="not a GPU architecture: 'ampere'"):
         parse_arch_list("8.0;ampere")
-    with pytest.raises(UsageError, match="empty arch list"):
+    with pytest.raises(UsageError, match="empty architecture list"):
         parse_arch_list(" ; ")
 
 

@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "build",
         "Build the matrix jobs this host can build: compile, repair, label, verify.",
     ),
+    "ship": (
+        "ship",
+        "The whole pipeline: build what this host can, verify, index, print the install line.",
+    ),
     "inspect": ("inspect", "Show SASS/PTX arches, needed and bundled libraries of a wheel or .so."),
     "repair": ("repair", "auditwheel repair with the CUDA exclude list, proven afterwards."),
     "retag": ("retag", "Give a wheel a local version label (name, dist-info, METADATA, RECORD)."),

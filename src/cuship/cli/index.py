@@ -84,7 +84,11 @@ def command(
     yanked = parse_yank_lines((y.replace(":", " ", 1) for y in yanks), source="--yank")
     if yank_file is not None:
         yanked.update(read_yank_file(yank_file))
-    summary = write(inputs, out, base_url=base_url, yanked=yanked, emit=console.emit)
+    from cuship.index.describe import describe_wheel
+
+    summary = write(
+        inputs, out, base_url=base_url, yanked=yanked, describe=describe_wheel, emit=console.emit
+    )
     if as_json:
         console.print_json(summary.as_dict())
     else:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cuship.wheel._arch import ArchTarget, parse_arch_list
+from cuship.arch import ArchTarget, parse_arch_list
 from cuship.wheel.audit import ObjectReport, WheelReport, sm_key
 
 __all__ = ["VerifyResult", "satisfies", "verify"]
@@ -58,7 +58,7 @@ def verify(
     ``arches`` is an arch spec (``"8.0;9.0;12.0+PTX"``) or a sequence of such items.
     """
     spec = arches if isinstance(arches, str) else ";".join(arches)
-    targets = parse_arch_list(spec) if spec.strip() else ()
+    targets = parse_arch_list(spec).targets if spec.strip() else ()
     extensions = report.extensions if isinstance(report, WheelReport) else (report,)
     sass = tuple({sm for x in extensions for sm in x.sass})
     ptx = tuple({sm for x in extensions for sm in x.ptx})

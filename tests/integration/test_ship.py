@@ -1,0 +1,68 @@
+"""The README's main job: `cuship ship examples/cuvecops`, then the install line it prints."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
+
+
+def test_ship_builds_indexes_and_the_install_line_works(tmp_path: Path) -> None:
+    out = tmp_path / "shipped"
+    done = subprocess.run(
+        [sys.executable, "-m", "cuship", "ship", str(EXAMPLE), "-o", str(out), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1200,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    built = [j for j in report["jobs"] if j["status"] == "built"]
+    assert built, "this host builds at least its own Python x CUDA"
+    assert all(j["status"] in ("built", "needs-runner") for j in report["jobs"])
+    assert report["index"]["wheels"] == len(built)
+    assert set(report["stages"]) == {"plan", "build", "index"}
+    manifest = json.loads((out / "site" / "cuship-index.json").read_text())
+    described = [w["describe"] for w in manifest["wheels"]]
+    assert all(d["sass"] == ["80", "90", "100", "120"] and d["ptx"] == ["120"] for d in described)
+
+    install = report["install"]
+    assert install.startswith("pip install cuvecops --index-url ")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip"]
+    argv = [*pip, *install.split()[1:], "--extra-index-url", "https://pypi.org/simple"]
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    installed = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    assert installed.returncode == 0, installed.stdout[-2000:] + installed.stderr[-2000:]
+    check = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import cuvecops, numpy; print(cuvecops.saxpy(2.0, numpy.ones(3), numpy.ones(3)))",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert check.returncode == 0, check.stderr
+    assert "3." in check.stdout
+
+
+def test_ship_with_nothing_buildable_exits_4(tmp_path: Path) -> None:
+    (tmp_path / "cuship.toml").write_text(
+        '[project]\nname = "x"\nversion = "1"\n[matrix]\npython = ["3.13"]\ncuda = ["12.8"]\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "cuship", "ship", str(tmp_path), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 4
+    assert "needs Python 3.13" in done.stderr
