@@ -67,8 +67,9 @@ def example_wheel() -> Path:
         return wheels[0]
     if not NVCC.is_file():
         pytest.fail(f"nvcc not found at {NVCC}: the example wheel needs the CUDA toolkit")
+    for stale in cache.parent.glob("cuvecops-*"):  # wheels of older sources
+        shutil.rmtree(stale, ignore_errors=True)
     staging = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-    shutil.rmtree(staging, ignore_errors=True)
     _build_example_wheel(staging)
     try:
         staging.rename(cache)
