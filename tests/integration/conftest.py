@@ -36,7 +36,8 @@ def example_source_hash() -> str:
     digest = hashlib.sha256()
     for path in sorted(EXAMPLE.rglob("*")):
         rel = path.relative_to(EXAMPLE)
-        if not path.is_file() or rel.parts[0] in _NOT_SOURCES or "__pycache__" in rel.parts:
+        skipped = rel.parts[0] in _NOT_SOURCES or rel.parts[0].startswith(".")
+        if skipped or not path.is_file() or "__pycache__" in rel.parts:
             continue
         digest.update(rel.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     digest.update(f"{EXAMPLE_CUDA_ARCHS}|{sys.implementation.cache_tag}|{NVCC}".encode())
@@ -67,8 +68,10 @@ def example_wheel() -> Path:
         return wheels[0]
     if not NVCC.is_file():
         pytest.fail(f"nvcc not found at {NVCC}: the example wheel needs the CUDA toolkit")
+    for stale in cache.parent.glob("cuvecops-*"):  # wheels of older sources
+        if not stale.name.startswith(cache.name):
+            shutil.rmtree(stale, ignore_errors=True)
     staging = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-    shutil.rmtree(staging, ignore_errors=True)
     _build_example_wheel(staging)
     try:
         staging.rename(cache)

@@ -149,18 +149,8 @@ def test_example_suite_passes_against_the_built_extension(
         TRITON_CACHE_DIR=str(tmp_path / "triton-cache"),
         NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"),
     )
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-m",
-        "not gpu",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:cuship",
-    ]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-m", "not gpu", "-rs"]
+    cmd += ["-p", "no:cacheprovider", "-p", "no:cuship"]
     proc = subprocess.run(cmd, cwd=EXAMPLE, env=env, capture_output=True, text=True, check=False)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output
@@ -168,6 +158,7 @@ def test_example_suite_passes_against_the_built_extension(
     assert passed is not None and int(passed.group(1)) >= 50, output
     assert re.search(r"\d+ deselected", output), output  # the gpu tests exist and were held back
     assert "failed" not in output and "error" not in output.lower(), output
+    assert "skipped" not in output, output  # the extension tests ran against the built wheel
 
 
 def configure(tmp_path: Path, *defines: str, **extra_env: str) -> subprocess.CompletedProcess[str]:

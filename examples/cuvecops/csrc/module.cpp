@@ -22,8 +22,8 @@ class Buffer {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, &view_, flags) != 0) {
       PyErr_Format(PyExc_TypeError,
-                   "%s: expected a C-contiguous%s buffer (numpy array, array.array, ...), got %R",
-                   name, writable ? " writable" : "", Py_TYPE(obj));
+                   "%s: expected a C-contiguous%s buffer (numpy array, array.array, ...), got %.200s",
+                   name, writable ? " writable" : "", Py_TYPE(obj)->tp_name);
       return false;
     }
     held_ = true;
@@ -61,7 +61,7 @@ int dtype_of(const Py_buffer& view) {
 
 bool require_f32(const Buffer& buf, const char* name) {
   if (dtype_of(buf.view()) == CUVECOPS_F32) return true;
-  PyErr_Format(PyExc_TypeError, "%s: expected float32 values (format 'f'), got format %R",
+  PyErr_Format(PyExc_TypeError, "%s: expected float32 values (format 'f'), got format '%s'",
                name, buf.view().format ? buf.view().format : "B");
   return false;
 }
@@ -174,7 +174,7 @@ PyObject* py_reduce_sum(PyObject*, PyObject* args, PyObject* kwargs) {
   int dtype = dtype_of(x.view());
   if (dtype < 0) {
     PyErr_Format(PyExc_TypeError,
-                 "reduce_sum: expected float32, float64, int32 or int64 values, got format %R",
+                 "reduce_sum: expected float32, float64, int32 or int64 values, got format '%s'",
                  x.view().format ? x.view().format : "B");
     return nullptr;
   }

@@ -13,23 +13,30 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Protocol, TypeVar, cast, overload
 
 BACKEND_ENV = "CUVECOPS_BACKEND"
 CUDART_SONAME = "libcudart.so.13"
 # Where the pip packages of the CUDA runtime put libcudart, under the ``nvidia`` namespace:
 # nvidia-cuda-runtime (CUDA 13) and nvidia-cuda-runtime-cu12 style layouts.
 _CUDART_SUBDIRS = ("cu13/lib", "cuda_runtime/lib")
+_Out = TypeVar("_Out")
 _MISSING_LIB = re.compile(r"^(?P<lib>\S+\.so[.\d]*): cannot open shared object file")
 
 
 class CudaOps(Protocol):
-    """What ``cuvecops._cuda`` provides (see ``_cuda.pyi``)."""
+    """What ``cuvecops._cuda`` provides (see ``_cuda.pyi``); buffers are typed ``object``."""
 
     def device_count(self) -> int: ...
     def probe(self) -> tuple[int, str]: ...
-    def saxpy(self, a: float, x: object, y: object, out: object = None) -> bytearray: ...
-    def softmax_rows(self, x: object, rows: int, cols: int, out: object = None) -> bytearray: ...
+    @overload
+    def saxpy(self, a: float, x: object, y: object, out: None = None) -> bytearray: ...
+    @overload
+    def saxpy(self, a: float, x: object, y: object, out: _Out) -> _Out: ...
+    @overload
+    def softmax_rows(self, x: object, rows: int, cols: int, out: None = None) -> bytearray: ...
+    @overload
+    def softmax_rows(self, x: object, rows: int, cols: int, out: _Out) -> _Out: ...
     def reduce_sum(self, x: object) -> float | int: ...
 
 
