@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compat": ("compat", "Show the compatibility knowledge: CUDA toolkits, torch releases, GPUs."),
     "matrix": ("matrix", "Expand the build matrix from config, pruned, with reasons."),
     "config": ("config", "Print the configuration as read, or its JSON Schema."),
+    "check": ("check", "Check kernels against float64 references, on CPU engines or a GPU."),
 }
 
 

@@ -19,7 +19,9 @@ __all__ = ["json_option", "make_console", "run_cli", "verbose_option"]
 def run_cli(group: click.Group, argv: list[str]) -> int:
     """Run ``group`` with ``argv``; map cuship errors to their exit codes and click's usage errors to 2."""
     try:
-        group.main(args=argv, prog_name="cuship", standalone_mode=False)
+        # With standalone_mode=False click returns the code of a click.exceptions.Exit
+        # (how exit_with leaves a command) instead of raising it.
+        code = group.main(args=argv, prog_name="cuship", standalone_mode=False)
     except CushipError as err:
         Console().error(str(err))
         return err.exit_code
@@ -33,7 +35,7 @@ def run_cli(group: click.Group, argv: list[str]) -> int:
         return int(done.exit_code)
     except BrokenPipeError:
         return 0
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 def json_option(func: F) -> F:

@@ -1,0 +1,88 @@
+"""One ``cuship check`` run from request to report: project, ops, plan, workers, baseline, store."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cuship.check.engines import Device
+from cuship.check.project import find_project
+from cuship.check.registry import discover
+from cuship.check.results import CheckReport
+from cuship.check.runner import CheckSettings, execute, plan, setup_for
+from cuship.events import Emit, Event, discard
+
+__all__ = ["CheckRequest", "run_check"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckRequest:
+    """What ``cuship check`` was asked; None means "as configured"."""
+
+    path: Path
+    target: str
+    device: Device = "cpu"
+    quick: bool = False
+    ops: tuple[str, ...] = ()
+    engines: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ()
+    case: int | None = None
+    seed: int | None = None
+    include_broken: bool = False
+    parallel: int | None = None
+    baseline: Path | None = None
+    save_baseline: Path | None = None
+    fail_on_regression: bool = False
+    store: bool = True
+
+
+def run_check(
+    request: CheckRequest, *, environ: Mapping[str, str], emit: Emit = discard
+) -> CheckReport:
+    """Run the checks; the report's ``exit_code`` is what the CLI exits with.
+
+    Raises UsageError/ConfigError (bad flags or config), NothingToDo (nothing selected),
+    InputError (a check module or baseline that cannot be read).
+    """
+    project = find_project(request.path)
+    ops = discover(project.config.modules, project.root, project.pythonpath)
+    settings = CheckSettings(
+        device=request.device,
+        quick=request.quick,
+        ops=request.ops,
+        engines=request.engines,
+        dtypes=request.dtypes,
+        seed=project.config.seed if request.seed is None else request.seed,
+        case=request.case,
+        include_broken=request.include_broken,
+        config=project.config,
+    )
+    the_plan = plan(ops, settings)
+    emit(
+        Event(
+            level="info",
+            topic="check",
+            message=f"checking {len(the_plan.runnable)} of {len(the_plan.groups)} groups "
+            f"(device {the_plan.device}, seed {the_plan.seed}"
+            + (", quick" if the_plan.quick else "")
+            + ")",
+        )
+    )
+    setup = setup_for(
+        modules=project.config.modules,
+        root=project.root,
+        pythonpath=project.pythonpath,
+        device=request.device,
+        environ=environ,
+    )
+    parallel = project.config.parallel if request.parallel is None else request.parallel
+    report = execute(
+        the_plan,
+        setup,
+        target=request.target,
+        parallel=parallel,
+        timeout=project.config.timeout,
+        emit=emit,
+    )
+    return report
