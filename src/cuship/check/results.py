@@ -182,13 +182,16 @@ class CheckReport:
     finished: float
     groups: tuple[GroupResult, ...]
     regressions: tuple[Regression, ...] = field(default=())
+    gate_regressions: bool = True
 
     def count(self, status: Status) -> int:
         return sum(1 for g in self.groups if g.status == status)
 
     @property
     def verdict(self) -> Verdict:
-        if self.regressions or any(g.status in ("failed", "error") for g in self.groups):
+        if (self.regressions and self.gate_regressions) or any(
+            g.status in ("failed", "error") for g in self.groups
+        ):
             return "failed"
         if not any(g.status == "passed" for g in self.groups):
             return "empty"
@@ -210,4 +213,5 @@ class CheckReport:
             "counts": {s: self.count(s) for s in ("passed", "failed", "error", "skipped")},
             "groups": [g.to_json() for g in self.groups],
             "regressions": [r.to_json() for r in self.regressions],
+            "gate_regressions": self.gate_regressions,
         }

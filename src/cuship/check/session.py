@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from cuship.check.baseline import from_report, regressions
+from cuship.check.baseline import load as load_baseline
+from cuship.check.baseline import save as save_baseline
 from cuship.check.engines import Device
 from cuship.check.project import find_project
 from cuship.check.registry import discover
@@ -13,7 +16,7 @@ from cuship.check.results import CheckReport
 from cuship.check.runner import CheckSettings, execute, plan, setup_for
 from cuship.events import Emit, Event, discard
 
-__all__ = ["CheckRequest", "run_check"]
+__all__ = ["CheckRequest", "record", "run_check"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,6 +79,7 @@ def run_check(
         device=request.device,
         environ=environ,
     )
+    baseline = load_baseline(request.baseline) if request.baseline is not None else None
     parallel = project.config.parallel if request.parallel is None else request.parallel
     report = execute(
         the_plan,
@@ -85,4 +89,63 @@ def run_check(
         timeout=project.config.timeout,
         emit=emit,
     )
+    if baseline is not None:
+        found = regressions(report, baseline, project.config.regression_threshold)
+        report = replace(report, regressions=found, gate_regressions=request.fail_on_regression)
+    if request.save_baseline is not None:
+        save_baseline(from_report(report), request.save_baseline)
+        emit(
+            Event(
+                level="info", topic="check", message=f"baseline written to {request.save_baseline}"
+            )
+        )
+    if request.store:
+        store_path = project.store_path(environ)
+        run_id = record(report, store_path, project=project.name, environ=environ)
+        emit(Event(level="debug", topic="check", message=f"run {run_id} stored in {store_path}"))
     return report
+
+
+def record(report: CheckReport, path: Path, *, project: str, environ: Mapping[str, str]) -> int:
+    """Store a check run (one result row per op/engine/dtype) in the results store at ``path``."""
+    from cuship import __version__
+    from cuship.machine import fingerprint
+    from cuship.store import ResultRow, RunRecord, Store
+
+    run = RunRecord(
+        kind="check",
+        started=report.started,
+        finished=report.finished,
+        fingerprint=fingerprint(environ).to_json(),
+        cuship_version=__version__,
+        project=project,
+        verdict=report.verdict,
+        meta={
+            "target": report.target,
+            "seed": report.seed,
+            "quick": report.quick,
+            "device": report.device,
+            "regressions": [r.to_json() for r in report.regressions],
+        },
+    )
+    rows = [
+        ResultRow(
+            key=g.key,
+            status=g.status,
+            payload=g.to_json(),
+            numbers={
+                name: float(value)
+                for name, value in (
+                    ("max_abs", g.max_abs),
+                    ("max_rel", g.max_rel),
+                    ("mismatches", g.mismatches),
+                    ("cases", len(g.cases)),
+                    ("wall_s", g.wall_s),
+                )
+                if value is not None
+            },
+        )
+        for g in report.groups
+    ]
+    with Store.open(path) as store:
+        return store.record(run, rows)

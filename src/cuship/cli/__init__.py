@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "matrix": ("matrix", "Expand the build matrix from config, pruned, with reasons."),
     "config": ("config", "Print the configuration as read, or its JSON Schema."),
     "check": ("check", "Check kernels against float64 references, on CPU engines or a GPU."),
+    "report": ("report", "Show stored check and bench runs from the results store."),
 }
 
 
