@@ -6,6 +6,7 @@ Loaded once into frozen dataclasses. Unknown keys, wrong types and impossible va
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -28,6 +29,9 @@ else:  # pragma: no cover - Python 3.10
 
 __all__ = [
     "BuildSection",
+    "CheckModeSection",
+    "CheckOpSection",
+    "CheckSection",
     "Config",
     "LabelSection",
     "MatrixRule",
@@ -175,6 +179,85 @@ class BuildSection:
     )
 
 
+def _non_negative(value: float | int | None) -> None:
+    if value is not None and value < 0:
+        raise ValueError(f"must be zero or more, got {value!r}")
+
+
+_CHECK_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64")
+
+
+def _check_dtype(item: str) -> None:
+    if item not in _CHECK_DTYPES:
+        raise ValueError(f"{item!r} is not one of {', '.join(_CHECK_DTYPES)}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckOpSection:
+    """Per-op additions and overrides: ``[check.ops.<name>]``."""
+
+    rtol: float | None = field_doc(
+        "Relative tolerance for every dtype of this op.", default=None, validate=_non_negative
+    )
+    atol: float | None = field_doc(
+        "Absolute tolerance for every dtype of this op.", default=None, validate=_non_negative
+    )
+    shapes: tuple[Mapping[str, int], ...] = field_doc(
+        "Extra shapes, as dimension sizes: [{rows = 3, cols = 5}].", default=()
+    )
+    dtypes: tuple[str, ...] = field_doc(
+        "Only these dtypes for this op.", default=(), validate=_check_dtype
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckModeSection:
+    """What ``--quick`` runs: ``[check.quick]``."""
+
+    dtypes: tuple[str, ...] = field_doc(
+        "dtypes checked in quick mode.", default=("float32",), validate=_check_dtype
+    )
+    fuzz: int = field_doc("Random-shape cases per op and dtype.", default=2, validate=_non_negative)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckSection:
+    """Kernel checks (``cuship check``); the thorough mode's counts live here."""
+
+    modules: tuple[str, ...] = field_doc(
+        "Check modules: paths ('checks/ops.py') or dotted names, relative to the project.",
+        default=(),
+    )
+    pythonpath: tuple[str, ...] = field_doc(
+        "Directories put on sys.path before importing check modules.", default=(".", "src")
+    )
+    fuzz: int = field_doc(
+        "Random-shape cases per op and dtype (thorough mode).", default=8, validate=_non_negative
+    )
+    timeout: float = field_doc(
+        "Seconds one case may run before it counts as hung.", default=300.0, validate=_positive
+    )
+    seed: int = field_doc("Seed when --seed is not given.", default=0)
+    parallel: int = field_doc(
+        "Worker processes when --parallel is not given (0: one per core).",
+        default=1,
+        validate=_non_negative,
+    )
+    store: str = field_doc(
+        "Results history (SQLite), relative to the project; CUSHIP_STORE overrides.",
+        default=".cuship/results.db",
+    )
+    regression_threshold: float = field_doc(
+        "A group regresses when its max error exceeds the baseline's by this fraction.",
+        default=0.1,
+        validate=_non_negative,
+    )
+    quick: CheckModeSection = field_doc("Quick mode.", default_factory=CheckModeSection)
+    ops: Mapping[str, CheckOpSection] = field_doc(
+        "Per-op overrides, by op name.", default_factory=dict
+    )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PackageSpec:
     """One entry of a community index's ``config/packages.yml``."""
@@ -195,6 +278,7 @@ class _ConfigFile:
     matrix: MatrixSection = field_doc("The build matrix.", default_factory=MatrixSection)
     label: LabelSection = field_doc("Local version labels.", default_factory=LabelSection)
     build: BuildSection = field_doc("Building.", default_factory=BuildSection)
+    check: CheckSection = field_doc("Kernel checks.", default_factory=CheckSection)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -214,6 +298,7 @@ class Config:
     build: BuildSection
     packages: tuple[PackageSpec, ...] = ()
     build_requires: tuple[str, ...] = ()
+    check: CheckSection = dataclasses.field(default_factory=CheckSection)
 
     @property
     def source_dir(self) -> Path:
@@ -338,4 +423,5 @@ def load_config(path: str | Path = ".") -> Config:
         build=file.build,
         packages=_load_packages(packages_path) if packages_path else (),
         build_requires=build_requires,
+        check=file.check,
     )

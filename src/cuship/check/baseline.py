@@ -1,0 +1,168 @@
+"""Baselines: per (op, engine, dtype) max errors saved as JSON, and the regression gate.
+
+A group regresses when its max abs error exceeds the baseline's by more than ``threshold``
+(relative; ``[check] regression_threshold``, 0.1 by default) plus a tiny absolute floor, or
+when it passed in the baseline and fails now.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cuship import __version__
+from cuship.check.results import CheckReport, Regression, json_number
+from cuship.errors import InputError
+
+__all__ = [
+    "FORMAT_VERSION",
+    "Baseline",
+    "BaselineEntry",
+    "from_report",
+    "load",
+    "regressions",
+    "save",
+]
+
+FORMAT_VERSION = 1
+# Errors below this never count as a regression (float noise around an exact result).
+ABSOLUTE_FLOOR = 1e-12
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BaselineEntry:
+    status: str
+    max_abs: float | None
+    max_rel: float | None
+    cases: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Baseline:
+    cuship_version: str
+    created: float
+    seed: int
+    quick: bool
+    device: str
+    entries: Mapping[str, BaselineEntry]
+
+
+def from_report(report: CheckReport) -> Baseline:
+    """The baseline of a run: every group that ran (skipped groups have no figures)."""
+    entries = {
+        g.key: BaselineEntry(
+            status=g.status, max_abs=g.max_abs, max_rel=g.max_rel, cases=len(g.cases)
+        )
+        for g in report.groups
+        if g.status != "skipped"
+    }
+    return Baseline(
+        cuship_version=__version__,
+        created=time.time(),
+        seed=report.seed,
+        quick=report.quick,
+        device=report.device,
+        entries=entries,
+    )
+
+
+def save(baseline: Baseline, path: Path) -> None:
+    document = {
+        "format": FORMAT_VERSION,
+        "kind": "cuship-check-baseline",
+        "cuship_version": baseline.cuship_version,
+        "created": baseline.created,
+        "seed": baseline.seed,
+        "quick": baseline.quick,
+        "device": baseline.device,
+        "entries": {
+            key: {
+                "status": e.status,
+                "max_abs": json_number(e.max_abs),
+                "max_rel": json_number(e.max_rel),
+                "cases": e.cases,
+            }
+            for key, e in baseline.entries.items()
+        },
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def load(path: Path) -> Baseline:
+    """Read a baseline file; InputError (exit 2) when it is missing, not JSON or of another format."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise InputError(f"cannot read baseline {str(path)!r}: {err.strerror}") from err
+    except json.JSONDecodeError as err:
+        raise InputError(f"baseline {str(path)!r} is not JSON: {err}") from err
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT_VERSION:
+        found = raw.get("format") if isinstance(raw, dict) else None
+        raise InputError(
+            f"baseline {str(path)!r} has format {found!r}, expected {FORMAT_VERSION}",
+            hint="write a new one with --save-baseline",
+        )
+    try:
+        entries = {
+            str(key): BaselineEntry(
+                status=str(e["status"]),
+                max_abs=_float(e.get("max_abs")),
+                max_rel=_float(e.get("max_rel")),
+                cases=int(e.get("cases", 0)),
+            )
+            for key, e in raw["entries"].items()
+        }
+        return Baseline(
+            cuship_version=str(raw.get("cuship_version", "?")),
+            created=float(raw.get("created", 0)),
+            seed=int(raw.get("seed", 0)),
+            quick=bool(raw.get("quick", False)),
+            device=str(raw.get("device", "cpu")),
+            entries=entries,
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise InputError(f"baseline {str(path)!r} is malformed: {err!r}") from err
+
+
+def _worse(current: float | None, base: float | None, threshold: float) -> bool:
+    if current is None or base is None:
+        return False
+    if math.isnan(current) or math.isinf(current):
+        return not math.isinf(base)
+    return current > base * (1 + threshold) + ABSOLUTE_FLOOR
+
+
+def regressions(
+    report: CheckReport, baseline: Baseline, threshold: float
+) -> tuple[Regression, ...]:
+    """Groups worse than the baseline; groups new since the baseline are not regressions."""
+    found = []
+    for group in report.groups:
+        base = baseline.entries.get(group.key)
+        if base is None or group.status == "skipped":
+            continue
+        if base.status == "passed" and group.status in ("failed", "error"):
+            found.append(
+                Regression(key=group.key, message=f"passed in the baseline, {group.status} now")
+            )
+        elif _worse(group.max_abs, base.max_abs, threshold):
+            found.append(
+                Regression(
+                    key=group.key,
+                    message=f"max abs error {group.max_abs:.3g} > baseline {base.max_abs:.3g} "
+                    f"x (1 + {threshold:g})",
+                )
+            )
+    return tuple(found)

@@ -1,0 +1,253 @@
+"""Engines: where an op's entry point runs, which gaps each engine has, and running one case.
+
+``native`` runs Python callables on NumPy arrays; ``triton-interpret`` runs Triton kernels on CPU
+tensors (TRITON_INTERPRET=1); ``numba-sim`` runs Numba CUDA kernels in the simulator
+(NUMBA_ENABLE_CUDASIM=1); ``cuda`` runs the compiled extension, and ``triton``/``numba`` run
+those kernels, on a real GPU. The flags must be set before triton or numba is imported, so
+cases run in worker processes started with :func:`worker_env`.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from cuship.check.registry import Impl, ImplKind, Op
+
+__all__ = [
+    "ENGINES",
+    "Engine",
+    "engines_for",
+    "run_case",
+    "skip_reason",
+    "worker_env",
+]
+
+Device = Literal["cpu", "cuda"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Engine:
+    name: str
+    kind: ImplKind
+    device: Device
+    description: str
+
+
+ENGINES: Mapping[str, Engine] = {
+    e.name: e
+    for e in (
+        Engine(name="native", kind="native", device="cpu", description="Python on NumPy arrays"),
+        Engine(
+            name="triton-interpret",
+            kind="triton",
+            device="cpu",
+            description="Triton interpreter on CPU tensors (TRITON_INTERPRET=1)",
+        ),
+        Engine(
+            name="numba-sim",
+            kind="numba",
+            device="cpu",
+            description="Numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1)",
+        ),
+        Engine(name="triton", kind="triton", device="cuda", description="Triton on the GPU"),
+        Engine(name="numba", kind="numba", device="cuda", description="Numba CUDA on the GPU"),
+        Engine(name="cuda", kind="cuda", device="cuda", description="compiled CUDA extension"),
+    )
+}
+
+# Engines a device selects; on a CPU run ``cuda`` is listed so its cases show up as skipped.
+_BY_DEVICE: Mapping[Device, tuple[str, ...]] = {
+    "cpu": ("native", "triton-interpret", "numba-sim", "cuda"),
+    "cuda": ("native", "triton", "numba", "cuda"),
+}
+
+# Known gaps: (engine, feature an impl declares in ``uses``) -> why it cannot run there.
+_GAPS: Mapping[tuple[str, str], str] = {
+    ("triton-interpret", "libdevice"): "libdevice calls do not run in the Triton interpreter "
+    "(InterpreterError); check this op with --device cuda",
+    ("triton-interpret", "inline_asm"): "inline_asm_elementwise is not implemented in the Triton "
+    "interpreter (NotImplementedError); check this op with --device cuda",
+    ("numba-sim", "warp_intrinsics"): "the Numba CUDA simulator has no warp intrinsics "
+    "(shfl_*_sync); check this op with --device cuda",
+}
+_BF16_INTERPRETER = (
+    "the Triton interpreter computes bfloat16 arithmetic wrongly without an error (triton#4972, "
+    "#11584); declare Impl(bf16_upcast=True) if the kernel computes in float32, or use --device cuda"
+)
+_CUDA_ON_CPU = "needs a CUDA GPU and the compiled extension; this run is --device cpu"
+
+# Flags per device: interpreters on for a CPU run, off on a GPU run.
+_DEVICE_ENV: Mapping[Device, Mapping[str, str]] = {
+    "cpu": {"TRITON_INTERPRET": "1", "NUMBA_ENABLE_CUDASIM": "1"},
+    "cuda": {"TRITON_INTERPRET": "0", "NUMBA_ENABLE_CUDASIM": "0"},
+}
+
+
+def engines_for(device: Device) -> tuple[str, ...]:
+    return _BY_DEVICE[device]
+
+
+def skip_reason(engine: str, impl: Impl, dtype: str, device: Device) -> str | None:
+    """Why ``impl`` cannot run on ``engine`` for ``dtype`` here, or None if it can."""
+    if ENGINES[engine].device == "cuda" and device == "cpu":
+        return _CUDA_ON_CPU
+    for feature in impl.uses:
+        reason = _GAPS.get((engine, feature))
+        if reason is not None:
+            return f"uses {feature}: {reason}"
+    if engine == "triton-interpret" and dtype == "bfloat16" and not impl.bf16_upcast:
+        return _BF16_INTERPRETER
+    return None
+
+
+def worker_env(device: Device, base: Mapping[str, str]) -> dict[str, str]:
+    """Environment of a worker process: ``base`` plus the interpreter flags of ``device``."""
+    return {**base, **_DEVICE_ENV[device]}
+
+
+def _torch_dtype(dtype: str) -> Any:
+    import torch
+
+    return getattr(torch, dtype)
+
+
+def _to_engine(value: Any, engine: Engine, dtype: str) -> Any:
+    """NumPy input -> what the engine's entry point takes (torch tensors for Triton)."""
+    import numpy as np
+
+    if engine.kind != "triton" or not isinstance(value, np.ndarray):
+        return value
+    import torch
+
+    device = "cpu" if engine.device == "cpu" else "cuda"
+    target = _torch_dtype(dtype) if value.dtype == np.float32 and dtype == "bfloat16" else None
+    tensor = torch.from_numpy(np.ascontiguousarray(value))
+    return tensor.to(device=device, dtype=target) if target is not None else tensor.to(device)
+
+
+def _from_engine(value: Any) -> Any:
+    """An entry point's output -> float64/int64 NumPy (tensors are moved to the CPU)."""
+    import numpy as np
+
+    if hasattr(value, "detach"):
+        tensor = value.detach().cpu()
+        if tensor.is_floating_point():
+            tensor = tensor.double()
+        return tensor.numpy()
+    arr = np.asarray(value)
+    return arr.astype(np.float64) if arr.dtype.kind == "f" else arr
+
+
+def _poisoned(op: Op, engine: Engine, dtype: str, sizes: Mapping[str, int]) -> dict[str, Any]:
+    """Output buffers filled with NaN (integers: the most negative value) before each run."""
+    import numpy as np
+
+    buffers: dict[str, Any] = {}
+    for out in op.outputs:
+        name = out.dtype or dtype
+        shape = out.shape(sizes)
+        if name.startswith("int"):
+            arr = np.full(shape, np.iinfo(np.dtype(name)).min, dtype=name)
+        else:
+            arr = np.full(shape, np.nan, dtype=np.float32 if name == "bfloat16" else name)
+        buffers[out.name] = _to_engine(arr, engine, name)
+    return buffers
+
+
+def _synchronize(engine: Engine) -> None:
+    if engine.kind == "triton" and engine.device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _outputs(op: Op, buffers: Mapping[str, Any], returned: Any) -> dict[str, Any]:
+    if op.outputs:
+        return {name: _from_engine(buf) for name, buf in buffers.items()}
+    return {"return": _from_engine(returned)}
+
+
+def _reference_outputs(op: Op, reference: Mapping[str, Any]) -> dict[str, Any]:
+    result = op.reference(**reference)
+    if op.outputs:
+        if len(op.outputs) == 1 and not isinstance(result, tuple | dict):
+            result = (result,)
+        if isinstance(result, dict):
+            return dict(result)
+        return {out.name: value for out, value in zip(op.outputs, result, strict=True)}
+    return {"return": result}
+
+
+def run_case(op: Op, engine_name: str, dtype: str, case: Any, tol: Any) -> dict[str, Any]:
+    """Run one case in this process and compare it; returns a JSON-able result (worker side)."""
+    from cuship.check.compare import compare
+    from cuship.check.inputs import make_inputs
+
+    engine = ENGINES[engine_name]
+    impl = op.impl(engine.kind)
+    assert impl is not None
+    started = time.perf_counter()
+    inputs = make_inputs(op, dtype, case)
+    args = {k: _to_engine(v, engine, dtype) for k, v in inputs.values.items()}
+    buffers = _poisoned(op, engine, dtype, dict(case.sizes))
+    kernel_started = time.perf_counter()
+    try:
+        returned = impl.fn(**args, **buffers)
+        _synchronize(engine)
+    except Exception as err:
+        return _error_result(err, started)
+    kernel_s = time.perf_counter() - kernel_started
+    actual = _outputs(op, buffers, returned)
+    expected = _reference_outputs(op, inputs.reference)
+    comparisons = {name: compare(actual[name], expected[name], tol) for name in expected}
+    result = _merge(comparisons)
+    if result["status"] == "passed":
+        result["message"] = _invariants(op, inputs.reference, actual, tol)
+        result["status"] = "passed" if result["message"] is None else "failed"
+    result["kernel_s"] = kernel_s
+    result["case_s"] = time.perf_counter() - started
+    return result
+
+
+def _error_result(err: BaseException, started: float) -> dict[str, Any]:
+    tail = "".join(traceback.format_exception(err)[-4:]).strip()
+    return {
+        "status": "error",
+        "message": f"{type(err).__name__}: {err}\n{tail}",
+        "kernel_s": 0.0,
+        "case_s": time.perf_counter() - started,
+    }
+
+
+def _merge(comparisons: Mapping[str, Any]) -> dict[str, Any]:
+    worst_name = max(comparisons, key=lambda n: (comparisons[n].mismatches, comparisons[n].max_abs))
+    worst = comparisons[worst_name]
+    messages = [f"{n}: {c.message}" for n, c in comparisons.items() if c.message]
+    failed = any(not c.ok for c in comparisons.values())
+    return {
+        "status": "failed" if failed else "passed",
+        "message": "; ".join(messages) or None,
+        "output": worst_name,
+        "total": sum(c.total for c in comparisons.values()),
+        "mismatches": sum(c.mismatches for c in comparisons.values()),
+        "max_abs": max(c.max_abs for c in comparisons.values()),
+        "max_rel": max(c.max_rel for c in comparisons.values()),
+        "worst_index": list(worst.worst_index) if worst.worst_index is not None else None,
+        "worst_actual": worst.worst_actual,
+        "worst_expected": worst.worst_expected,
+    }
+
+
+def _invariants(
+    op: Op, inputs: Mapping[str, Any], actual: Mapping[str, Any], tol: Any
+) -> str | None:
+    out = next(iter(actual.values()))
+    for invariant in op.invariants:
+        problem = invariant.check(inputs, out, tol.rtol, tol.atol)
+        if problem:
+            return f"invariant {invariant.name!r} violated: {problem}"
+    return None

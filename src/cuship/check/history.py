@@ -1,0 +1,130 @@
+"""Reading the results store back: runs in a time window, as text, JSON or JUnit (``cuship report``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cuship.check.reports import render_junit
+from cuship.check.results import CheckReport, GroupResult
+from cuship.errors import NothingToDo
+from cuship.store import ResultRow, RunKind, RunRecord, Store
+
+__all__ = ["StoredRun", "as_check_report", "load_history", "render_history"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredRun:
+    run: RunRecord
+    results: tuple[ResultRow, ...]
+
+    def counts(self) -> Mapping[str, int]:
+        out: dict[str, int] = {}
+        for row in self.results:
+            out[row.status or "?"] = out.get(row.status or "?", 0) + 1
+        return out
+
+
+def load_history(
+    path: Path, *, since: float | None = None, kind: RunKind | None = None
+) -> tuple[StoredRun, ...]:
+    """Runs stored at ``path`` since ``since`` (epoch seconds); NothingToDo when there are none."""
+    if not path.is_file():
+        raise NothingToDo(
+            f"no results store at {str(path)!r}",
+            hint="run `cuship check` first, or point --store / CUSHIP_STORE at the store",
+        )
+    with Store.open(path) as store:
+        runs = tuple(
+            StoredRun(run=run, results=store.results(run.id or 0))
+            for run in store.runs(kind=kind, since=since)
+        )
+    if not runs:
+        raise NothingToDo(
+            f"no runs in {str(path)!r} in the time asked for", hint="widen --since-hours"
+        )
+    return runs
+
+
+def as_check_report(stored: StoredRun) -> CheckReport:
+    """A stored check run as the report it was."""
+    meta = stored.run.meta
+    return CheckReport(
+        target=str(meta.get("target", ".")),
+        device=str(meta.get("device", "cpu")),
+        seed=int(meta.get("seed", 0)),
+        quick=bool(meta.get("quick", False)),
+        started=stored.run.started,
+        finished=stored.run.finished or stored.run.started,
+        groups=tuple(GroupResult.from_json(row.payload) for row in stored.results),
+    )
+
+
+def _when(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _text(runs: Sequence[StoredRun]) -> str:
+    lines = [f"{'run':>5}  {'kind':<6} {'started':<24} {'project':<16} {'verdict':<8} results"]
+    for stored in runs:
+        r = stored.run
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(stored.counts().items()))
+        lines.append(
+            f"{r.id:>5}  {r.kind:<6} {_when(r.started):<24} {r.project:<16} {r.verdict or '-':<8} {counts}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _json(runs: Sequence[StoredRun]) -> str:
+    document: list[dict[str, Any]] = [
+        {
+            "id": s.run.id,
+            "kind": s.run.kind,
+            "started": s.run.started,
+            "finished": s.run.finished,
+            "project": s.run.project,
+            "verdict": s.run.verdict,
+            "cuship_version": s.run.cuship_version,
+            "meta": dict(s.run.meta),
+            "fingerprint": dict(s.run.fingerprint),
+            "results": [
+                {
+                    "key": r.key,
+                    "status": r.status,
+                    "numbers": dict(r.numbers),
+                    "payload": dict(r.payload),
+                }
+                for r in s.results
+            ],
+        }
+        for s in runs
+    ]
+    return json.dumps(document, indent=2) + "\n"
+
+
+def _junit(runs: Sequence[StoredRun]) -> str:
+    root = ET.Element("testsuites", name="cuship report")
+    for stored in runs:
+        if stored.run.kind != "check":
+            continue
+        one = ET.fromstring(render_junit(as_check_report(stored)).split("\n", 1)[1])
+        for suite in one:
+            suite.set("name", f"{suite.get('name')} (run {stored.run.id})")
+            suite.set(
+                "timestamp",
+                dt.datetime.fromtimestamp(stored.run.started, tz=dt.timezone.utc).strftime(
+                    "%Y-%m-%dT%H:%M:%S"
+                ),
+            )
+            root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def render_history(runs: Sequence[StoredRun], fmt: str) -> str:
+    return {"text": _text, "json": _json, "junit": _junit}[fmt](runs)

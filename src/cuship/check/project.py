@@ -1,0 +1,55 @@
+"""Where the checks of a project come from: a project directory (its ``[check]`` config) or a
+single check module given as a ``.py`` path."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cuship.config import CheckSection, load_config
+from cuship.errors import ConfigError, NothingToDo
+
+__all__ = ["CheckProject", "find_project"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckProject:
+    root: Path
+    name: str
+    config: CheckSection
+    pythonpath: tuple[Path, ...]
+
+    def store_path(self, environ: Mapping[str, str]) -> Path:
+        """The results store: ``CUSHIP_STORE``, else ``[check] store`` under the project."""
+        override = environ.get("CUSHIP_STORE")
+        return Path(override) if override else self.root / self.config.store
+
+
+def _paths(root: Path, entries: tuple[str, ...]) -> tuple[Path, ...]:
+    return tuple((root / p).resolve() for p in entries if (root / p).is_dir())
+
+
+def find_project(path: Path) -> CheckProject:
+    """Read the check configuration for ``path`` (a project directory or a check module file)."""
+    if path.is_file() and path.suffix == ".py":
+        root = path.parent.resolve()
+        config = CheckSection(modules=(path.name,))
+        return CheckProject(
+            root=root, name=path.stem, config=config, pythonpath=_paths(root, config.pythonpath)
+        )
+    loaded = load_config(path)
+    config = loaded.check
+    if not config.modules:
+        raise NothingToDo(
+            f"{str(loaded.source)!r} names no check modules",
+            hint='add [check] modules = ["checks/my_checks.py"] to cuship.toml',
+        )
+    if not config.pythonpath:
+        raise ConfigError(str(loaded.source), "check.pythonpath", "is empty", hint='use ["."]')
+    return CheckProject(
+        root=loaded.root,
+        name=loaded.project.name or loaded.root.name,
+        config=config,
+        pythonpath=_paths(loaded.root, config.pythonpath),
+    )

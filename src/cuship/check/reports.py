@@ -1,0 +1,155 @@
+"""Render a check report: plain text for people, JSON for machines, JUnit XML for CI reporters.
+
+JUnit: one ``<testcase>`` per (op, engine, dtype) with ``classname`` ``cuship.check.<op>``; a
+failure carries the error figures and the command that reproduces its first bad case; a skip
+carries its reason. The counts on ``<testsuite>`` match its test cases.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+
+from cuship.check.results import CaseResult, CheckReport, GroupResult
+
+__all__ = ["failure_text", "render", "render_json", "render_junit", "render_text", "repro_command"]
+
+
+def repro_command(report: CheckReport, group: GroupResult, case: CaseResult) -> str:
+    """The exact command that runs this one case again."""
+    args = ["cuship", "check", report.target]
+    if report.quick:
+        args.append("--quick")
+    args += ["--device", report.device, "--op", group.op, "--engine", group.engine]
+    args += ["--dtype", group.dtype, "--seed", str(report.seed), "--case", str(case.case.index)]
+    return shlex.join(args)
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def failure_text(report: CheckReport, group: GroupResult) -> str:
+    """What went wrong in a group: counts, error figures, the first bad case and how to rerun it."""
+    bad = group.bad_cases
+    first = bad[0]
+    lines = [
+        f"{group.key}: {len(bad)} of {len(group.cases)} cases {group.status} "
+        f"(rtol={group.rtol:g}, atol={group.atol:g}); max abs error {_figure(group.max_abs)}, "
+        f"max rel error {_figure(group.max_rel)}, {group.mismatches} mismatched elements",
+        f"first bad case {first.case.index} ({first.case.label()}, seed {first.case.seed}):",
+    ]
+    if first.worst_index is not None and first.mismatches:
+        lines.append(
+            f"  {first.mismatches} of {first.total} elements differ; worst at index "
+            f"{list(first.worst_index)}: got {first.worst_actual!r}, expected {first.worst_expected!r}"
+        )
+    if first.message:
+        lines.extend("  " + line for line in first.message.splitlines())
+    lines.append(f"reproduce: {repro_command(report, group, first)}")
+    return "\n".join(lines)
+
+
+def render_text(report: CheckReport) -> str:
+    """A table of groups, then each failure in full, then the verdict line."""
+    header = f"{'op':<18} {'engine':<17} {'dtype':<9} {'status':<8} {'cases':>5} {'max abs':>9} {'max rel':>9} {'time':>7}"
+    rows = [header, "-" * len(header)]
+    for g in report.groups:
+        cases = str(len(g.cases)) if g.cases else "-"
+        rows.append(
+            f"{g.op:<18} {g.engine:<17} {g.dtype:<9} {g.status:<8} {cases:>5} "
+            f"{_figure(g.max_abs):>9} {_figure(g.max_rel):>9} {g.wall_s:>6.2f}s"
+            + (f"  {g.skip_reason}" if g.skip_reason else "")
+        )
+    for g in report.groups:
+        if g.status in ("failed", "error"):
+            rows += ["", failure_text(report, g)]
+    for r in report.regressions:
+        rows += ["", f"regression {r.key}: {r.message}"]
+    rows += ["", summary_line(report)]
+    return "\n".join(rows) + "\n"
+
+
+def summary_line(report: CheckReport) -> str:
+    counts = ", ".join(
+        f"{report.count(s)} {s}"
+        for s in ("passed", "failed", "error", "skipped")
+        if report.count(s)
+    )
+    extra = f", {len(report.regressions)} regressions" if report.regressions else ""
+    took = report.finished - report.started
+    return f"{report.verdict}: {counts or 'nothing ran'}{extra} (seed {report.seed}, {took:.1f} s)"
+
+
+def render_json(report: CheckReport) -> str:
+    return json.dumps(report.to_json(), indent=2) + "\n"
+
+
+def _testcase(suite: ET.Element, report: CheckReport, group: GroupResult) -> None:
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        classname=f"cuship.check.{group.op}",
+        name=f"{group.op}[{group.engine}-{group.dtype}]",
+        time=f"{group.wall_s:.3f}",
+    )
+    status = group.status
+    if status == "skipped":
+        ET.SubElement(case, "skipped", message=group.skip_reason or "no cases")
+    elif status in ("failed", "error"):
+        first = group.bad_cases[0]
+        message = (
+            f"max abs error {_figure(group.max_abs)}, max rel error {_figure(group.max_rel)}, "
+            f"{group.mismatches} mismatched; reproduce: {repro_command(report, group, first)}"
+        )
+        tag = "failure" if status == "failed" else "error"
+        node = ET.SubElement(case, tag, message=message, type=f"cuship.check.{status}")
+        node.text = failure_text(report, group)
+
+
+def _junit_suite(report: CheckReport, groups: Sequence[GroupResult], name: str) -> ET.Element:
+    suite = ET.Element(
+        "testsuite",
+        name=name,
+        tests=str(len(groups)),
+        failures=str(sum(g.status == "failed" for g in groups)),
+        errors=str(sum(g.status == "error" for g in groups)),
+        skipped=str(sum(g.status == "skipped" for g in groups)),
+        time=f"{sum(g.wall_s for g in groups):.3f}",
+    )
+    props = ET.SubElement(suite, "properties")
+    for key, value in (("seed", report.seed), ("device", report.device), ("quick", report.quick)):
+        ET.SubElement(props, "property", name=key, value=str(value))
+    for group in groups:
+        _testcase(suite, report, group)
+    return suite
+
+
+def render_junit(report: CheckReport) -> str:
+    """JUnit XML; regressions become failed test cases of their own suite."""
+    root = ET.Element("testsuites", name="cuship check")
+    root.append(_junit_suite(report, report.groups, "cuship check"))
+    if report.regressions:
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name="cuship check regressions",
+            tests=str(len(report.regressions)),
+            failures=str(len(report.regressions)),
+            errors="0",
+            skipped="0",
+        )
+        for reg in report.regressions:
+            case = ET.SubElement(
+                suite, "testcase", classname="cuship.check.regression", name=reg.key
+            )
+            ET.SubElement(case, "failure", message=reg.message, type="cuship.check.regression")
+    ET.indent(root)
+    body = ET.tostring(root, encoding="unicode")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"
+
+
+def render(report: CheckReport, fmt: str) -> str:
+    return {"text": render_text, "json": render_json, "junit": render_junit}[fmt](report)

@@ -1,0 +1,217 @@
+"""Results of a check run: per case, per (op, engine, dtype) group, and the whole run."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from cuship.check.inputs import CaseSpec
+
+__all__ = ["CaseResult", "CheckReport", "GroupResult", "Regression", "Status", "json_number"]
+
+Status = Literal["passed", "failed", "error", "skipped"]
+Verdict = Literal["passed", "failed", "empty"]
+
+
+def json_number(value: float | None) -> float | str | None:
+    """JSON has no inf/NaN: write them as strings."""
+    if value is None or math.isfinite(value):
+        return value
+    return str(value)
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CaseResult:
+    case: CaseSpec
+    status: Status
+    message: str | None = None
+    total: int = 0
+    mismatches: int = 0
+    max_abs: float | None = None
+    max_rel: float | None = None
+    worst_index: tuple[int, ...] | None = None
+    worst_actual: float | None = None
+    worst_expected: float | None = None
+    kernel_s: float = 0.0
+    wall_s: float = 0.0
+
+    @classmethod
+    def from_worker(cls, case: CaseSpec, raw: Mapping[str, Any], wall_s: float) -> CaseResult:
+        index = raw.get("worst_index")
+        return cls(
+            case=case,
+            status=raw["status"],
+            message=raw.get("message"),
+            total=int(raw.get("total", 0)),
+            mismatches=int(raw.get("mismatches", 0)),
+            max_abs=_number(raw.get("max_abs")),
+            max_rel=_number(raw.get("max_rel")),
+            worst_index=tuple(index) if index is not None else None,
+            worst_actual=_number(raw.get("worst_actual")),
+            worst_expected=_number(raw.get("worst_expected")),
+            kernel_s=float(raw.get("kernel_s", 0.0)),
+            wall_s=wall_s,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "case": self.case.to_json(),
+            "status": self.status,
+            "message": self.message,
+            "total": self.total,
+            "mismatches": self.mismatches,
+            "max_abs": json_number(self.max_abs),
+            "max_rel": json_number(self.max_rel),
+            "worst_index": list(self.worst_index) if self.worst_index is not None else None,
+            "worst_actual": json_number(self.worst_actual),
+            "worst_expected": json_number(self.worst_expected),
+            "kernel_s": self.kernel_s,
+            "wall_s": self.wall_s,
+        }
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> CaseResult:
+        return cls.from_worker(CaseSpec.from_json(raw["case"]), raw, float(raw.get("wall_s", 0)))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupResult:
+    """One (op, engine, dtype): the unit of junit test cases and of baselines."""
+
+    op: str
+    engine: str
+    dtype: str
+    rtol: float
+    atol: float
+    cases: tuple[CaseResult, ...] = ()
+    skip_reason: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.op}/{self.engine}/{self.dtype}"
+
+    @property
+    def status(self) -> Status:
+        if self.skip_reason is not None or not self.cases:
+            return "skipped"
+        if any(c.status == "error" for c in self.cases):
+            return "error"
+        if any(c.status == "failed" for c in self.cases):
+            return "failed"
+        return "passed"
+
+    @property
+    def bad_cases(self) -> tuple[CaseResult, ...]:
+        return tuple(c for c in self.cases if c.status in ("failed", "error"))
+
+    def _max(self, name: str) -> float | None:
+        values = [getattr(c, name) for c in self.cases if getattr(c, name) is not None]
+        return max(values) if values else None
+
+    @property
+    def max_abs(self) -> float | None:
+        return self._max("max_abs")
+
+    @property
+    def max_rel(self) -> float | None:
+        return self._max("max_rel")
+
+    @property
+    def mismatches(self) -> int:
+        return sum(c.mismatches for c in self.cases)
+
+    @property
+    def wall_s(self) -> float:
+        return sum(c.wall_s for c in self.cases)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "engine": self.engine,
+            "dtype": self.dtype,
+            "status": self.status,
+            "skip_reason": self.skip_reason,
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "max_abs": json_number(self.max_abs),
+            "max_rel": json_number(self.max_rel),
+            "mismatches": self.mismatches,
+            "wall_s": self.wall_s,
+            "cases": [c.to_json() for c in self.cases],
+        }
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> GroupResult:
+        return cls(
+            op=raw["op"],
+            engine=raw["engine"],
+            dtype=raw["dtype"],
+            rtol=float(raw["rtol"]),
+            atol=float(raw["atol"]),
+            cases=tuple(CaseResult.from_json(c) for c in raw.get("cases", ())),
+            skip_reason=raw.get("skip_reason"),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Regression:
+    """A group that got worse than its baseline."""
+
+    key: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"key": self.key, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckReport:
+    """A whole run. ``target`` is the PATH as given, used in reproduction commands."""
+
+    target: str
+    device: str
+    seed: int
+    quick: bool
+    started: float
+    finished: float
+    groups: tuple[GroupResult, ...]
+    regressions: tuple[Regression, ...] = field(default=())
+    gate_regressions: bool = True
+
+    def count(self, status: Status) -> int:
+        return sum(1 for g in self.groups if g.status == status)
+
+    @property
+    def verdict(self) -> Verdict:
+        if (self.regressions and self.gate_regressions) or any(
+            g.status in ("failed", "error") for g in self.groups
+        ):
+            return "failed"
+        if not any(g.status == "passed" for g in self.groups):
+            return "empty"
+        return "passed"
+
+    @property
+    def exit_code(self) -> int:
+        return {"passed": 0, "failed": 1, "empty": 4}[self.verdict]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "device": self.device,
+            "seed": self.seed,
+            "quick": self.quick,
+            "started": self.started,
+            "finished": self.finished,
+            "verdict": self.verdict,
+            "counts": {s: self.count(s) for s in ("passed", "failed", "error", "skipped")},
+            "groups": [g.to_json() for g in self.groups],
+            "regressions": [r.to_json() for r in self.regressions],
+            "gate_regressions": self.gate_regressions,
+        }

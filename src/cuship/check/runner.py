@@ -1,0 +1,307 @@
+"""Plan a check run (pure: ops x engines x dtypes x cases) and execute it in worker processes.
+
+Each worker is a fresh Python started with the device's interpreter flags; a case that crashes
+the worker, hangs past the per-case timeout or fails to import is a failed case carrying its
+message, the worker is replaced and the run goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cuship.check.compare import tolerance_for
+from cuship.check.engines import ENGINES, Device, engines_for, skip_reason
+from cuship.check.inputs import CaseSpec, plan_cases
+from cuship.check.registry import Op
+from cuship.check.results import CaseResult, CheckReport, GroupResult
+from cuship.check.workers import Worker, WorkerDied, WorkerSetup
+from cuship.config import CheckSection
+from cuship.errors import NothingToDo, UsageError
+from cuship.events import Emit, Event, discard
+
+__all__ = ["CheckSettings", "Plan", "PlannedGroup", "execute", "plan"]
+
+# Rough relative cost of one case per engine, to start the slow groups first.
+_ENGINE_WEIGHT = {"numba-sim": 20.0, "triton-interpret": 4.0, "native": 1.0}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckSettings:
+    """What the command line asked for, on top of the ``[check]`` config."""
+
+    device: Device = "cpu"
+    quick: bool = False
+    ops: tuple[str, ...] = ()
+    engines: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ()
+    seed: int = 0
+    case: int | None = None
+    include_broken: bool = False
+    config: CheckSection = field(default_factory=CheckSection)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannedGroup:
+    op: str
+    engine: str
+    dtype: str
+    rtol: float
+    atol: float
+    cases: tuple[CaseSpec, ...]
+    skip_reason: str | None = None
+
+    @property
+    def cost(self) -> float:
+        return len(self.cases) * _ENGINE_WEIGHT.get(self.engine, 2.0)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    groups: tuple[PlannedGroup, ...]
+    seed: int
+    quick: bool
+    device: Device
+
+    @property
+    def runnable(self) -> tuple[PlannedGroup, ...]:
+        return tuple(g for g in self.groups if g.skip_reason is None and g.cases)
+
+
+def _select_ops(ops: Sequence[Op], settings: CheckSettings) -> list[Op]:
+    known = {op.name: op for op in ops}
+    for name in settings.ops:
+        if name not in known:
+            raise UsageError(
+                f"no op named {name!r}",
+                hint=f"known ops: {', '.join(sorted(known)) or 'none (no check modules?)'}",
+            )
+    if settings.ops:
+        return [known[name] for name in dict.fromkeys(settings.ops)]
+    return [op for op in ops if op.default or settings.include_broken]
+
+
+def _dtypes(op: Op, settings: CheckSettings) -> tuple[str, ...]:
+    wanted = settings.dtypes or (settings.config.quick.dtypes if settings.quick else ())
+    override = settings.config.ops.get(op.name)
+    if override is not None and override.dtypes:
+        wanted = tuple(d for d in (wanted or override.dtypes) if d in override.dtypes)
+    return tuple(d for d in op.dtypes if not wanted or d in wanted)
+
+
+def _engines(settings: CheckSettings) -> tuple[str, ...]:
+    for name in settings.engines:
+        if name not in ENGINES:
+            raise UsageError(f"no engine named {name!r}", hint=f"engines: {', '.join(ENGINES)}")
+    available = engines_for(settings.device)
+    for name in settings.engines:
+        if ENGINES[name].device == "cpu" and name not in available:
+            raise UsageError(
+                f"engine {name!r} runs only with --device cpu",
+                hint="on a GPU use --engine triton or --engine numba",
+            )
+    return tuple(dict.fromkeys(settings.engines)) or available
+
+
+def _cases(op: Op, dtype: str, settings: CheckSettings) -> tuple[CaseSpec, ...]:
+    cfg = settings.config
+    override = cfg.ops.get(op.name)
+    cases = plan_cases(
+        op,
+        dtype,
+        seed=settings.seed,
+        extended=not settings.quick,
+        all_distributions=not settings.quick,
+        fuzz=cfg.quick.fuzz if settings.quick else cfg.fuzz,
+        extra_shapes=override.shapes if override is not None else (),
+    )
+    if settings.case is None:
+        return cases
+    return tuple(c for c in cases if c.index == settings.case)
+
+
+def _group(op: Op, engine: str, dtype: str, settings: CheckSettings) -> PlannedGroup | None:
+    impl = op.impl(ENGINES[engine].kind)
+    if impl is None or dtype not in op.impl_dtypes(impl):
+        return None
+    override = settings.config.ops.get(op.name)
+    tol = tolerance_for(
+        dtype,
+        op.tolerances,
+        rtol=override.rtol if override else None,
+        atol=override.atol if override else None,
+    )
+    return PlannedGroup(
+        op=op.name,
+        engine=engine,
+        dtype=dtype,
+        rtol=tol.rtol,
+        atol=tol.atol,
+        cases=_cases(op, dtype, settings),
+        skip_reason=skip_reason(engine, impl, dtype, settings.device),
+    )
+
+
+def plan(ops: Sequence[Op], settings: CheckSettings) -> Plan:
+    """Every (op, engine, dtype) group with its cases; raises NothingToDo on an empty plan."""
+    if not ops:
+        raise NothingToDo(
+            "no ops found: the check modules declare no cuship.check.Op",
+            hint="list modules in [check] modules = [...] in cuship.toml",
+        )
+    engines = _engines(settings)
+    groups = [
+        group
+        for op in _select_ops(ops, settings)
+        for engine in engines
+        for dtype in _dtypes(op, settings)
+        if (group := _group(op, engine, dtype, settings)) is not None
+    ]
+    if not groups:
+        raise NothingToDo(
+            "nothing selected: no op has an entry point for the engines and dtypes asked for",
+            hint="drop some --op/--engine/--dtype filters",
+        )
+    return Plan(
+        groups=tuple(groups), seed=settings.seed, quick=settings.quick, device=settings.device
+    )
+
+
+class _Lane:
+    """One worker slot: runs groups one case at a time, replacing its worker when it dies."""
+
+    def __init__(self, setup: WorkerSetup, timeout: float, emit: Emit, lock: threading.Lock):
+        self.setup = setup
+        self.timeout = timeout
+        self.emit = emit
+        self.lock = lock
+        self.worker: Worker | None = None
+
+    def run_group(self, group: PlannedGroup) -> GroupResult:
+        results = tuple(self._run_case(group, case) for case in group.cases)
+        return GroupResult(
+            op=group.op,
+            engine=group.engine,
+            dtype=group.dtype,
+            rtol=group.rtol,
+            atol=group.atol,
+            cases=results,
+        )
+
+    def _run_case(self, group: PlannedGroup, case: CaseSpec) -> CaseResult:
+        request = {
+            "op": group.op,
+            "engine": group.engine,
+            "dtype": group.dtype,
+            "case": case.to_json(),
+            "rtol": group.rtol,
+            "atol": group.atol,
+        }
+        started = time.perf_counter()
+        try:
+            if self.worker is None:
+                self.worker = Worker.start(self.setup, timeout=self.timeout)
+            raw = self.worker.request(request, timeout=self.timeout)
+        except WorkerDied as died:
+            self.close()
+            raw = {"status": "error", "message": died.message}
+        return CaseResult.from_worker(case, raw, time.perf_counter() - started)
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+
+
+def _skipped(group: PlannedGroup) -> GroupResult:
+    return GroupResult(
+        op=group.op,
+        engine=group.engine,
+        dtype=group.dtype,
+        rtol=group.rtol,
+        atol=group.atol,
+        skip_reason=group.skip_reason or "no cases",
+    )
+
+
+def execute(
+    the_plan: Plan,
+    setup: WorkerSetup,
+    *,
+    target: str,
+    parallel: int = 1,
+    timeout: float = 300.0,
+    emit: Emit = discard,
+) -> CheckReport:
+    """Run the plan's groups on ``parallel`` workers (0: one per core) and collect the report."""
+    started = time.time()
+    workers = parallel if parallel > 0 else (os.cpu_count() or 1)
+    todo: queue.Queue[PlannedGroup] = queue.Queue()
+    for group in sorted(the_plan.runnable, key=lambda g: -g.cost):
+        todo.put(group)
+    done: dict[tuple[str, str, str], GroupResult] = {}
+    lock = threading.Lock()
+
+    def lane_loop() -> None:
+        lane = _Lane(setup, timeout, emit, lock)
+        try:
+            while True:
+                try:
+                    group = todo.get_nowait()
+                except queue.Empty:
+                    return
+                result = lane.run_group(group)
+                with lock:
+                    done[(group.op, group.engine, group.dtype)] = result
+                    emit(_progress(result, len(done), len(the_plan.runnable)))
+        finally:
+            lane.close()
+
+    threads = [threading.Thread(target=lane_loop, daemon=True) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    groups = tuple(done.get((g.op, g.engine, g.dtype)) or _skipped(g) for g in the_plan.groups)
+    return CheckReport(
+        target=target,
+        device=the_plan.device,
+        seed=the_plan.seed,
+        quick=the_plan.quick,
+        started=started,
+        finished=time.time(),
+        groups=groups,
+    )
+
+
+def _progress(result: GroupResult, done: int, total: int) -> Event:
+    return Event(
+        level="progress",
+        topic="check",
+        message=f"[{done}/{total}] {result.key}: {result.status} ({result.wall_s:.2f} s)",
+        data={"key": result.key, "status": result.status, "done": done, "total": total},
+    )
+
+
+def setup_for(
+    *,
+    modules: Sequence[str],
+    root: Path,
+    pythonpath: Sequence[Path],
+    device: Device,
+    environ: Mapping[str, str],
+) -> WorkerSetup:
+    """How to start workers for a project (see :class:`cuship.check.workers.WorkerSetup`)."""
+    from cuship.check.engines import worker_env
+
+    return WorkerSetup(
+        modules=tuple(modules),
+        root=root,
+        pythonpath=tuple(pythonpath),
+        env=worker_env(device, environ),
+    )

@@ -1,0 +1,151 @@
+"""One ``cuship check`` run from request to report: project, ops, plan, workers, baseline, store."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from cuship.check.baseline import from_report, regressions
+from cuship.check.baseline import load as load_baseline
+from cuship.check.baseline import save as save_baseline
+from cuship.check.engines import Device
+from cuship.check.project import find_project
+from cuship.check.registry import discover
+from cuship.check.results import CheckReport
+from cuship.check.runner import CheckSettings, execute, plan, setup_for
+from cuship.events import Emit, Event, discard
+
+__all__ = ["CheckRequest", "record", "run_check"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckRequest:
+    """What ``cuship check`` was asked; None means "as configured"."""
+
+    path: Path
+    target: str
+    device: Device = "cpu"
+    quick: bool = False
+    ops: tuple[str, ...] = ()
+    engines: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ()
+    case: int | None = None
+    seed: int | None = None
+    include_broken: bool = False
+    parallel: int | None = None
+    baseline: Path | None = None
+    save_baseline: Path | None = None
+    fail_on_regression: bool = False
+    store: bool = True
+
+
+def run_check(
+    request: CheckRequest, *, environ: Mapping[str, str], emit: Emit = discard
+) -> CheckReport:
+    """Run the checks; the report's ``exit_code`` is what the CLI exits with.
+
+    Raises UsageError/ConfigError (bad flags or config), NothingToDo (nothing selected),
+    InputError (a check module or baseline that cannot be read).
+    """
+    project = find_project(request.path)
+    ops = discover(project.config.modules, project.root, project.pythonpath)
+    settings = CheckSettings(
+        device=request.device,
+        quick=request.quick,
+        ops=request.ops,
+        engines=request.engines,
+        dtypes=request.dtypes,
+        seed=project.config.seed if request.seed is None else request.seed,
+        case=request.case,
+        include_broken=request.include_broken,
+        config=project.config,
+    )
+    the_plan = plan(ops, settings)
+    emit(
+        Event(
+            level="info",
+            topic="check",
+            message=f"checking {len(the_plan.runnable)} of {len(the_plan.groups)} groups "
+            f"(device {the_plan.device}, seed {the_plan.seed}"
+            + (", quick" if the_plan.quick else "")
+            + ")",
+        )
+    )
+    setup = setup_for(
+        modules=project.config.modules,
+        root=project.root,
+        pythonpath=project.pythonpath,
+        device=request.device,
+        environ=environ,
+    )
+    baseline = load_baseline(request.baseline) if request.baseline is not None else None
+    parallel = project.config.parallel if request.parallel is None else request.parallel
+    report = execute(
+        the_plan,
+        setup,
+        target=request.target,
+        parallel=parallel,
+        timeout=project.config.timeout,
+        emit=emit,
+    )
+    if baseline is not None:
+        found = regressions(report, baseline, project.config.regression_threshold)
+        report = replace(report, regressions=found, gate_regressions=request.fail_on_regression)
+    if request.save_baseline is not None:
+        save_baseline(from_report(report), request.save_baseline)
+        emit(
+            Event(
+                level="info", topic="check", message=f"baseline written to {request.save_baseline}"
+            )
+        )
+    if request.store:
+        store_path = project.store_path(environ)
+        run_id = record(report, store_path, project=project.name, environ=environ)
+        emit(Event(level="debug", topic="check", message=f"run {run_id} stored in {store_path}"))
+    return report
+
+
+def record(report: CheckReport, path: Path, *, project: str, environ: Mapping[str, str]) -> int:
+    """Store a check run (one result row per op/engine/dtype) in the results store at ``path``."""
+    from cuship import __version__
+    from cuship.machine import fingerprint
+    from cuship.store import ResultRow, RunRecord, Store
+
+    run = RunRecord(
+        kind="check",
+        started=report.started,
+        finished=report.finished,
+        fingerprint=fingerprint(environ).to_json(),
+        cuship_version=__version__,
+        project=project,
+        verdict=report.verdict,
+        meta={
+            "target": report.target,
+            "seed": report.seed,
+            "quick": report.quick,
+            "device": report.device,
+            "regressions": [r.to_json() for r in report.regressions],
+        },
+    )
+    rows = [
+        ResultRow(
+            key=g.key,
+            status=g.status,
+            payload=g.to_json(),
+            numbers={
+                name: float(value)
+                for name, value in (
+                    ("max_abs", g.max_abs),
+                    ("max_rel", g.max_rel),
+                    ("mismatches", g.mismatches),
+                    ("cases", len(g.cases)),
+                    ("wall_s", g.wall_s),
+                )
+                if value is not None
+            },
+        )
+        for g in report.groups
+    ]
+    with Store.open(path) as store:
+        return store.record(run, rows)

@@ -1,0 +1,151 @@
+"""Worker processes for ``cuship check``: start, send a case, wait with a timeout, replace on death."""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import cuship
+
+__all__ = ["Worker", "WorkerDied", "WorkerSetup"]
+
+_STDERR_TAIL_LINES = 15
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerSetup:
+    """What every worker needs: the check modules, where they live, and its environment."""
+
+    modules: tuple[str, ...]
+    root: Path
+    pythonpath: tuple[Path, ...]
+    env: Mapping[str, str]
+
+    def hello(self) -> dict[str, Any]:
+        return {
+            "modules": list(self.modules),
+            "root": str(self.root),
+            "pythonpath": [str(p) for p in self.pythonpath],
+        }
+
+
+class WorkerDied(Exception):
+    """The worker crashed, hung or could not start; ``message`` says which and shows its stderr."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _package_root() -> str:
+    return str(Path(cuship.__file__).resolve().parents[1])
+
+
+def _reader(stream: IO[str], into: queue.Queue[str | None]) -> None:
+    for line in stream:
+        into.put(line)
+    into.put(None)
+
+
+class Worker:
+    """One ``python -m cuship.check._worker`` process speaking JSON lines."""
+
+    def __init__(self, proc: subprocess.Popen[str], log: IO[str]) -> None:
+        self.proc = proc
+        self.log = log
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        assert proc.stdout is not None
+        threading.Thread(target=_reader, args=(proc.stdout, self.lines), daemon=True).start()
+
+    @classmethod
+    def start(cls, setup: WorkerSetup, *, timeout: float) -> Worker:
+        env = dict(setup.env)
+        env["PYTHONPATH"] = ":".join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
+        env["PYTHONUNBUFFERED"] = "1"
+        # Closed by stop(); it outlives this function on purpose.
+        log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cuship.check._worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=env,
+            cwd=str(setup.root),
+            text=True,
+            encoding="utf-8",
+        )
+        worker = cls(proc, log)
+        hello = worker.request(setup.hello(), timeout=timeout, what="starting")
+        if "fatal" in hello:
+            worker.stop()
+            raise WorkerDied(f"worker could not load the check modules: {hello['fatal']}")
+        return worker
+
+    def request(
+        self, document: Mapping[str, Any], *, timeout: float, what: str = "running the case"
+    ) -> dict[str, Any]:
+        """Send one request and wait for its answer; WorkerDied on crash or timeout."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(document) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise WorkerDied(self._death(what)) from None
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            tail = self._stderr_tail()
+            self.kill()
+            raise WorkerDied(
+                f"timed out after {timeout:g} s {what} (per-case limit: [check] timeout)" + tail
+            ) from None
+        if line is None:
+            raise WorkerDied(self._death(what))
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def _death(self, what: str) -> str:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        if code < 0:
+            how = f"killed by {signal.Signals(-code).name}"
+        else:
+            how = f"exited with status {code}"
+        return f"worker process {how} while {what}" + self._stderr_tail()
+
+    def _stderr_tail(self) -> str:
+        try:
+            self.log.flush()
+            self.log.seek(0)
+            lines = self.log.read().splitlines()[-_STDERR_TAIL_LINES:]
+        except (OSError, ValueError):
+            return ""
+        return ("\nworker stderr:\n" + "\n".join(lines)) if lines else ""
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                if self.proc.stdin is not None:
+                    self.proc.stdin.close()
+                self.proc.wait(timeout=5)
+            except (subprocess.TimeoutExpired, OSError):
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()

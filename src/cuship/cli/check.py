@@ -1,0 +1,125 @@
+"""``cuship check``: run kernels against float64 references on CPU engines or a GPU."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from cuship.cli._common import exit_with, make_console, verbose_option
+
+_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64")
+_FORMATS = ("text", "json", "junit")
+
+
+def _seed(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    del ctx, param
+    if value is None:
+        return None
+    if value == "random":
+        return int.from_bytes(os.urandom(4), "little")
+    try:
+        return int(value)
+    except ValueError as err:
+        raise click.BadParameter(f"{value!r} is not an integer or 'random'") from err
+
+
+def _device(value: str) -> str:
+    if value != "auto":
+        return value
+    from cuship.machine import fingerprint
+
+    return "cuda" if fingerprint(os.environ).gpus else "cpu"
+
+
+@click.command("check")
+@click.argument("path", type=click.Path(path_type=Path), default=".")
+@click.option(
+    "--quick", is_flag=True, help="float32, default shapes, few fuzz cases ([check.quick])."
+)
+@click.option(
+    "--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True
+)
+@click.option(
+    "--op", "ops", multiple=True, help="Only this op (repeatable); selects default=False ops too."
+)
+@click.option("--engine", "engines", multiple=True, help="Only this engine (repeatable).")
+@click.option(
+    "--dtype", "dtypes", multiple=True, type=click.Choice(_DTYPES), help="Only this dtype."
+)
+@click.option(
+    "--case", type=int, default=None, help="Only this case index (with --op/--engine/--dtype)."
+)
+@click.option(
+    "--seed", callback=_seed, help="Seed of the inputs: an integer, or 'random' ([check] seed)."
+)
+@click.option("--include-broken", is_flag=True, help="Also run ops declared default=False.")
+@click.option(
+    "--parallel", type=click.IntRange(min=0), default=None, help="Workers; 0 = one per core."
+)
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Compare with this baseline.",
+)
+@click.option(
+    "--save-baseline", type=click.Path(path_type=Path, dir_okay=False), help="Write a baseline."
+)
+@click.option(
+    "--fail-on-regression", is_flag=True, help="Exit 1 when --baseline finds a regression."
+)
+@click.option("--format", "fmt", type=click.Choice(_FORMATS), default="text", show_default=True)
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the report here."
+)
+@click.option("--no-store", is_flag=True, help="Do not record this run in the results store.")
+@verbose_option
+def command(path: Path, **options: object) -> None:
+    """Check the kernels of the project at PATH (or one check module .py) against references."""
+    from cuship.check.session import CheckRequest, run_check
+
+    console = make_console(bool(options.pop("verbose")))
+    request = CheckRequest(
+        target=str(path),
+        path=path,
+        quick=bool(options["quick"]),
+        device=_device(str(options["device"])),  # type: ignore[arg-type]
+        ops=tuple(options["ops"]),  # type: ignore[arg-type]
+        engines=tuple(options["engines"]),  # type: ignore[arg-type]
+        dtypes=tuple(options["dtypes"]),  # type: ignore[arg-type]
+        case=options["case"],  # type: ignore[arg-type]
+        seed=options["seed"],  # type: ignore[arg-type]
+        include_broken=bool(options["include_broken"]),
+        parallel=options["parallel"],  # type: ignore[arg-type]
+        baseline=options["baseline"],  # type: ignore[arg-type]
+        save_baseline=options["save_baseline"],  # type: ignore[arg-type]
+        fail_on_regression=bool(options["fail_on_regression"]),
+        store=not options["no_store"],
+    )
+    report = run_check(request, environ=os.environ, emit=console.emit)
+    _render(console, report, str(options["fmt"]), options["output"])  # type: ignore[arg-type]
+    exit_with(report.exit_code)
+
+
+def _render(console: object, report: object, fmt: str, output: Path | None) -> None:
+    from cuship._console import Console
+    from cuship.check.reports import failure_text, render, render_text, summary_line
+    from cuship.check.results import CheckReport
+
+    assert isinstance(console, Console) and isinstance(report, CheckReport)
+    document = render(report, fmt)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(document, encoding="utf-8")
+    elif fmt != "text":
+        console.print_text(document)
+    if fmt == "text" and output is None:
+        console.print_text(render_text(report))
+    if fmt != "text" or output is not None or console.github:
+        for group in report.groups:
+            if group.status in ("failed", "error"):
+                console.error(failure_text(report, group))
+        for reg in report.regressions:
+            console.error(f"regression {reg.key}: {reg.message}")
+    console.err.print(summary_line(report), markup=False)

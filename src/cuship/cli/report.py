@@ -1,0 +1,68 @@
+"""``cuship report``: runs stored in the results store (check and bench history)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import click
+
+from cuship.cli._common import make_console
+
+
+def _store_path(path: Path, store: Path | None) -> Path:
+    if store is not None:
+        return store
+    if os.environ.get("CUSHIP_STORE"):
+        return Path(os.environ["CUSHIP_STORE"])
+    from cuship.config import load_config
+    from cuship.errors import ConfigError
+
+    try:
+        config = load_config(path)
+    except ConfigError:
+        return path / ".cuship" / "results.db"
+    return config.root / config.check.store
+
+
+@click.command("report")
+@click.argument("path", type=click.Path(path_type=Path), default=".")
+@click.option(
+    "--since-hours", type=click.FloatRange(min=0, min_open=True), help="Only runs this recent."
+)
+@click.option("--kind", type=click.Choice(["check", "bench"]), help="Only runs of this kind.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "junit"]),
+    default="text",
+    show_default=True,
+)
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write here.")
+@click.option(
+    "--store",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The store (default: CUSHIP_STORE, then [check] store of PATH).",
+)
+def command(
+    path: Path,
+    since_hours: float | None,
+    kind: str | None,
+    fmt: str,
+    output: Path | None,
+    store: Path | None,
+) -> None:
+    """Show the runs recorded in the results store of the project at PATH."""
+    from cuship.check.history import load_history, render_history
+
+    console = make_console()
+    since = time.time() - since_hours * 3600 if since_hours is not None else None
+    runs = load_history(_store_path(path, store), since=since, kind=kind)  # type: ignore[arg-type]
+    document = render_history(runs, fmt)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(document, encoding="utf-8")
+        console.err.print(f"{len(runs)} runs written to {output}", markup=False)
+    else:
+        console.print_text(document)

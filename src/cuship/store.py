@@ -1,0 +1,192 @@
+"""The results store of cuship: one SQLite file holding every ``check`` and ``bench`` run.
+
+WAL mode and a busy timeout make it safe for several processes writing at once (CI shards, a
+parallel check and a bench side by side); each run is written in one ``BEGIN IMMEDIATE``
+transaction. Tables: ``runs`` (one row per run) and ``results`` (one row per result key of a
+run: a JSON payload and named numbers).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from cuship.errors import InputError
+
+__all__ = ["DEFAULT_PATH", "ResultRow", "RunRecord", "Store"]
+
+DEFAULT_PATH = Path(".cuship") / "results.db"
+SCHEMA_VERSION = 1
+RunKind = Literal["check", "bench"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL CHECK (kind IN ('check', 'bench')),
+    started REAL NOT NULL,
+    finished REAL,
+    fingerprint TEXT NOT NULL,
+    cuship_version TEXT NOT NULL,
+    project TEXT NOT NULL,
+    verdict TEXT,
+    meta TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS runs_by_time ON runs (kind, started);
+CREATE TABLE IF NOT EXISTS results (
+    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    status TEXT,
+    payload TEXT NOT NULL,
+    numbers TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (run_id, key)
+);
+"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResultRow:
+    key: str
+    status: str | None
+    payload: Mapping[str, Any]
+    numbers: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRecord:
+    kind: RunKind
+    started: float
+    finished: float | None
+    fingerprint: Mapping[str, Any]
+    cuship_version: str
+    project: str
+    verdict: str | None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    id: int | None = None
+
+
+def _finite(numbers: Mapping[str, float]) -> dict[str, float]:
+    """JSON has no inf/NaN; those stay in the payload only."""
+    return {k: float(v) for k, v in numbers.items() if math.isfinite(v)}
+
+
+class Store:
+    """An open results store. Use as a context manager: ``with Store.open(path) as store: ...``."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self.connection = connection
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path, *, busy_timeout_s: float = 60.0) -> Store:
+        """Open (creating if needed) the store at ``path``."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            with _transaction(conn):
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except (sqlite3.DatabaseError, OSError) as err:
+            raise InputError(
+                f"cannot open the results store {str(path)!r}: {err}",
+                hint="set CUSHIP_STORE or [check] store to a writable SQLite file",
+            ) from err
+        return cls(conn, path)
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def record(self, run: RunRecord, results: Sequence[ResultRow]) -> int:
+        """Write one run and its results atomically; returns the run id."""
+        with _transaction(self.connection) as conn:
+            cursor = conn.execute(
+                "INSERT INTO runs (kind, started, finished, fingerprint, cuship_version, project,"
+                " verdict, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run.kind,
+                    run.started,
+                    run.finished,
+                    json.dumps(run.fingerprint, default=str),
+                    run.cuship_version,
+                    run.project,
+                    run.verdict,
+                    json.dumps(run.meta, default=str),
+                ),
+            )
+            run_id = int(cursor.lastrowid or 0)
+            conn.executemany(
+                "INSERT INTO results (run_id, key, status, payload, numbers) VALUES (?, ?, ?, ?, ?)",
+                [
+                    (run_id, r.key, r.status, json.dumps(r.payload), json.dumps(_finite(r.numbers)))
+                    for r in results
+                ],
+            )
+        return run_id
+
+    def runs(
+        self, *, kind: RunKind | None = None, since: float | None = None, project: str | None = None
+    ) -> tuple[RunRecord, ...]:
+        """Runs, oldest first, filtered by kind, start time (epoch seconds) and project."""
+        sql = "SELECT id, kind, started, finished, fingerprint, cuship_version, project, verdict, meta FROM runs WHERE 1=1"
+        args: list[Any] = []
+        for clause, value in (
+            ("kind = ?", kind),
+            ("started >= ?", since),
+            ("project = ?", project),
+        ):
+            if value is not None:
+                sql += f" AND {clause}"
+                args.append(value)
+        rows = self.connection.execute(sql + " ORDER BY started, id", args).fetchall()
+        return tuple(
+            RunRecord(
+                id=row[0],
+                kind=row[1],
+                started=row[2],
+                finished=row[3],
+                fingerprint=json.loads(row[4]),
+                cuship_version=row[5],
+                project=row[6],
+                verdict=row[7],
+                meta=json.loads(row[8]),
+            )
+            for row in rows
+        )
+
+    def results(self, run_id: int) -> tuple[ResultRow, ...]:
+        rows = self.connection.execute(
+            "SELECT key, status, payload, numbers FROM results WHERE run_id = ? ORDER BY rowid",
+            (run_id,),
+        ).fetchall()
+        return tuple(
+            ResultRow(key=r[0], status=r[1], payload=json.loads(r[2]), numbers=json.loads(r[3]))
+            for r in rows
+        )
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
