@@ -187,3 +187,32 @@ def test_cli_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[s
     )
     page = json.loads((site / "simple" / "pkg" / "index.json").read_text())
     assert page["files"][0]["yanked"] == "bad"
+
+
+def test_concurrent_runs_do_not_interleave(tmp_path: Path) -> None:
+    import threading
+
+    first = [make_wheel(tmp_path / "a", f"alpha{i}", "1.0") for i in range(20)]
+    second = [make_wheel(tmp_path / "b", f"beta{i}", "1.0") for i in range(20)]
+    site = tmp_path / "site"
+    errors: list[BaseException] = []
+
+    def run(wheels: list[Path]) -> None:
+        try:
+            write(wheels, site)
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in (first, second, first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    names = {
+        r["project"][:4] for r in json.loads((site / "cuship-index.json").read_text())["wheels"]
+    }
+    assert names in ({"alph"}, {"beta"})  # one run's whole tree, never a mix
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site.")) == [
+        ".site.lock"
+    ]

@@ -297,6 +297,12 @@ def _build(
     _write_tree(staging, tree)
     if base_url is None:
         _place_wheels(wheels, staging / "files", out, emit)
+    else:
+        message = (
+            f"upload {str(out / 'files')!r}/*.metadata next to the wheels at {base_url!r}: "
+            "pip and uv fetch WHEEL_URL.metadata (PEP 658) before the wheel"
+        )
+        emit(Event(level="info", topic="index", message=message))
     return IndexSummary(
         site=out,
         wheels=len(wheels),

@@ -1,0 +1,41 @@
+"""The fast METADATA reader agrees with zipfile, and steps aside when the archive is unusual."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from cuship.index import scan
+from cuship.index._zipmeta import metadata_fast
+from wheel_factory import make_wheel
+
+
+def test_fast_path_matches_zipfile(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, "fast", "1.0", requires_python=">=3.10")
+    with zipfile.ZipFile(wheel) as archive:
+        expected = archive.read("fast-1.0.dist-info/METADATA")
+    assert metadata_fast(wheel.read_bytes()) == expected
+
+
+def test_unusual_archives_fall_back_to_zipfile(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "src", "prefixed", "1.0")
+    data = wheel.read_bytes()
+    assert metadata_fast(b"#!/bin/sh\n" + data) is None  # bytes before the archive
+    assert metadata_fast(data[:-30]) is None  # truncated end record
+    prefixed = tmp_path / "prefixed-1.0-py3-none-any.whl"
+    prefixed.write_bytes(b"#!/bin/sh\n" + data)
+    (found,) = scan([prefixed])  # zipfile copes with the prefix
+    assert b"Name: prefixed" in found.metadata
+
+
+def test_a_corrupt_metadata_member_is_skipped(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "src", "corrupt", "1.0")
+    with zipfile.ZipFile(wheel) as archive:
+        info = archive.getinfo("corrupt-1.0.dist-info/METADATA")
+    data = bytearray(wheel.read_bytes())
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    data[start + 2] ^= 0xFF
+    assert metadata_fast(bytes(data)) is None
+    broken = tmp_path / wheel.name
+    broken.write_bytes(bytes(data))
+    assert scan([broken]) == ()
