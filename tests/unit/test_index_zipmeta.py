@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cuship.index import scan
 from cuship.index._zipmeta import metadata_fast
-from wheel_factory import make_wheel
+from tests.wheel_factory import make_wheel
 
 
 def test_fast_path_matches_zipfile(tmp_path: Path) -> None:

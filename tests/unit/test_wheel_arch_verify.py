@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from cuship.errors import UsageError
 from cuship.arch import ArchTarget, parse_arch_list
+from cuship.errors import UsageError
 from cuship.wheel.audit import ObjectReport, WheelReport
 from cuship.wheel.cudalibs import auditwheel_excludes, is_cuda_lib, library_stem
 from cuship.wheel.verify import verify
