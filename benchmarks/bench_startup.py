@@ -73,10 +73,16 @@ def main() -> None:
     help_ = wall([py, "-m", "cuship", "--help"], args.runs)
     matrix = wall([py, "-m", "cuship", "matrix", example], args.runs)
     print(f"{'command':<40} {'median s':>9} {'÷ pip':>7}")
-    for name, t in (("pip --version", pip), ("cuship --help", help_), ("cuship matrix examples/cuvecops", matrix)):
+    for name, t in (
+        ("pip --version", pip),
+        ("cuship --help", help_),
+        ("cuship matrix examples/cuvecops", matrix),
+    ):
         print(f"{name:<40} {t:9.3f} {t / pip:7.2f}")
     median, considered, jobs = expansion(args.runs)
-    print(f"expand 5x6x8x6 ({considered} combinations -> {jobs} jobs): {median * 1000:.1f} ms (goal < 50 ms)")
+    print(
+        f"expand 5x6x8x6 ({considered} combinations -> {jobs} jobs): {median * 1000:.1f} ms (goal < 50 ms)"
+    )
 
 
 if __name__ == "__main__":
