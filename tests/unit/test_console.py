@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import io
+
+from cuship._console import Console, in_github_actions
+from cuship.events import Event
+
+
+def test_github_actions_gets_groups_and_annotations() -> None:
+    err = io.StringIO()
+    console = Console(github=True, out=io.StringIO(), err=err)
+    console.emit(Event(level="group-start", topic="build", message="job-1"))
+    console.emit(Event(level="error", topic="build", message="nvcc failed\nline two"))
+    console.emit(Event(level="warning", topic="build", message="50% done"))
+    console.emit(Event(level="group-end", topic="build", message="job-1"))
+    assert err.getvalue().splitlines() == [
+        "::group::job-1",
+        "::error::nvcc failed%0Aline two",
+        "::warning::50%25 done",
+        "::endgroup::",
+    ]
+
+
+def test_plain_terminal_output_and_json_on_stdout() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    console = Console(github=False, out=out, err=err)
+    console.emit(Event(level="debug", topic="x", message="hidden unless verbose"))
+    console.emit(Event(level="warning", topic="x", message="careful"))
+    console.print_json({"a": 1})
+    assert "hidden" not in err.getvalue()
+    assert "warning: careful" in err.getvalue()
+    assert out.getvalue() == '{\n  "a": 1\n}\n'
+
+
+def test_detects_github_actions_from_environment() -> None:
+    assert in_github_actions({"GITHUB_ACTIONS": "true"})
+    assert not in_github_actions({})
