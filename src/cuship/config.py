@@ -40,6 +40,7 @@ __all__ = [
     "ProjectSection",
     "json_schema",
     "load_config",
+    "package_configs",
 ]
 
 
@@ -298,11 +299,37 @@ class Config:
     build: BuildSection
     packages: tuple[PackageSpec, ...] = ()
     build_requires: tuple[str, ...] = ()
+    requirement: str | None = None
     check: CheckSection = dataclasses.field(default_factory=CheckSection)
 
     @property
     def source_dir(self) -> Path:
         return (self.root / self.project.source).resolve()
+
+
+def package_configs(config: Config) -> tuple[Config, ...]:
+    """One config per (package, version) of a packages.yml, each building ``name==version`` from
+    its sdist with that entry's build_args, extra_deps and test_import; ``(config,)`` otherwise."""
+    import shlex
+
+    if not config.packages:
+        return (config,)
+    configs = []
+    for spec in config.packages:
+        args = tuple(shlex.split(spec.build_args))
+        build = replace(
+            config.build,
+            extra_deps=spec.extra_deps or config.build.extra_deps,
+            build_args=tuple(a for a in args if a != "--no-build-isolation"),
+            isolation="--no-build-isolation" not in args and config.build.isolation,
+            test_import=spec.test_import,
+        )
+        for version in spec.versions:
+            project = replace(config.project, name=spec.name, version=version, requires_python=None)
+            configs.append(
+                replace(config, project=project, build=build, requirement=f"{spec.name}=={version}")
+            )
+    return tuple(configs)
 
 
 def json_schema() -> dict[str, Any]:

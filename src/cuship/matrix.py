@@ -371,6 +371,19 @@ def expand(config: Config, compat: Compat) -> Matrix:
     )
 
 
+def expand_all(config: Config, compat: Compat) -> Matrix:
+    """:func:`expand` over every package of a packages.yml (or the one project), merged."""
+    from cuship.config import package_configs
+
+    parts = [expand(cfg, compat) for cfg in package_configs(config)]
+    return Matrix(
+        jobs=tuple(j for m in parts for j in m.jobs),
+        pruned=tuple(p for m in parts for p in m.pruned),
+        arch_drops=tuple(p for m in parts for p in m.arch_drops),
+        considered=sum(m.considered for m in parts),
+    )
+
+
 def parse_shard(text: str) -> tuple[int, int]:
     """``"2/4"`` → ``(2, 4)``; shards count from 1."""
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 from cuship.build.plan import Host, plan_job
 from cuship.build.run import Outcome, build_all
 from cuship.compat import load
-from cuship.config import load_config
+from cuship.config import load_config, package_configs
 from cuship.errors import NothingToDo
 from cuship.events import Emit, Event, discard
 from cuship.index.simple import IndexSummary
@@ -67,10 +67,10 @@ def ship(path: Path, out_dir: Path, *, host: Host, emit: Emit = discard) -> Ship
     clock = _Clock()
     with clock.run("plan", emit):
         config = load_config(path)
-        matrix = expand(config, load())
         plans = [
-            plan_job(job, config, host, mode="local", out_dir=out_dir / "wheels")
-            for job in matrix.jobs
+            plan_job(job, cfg, host, mode="local", out_dir=out_dir / "wheels")
+            for cfg in package_configs(config)
+            for job in expand(cfg, load()).jobs
         ]
     if not any(p.runnable for p in plans):
         reasons = sorted({p.reason or "" for p in plans})
@@ -79,7 +79,7 @@ def ship(path: Path, out_dir: Path, *, host: Host, emit: Emit = discard) -> Ship
             hint="the generated CI (cuship matrix --format github) builds the other jobs on matching runners",
         )
     with clock.run("build", emit):
-        outcomes = build_all(plans, test_import=config.build.test_import, emit=emit)
+        outcomes = build_all(plans, emit=emit)
     wheels = [o.result.wheel for o in outcomes if o.result is not None and o.status == "built"]
     site = out_dir / "site"
     summary = None

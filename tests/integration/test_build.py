@@ -105,3 +105,25 @@ def test_compile_error_shows_the_compilers_message(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "ops.cu" in done.stderr and "error" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_packages_yml_builds_the_pypi_sdist_and_verify_judges_it(tmp_path: Path) -> None:
+    """Community-index mode: name==version from its PyPI sdist, with the entry's test_import."""
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "packages.yml").write_text(
+        'packages:\n  six:\n    versions: ["1.16.0"]\n    build_args: ""\n    test_import: "six"\n'
+        '    description: "a pure package: it builds, imports, and has no GPU code to verify"\n'
+    )
+    fp = fingerprint()
+    assert fp.toolkit is not None and fp.toolkit.version
+    cuda = ".".join(fp.toolkit.version.split(".")[:2])
+    python = ".".join(fp.python.split(".")[:2])
+    (tmp_path / "cuship.toml").write_text(f'[matrix]\npython = ["{python}"]\ncuda = ["{cuda}"]\narch = "9.0"\n')
+    done = cuship("build", str(tmp_path), "-o", str(tmp_path / "out"), "--json")
+    (outcome,) = json.loads(done.stdout)
+    assert outcome["job"].startswith("six-1.16.0-cp")
+    assert outcome["status"] == "failed" and done.returncode == 1
+    assert "no CUDA device code" in outcome["detail"]
+    assert outcome["smoke"].startswith("six 1.16.0")
+    log = next((tmp_path / "out" / "logs").glob("*.log")).read_text()
+    assert "--no-binary six six==1.16.0" in log

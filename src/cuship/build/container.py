@@ -42,7 +42,15 @@ def _script(job: BuildJob, config: Config) -> str:
     pip_wheel = ["python", "-m", "pip", "wheel", "--no-deps", "-w", "/out"]
     if not config.build.isolation:
         pip_wheel.append("--no-build-isolation")
-    pip_wheel += [*config.build.build_args, "/src"]
+    if config.requirement is not None:
+        pip_wheel += [
+            *config.build.build_args,
+            "--no-binary",
+            config.requirement.split("==")[0],
+            config.requirement,
+        ]
+    else:
+        pip_wheel += [*config.build.build_args, "/src"]
     lines = [
         "set -euo pipefail",
         f"if [ -x /opt/python/{tag}-{tag}/bin/python ]; then PY=/opt/python/{tag}-{tag}/bin/python; else",

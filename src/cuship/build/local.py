@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.utils import parse_wheel_filename
+
 from cuship.build.plan import BuildPlan, Step
 from cuship.errors import CheckFailed, CushipError
 from cuship.events import Emit, Event, discard
@@ -94,7 +96,18 @@ def _finish(
     work = plan.raw_dir / "repaired"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    repaired = repair(raw, out_dir=work, env=environ, emit=emit).output
+    _, _, _, tags = parse_wheel_filename(raw.name)
+    if all(tag.platform == "any" for tag in tags):
+        emit(
+            Event(
+                level="warning",
+                topic="build",
+                message=f"{raw.name}: a pure wheel, nothing to repair",
+            )
+        )
+        repaired = raw
+    else:
+        repaired = repair(raw, out_dir=work, env=environ, emit=emit).output
     labelled = retag(repaired, local=plan.job.label, out_dir=plan.raw_dir / "labelled", emit=emit)
     report = inspect_wheel(labelled)
     result = verify(report, arches=plan.job.arch.torch, local=plan.job.label)

@@ -81,6 +81,7 @@ class BuildPlan:
     raw_dir: Path
     out_dir: Path
     log: Path
+    test_import: str | None = None
 
 
 def max_jobs(
@@ -144,7 +145,11 @@ def _wheel_step(job: BuildJob, config: Config, python: str, raw_dir: Path) -> St
     argv = [python, "-m", "pip", "wheel", "--no-deps", "-w", str(raw_dir)]
     if not build.isolation:
         argv.append("--no-build-isolation")
-    argv += [*build.build_args, str(config.source_dir)]
+    if config.requirement is not None:
+        name = config.requirement.split("==")[0]
+        argv += [*build.build_args, "--no-binary", name, config.requirement]
+    else:
+        argv += [*build.build_args, str(config.source_dir)]
     return Step(
         name="build-wheel", description=f"build the raw wheel of {job.id}", argv=tuple(argv)
     )
@@ -202,4 +207,5 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         raw_dir=raw_dir,
         out_dir=out_dir,
         log=log,
+        test_import=config.build.test_import,
     )

@@ -77,7 +77,6 @@ def sccache_stats(sccache: str, *, zero: bool = False) -> dict[str, int] | None:
 def build_all(
     plans: Sequence[BuildPlan],
     *,
-    test_import: str | None,
     environ: Mapping[str, str] | None = None,
     emit: Emit = discard,
     on_done: Callable[[Outcome], None] | None = None,
@@ -90,7 +89,7 @@ def build_all(
         else:
             emit(Event(level="group-start", topic="build", message=plan.job.id))
             try:
-                result = run_plan(plan, environ=environ, test_import=test_import, emit=emit)
+                result = run_plan(plan, environ=environ, test_import=plan.test_import, emit=emit)
             except CushipError as err:
                 emit(Event(level="error", topic="build", message=f"{plan.job.id}: {err}"))
                 outcome = Outcome(job_id=plan.job.id, status="failed", detail=str(err))

@@ -20,8 +20,8 @@ from cuship.build.run import (
 )
 from cuship.cli._common import exit_with, json_option, make_console, verbose_option
 from cuship.compat import load
-from cuship.config import Config, load_config
-from cuship.errors import NothingToDo, ToolMissing
+from cuship.config import Config, load_config, package_configs
+from cuship.errors import NothingToDo, ToolMissing, UsageError
 from cuship.machine import fingerprint
 from cuship.matrix import BuildJob, expand
 from cuship.wheel.audit import sm_key
@@ -81,11 +81,20 @@ def _summary(console: Console, outcomes: tuple[Outcome, ...], stats: dict[str, i
         )
 
 
-def _select(config: Config, job_ids: tuple[str, ...]) -> tuple[BuildJob, ...]:
-    matrix = expand(config, load())
+def _select(config: Config, job_ids: tuple[str, ...]) -> list[tuple[Config, BuildJob]]:
+    """(config, job) pairs: one config per packages.yml entry and version, else the project's."""
+    pairs = [(cfg, job) for cfg in package_configs(config) for job in expand(cfg, load()).jobs]
     if not job_ids:
-        return matrix.jobs
-    return tuple(matrix.job(job_id) for job_id in job_ids)
+        return pairs
+    by_id = {job.id: (cfg, job) for cfg, job in pairs}
+    missing = [job_id for job_id in job_ids if job_id not in by_id]
+    if missing:
+        import difflib
+
+        near = difflib.get_close_matches(missing[0], list(by_id), n=3, cutoff=0.5)
+        hint = f"nearest: {', '.join(near)}" if near else "list jobs with `cuship matrix`"
+        raise UsageError(f"no job {missing[0]!r} in the matrix", hint=hint)
+    return [by_id[job_id] for job_id in job_ids]
 
 
 @click.command("build")
@@ -119,17 +128,17 @@ def command(
     """Build the wheels of PATH's matrix that this host can build; list the others."""
     console = make_console(verbose)
     config = load_config(path)
-    jobs = _select(config, job_ids)
+    pairs = _select(config, job_ids)
     host = _host(config)
     out_dir = out_dir.resolve()
     modes = [mode] if mode else (["local", "container"] if dry_run else ["local"])
-    plans = [plan_job(job, config, host, mode=m, out_dir=out_dir) for m in modes for job in jobs]  # type: ignore[arg-type]
+    plans = [plan_job(job, cfg, host, mode=m, out_dir=out_dir) for m in modes for cfg, job in pairs]  # type: ignore[arg-type]
     if dry_run:
         _print_dry_run(console, plans)
         return
     _preflight(plans, host, config, mode or "local")
     stats = sccache_stats(host.sccache, zero=True) if host.sccache else None
-    outcomes = build_all(plans, test_import=config.build.test_import, emit=console.emit)
+    outcomes = build_all(plans, emit=console.emit)
     stats = sccache_stats(host.sccache) if host.sccache else None
     if as_json:
         console.print_json([_outcome_json(o) for o in outcomes])

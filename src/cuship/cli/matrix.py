@@ -12,7 +12,7 @@ from cuship.cli._common import make_console
 from cuship.compat import load
 from cuship.config import load_config
 from cuship.errors import NothingToDo
-from cuship.matrix import BuildJob, Matrix, expand, parse_shard, shard, to_github, to_gitlab
+from cuship.matrix import BuildJob, Matrix, expand_all, parse_shard, shard, to_github, to_gitlab
 
 
 def _table(console: Console, jobs: tuple[BuildJob, ...]) -> None:
@@ -65,7 +65,7 @@ def _explain(console: Console, matrix: Matrix) -> None:
 def command(path: Path, fmt: str, explain: bool, shard_spec: str | None) -> None:
     """Expand the build matrix of PATH (a project directory or config file)."""
     console = make_console()
-    matrix = expand(load_config(path), load())
+    matrix = expand_all(load_config(path), load())
     jobs = matrix.jobs
     if not jobs:
         reasons = sorted({p.reason for p in matrix.pruned})
