@@ -118,7 +118,9 @@ def test_packages_yml_builds_the_pypi_sdist_and_verify_judges_it(tmp_path: Path)
     assert fp.toolkit is not None and fp.toolkit.version
     cuda = ".".join(fp.toolkit.version.split(".")[:2])
     python = ".".join(fp.python.split(".")[:2])
-    (tmp_path / "cuship.toml").write_text(f'[matrix]\npython = ["{python}"]\ncuda = ["{cuda}"]\narch = "9.0"\n')
+    (tmp_path / "cuship.toml").write_text(
+        f'[matrix]\npython = ["{python}"]\ncuda = ["{cuda}"]\narch = "9.0"\n'
+    )
     done = cuship("build", str(tmp_path), "-o", str(tmp_path / "out"), "--json")
     (outcome,) = json.loads(done.stdout)
     assert outcome["job"].startswith("six-1.16.0-cp")

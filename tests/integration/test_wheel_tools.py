@@ -196,3 +196,12 @@ def test_retag_rejects_same_label_and_bad_label(raw_wheel: Path, tmp_path: Path)
         retag(tagged, local="cu130")
     with pytest.raises(UsageError, match="'cu 13' is not a valid local version label"):
         retag(raw_wheel, local="cu 13")
+
+
+def test_verify_so_without_arches_checks_nothing(
+    cuda_so: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(["verify", str(cuda_so)], capsys)
+    assert code == 4 and "nothing to verify" in err
+    code, out, _ = run_cli(["verify", str(cuda_so), "--arch", "sm_80 90a compute_120"], capsys)
+    assert code == 0 and out.startswith("ok: ")

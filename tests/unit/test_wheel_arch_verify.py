@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from fnmatch import fnmatchcase
 
 import pytest
 
@@ -124,3 +125,31 @@ def test_no_device_code_is_a_failure() -> None:
         "no CUDA device code (no .nv_fatbin SASS or PTX) in any shared object",
     )
     assert "is not a wheel" in verify(OBJ, local="cu130").problems[0]
+
+
+def test_repair_plan_excludes_every_cuda_library() -> None:
+    from pathlib import Path
+
+    from cuship.wheel.repair import plan_repair
+
+    plan = plan_repair(Path("dist/x.whl"), Path("out"), plat="manylinux_2_28_x86_64", python="py")
+    assert plan.argv[:8] == (
+        "py",
+        "-m",
+        "auditwheel",
+        "repair",
+        "-w",
+        "out",
+        "--plat",
+        "manylinux_2_28_x86_64",
+    )
+    excludes = [plan.argv[i + 1] for i, arg in enumerate(plan.argv) if arg == "--exclude"]
+    assert excludes == list(auditwheel_excludes()) and plan.argv[-1] == "dist/x.whl"
+    for soname in (
+        "libcuda.so.1",
+        "libcudart.so.13",
+        "libcublasLt.so.13",
+        "libnvJitLink.so.13",
+        "libc10.so",
+    ):
+        assert any(fnmatchcase(soname, pattern) for pattern in excludes), soname

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from cuship.cli._common import exit_with, json_option, make_console
+from cuship.errors import NothingToDo
 from cuship.wheel.audit import inspect_path
 from cuship.wheel.verify import verify
 
@@ -20,6 +21,11 @@ def command(target: Path, arches: str, local: str | None, as_json: bool) -> None
     """Check a wheel (or .so) against its build promise; exit 1 listing what is missing."""
     console = make_console()
     result = verify(inspect_path(target), arches=arches, local=local)
+    if not result.checks:
+        raise NothingToDo(
+            f"nothing to verify in {str(target)!r}",
+            hint='pass --arch "8.0;9.0;12.0+PTX" and/or --local LABEL',
+        )
     if as_json:
         console.print_json(result.to_json())
     elif result.ok:

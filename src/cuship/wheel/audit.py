@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 _SM = re.compile(r"(\d+)([a-z]*)")
-_EXTENSION_MODULE = re.compile(r"\.(cpython-|abi3\.|pypy)|^[^.]+\.so$")
+_EXTENSION_MODULE = re.compile(r"\.(cpython-|abi3\.|pypy)")
 
 
 def sm_key(sm: str) -> tuple[int, str]:
