@@ -25,7 +25,7 @@ def _send(channel: IO[str], document: dict[str, Any]) -> None:
 
 def _serve(channel: IO[str], hello: dict[str, Any]) -> int:
     from cuship.check.compare import Tolerance
-    from cuship.check.engines import run_case
+    from cuship.check.engines import ENGINES, prepare, run_case
     from cuship.check.inputs import CaseSpec
     from cuship.check.registry import discover
 
@@ -39,6 +39,11 @@ def _serve(channel: IO[str], hello: dict[str, Any]) -> int:
     except CushipError as err:
         _send(channel, {"fatal": str(err)})
         return 1
+    for engine in hello.get("engines", ()):
+        try:
+            prepare(ENGINES[engine])
+        except Exception:  # the cases of that engine report the same error
+            continue
     _send(channel, {"ready": True})
     for line in sys.stdin:
         request = json.loads(line)

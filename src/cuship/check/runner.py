@@ -297,6 +297,7 @@ def setup_for(
     pythonpath: Sequence[Path],
     device: Device,
     environ: Mapping[str, str],
+    engines: Sequence[str] = (),
 ) -> WorkerSetup:
     """How to start workers for a project (see :class:`cuship.check.workers.WorkerSetup`)."""
     from cuship.check.engines import worker_env
@@ -306,4 +307,5 @@ def setup_for(
         root=root,
         pythonpath=tuple(pythonpath),
         env=worker_env(device, environ),
+        engines=tuple(engines),
     )
