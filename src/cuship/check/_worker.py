@@ -39,14 +39,17 @@ def _serve(channel: IO[str], hello: dict[str, Any]) -> int:
     except CushipError as err:
         _send(channel, {"fatal": str(err)})
         return 1
-    for engine in hello.get("engines", ()):
-        try:
-            prepare(ENGINES[engine])
-        except Exception:  # the cases of that engine report the same error
-            continue
     _send(channel, {"ready": True})
     for line in sys.stdin:
         request = json.loads(line)
+        if "prepare" in request:
+            try:
+                prepare(ENGINES[request["prepare"]])
+            except Exception as err:  # the engine's cases will report the same error
+                _send(channel, {"prepared": False, "message": str(err)})
+            else:
+                _send(channel, {"prepared": True})
+            continue
         try:
             result = run_case(
                 ops[request["op"]],

@@ -78,7 +78,6 @@ def run_check(
         pythonpath=project.pythonpath,
         device=request.device,
         environ=environ,
-        engines=tuple(dict.fromkeys(g.engine for g in the_plan.runnable)),
     )
     baseline = load_baseline(request.baseline) if request.baseline is not None else None
     parallel = project.config.parallel if request.parallel is None else request.parallel

@@ -30,11 +30,9 @@ class WorkerSetup:
     root: Path
     pythonpath: tuple[Path, ...]
     env: Mapping[str, str]
-    engines: tuple[str, ...] = ()
 
     def hello(self) -> dict[str, Any]:
         return {
-            "engines": list(self.engines),
             "modules": list(self.modules),
             "root": str(self.root),
             "pythonpath": [str(p) for p in self.pythonpath],
