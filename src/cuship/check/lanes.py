@@ -74,8 +74,19 @@ class Pending:
             return group
 
 
+def _request(chunk: PlannedGroup, case: CaseSpec) -> dict[str, object]:
+    return {
+        "op": chunk.op,
+        "engine": chunk.engine,
+        "dtype": chunk.dtype,
+        "case": case.to_json(),
+        "rtol": chunk.rtol,
+        "atol": chunk.atol,
+    }
+
+
 class Lane:
-    """One worker slot: runs groups one case at a time, replacing its worker when it dies."""
+    """One worker slot: runs chunks as batches of cases, replacing its worker when it dies."""
 
     def __init__(self, setup: WorkerSetup, timeout: float) -> None:
         self.setup = setup
@@ -84,8 +95,11 @@ class Lane:
         self.ready: set[str] = set()
 
     def run(self, chunk: PlannedGroup) -> tuple[CaseResult, ...]:
-        """Run the cases of one chunk, in order."""
-        return tuple(self._run_case(chunk, case) for case in chunk.cases)
+        """Run the cases of one chunk, in order; a dead worker is replaced for the rest."""
+        results: list[CaseResult] = []
+        while len(results) < len(chunk.cases):
+            results.extend(self._batch(chunk, chunk.cases[len(results) :]))
+        return tuple(results)
 
     def _ensure(self, engine: str) -> Worker:
         """A live worker with ``engine``'s modules imported (start-up is not timed)."""
@@ -97,24 +111,26 @@ class Lane:
             self.ready.add(engine)
         return self.worker
 
-    def _run_case(self, group: PlannedGroup, case: CaseSpec) -> CaseResult:
-        request = {
-            "op": group.op,
-            "engine": group.engine,
-            "dtype": group.dtype,
-            "case": case.to_json(),
-            "rtol": group.rtol,
-            "atol": group.atol,
-        }
-        started = time.perf_counter()
+    def _batch(self, chunk: PlannedGroup, cases: tuple[CaseSpec, ...]) -> list[CaseResult]:
+        """Send ``cases`` at once, collect answers as they come; stop at the first death."""
+        results: list[CaseResult] = []
+        mark = time.perf_counter()
         try:
-            worker = self._ensure(group.engine)
-            started = time.perf_counter()
-            raw = worker.request(request, timeout=self.timeout)
+            worker = self._ensure(chunk.engine)
+            worker.send({"batch": [_request(chunk, case) for case in cases]})
+            mark = time.perf_counter()
+            for case in cases:
+                raw = worker.receive(timeout=self.timeout)
+                now = time.perf_counter()
+                results.append(CaseResult.from_worker(case, raw, now - mark))
+                mark = now
         except WorkerDied as died:
             self.close()
             raw = {"status": "error", "message": died.message}
-        return CaseResult.from_worker(case, raw, time.perf_counter() - started)
+            results.append(
+                CaseResult.from_worker(cases[len(results)], raw, time.perf_counter() - mark)
+            )
+        return results
 
     def close(self) -> None:
         if self.worker is not None:

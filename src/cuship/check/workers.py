@@ -103,12 +103,19 @@ class Worker:
         self, document: Mapping[str, Any], *, timeout: float, what: str = "running the case"
     ) -> dict[str, Any]:
         """Send one request and wait for its answer; WorkerDied on crash or timeout."""
+        self.send(document, what=what)
+        return self.receive(timeout=timeout, what=what)
+
+    def send(self, document: Mapping[str, Any], *, what: str = "running the case") -> None:
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.write(json.dumps(document).encode() + b"\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise WorkerDied(self._death(what)) from None
+
+    def receive(self, *, timeout: float, what: str = "running the case") -> dict[str, Any]:
+        """The next answer, waiting at most ``timeout`` seconds; WorkerDied on crash or timeout."""
         try:
             line = self._readline(timeout)
         except TimeoutError:
