@@ -109,6 +109,23 @@ def worker_env(device: Device, base: Mapping[str, str]) -> dict[str, str]:
     return {**base, **_DEVICE_ENV[device]}
 
 
+# Modules an engine's entry points need, imported before the first case is timed.
+_ENGINE_IMPORTS: Mapping[ImplKind, tuple[str, ...]] = {
+    "native": (),
+    "triton": ("torch", "triton", "triton.language"),
+    "numba": ("numba", "numba.cuda"),
+    "cuda": (),
+}
+
+
+def prepare(engine: Engine) -> None:
+    """Import what the engine needs, so that import time is not counted as kernel time."""
+    import importlib
+
+    for name in _ENGINE_IMPORTS[engine.kind]:
+        importlib.import_module(name)
+
+
 def _torch_dtype(dtype: str) -> Any:
     import torch
 
@@ -190,6 +207,7 @@ def run_case(op: Op, engine_name: str, dtype: str, case: Any, tol: Any) -> dict[
     engine = ENGINES[engine_name]
     impl = op.impl(engine.kind)
     assert impl is not None
+    prepare(engine)
     started = time.perf_counter()
     inputs = make_inputs(op, dtype, case)
     args = {k: _to_engine(v, engine, dtype) for k, v in inputs.values.items()}

@@ -8,7 +8,6 @@ message, the worker is replaced and the run goes on.
 from __future__ import annotations
 
 import os
-import queue
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -18,17 +17,15 @@ from pathlib import Path
 from cuship.check.compare import tolerance_for
 from cuship.check.engines import ENGINES, Device, engines_for, skip_reason
 from cuship.check.inputs import CaseSpec, plan_cases
+from cuship.check.lanes import Lane, Pending, PlannedGroup
 from cuship.check.registry import Op
 from cuship.check.results import CaseResult, CheckReport, GroupResult
-from cuship.check.workers import Worker, WorkerDied, WorkerSetup
+from cuship.check.workers import WorkerSetup
 from cuship.config import CheckSection
 from cuship.errors import NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
 
 __all__ = ["CheckSettings", "Plan", "PlannedGroup", "execute", "plan"]
-
-# Rough relative cost of one case per engine, to start the slow groups first.
-_ENGINE_WEIGHT = {"numba-sim": 20.0, "triton-interpret": 4.0, "native": 1.0}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,21 +41,6 @@ class CheckSettings:
     case: int | None = None
     include_broken: bool = False
     config: CheckSection = field(default_factory=CheckSection)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PlannedGroup:
-    op: str
-    engine: str
-    dtype: str
-    rtol: float
-    atol: float
-    cases: tuple[CaseSpec, ...]
-    skip_reason: str | None = None
-
-    @property
-    def cost(self) -> float:
-        return len(self.cases) * _ENGINE_WEIGHT.get(self.engine, 2.0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,52 +154,6 @@ def plan(ops: Sequence[Op], settings: CheckSettings) -> Plan:
     )
 
 
-class _Lane:
-    """One worker slot: runs groups one case at a time, replacing its worker when it dies."""
-
-    def __init__(self, setup: WorkerSetup, timeout: float, emit: Emit, lock: threading.Lock):
-        self.setup = setup
-        self.timeout = timeout
-        self.emit = emit
-        self.lock = lock
-        self.worker: Worker | None = None
-
-    def run_group(self, group: PlannedGroup) -> GroupResult:
-        results = tuple(self._run_case(group, case) for case in group.cases)
-        return GroupResult(
-            op=group.op,
-            engine=group.engine,
-            dtype=group.dtype,
-            rtol=group.rtol,
-            atol=group.atol,
-            cases=results,
-        )
-
-    def _run_case(self, group: PlannedGroup, case: CaseSpec) -> CaseResult:
-        request = {
-            "op": group.op,
-            "engine": group.engine,
-            "dtype": group.dtype,
-            "case": case.to_json(),
-            "rtol": group.rtol,
-            "atol": group.atol,
-        }
-        started = time.perf_counter()
-        try:
-            if self.worker is None:
-                self.worker = Worker.start(self.setup, timeout=self.timeout)
-            raw = self.worker.request(request, timeout=self.timeout)
-        except WorkerDied as died:
-            self.close()
-            raw = {"status": "error", "message": died.message}
-        return CaseResult.from_worker(case, raw, time.perf_counter() - started)
-
-    def close(self) -> None:
-        if self.worker is not None:
-            self.worker.stop()
-            self.worker = None
-
-
 def _skipped(group: PlannedGroup) -> GroupResult:
     return GroupResult(
         op=group.op,
@@ -241,24 +177,18 @@ def execute(
     """Run the plan's groups on ``parallel`` workers (0: one per core) and collect the report."""
     started = time.time()
     workers = parallel if parallel > 0 else (os.cpu_count() or 1)
-    todo: queue.Queue[PlannedGroup] = queue.Queue()
-    for group in sorted(the_plan.runnable, key=lambda g: -g.cost):
-        todo.put(group)
-    done: dict[tuple[str, str, str], GroupResult] = {}
+    pending = Pending(the_plan.runnable, workers)
+    done: dict[tuple[str, str, str], list[CaseResult]] = {}
     lock = threading.Lock()
 
     def lane_loop() -> None:
-        lane = _Lane(setup, timeout, emit, lock)
+        lane = Lane(setup, timeout)
         try:
-            while True:
-                try:
-                    group = todo.get_nowait()
-                except queue.Empty:
-                    return
-                result = lane.run_group(group)
+            while (chunk := pending.take(lane.ready)) is not None:
+                results = lane.run(chunk)
                 with lock:
-                    done[(group.op, group.engine, group.dtype)] = result
-                    emit(_progress(result, len(done), len(the_plan.runnable)))
+                    done.setdefault((chunk.op, chunk.engine, chunk.dtype), []).extend(results)
+                    emit(_progress(chunk, results))
         finally:
             lane.close()
 
@@ -267,7 +197,7 @@ def execute(
         thread.start()
     for thread in threads:
         thread.join()
-    groups = tuple(done.get((g.op, g.engine, g.dtype)) or _skipped(g) for g in the_plan.groups)
+    groups = tuple(_collect(g, done.get((g.op, g.engine, g.dtype))) for g in the_plan.groups)
     return CheckReport(
         target=target,
         device=the_plan.device,
@@ -279,12 +209,28 @@ def execute(
     )
 
 
-def _progress(result: GroupResult, done: int, total: int) -> Event:
+def _collect(group: PlannedGroup, results: list[CaseResult] | None) -> GroupResult:
+    if results is None:
+        return _skipped(group)
+    return GroupResult(
+        op=group.op,
+        engine=group.engine,
+        dtype=group.dtype,
+        rtol=group.rtol,
+        atol=group.atol,
+        cases=tuple(sorted(results, key=lambda r: r.case.index)),
+    )
+
+
+def _progress(chunk: PlannedGroup, results: tuple[CaseResult, ...]) -> Event:
+    bad = sum(r.status in ("failed", "error") for r in results)
+    key = f"{chunk.op}/{chunk.engine}/{chunk.dtype}"
+    indexes = f"cases {results[0].case.index}-{results[-1].case.index}" if results else "no cases"
     return Event(
         level="progress",
         topic="check",
-        message=f"[{done}/{total}] {result.key}: {result.status} ({result.wall_s:.2f} s)",
-        data={"key": result.key, "status": result.status, "done": done, "total": total},
+        message=f"{key} {indexes}: {bad or 'none'} bad ({sum(r.wall_s for r in results):.2f} s)",
+        data={"key": key, "bad": bad, "cases": len(results)},
     )
 
 

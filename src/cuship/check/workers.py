@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import queue
+import os
+import select
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,27 +51,37 @@ def _package_root() -> str:
     return str(Path(cuship.__file__).resolve().parents[1])
 
 
-def _reader(stream: IO[str], into: queue.Queue[str | None]) -> None:
-    for line in stream:
-        into.put(line)
-    into.put(None)
-
-
 class Worker:
     """One ``python -m cuship.check._worker`` process speaking JSON lines."""
 
-    def __init__(self, proc: subprocess.Popen[str], log: IO[str]) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], log: IO[str]) -> None:
         self.proc = proc
         self.log = log
-        self.lines: queue.Queue[str | None] = queue.Queue()
         assert proc.stdout is not None
-        threading.Thread(target=_reader, args=(proc.stdout, self.lines), daemon=True).start()
+        self.fd = proc.stdout.fileno()
+        self.pending = b""
+
+    def _readline(self, timeout: float) -> bytes | None:
+        """One line from the worker; None at end of file; TimeoutError when none comes in time."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                return None
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line
 
     @classmethod
     def start(cls, setup: WorkerSetup, *, timeout: float) -> Worker:
         env = dict(setup.env)
         env["PYTHONPATH"] = ":".join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
         env["PYTHONUNBUFFERED"] = "1"
+        # Workers are the parallelism; torch's thread pools would only fight over the cores.
+        env.setdefault("OMP_NUM_THREADS", "1")
         # Closed by stop(); it outlives this function on purpose.
         log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         proc = subprocess.Popen(
@@ -80,8 +91,6 @@ class Worker:
             stderr=log,
             env=env,
             cwd=str(setup.root),
-            text=True,
-            encoding="utf-8",
         )
         worker = cls(proc, log)
         hello = worker.request(setup.hello(), timeout=timeout, what="starting")
@@ -94,15 +103,22 @@ class Worker:
         self, document: Mapping[str, Any], *, timeout: float, what: str = "running the case"
     ) -> dict[str, Any]:
         """Send one request and wait for its answer; WorkerDied on crash or timeout."""
+        self.send(document, what=what)
+        return self.receive(timeout=timeout, what=what)
+
+    def send(self, document: Mapping[str, Any], *, what: str = "running the case") -> None:
         assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write(json.dumps(document) + "\n")
+            self.proc.stdin.write(json.dumps(document).encode() + b"\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise WorkerDied(self._death(what)) from None
+
+    def receive(self, *, timeout: float, what: str = "running the case") -> dict[str, Any]:
+        """The next answer, waiting at most ``timeout`` seconds; WorkerDied on crash or timeout."""
         try:
-            line = self.lines.get(timeout=timeout)
-        except queue.Empty:
+            line = self._readline(timeout)
+        except TimeoutError:
             tail = self._stderr_tail()
             self.kill()
             raise WorkerDied(

@@ -1,0 +1,114 @@
+"""What CI and people read: JUnit structure and counts, text, JSON, the reproduction command."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from cuship.check.inputs import CaseSpec
+from cuship.check.reports import render_json, render_junit, render_text, repro_command
+from cuship.check.results import CaseResult, CheckReport, GroupResult, Regression, Status
+
+
+def _case(index: int, status: Status = "passed", **extra: Any) -> CaseResult:
+    spec = CaseSpec(index=index, sizes=(("n", 7),), distribution="normal", seed=99 + index)
+    return CaseResult(
+        case=spec, status=status, total=7, max_abs=1e-7, max_rel=1e-7, wall_s=0.5, **extra
+    )
+
+
+def _group(op: str, engine: str, *cases: CaseResult, skip: str | None = None) -> GroupResult:
+    return GroupResult(
+        op=op, engine=engine, dtype="float32", rtol=1.3e-6, atol=1e-5, cases=cases, skip_reason=skip
+    )
+
+
+BAD = _case(3, "failed", mismatches=2, worst_index=(4,), worst_actual=0.0, worst_expected=0.25)
+REPORT = CheckReport(
+    target="examples/cuvecops",
+    device="cpu",
+    seed=1234,
+    quick=True,
+    started=100.0,
+    finished=112.5,
+    groups=(
+        _group("saxpy", "native", _case(0), _case(1)),
+        _group("softmax", "triton-interpret", _case(0), BAD),
+        _group(
+            "softmax", "numba-sim", _case(0, "error", message="worker process killed by SIGSEGV")
+        ),
+        _group("saxpy", "cuda", skip="needs a CUDA GPU and the compiled extension"),
+    ),
+)
+
+
+def test_repro_command_names_everything_needed() -> None:
+    group = REPORT.groups[1]
+    command = repro_command(REPORT, group, BAD)
+    assert shlex.split(command) == [
+        "cuship", "check", "examples/cuvecops", "--quick", "--device", "cpu",
+        "--op", "softmax", "--engine", "triton-interpret", "--dtype", "float32",
+        "--seed", "1234", "--case", "3",
+    ]  # fmt: skip
+
+
+def test_junit_has_one_testcase_per_group_and_matching_counts() -> None:
+    root = ET.fromstring(render_junit(REPORT))
+    assert root.tag == "testsuites"
+    (suite,) = root.findall("testsuite")
+    cases = suite.findall("testcase")
+    assert int(suite.get("tests", "-1")) == len(cases) == 4
+    assert int(suite.get("failures", "-1")) == len(suite.findall("testcase/failure")) == 1
+    assert int(suite.get("errors", "-1")) == len(suite.findall("testcase/error")) == 1
+    assert int(suite.get("skipped", "-1")) == len(suite.findall("testcase/skipped")) == 1
+    names = [c.get("name") for c in cases]
+    assert names[1] == "softmax[triton-interpret-float32]"
+    assert cases[1].get("classname") == "cuship.check.softmax"
+    failure = cases[1].find("failure")
+    assert failure is not None
+    assert "--seed 1234 --case 3" in failure.get("message", "")
+    assert "got 0.0, expected 0.25" in (failure.text or "")
+    skipped = cases[3].find("skipped")
+    assert skipped is not None and "CUDA GPU" in skipped.get("message", "")
+    error = cases[2].find("error")
+    assert error is not None and "SIGSEGV" in (error.text or "")
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["seed"] == "1234"
+
+
+def test_regressions_are_failed_testcases_of_their_own() -> None:
+    report = CheckReport(
+        target=".", device="cpu", seed=0, quick=False, started=0.0, finished=1.0,
+        groups=(_group("saxpy", "native", _case(0)),),
+        regressions=(Regression(key="saxpy/native/float32", message="max abs error 2e-06 > baseline"),),
+    )  # fmt: skip
+    assert report.exit_code == 1
+    suites = ET.fromstring(render_junit(report)).findall("testsuite")
+    assert [s.get("failures") for s in suites] == ["0", "1"]
+
+
+def test_verdicts_and_exit_codes() -> None:
+    assert REPORT.verdict == "failed" and REPORT.exit_code == 1
+    ok = CheckReport(
+        target=".", device="cpu", seed=0, quick=False, started=0.0, finished=1.0,
+        groups=(_group("a", "native", _case(0)), _group("a", "cuda", skip="no GPU")),
+    )  # fmt: skip
+    assert ok.exit_code == 0
+    empty = CheckReport(
+        target=".", device="cpu", seed=0, quick=False, started=0.0, finished=1.0,
+        groups=(_group("a", "cuda", skip="no GPU"),),
+    )  # fmt: skip
+    assert (empty.verdict, empty.exit_code) == ("empty", 4)
+
+
+def test_text_and_json() -> None:
+    text = render_text(REPORT)
+    assert "reproduce: cuship check examples/cuvecops --quick" in text
+    assert text.rstrip().endswith("(seed 1234, 12.5 s)")
+    document = json.loads(render_json(REPORT))
+    assert document["verdict"] == "failed"
+    assert document["counts"] == {"passed": 1, "failed": 1, "error": 1, "skipped": 1}
+    assert document["groups"][1]["cases"][1]["worst_index"] == [4]
+    assert GroupResult.from_json(document["groups"][1]) == REPORT.groups[1]
