@@ -168,6 +168,12 @@ def test_empty_runs_are_never_green(example_dir: Path, tmp_path: Path) -> None:
     assert unknown.returncode == 2 and "'nope'" in unknown.stderr
 
 
+def test_gpu_run_without_a_gpu_is_a_missing_tool_not_a_green_skip(example_dir: Path) -> None:
+    done = cuship("check", str(example_dir), "--device", "cuda", env={"CUSHIP_GPUS": "none"})
+    assert done.returncode == 3, done.stderr
+    assert "no CUDA GPU" in done.stderr
+
+
 _HOSTILE = """
     import ctypes, time
     import numpy as np
