@@ -168,6 +168,12 @@ def test_empty_runs_are_never_green(example_dir: Path, tmp_path: Path) -> None:
     assert unknown.returncode == 2 and "'nope'" in unknown.stderr
 
 
+def test_gpu_run_without_a_gpu_is_a_missing_tool_not_a_green_skip(example_dir: Path) -> None:
+    done = cuship("check", str(example_dir), "--device", "cuda", env={"CUSHIP_GPUS": "none"})
+    assert done.returncode == 3, done.stderr
+    assert "no CUDA GPU" in done.stderr
+
+
 _HOSTILE = """
     import ctypes, time
     import numpy as np
@@ -296,3 +302,12 @@ def test_report_renders_stored_check_runs(tmp_path: Path) -> None:
 def test_bad_flags_are_usage_errors(flag: str, tmp_path: Path) -> None:
     root = _project(tmp_path, _SCALE.format(error=0.0))
     assert cuship("check", str(root), flag, "x").returncode == 2
+
+
+def test_a_single_check_module_can_be_checked_directly(tmp_path: Path) -> None:
+    module = tmp_path / "only_checks.py"
+    module.write_text(textwrap.dedent(_SCALE.format(error=0.0)))
+    done = cuship("check", str(module), "--quick", "--format", "json", "--no-store")
+    assert done.returncode == 0, done.stderr
+    (group,) = json.loads(done.stdout)["groups"]
+    assert (group["op"], group["engine"], group["status"]) == ("scale", "native", "passed")

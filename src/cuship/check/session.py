@@ -14,6 +14,7 @@ from cuship.check.project import find_project
 from cuship.check.registry import discover
 from cuship.check.results import CheckReport
 from cuship.check.runner import CheckSettings, execute, plan, setup_for
+from cuship.errors import ToolMissing
 from cuship.events import Emit, Event, discard
 
 __all__ = ["CheckRequest", "record", "run_check"]
@@ -48,6 +49,8 @@ def run_check(
     Raises UsageError/ConfigError (bad flags or config), NothingToDo (nothing selected),
     InputError (a check module or baseline that cannot be read).
     """
+    if request.device == "cuda":
+        _require_gpu(environ)
     project = find_project(request.path)
     ops = discover(project.config.modules, project.root, project.pythonpath)
     settings = CheckSettings(
@@ -104,6 +107,17 @@ def run_check(
         run_id = record(report, store_path, project=project.name, environ=environ)
         emit(Event(level="debug", topic="check", message=f"run {run_id} stored in {store_path}"))
     return report
+
+
+def _require_gpu(environ: Mapping[str, str]) -> None:
+    """--device cuda on a machine without a GPU is an error, never a run of skips."""
+    from cuship.machine import fingerprint
+
+    if not fingerprint(environ).gpus:
+        raise ToolMissing(
+            "--device cuda, but this machine has no CUDA GPU (no NVML, nvidia-smi or driver)",
+            hint="use --device cpu for the interpreters and simulators, or run on a GPU runner",
+        )
 
 
 def record(report: CheckReport, path: Path, *, project: str, environ: Mapping[str, str]) -> int:
