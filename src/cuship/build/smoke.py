@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from cuship.errors import CheckFailed
+from cuship.build.local import run_step
+from cuship.build.plan import Step
 
 __all__ = ["smoke_test"]
 
@@ -19,30 +19,35 @@ def smoke_test(
     """Install ``wheel`` (with its dependencies) into a new venv and import ``module``.
 
     Returns what the import printed (the module's ``backend()`` when it has one); raises
-    CheckFailed with pip's or Python's message when either fails.
+    BuildFailed (exit 1) with pip's or Python's own message when either fails.
     """
     code = (
         f"import {module} as m; print(m.__name__, getattr(m, '__version__', ''),"
         " m.backend() if hasattr(m, 'backend') else '')"
     )
     with tempfile.TemporaryDirectory(prefix="cuship-smoke-") as tmp:
-        venv = Path(tmp) / "venv"
-        steps = [
-            [python, "-m", "venv", str(venv)],
-            [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
-            [str(venv / "bin" / "python"), "-c", code],
-        ]
+        venv_python = str(Path(tmp) / "venv" / "bin" / "python")
+        steps = (
+            Step(
+                name="smoke-venv",
+                description="fresh venv",
+                argv=(python, "-m", "venv", f"{tmp}/venv"),
+                cwd=tmp,
+            ),
+            Step(
+                name="smoke-install",
+                description=f"install {wheel.name}",
+                argv=(venv_python, "-m", "pip", "install", "-q", str(wheel)),
+                cwd=tmp,
+            ),
+            Step(
+                name="smoke-import",
+                description=f"import {module}",
+                argv=(venv_python, "-c", code),
+                cwd=tmp,
+            ),
+        )
         output = ""
-        for argv in steps:
-            done = subprocess.run(
-                argv, capture_output=True, text=True, env=dict(environ), cwd=tmp, check=False
-            )
-            output = done.stdout + done.stderr
-            with log.open("a", encoding="utf-8") as fh:
-                fh.write(f"$ {' '.join(argv)}\n{output}\n")
-            if done.returncode != 0:
-                raise CheckFailed(
-                    f"smoke test of {wheel.name!r} failed at {argv[-1]!r}:\n{output.strip()[-2000:]}",
-                    hint=f"full log: {log}",
-                )
+        for step in steps:
+            output = run_step(step, log, environ)
         return output.strip()
