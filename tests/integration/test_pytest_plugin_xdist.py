@@ -156,7 +156,9 @@ def test_cuvecops_gpu_tests_skip_with_reasons_on_a_cpu_machine(
         "-W",
         "error",
     )
-    result.assert_outcomes(skipped=13)
+    outcomes = result.parseoutcomes()
+    assert set(outcomes) == {"skipped"}, outcomes  # every GPU test skipped, none ran or failed
+    assert outcomes["skipped"] >= 13
     result.stdout.fnmatch_lines(
         ["*needs a GPU with compute capability ≥ 8.0; found no GPU (CUSHIP_GPUS says none)"]
     )
