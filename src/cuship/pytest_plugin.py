@@ -45,19 +45,30 @@ share, so ``gpu(count=2)`` tests need a run with at most half as many workers as
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import os
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
-from cuship._gpu_markers import GPU_MARKER, SHORTHAND_MARKERS, describe, parse_marker
+from cuship._gpu_markers import (
+    GPU_MARKER,
+    SHORTHAND_MARKERS,
+    describe,
+    marker_text,
+    parse_marker,
+)
 from cuship.errors import CushipError, UsageError
 
 if TYPE_CHECKING:
     from cuship._gpu_machine import GpuMachine
     from cuship._gpu_markers import GpuRequirement
+    from cuship._probe import Probe
     from cuship.compat import GpuModel
 
 MARKER_NAMES = frozenset({GPU_MARKER, *SHORTHAND_MARKERS})
@@ -78,7 +89,9 @@ class Settings:
 class _Run:
     """What this process learns during the run (mutable: it accumulates)."""
 
-    marks: dict[int, tuple[object, GpuRequirement]] = field(default_factory=dict)
+    marks: dict[Hashable, GpuRequirement] = field(default_factory=dict)
+    verdicts: dict[GpuRequirement, str | None] = field(default_factory=dict)
+    skips: dict[str, pytest.MarkDecorator] = field(default_factory=dict)
     listed: list[tuple[str, str, str | None]] = field(default_factory=list)
     ran: set[str] = field(default_factory=set)
     skipped: set[str] = field(default_factory=set)
@@ -90,6 +103,7 @@ _SETTINGS = pytest.StashKey[Settings]()
 _MACHINE = pytest.StashKey["GpuMachine"]()
 _RUN = pytest.StashKey[_Run]()
 _GPU_ITEM = pytest.StashKey[bool]()
+_REQS = pytest.StashKey[tuple[int, tuple["GpuRequirement", ...]]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -174,14 +188,51 @@ def _take_worker_share(config: pytest.Config, handed: Mapping[str, Any]) -> None
         os.environ["CUDA_VISIBLE_DEVICES"] = handed["cuda_visible_devices"]
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Hold the cyclic GC while probing: imports made after collecting thousands of tests
+    otherwise trigger full collections over the whole heap (pynvml's import: 6 ms → 40 ms)."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+_DRIVER_NODES = ("/dev/nvidiactl", "/dev/dxg", "/proc/driver/nvidia")
+
+
+def _probe() -> Probe:
+    """The system probe, minus NVML where no NVIDIA driver is loaded (it could only fail).
+
+    Loading pynvml only to fail slows every later garbage collection of a big test session
+    (measured: pytest's own collections at exit take 2-4x longer), so it is skipped.
+    """
+    from cuship._probe import SystemProbe
+
+    if any(Path(node).exists() for node in _DRIVER_NODES):
+        return SystemProbe()
+
+    class NoDriverProbe(SystemProbe):
+        __slots__ = ()
+
+        def nvml(self) -> None:
+            return None
+
+    return NoDriverProbe()
+
+
 def machine_of(config: pytest.Config) -> GpuMachine:
     """This run's GPUs, read once and kept on ``config.stash``."""
     if _MACHINE not in config.stash:
-        from cuship._gpu_machine import GpuMachine
-        from cuship.machine import fingerprint
-
         try:
-            fp = fingerprint(os.environ)
+            with _gc_paused():
+                from cuship._gpu_machine import GpuMachine
+                from cuship.machine import fingerprint
+
+                fp = fingerprint(os.environ, _probe())
         except CushipError as err:
             raise pytest.UsageError(f"cuship: {err}") from err
         config.stash[_MACHINE] = GpuMachine.from_fingerprint(fp, os.environ)
@@ -212,30 +263,60 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return lines
 
 
+@functools.cache
 def _model(name: str) -> GpuModel:
     from cuship.compat import load
 
-    return load().gpu(name)
+    with _gc_paused():
+        return load().gpu(name)
 
 
+@functools.cache
 def _find_model(name: str) -> GpuModel | None:
     from cuship.compat import load
 
-    return load().find_gpu(name)
+    with _gc_paused():
+        return load().find_gpu(name)
+
+
+def _mark_key(mark: pytest.Mark) -> Hashable:
+    """Equal for equal markers, so a marker written on many tests is parsed once."""
+    if not mark.args and not mark.kwargs:
+        return mark.name
+    kwargs = tuple((k, type(v), v) for k, v in mark.kwargs.items())  # count=True is not 1
+    key = (mark.name, tuple((type(a), a) for a in mark.args), kwargs)
+    try:
+        hash(key)
+    except TypeError:  # a list argument, e.g. cc=["9.0", "10.0"]
+        return (mark.name, marker_text(mark.name, mark.args, mark.kwargs))
+    return key
 
 
 def requirements(item: pytest.Item) -> tuple[GpuRequirement, ...]:
-    """The gpu demands of ``item``'s markers (nearest first); raises UsageError for bad ones."""
+    """The gpu demands of ``item``'s markers (nearest first); raises UsageError for bad ones.
+
+    Kept on the item with the count of its own markers: read again only when a marker was added
+    to the item since (a conftest's ``pytest_collection_modifyitems`` marking tests ``gpu``).
+    """
+    seen = item.stash.get(_REQS, None)
+    if seen is not None and seen[0] == len(item.own_markers):
+        return seen[1]
+    reqs = _read_requirements(item)
+    item.stash[_REQS] = (len(item.own_markers), reqs)
+    return reqs
+
+
+def _read_requirements(item: pytest.Item) -> tuple[GpuRequirement, ...]:
     cache = item.config.stash[_RUN].marks
     found = []
     for mark in item.iter_markers():
         if mark.name not in MARKER_NAMES:
             continue
-        hit = cache.get(id(mark))
-        if hit is None:
-            hit = (mark, parse_marker(mark.name, mark.args, mark.kwargs, model=_model))
-            cache[id(mark)] = hit  # the mark is kept alive with it, so its id stays unique
-        found.append(hit[1])
+        key = _mark_key(mark)
+        req = cache.get(key)
+        if req is None:
+            req = cache[key] = parse_marker(mark.name, mark.args, mark.kwargs, model=_model)
+        found.append(req)
     return tuple(found)
 
 
@@ -275,7 +356,7 @@ def pytest_collection_modifyitems(
         (kept if wanted else dropped).append(item)
         if wanted and reqs:
             gpu_count += 1
-            _judge(item, reqs, machine_of(config), run, mark_skip=not settings.listing)
+            _judge(item, reqs, machine_of(config), run, listing=settings.listing)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
@@ -290,15 +371,22 @@ def _judge(
     machine: GpuMachine,
     run: _Run,
     *,
-    mark_skip: bool,
+    listing: bool,
 ) -> None:
     from cuship._gpu_machine import unmet
 
     item.stash[_GPU_ITEM] = True
-    reason = next((r for r in (unmet(q, machine, _find_model) for q in reqs) if r), None)
-    run.listed.append((item.nodeid, "; ".join(describe(q) for q in reqs), reason))
-    if reason is not None and mark_skip:
-        item.add_marker(pytest.mark.skip(reason=reason))
+    reason = None
+    for req in reqs:
+        if req not in run.verdicts:
+            run.verdicts[req] = unmet(req, machine, _find_model)
+        reason = reason or run.verdicts[req]
+    if listing:
+        run.listed.append((item.nodeid, "; ".join(describe(q) for q in reqs), reason))
+    elif reason is not None:
+        if reason not in run.skips:
+            run.skips[reason] = pytest.mark.skip(reason=reason)
+        item.add_marker(run.skips[reason])
 
 
 def _require_problem(machine: GpuMachine, gpu_tests: int) -> str | None:
