@@ -5,8 +5,13 @@ Run: python benchmarks/bench_pytest_plugin.py [--runs N] [--tests N]
 Writes a project of N tests (default 5,000; half gpu-marked: bare, min_cc, memory, count, a card
 shorthand) and times ``pytest --collect-only -q`` in fresh interpreters, alternating plain pytest
 (``-p no:cuship``; the markers registered in pytest.ini so it warns about nothing) with the plugin
-on this machine and on a fake 8×H100 machine (``CUSHIP_GPUS``). Prints medians and the ratio to
-plain pytest (goal < 1.05x), the time of one fingerprint, and whether computing it imports torch.
+on this machine and on a fake 8×H100 machine (``CUSHIP_GPUS``), with bytecode caches on as on a
+user's machine. Prints wall and CPU medians, the CPU minimum and each one's ratio to plain
+pytest (goal < 1.05x), the time of one fingerprint, and whether computing it imports torch.
+
+On a shared machine the wall and CPU times of a pytest run wander by ±20% from run to run, much
+of it in the cyclic garbage collector (which takes about half of a 5,000-test collection); use
+many runs (``--runs 21``) and read the ratios together.
 """
 
 from __future__ import annotations
