@@ -12,14 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from cuship._gpu_markers import GpuRequirement, article, cc_key, describe, format_gib
-from cuship.compat import GpuModel
 from cuship.machine import Fingerprint, Gpu
+
+if TYPE_CHECKING:
+    from cuship.compat import GpuModel
 
 __all__ = ["GpuMachine", "card_memory_mib", "unmet", "worker_share"]
 

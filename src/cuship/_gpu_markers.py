@@ -11,11 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from cuship.compat import GpuModel
 from cuship.errors import UsageError
+
+if TYPE_CHECKING:
+    from cuship.compat import GpuModel
 
 __all__ = [
     "GPU_MARKER",
@@ -46,7 +49,7 @@ _CC = re.compile(r"^\d{1,2}\.\d$")
 _MEMORY = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[KMGT])i?B$", re.IGNORECASE)
 _UNIT_MIB = {"K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 * 1024}
 
-ModelLookup = Callable[[str], GpuModel]
+ModelLookup = Callable[[str], "GpuModel"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,7 +184,9 @@ def _names(text: str, marker: str, value: object, model: ModelLookup) -> tuple[s
             f"@pytest.mark.{text}: the {marker} marker already names the card",
             hint=f"drop name=, or use @pytest.mark.gpu(name={value!r})",
         )
-    wanted = [card] if card is not None else [value] if isinstance(value, str) else value
+    if card is not None:
+        return (card,)  # a name as cuship/data/gpus.toml spells it (a unit test checks)
+    wanted = [value] if isinstance(value, str) else value
     if wanted is None:
         return ()
     if not isinstance(wanted, (list, tuple)) or not wanted:

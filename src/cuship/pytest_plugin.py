@@ -22,15 +22,17 @@ Options:
 test, whatever its cause, becomes a failure carrying the skip's reason. The run also gets one
 extra check, ``cuship::require-gpu``, that fails when no GPU is visible or no gpu-marked test
 was selected, so a GPU job that lost its GPU, or that runs no GPU test at all, is red even when
-every selected test passed or nothing was marked.
+every selected test passed or nothing was marked. (That check is added after collection, so it
+is not in pytest's "collected N items" count.)
 
 ``--gpu-only`` / ``--no-gpu`` deselect the other kind of test (reported as deselected).
 ``--gpu-list`` prints what each selected gpu test needs and whether this machine has it, then
 exits without running anything (in one process, even with ``-n``).
 ``--no-gpu-slicing`` gives every xdist worker all GPUs.
 
-The machine is read once per run with :func:`cuship.machine.fingerprint` (NVML, nvidia-smi or
-/proc; never torch) and shown in the report header; ``CUSHIP_GPUS="H100:9.0:80GiB,..."``
+The machine is read once per run, only when needed, with :func:`cuship.machine.fingerprint`
+(NVML, nvidia-smi or /proc; never torch; NVML is not tried where no NVIDIA driver device exists)
+and shown in the report header; ``CUSHIP_GPUS="H100:9.0:80GiB,..."``
 (``none`` for no GPU) and ``CUSHIP_DRIVER_CUDA`` fake it, so a GPU job's selection can be
 dry-run on a laptop. ``CUDA_VISIBLE_DEVICES`` narrows the GPUs considered.
 
@@ -47,49 +49,32 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from cuship._gpu_markers import GPU_MARKER, SHORTHAND_MARKERS, describe, parse_marker
-from cuship.errors import CushipError, UsageError
+from cuship._gpu_markers import SHORTHAND_MARKERS, article, describe
+from cuship._gpu_session import (
+    GPU_ITEM,
+    MACHINE,
+    REQUIRE_NODEID,
+    RUN,
+    SETTINGS,
+    RequireGpu,
+    Run,
+    Tally,
+    find_card,
+    listing_lines,
+    machine_of,
+    read_settings,
+    require_problem,
+    requirements,
+)
+from cuship.errors import UsageError
 
 if TYPE_CHECKING:
     from cuship._gpu_machine import GpuMachine
     from cuship._gpu_markers import GpuRequirement
-    from cuship.compat import GpuModel
-
-MARKER_NAMES = frozenset({GPU_MARKER, *SHORTHAND_MARKERS})
-REQUIRE_NODEID = "cuship::require-gpu"
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("", "0", "false", "no", "off")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Settings:
-    require_gpu: bool
-    select: Literal["all", "gpu", "cpu"]
-    listing: bool
-    slicing: bool
-
-
-@dataclass(slots=True)
-class _Run:
-    """What this process learns during the run (mutable: it accumulates)."""
-
-    marks: dict[int, tuple[object, GpuRequirement]] = field(default_factory=dict)
-    listed: list[tuple[str, str, str | None]] = field(default_factory=list)
-    ran: set[str] = field(default_factory=set)
-    skipped: set[str] = field(default_factory=set)
-    forced: set[str] = field(default_factory=set)
-    problem: str | None = None
-
-
-_SETTINGS = pytest.StashKey[Settings]()
-_MACHINE = pytest.StashKey["GpuMachine"]()
-_RUN = pytest.StashKey[_Run]()
-_GPU_ITEM = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -117,48 +102,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def read_settings(option: Any, environ: Mapping[str, str]) -> Settings:
-    """The plugin's settings from parsed options and the environment; conflicts are errors."""
-    env = environ.get("CUSHIP_REQUIRE_GPU", "").strip().lower()
-    if env not in _TRUE + _FALSE:
-        raise UsageError(
-            f"CUSHIP_REQUIRE_GPU={environ['CUSHIP_REQUIRE_GPU']!r} is not a yes/no value",
-            hint="set it to 1 or 0",
-        )
-    require = bool(option.require_gpu) or env in _TRUE
-    if option.gpu_only and option.no_gpu:
-        raise UsageError("--gpu-only and --no-gpu together select nothing", hint="pick one")
-    if require and option.no_gpu:
-        raise UsageError(
-            "--no-gpu with --require-gpu deselects every test the GPU is required for",
-            hint="drop one of them (CUSHIP_REQUIRE_GPU=1 counts as --require-gpu)",
-        )
-    select: Literal["all", "gpu", "cpu"] = (
-        "gpu" if option.gpu_only else "cpu" if option.no_gpu else "all"
-    )
-    return Settings(
-        require_gpu=require,
-        select=select,
-        listing=bool(option.gpu_list),
-        slicing=not option.no_gpu_slicing,
-    )
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: the test needs a CUDA GPU (cuship gates it)")
     for marker, card in SHORTHAND_MARKERS.items():
         config.addinivalue_line(
-            "markers", f"{marker}: the test needs an {card} GPU; same keywords as gpu (cuship)"
+            "markers",
+            f"{marker}: the test needs {article(card)} {card} GPU; same keywords as gpu (cuship)",
         )
     try:
         settings = read_settings(config.option, os.environ)
     except UsageError as err:
         raise pytest.UsageError(f"cuship: {err}") from err
-    config.stash[_SETTINGS] = settings
-    config.stash[_RUN] = _Run()
+    config.stash[SETTINGS] = settings
+    config.stash[RUN] = Run()
     if not _is_worker(config):
-        config.pluginmanager.register(_Tally(config), "cuship-tally")
+        config.pluginmanager.register(Tally(config), "cuship-tally")
     if settings.listing and hasattr(config.option, "dist"):
         config.option.dist = "no"  # listing collects in this process, so xdist stays off
     handed = getattr(config, "workerinput", {}).get("cuship")
@@ -169,23 +128,9 @@ def pytest_configure(config: pytest.Config) -> None:
 def _take_worker_share(config: pytest.Config, handed: Mapping[str, Any]) -> None:
     from cuship._gpu_machine import GpuMachine
 
-    config.stash[_MACHINE] = GpuMachine.from_json(handed["machine"])
+    config.stash[MACHINE] = GpuMachine.from_json(handed["machine"])
     if handed.get("cuda_visible_devices") is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = handed["cuda_visible_devices"]
-
-
-def machine_of(config: pytest.Config) -> GpuMachine:
-    """This run's GPUs, read once and kept on ``config.stash``."""
-    if _MACHINE not in config.stash:
-        from cuship._gpu_machine import GpuMachine
-        from cuship.machine import fingerprint
-
-        try:
-            fp = fingerprint(os.environ)
-        except CushipError as err:
-            raise pytest.UsageError(f"cuship: {err}") from err
-        config.stash[_MACHINE] = GpuMachine.from_fingerprint(fp, os.environ)
-    return config.stash[_MACHINE]
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -198,7 +143,7 @@ def pytest_configure_node(node: Any) -> None:
     config: pytest.Config = node.config
     machine = machine_of(config)
     share, visible = machine, None
-    if config.stash[_SETTINGS].slicing and machine.gpus and machine.devices is not None:
+    if config.stash[SETTINGS].slicing and machine.gpus and machine.devices is not None:
         worker = int(str(node.workerinput["workerid"]).removeprefix("gw"))
         share = machine.share(worker, int(node.workerinput["workercount"]))
         visible = share.visible_env
@@ -207,36 +152,9 @@ def pytest_configure_node(node: Any) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     lines = [f"cuship: {machine_of(config).summary()}"]
-    if config.stash[_SETTINGS].require_gpu:
+    if config.stash[SETTINGS].require_gpu:
         lines.append("cuship: --require-gpu: skipped gpu tests fail, and so does a run without GPU")
     return lines
-
-
-def _model(name: str) -> GpuModel:
-    from cuship.compat import load
-
-    return load().gpu(name)
-
-
-def _find_model(name: str) -> GpuModel | None:
-    from cuship.compat import load
-
-    return load().find_gpu(name)
-
-
-def requirements(item: pytest.Item) -> tuple[GpuRequirement, ...]:
-    """The gpu demands of ``item``'s markers (nearest first); raises UsageError for bad ones."""
-    cache = item.config.stash[_RUN].marks
-    found = []
-    for mark in item.iter_markers():
-        if mark.name not in MARKER_NAMES:
-            continue
-        hit = cache.get(id(mark))
-        if hit is None:
-            hit = (mark, parse_marker(mark.name, mark.args, mark.kwargs, model=_model))
-            cache[id(mark)] = hit  # the mark is kept alive with it, so its id stays unique
-        found.append(hit[1])
-    return tuple(found)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -262,7 +180,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    settings, run = config.stash[_SETTINGS], config.stash[_RUN]
+    settings, run = config.stash[SETTINGS], config.stash[RUN]
     kept: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     gpu_count = 0
@@ -275,70 +193,45 @@ def pytest_collection_modifyitems(
         (kept if wanted else dropped).append(item)
         if wanted and reqs:
             gpu_count += 1
-            _judge(item, reqs, machine_of(config), run, mark_skip=not settings.listing)
+            _judge(item, reqs, machine_of(config), run, listing=settings.listing)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
     if settings.require_gpu and not settings.listing:
-        run.problem = _require_problem(machine_of(config), gpu_count)
-        items.append(_RequireGpu.from_parent(session, name="require-gpu", nodeid=REQUIRE_NODEID))
+        run.problem = require_problem(machine_of(config), gpu_count)
+        items.append(RequireGpu.from_parent(session, name="require-gpu", nodeid=REQUIRE_NODEID))
 
 
 def _judge(
     item: pytest.Item,
     reqs: tuple[GpuRequirement, ...],
     machine: GpuMachine,
-    run: _Run,
+    run: Run,
     *,
-    mark_skip: bool,
+    listing: bool,
 ) -> None:
     from cuship._gpu_machine import unmet
 
-    item.stash[_GPU_ITEM] = True
-    reason = next((r for r in (unmet(q, machine, _find_model) for q in reqs) if r), None)
-    run.listed.append((item.nodeid, "; ".join(describe(q) for q in reqs), reason))
-    if reason is not None and mark_skip:
-        item.add_marker(pytest.mark.skip(reason=reason))
-
-
-def _require_problem(machine: GpuMachine, gpu_tests: int) -> str | None:
-    if not machine.gpus:
-        return f"--require-gpu: no GPU is visible ({machine.absence()})"
-    if gpu_tests == 0:
-        return (
-            "--require-gpu: no gpu-marked test was selected, so this GPU run checks nothing "
-            "on the GPU; mark GPU tests with @pytest.mark.gpu or drop --require-gpu"
-        )
-    return None
-
-
-class RequireGpuFailed(Exception):
-    """The ``cuship::require-gpu`` check failed."""
-
-
-class _RequireGpu(pytest.Item):
-    """The check ``--require-gpu`` adds: a GPU is visible and some gpu test was selected."""
-
-    def runtest(self) -> None:
-        problem = self.config.stash[_RUN].problem
-        if problem is not None:
-            raise RequireGpuFailed(problem)
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        if isinstance(excinfo.value, RequireGpuFailed):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
-
-    def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, "cuship --require-gpu check"
+    item.stash[GPU_ITEM] = True
+    reason = None
+    for req in reqs:
+        if req not in run.verdicts:
+            run.verdicts[req] = unmet(req, machine, find_card)
+        reason = reason or run.verdicts[req]
+    if listing:
+        run.listed.append((item.nodeid, "; ".join(describe(q) for q in reqs), reason))
+    elif reason is not None:
+        if reason not in run.skips:
+            run.skips[reason] = pytest.mark.skip(reason=reason)
+        item.add_marker(run.skips[reason])
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> bool | None:
     config = session.config
-    if not config.stash[_SETTINGS].listing:
+    if not config.stash[SETTINGS].listing:
         return None
-    run = config.stash[_RUN]
+    run = config.stash[RUN]
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         for line in listing_lines(machine_of(config), run.listed):
@@ -346,30 +239,15 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     return True
 
 
-def listing_lines(machine: GpuMachine, listed: list[tuple[str, str, str | None]]) -> list[str]:
-    """The ``--gpu-list`` report."""
-    lines = [f"cuship --gpu-list on {machine.summary()}"]
-    for nodeid, needs, reason in listed:
-        lines.append(f"  {'RUNS ' if reason is None else 'SKIPS'}  {nodeid}  needs {needs}")
-        if reason is not None:
-            lines.append(f"         {reason}")
-    runs = sum(1 for *_, reason in listed if reason is None)
-    lines.append(
-        f"cuship --gpu-list: {len(listed)} gpu tests: {runs} would run, "
-        f"{len(listed) - runs} would skip; nothing was run"
-    )
-    return lines
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if not item.stash.get(_GPU_ITEM, False):
+    if not item.stash.get(GPU_ITEM, False):
         return report
     report.cuship_gpu = True  # type: ignore[attr-defined]  # travels to the xdist controller
-    require = item.config.stash[_SETTINGS].require_gpu
+    require = item.config.stash[SETTINGS].require_gpu
     if require and report.skipped and not hasattr(report, "wasxfail"):
         longrepr = report.longrepr
         reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
@@ -387,30 +265,3 @@ def pytest_report_teststatus(
     if getattr(report, "cuship_forced", False):
         return "failed", "F", "FAILED"
     return None
-
-
-class _Tally:
-    """Counts gpu test outcomes from reports (on the xdist controller too) for the summary."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if not getattr(report, "cuship_gpu", False):
-            return
-        run = self.config.stash[_RUN]
-        if getattr(report, "cuship_forced", False):
-            run.forced.add(report.nodeid)
-        elif report.skipped and not hasattr(report, "wasxfail"):
-            run.skipped.add(report.nodeid)
-        elif report.when == "call":
-            run.ran.add(report.nodeid)
-
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        run, settings = self.config.stash[_RUN], self.config.stash[_SETTINGS]
-        if settings.listing or not (run.ran or run.skipped or run.forced or settings.require_gpu):
-            return
-        text = f"cuship: gpu tests: {len(run.ran)} ran, {len(run.skipped)} skipped"
-        if run.forced:
-            text += f", {len(run.forced)} failed under --require-gpu (would have skipped)"
-        terminalreporter.write_line(text, red=bool(run.forced), green=not run.forced)

@@ -360,3 +360,27 @@ def test_header_reports_this_machine_without_overrides(pytester: pytest.Pytester
     assert header[0].startswith(expected)
     assert header[0].endswith(f"; torch {fp.torch.version if fp.torch else 'none'}")
     assert "cuship: gpu tests" not in pytester.runpytest(*NO_CACHE).stdout.str()
+
+
+def test_markers_added_by_a_conftest_are_judged_too(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUSHIP_GPUS", "A10")
+    pytester.makeconftest(
+        """
+        import pytest
+
+        def pytest_collection_modifyitems(items):
+            for item in items:
+                if "hopper" in item.name:
+                    item.add_marker(pytest.mark.gpu(min_cc="9.0"))
+        """
+    )
+    pytester.makepyfile(
+        test_dyn="def test_hopper_kernel():\n    pass\n\ndef test_cpu():\n    pass\n"
+    )
+    rec = pytester.inline_run(*NO_CACHE)
+    rec.assertoutcome(passed=1, skipped=1)
+    assert skip_reasons(rec) == {
+        "test_hopper_kernel": "needs compute capability ≥ 9.0; found 8.6 (A10)"
+    }

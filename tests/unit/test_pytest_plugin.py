@@ -11,11 +11,11 @@ import pytest
 
 from cuship._gpu_machine import GpuMachine, card_memory_mib, unmet, worker_share
 from cuship._gpu_markers import SHORTHAND_MARKERS, GpuRequirement, describe, parse_marker
+from cuship._gpu_session import read_settings
 from cuship._probe import NvmlAnswer, NvmlGpu
 from cuship.compat import load
 from cuship.errors import UsageError
 from cuship.machine import Gpu, fingerprint
-from cuship.pytest_plugin import read_settings
 
 COMPAT = load()
 
