@@ -46,6 +46,9 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         "CUSHIP_TORCH",
         "CUDA_VISIBLE_DEVICES",
         "PYTEST_ADDOPTS",
+        "PYTEST_XDIST_WORKER",  # inner runs are not xdist workers, even when this one is
+        "PYTEST_XDIST_WORKER_COUNT",
+        "PYTEST_XDIST_TESTRUNUID",
     ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("PYTHONPATH", str(SRC))

@@ -36,7 +36,15 @@ def test_pair():
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("CUSHIP_GPUS", "CUSHIP_REQUIRE_GPU", "CUDA_VISIBLE_DEVICES", "PYTEST_ADDOPTS"):
+    for var in (
+        "CUSHIP_GPUS",
+        "CUSHIP_REQUIRE_GPU",
+        "CUDA_VISIBLE_DEVICES",
+        "PYTEST_ADDOPTS",
+        "PYTEST_XDIST_WORKER",  # inner runs are not xdist workers, even when this one is
+        "PYTEST_XDIST_WORKER_COUNT",
+        "PYTEST_XDIST_TESTRUNUID",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("PYTHONPATH", str(SRC))
 
