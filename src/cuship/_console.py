@@ -89,21 +89,33 @@ class Console:
         elif event.level == "warning":
             self.warn(event.message)
         else:
-            self.err.print(event.message, style=_STYLE.get(event.level, ""), markup=False)
+            self.err.print(
+                event.message, style=_STYLE.get(event.level, ""), markup=False, soft_wrap=True
+            )
 
     def warn(self, message: str) -> None:
         if self.github:
             self._err.write(f"::warning::{_escape_workflow(message)}\n")
             self._err.flush()
         else:
-            self.err.print(f"warning: {message}", style="yellow", markup=False)
+            self._line(f"warning: {message}", "yellow")
 
     def error(self, message: str) -> None:
         if self.github:
             self._err.write(f"::error::{_escape_workflow(message)}\n")
             self._err.flush()
         else:
-            self.err.print(f"error: {message}", style="bold red", markup=False)
+            self._line(f"error: {message}", "bold red")
+
+    def _line(self, text: str, style: str) -> None:
+        """A message on stderr, never broken at the console width (paths and commands stay
+        whole, so logs can be searched); coloured only on a terminal."""
+        isatty = getattr(self._err, "isatty", None)
+        if style and isatty is not None and isatty():
+            self.err.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+            return
+        self._err.write(text + "\n")
+        self._err.flush()
 
     def _group_start(self, title: str) -> None:
         if self.github:

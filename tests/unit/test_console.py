@@ -35,3 +35,10 @@ def test_plain_terminal_output_and_json_on_stdout() -> None:
 def test_detects_github_actions_from_environment() -> None:
     assert in_github_actions({"GITHUB_ACTIONS": "true"})
     assert not in_github_actions({})
+
+
+def test_long_messages_are_never_broken_into_lines() -> None:
+    err = io.StringIO()
+    path = "/tmp/" + "d" * 300 + "/cuship.toml"
+    Console(github=False, out=io.StringIO(), err=err).error(f"{path}: matrix.cuda: bad")
+    assert path in err.getvalue()
