@@ -12,7 +12,6 @@ import gc
 import os
 from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
@@ -23,7 +22,6 @@ from cuship.errors import CushipError, UsageError
 if TYPE_CHECKING:
     from cuship._gpu_machine import GpuMachine
     from cuship._gpu_markers import GpuRequirement
-    from cuship._probe import Probe
     from cuship.compat import GpuModel
 
 __all__ = [
@@ -137,29 +135,6 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-_DRIVER_NODES = ("/dev/nvidiactl", "/dev/dxg", "/proc/driver/nvidia")
-
-
-def system_probe() -> Probe:
-    """The system probe, minus NVML where no NVIDIA driver is loaded (it could only fail).
-
-    Loading pynvml only to fail slows every later garbage collection of a big test session
-    (measured: pytest's own collections at exit take 2-4x longer), so it is skipped.
-    """
-    from cuship._probe import SystemProbe
-
-    if any(Path(node).exists() for node in _DRIVER_NODES):
-        return SystemProbe()
-
-    class NoDriverProbe(SystemProbe):
-        __slots__ = ()
-
-        def nvml(self) -> None:
-            return None
-
-    return NoDriverProbe()
-
-
 def machine_of(config: pytest.Config) -> GpuMachine:
     """This run's GPUs, read once and kept on ``config.stash``."""
     if MACHINE not in config.stash:
@@ -168,7 +143,7 @@ def machine_of(config: pytest.Config) -> GpuMachine:
                 from cuship._gpu_machine import GpuMachine
                 from cuship.machine import fingerprint
 
-                fp = fingerprint(os.environ, system_probe())
+                fp = fingerprint(os.environ)
         except CushipError as err:
             raise pytest.UsageError(f"cuship: {err}") from err
         config.stash[MACHINE] = GpuMachine.from_fingerprint(fp, os.environ)

@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 __all__ = ["NvmlAnswer", "NvmlGpu", "Probe", "SystemProbe"]
 
+_DRIVER_NODES = ("/dev/nvidiactl", "/dev/dxg", "/proc/driver/nvidia")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NvmlGpu:
@@ -76,7 +78,14 @@ class SystemProbe:
             return ()
 
     def nvml(self) -> NvmlAnswer | None:
-        """Ask NVML (nvidia-ml-py) when it is installed and a driver answers; else None."""
+        """Ask NVML (nvidia-ml-py) when it is installed and a driver answers; else None.
+
+        Without an NVIDIA driver node NVML could only fail, and importing pynvml just to fail
+        slows every later garbage collection of a big process (a pytest session: 2-4x), so it
+        is not tried.
+        """
+        if not any(Path(node).exists() for node in _DRIVER_NODES):
+            return None
         try:
             import pynvml
         except ImportError:

@@ -17,7 +17,7 @@ import platform
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -337,8 +337,3 @@ def fingerprint(
         memory_available_gib=available,
         notes=tuple(notes),
     )
-
-
-def with_overrides(base: Fingerprint, **changes: Any) -> Fingerprint:
-    """A copy of ``base`` with some fields replaced (for resolvers asked about another machine)."""
-    return replace(base, **changes)
