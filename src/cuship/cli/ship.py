@@ -30,7 +30,7 @@ def command(path: Path, out_dir: Path, as_json: bool, verbose: bool) -> None:
     console = make_console(verbose)
     config = load_config(path)
     host = _host(config)
-    _preflight([], host, config, "local", require_runnable=False)
+    _preflight(host, config, "local")
     report = ship(path, out_dir.resolve(), host=host, emit=console.emit)
     project = config.project.name or "PROJECT"
     line = report.install_line(project)
