@@ -27,10 +27,13 @@ __all__ = [
     "Matrix",
     "Pruned",
     "expand",
+    "expand_all",
+    "jobs_with_configs",
     "parse_shard",
     "shard",
     "to_github",
     "to_gitlab",
+    "unknown_job",
 ]
 
 
@@ -105,11 +108,16 @@ class Matrix:
         for job in self.jobs:
             if job.id == job_id:
                 return job
-        import difflib
+        raise unknown_job(job_id, [j.id for j in self.jobs])
 
-        near = difflib.get_close_matches(job_id, [j.id for j in self.jobs], n=3, cutoff=0.5)
-        hint = f"nearest: {', '.join(near)}" if near else "list jobs with `cuship matrix`"
-        raise UsageError(f"no job {job_id!r} in the matrix", hint=hint)
+
+def unknown_job(job_id: str, known: Sequence[str]) -> UsageError:
+    """The error for a job ID that is not in the matrix, naming the nearest ones."""
+    import difflib
+
+    near = difflib.get_close_matches(job_id, known, n=3, cutoff=0.5)
+    hint = f"nearest: {', '.join(near)}" if near else "list jobs with `cuship matrix`"
+    return UsageError(f"no job {job_id!r} in the matrix", hint=hint)
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,6 +377,13 @@ def expand(config: Config, compat: Compat) -> Matrix:
         arch_drops=tuple(drops),
         considered=considered,
     )
+
+
+def jobs_with_configs(config: Config, compat: Compat) -> tuple[tuple[Config, BuildJob], ...]:
+    """Every job with the config that builds it (one config per packages.yml entry and version)."""
+    from cuship.config import package_configs
+
+    return tuple((cfg, job) for cfg in package_configs(config) for job in expand(cfg, compat).jobs)
 
 
 def expand_all(config: Config, compat: Compat) -> Matrix:

@@ -13,10 +13,10 @@ from pathlib import Path
 from cuship.build.plan import Host, plan_job
 from cuship.build.run import Outcome, build_all, require_buildable
 from cuship.compat import load
-from cuship.config import load_config, package_configs
+from cuship.config import load_config
 from cuship.events import Emit, Event, discard
 from cuship.index.simple import IndexSummary
-from cuship.matrix import expand
+from cuship.matrix import jobs_with_configs
 
 __all__ = ["ShipReport", "ship"]
 
@@ -68,8 +68,7 @@ def ship(path: Path, out_dir: Path, *, host: Host, emit: Emit = discard) -> Ship
         config = load_config(path)
         plans = [
             plan_job(job, cfg, host, mode="local", out_dir=out_dir / "wheels")
-            for cfg in package_configs(config)
-            for job in expand(cfg, load()).jobs
+            for cfg, job in jobs_with_configs(config, load())
         ]
     require_buildable(plans, repr(str(path)))
     with clock.run("build", emit):

@@ -21,10 +21,10 @@ from cuship.build.run import (
 )
 from cuship.cli._common import exit_with, json_option, make_console, verbose_option
 from cuship.compat import load
-from cuship.config import Config, load_config, package_configs
-from cuship.errors import ToolMissing, UsageError
+from cuship.config import Config, load_config
+from cuship.errors import ToolMissing
 from cuship.machine import fingerprint
-from cuship.matrix import BuildJob, expand
+from cuship.matrix import BuildJob, jobs_with_configs, unknown_job
 from cuship.wheel.audit import sm_key
 
 
@@ -83,18 +83,14 @@ def _summary(console: Console, outcomes: tuple[Outcome, ...], stats: dict[str, i
 
 
 def _select(config: Config, job_ids: tuple[str, ...]) -> list[tuple[Config, BuildJob]]:
-    """(config, job) pairs: one config per packages.yml entry and version, else the project's."""
-    pairs = [(cfg, job) for cfg in package_configs(config) for job in expand(cfg, load()).jobs]
+    """(config, job) pairs, all of them or the ones named."""
+    pairs = jobs_with_configs(config, load())
     if not job_ids:
-        return pairs
+        return list(pairs)
     by_id = {job.id: (cfg, job) for cfg, job in pairs}
-    missing = [job_id for job_id in job_ids if job_id not in by_id]
-    if missing:
-        import difflib
-
-        near = difflib.get_close_matches(missing[0], list(by_id), n=3, cutoff=0.5)
-        hint = f"nearest: {', '.join(near)}" if near else "list jobs with `cuship matrix`"
-        raise UsageError(f"no job {missing[0]!r} in the matrix", hint=hint)
+    for job_id in job_ids:
+        if job_id not in by_id:
+            raise unknown_job(job_id, list(by_id))
     return [by_id[job_id] for job_id in job_ids]
 
 
