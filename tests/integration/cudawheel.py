@@ -4,11 +4,39 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
+import re
 import subprocess
 import zipfile
 from pathlib import Path
 
 NVCC = Path("/usr/local/cuda/bin/nvcc")
+_LISTED = re.compile(r"^(ELF|PTX) file\s+\d+: .*\.sm_(\w+)\.(cubin|ptx)$", re.MULTILINE)
+
+
+def cuobjdump() -> Path:
+    """The cuobjdump that the triton wheel bundles."""
+    spec = importlib.util.find_spec("triton")
+    assert spec is not None and spec.submodule_search_locations
+    tool = Path(next(iter(spec.submodule_search_locations))) / "backends/nvidia/bin/cuobjdump"
+    assert tool.is_file(), f"triton does not bundle cuobjdump at {tool}"
+    return tool
+
+
+def cuobjdump_arches(so: Path) -> tuple[set[str], set[str]]:
+    """SASS and PTX arches as cuobjdump lists them."""
+    done = subprocess.run(
+        [str(cuobjdump()), "--list-elf", "--list-ptx", str(so)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = _LISTED.findall(done.stdout)
+    return {sm for kind, sm, _ in found if kind == "ELF"}, {
+        sm for kind, sm, _ in found if kind == "PTX"
+    }
+
+
 KERNEL = """
 __global__ void axpy(float a, const float* x, float* y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import json
 import os
 import re
@@ -15,6 +14,8 @@ from pathlib import Path
 import pytest
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
+
+from tests.integration.cudawheel import cuobjdump_arches
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 
@@ -48,15 +49,6 @@ def needed_libraries(so: Path) -> list[str]:
         assert isinstance(section, DynamicSection)
         # pyelftools sets .needed on DT_NEEDED tags only, which its type hints cannot say
         return [str(tag.needed) for tag in section.iter_tags("DT_NEEDED")]  # type: ignore[attr-defined]
-
-
-def cuobjdump() -> Path:
-    """The cuobjdump that the triton wheel bundles."""
-    spec = importlib.util.find_spec("triton")
-    assert spec is not None and spec.submodule_search_locations
-    tool = Path(next(iter(spec.submodule_search_locations))) / "backends/nvidia/bin/cuobjdump"
-    assert tool.is_file(), f"triton does not bundle cuobjdump at {tool}"
-    return tool
 
 
 def venv_with(tmp_path: Path, *requirements: str) -> Path:
@@ -95,16 +87,9 @@ def test_extension_links_the_shared_cuda_runtime(example_wheel: Path, tmp_path: 
 
 def test_extension_has_sass_for_four_arches_and_ptx(example_wheel: Path, tmp_path: Path) -> None:
     so = extension_of(example_wheel, tmp_path)
-    out = subprocess.run(
-        [str(cuobjdump()), "--list-elf", "--list-ptx", str(so)],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    sass = {int(m) for m in re.findall(r"^ELF file\s+\d+: .*\.sm_(\d+)\.cubin$", out, re.M)}
-    ptx = {int(m) for m in re.findall(r"^PTX file\s+\d+: .*\.sm_(\d+)\.ptx$", out, re.M)}
-    assert sass == {80, 90, 100, 120}, out
-    assert ptx == {120}, out
+    sass, ptx = cuobjdump_arches(so)
+    assert sass == {"80", "90", "100", "120"}
+    assert ptx == {"120"}
 
 
 def _assert_cpu_answers(result: dict[str, object]) -> None:

@@ -12,7 +12,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import triton
 
 from cuship.cli import main
 from cuship.events import Event, collect
@@ -20,24 +19,7 @@ from cuship.wheel.audit import ObjectReport, WheelReport, inspect_path
 from cuship.wheel.fatbin import fatbin_of_elf
 from cuship.wheel.repair import repair
 from cuship.wheel.retag import record_hash, retag
-from tests.integration.cudawheel import build_so, make_wheel
-
-CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-_LISTED = re.compile(r"^(ELF|PTX) file\s+\d+: .*\.sm_(\w+)\.(cubin|ptx)$", re.MULTILINE)
-
-
-def cuobjdump_arches(so: Path) -> tuple[set[str], set[str]]:
-    """SASS and PTX arches as cuobjdump lists them."""
-    done = subprocess.run(
-        [str(CUOBJDUMP), "--list-elf", "--list-ptx", str(so)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    found = _LISTED.findall(done.stdout)
-    return {sm for kind, sm, _ in found if kind == "ELF"}, {
-        sm for kind, sm, _ in found if kind == "PTX"
-    }
+from tests.integration.cudawheel import build_so, cuobjdump_arches, make_wheel
 
 
 @pytest.fixture(scope="session")
