@@ -178,6 +178,16 @@ class BuildSection:
     torch_index: str = field_doc(
         "Where torch for a job comes from.", default="https://download.pytorch.org/whl/{variant}"
     )
+    cpu_fallback: bool = field_doc(
+        "The project also builds without CUDA (with CUSHIP_CPU_ONLY=1 and cpu_env set): "
+        "without nvcc, `cuship ship` builds that one CPU-only wheel, labelled +cpu.",
+        default=False,
+    )
+    cpu_env: Mapping[str, str] = field_doc(
+        "Extra environment for the CPU-only build, for projects with their own switch "
+        "(e.g. FLASH_ATTENTION_SKIP_CUDA_BUILD = 'TRUE').",
+        default_factory=dict,
+    )
 
 
 def _non_negative(value: float | int | None) -> None:

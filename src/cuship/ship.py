@@ -1,4 +1,4 @@
-"""``cuship ship``: plan → build what this host can → repair/label/verify → index → summary.
+"""``cuship ship``: plan → build what this host can → repair/label/verify → quick check → index.
 
 Each stage's wall time is kept so a user (and the benchmark) sees where the minutes go.
 """
@@ -12,8 +12,10 @@ from pathlib import Path
 
 from cuship.build.plan import Host, plan_job
 from cuship.build.run import Outcome, build_all, require_buildable
+from cuship.check.results import CheckReport
 from cuship.compat import load
-from cuship.config import load_config
+from cuship.config import Config, load_config
+from cuship.errors import ToolMissing
 from cuship.events import Emit, Event, discard
 from cuship.index.simple import IndexSummary
 from cuship.matrix import jobs_with_configs
@@ -27,10 +29,13 @@ class ShipReport:
     index: IndexSummary | None
     site: Path
     stages: Mapping[str, float] = field(default_factory=dict)
+    check: CheckReport | None = None
+    cpu_only: bool = False
 
     @property
     def failed(self) -> bool:
-        return any(o.status == "failed" for o in self.outcomes)
+        checked_bad = self.check is not None and self.check.verdict == "failed"
+        return checked_bad or any(o.status == "failed" for o in self.outcomes)
 
     def install_line(self, project: str, url: str | None = None) -> str:
         """The pip command that installs what was shipped from the index."""
@@ -58,8 +63,20 @@ class _Stage:
         self.clock.stages[self.name] = time.perf_counter() - self.start
 
 
-def ship(path: Path, out_dir: Path, *, host: Host, emit: Emit = discard) -> ShipReport:
-    """Run the whole pipeline for the project at ``path``; wheels and site go under ``out_dir``."""
+def ship(
+    path: Path,
+    out_dir: Path,
+    *,
+    host: Host,
+    environ: Mapping[str, str],
+    quick_check: bool = True,
+    emit: Emit = discard,
+) -> ShipReport:
+    """Run the whole pipeline for the project at ``path``; wheels and site go under ``out_dir``.
+
+    Without nvcc, a project with ``[build] cpu_fallback`` gets its CPU-only wheel (said plainly);
+    one without is refused with exit 3.
+    """
     from cuship.index.describe import describe_wheel
     from cuship.index.simple import write
 
@@ -70,13 +87,62 @@ def ship(path: Path, out_dir: Path, *, host: Host, emit: Emit = discard) -> Ship
             plan_job(job, cfg, host, mode="local", out_dir=out_dir / "wheels")
             for cfg, job in jobs_with_configs(config, load())
         ]
-    require_buildable(plans, repr(str(path)))
+    cpu_only = _cpu_only(config, host, emit)
+    if not cpu_only:
+        require_buildable(plans, repr(str(path)))
     with clock.run("build", emit):
-        outcomes = build_all(plans, emit=emit)
+        outcomes = build_all(plans, environ=environ, emit=emit)
+        if cpu_only:
+            from cuship.build.cpu import plan_cpu, run_cpu
+
+            cpu = run_cpu(
+                plan_cpu(config, host, out_dir=out_dir / "wheels"), environ=environ, emit=emit
+            )
+            outcomes = (*outcomes, cpu)
+    check = None
+    if quick_check and config.check.modules:
+        with clock.run("check", emit):
+            check = _quick_check(path, environ, emit)
     wheels = [o.result.wheel for o in outcomes if o.result is not None and o.status == "built"]
     site = out_dir / "site"
     summary = None
     if wheels:
         with clock.run("index", emit):
             summary = write(wheels, site, describe=describe_wheel, emit=emit)
-    return ShipReport(outcomes=outcomes, index=summary, site=site, stages=dict(clock.stages))
+    return ShipReport(
+        outcomes=outcomes,
+        index=summary,
+        site=site,
+        stages=dict(clock.stages),
+        check=check,
+        cpu_only=cpu_only,
+    )
+
+
+def _cpu_only(config: Config, host: Host, emit: Emit) -> bool:
+    """Whether this run takes the CPU-only path; exit 3 when there is no nvcc and no such path."""
+    if host.nvcc is not None:
+        return False
+    if not config.build.cpu_fallback:
+        raise ToolMissing(
+            "no nvcc found: building CUDA wheels needs the CUDA toolkit",
+            hint="install it and set CUDA_HOME (or put nvcc on PATH); if the project also builds "
+            "without CUDA, set [build] cpu_fallback = true for a CPU-only wheel",
+        )
+    emit(
+        Event(
+            level="warning",
+            topic="ship",
+            message="no nvcc on this host: CPU-only path. One wheel without CUDA kernels (+cpu) is "
+            "built; every CUDA job needs a runner with nvcc.",
+        )
+    )
+    return True
+
+
+def _quick_check(path: Path, environ: Mapping[str, str], emit: Emit) -> CheckReport:
+    """``cuship check --quick --device cpu`` on the project, not stored (ship is not a check run)."""
+    from cuship.check.session import CheckRequest, run_check
+
+    request = CheckRequest(path=path, target=str(path), device="cpu", quick=True, store=False)
+    return run_check(request, environ=environ, emit=emit)

@@ -26,12 +26,17 @@ def test_ship_builds_indexes_and_the_install_line_works(tmp_path: Path) -> None:
     assert built, "this host builds at least its own Python x CUDA"
     assert all(j["status"] in ("built", "needs-runner") for j in report["jobs"])
     assert report["index"]["wheels"] == len(built)
-    assert set(report["stages"]) == {"plan", "build", "index"}
+    assert set(report["stages"]) == {"plan", "build", "check", "index"}
+    assert report["check"]["verdict"] == "passed"
+    assert report["cpu_only"] is False
     manifest = json.loads((out / "site" / "cuship-index.json").read_text())
     described = [w["describe"] for w in manifest["wheels"]]
     assert all(d["sass"] == ["80", "90", "100", "120"] and d["ptx"] == ["120"] for d in described)
 
-    install = report["install"]
+    _install_and_run(report["install"], tmp_path)
+
+
+def _install_and_run(install: str, tmp_path: Path) -> None:
     assert install.startswith("pip install cuvecops --index-url ")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -66,3 +71,43 @@ def test_ship_with_nothing_buildable_exits_4(tmp_path: Path) -> None:
     )
     assert done.returncode == 4
     assert "needs Python 3.13" in done.stderr
+
+
+def test_ship_without_nvcc_takes_the_cpu_only_path_and_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "shipped"
+    done = subprocess.run(
+        [sys.executable, "-m", "cuship", "ship", str(EXAMPLE), "-o", str(out), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "CUSHIP_NVCC": "none"},
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "no nvcc on this host: CPU-only path" in done.stderr
+    report = json.loads(done.stdout)
+    assert report["cpu_only"] is True
+    built = [j for j in report["jobs"] if j["status"] == "built"]
+    assert [Path(j["wheel"]).name for j in built] == ["cuvecops-0.1.0+cpu-py3-none-any.whl"]
+    needs = [j for j in report["jobs"] if j["status"] == "needs-runner"]
+    assert needs and all("needs nvcc" in j["detail"] or "Python" in j["detail"] for j in needs)
+    manifest = json.loads((out / "site" / "cuship-index.json").read_text())
+    (record,) = manifest["wheels"]
+    assert record["describe"]["sass"] == [] and record["describe"]["ptx"] == []
+    assert report["check"]["verdict"] == "passed"
+    _install_and_run(report["install"], tmp_path)
+
+
+def test_ship_without_nvcc_and_without_cpu_fallback_exits_3(tmp_path: Path) -> None:
+    (tmp_path / "cuship.toml").write_text(
+        '[project]\nname = "x"\nversion = "1"\n[matrix]\npython = ["3.11"]\ncuda = ["13.0"]\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "cuship", "ship", str(tmp_path), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "CUSHIP_NVCC": "none"},
+    )
+    assert done.returncode == 3, done.stderr
+    assert "no nvcc found" in done.stderr and "cpu_fallback = true" in done.stderr

@@ -23,7 +23,7 @@ from cuship.errors import CheckFailed, CushipError
 from cuship.events import Emit, Event, discard
 from cuship.wheel.audit import WheelReport
 
-__all__ = ["BuildFailed", "JobResult", "run_plan"]
+__all__ = ["BuildFailed", "JobResult", "finish_wheel", "run_plan", "run_step", "single_wheel"]
 
 # compiler diagnostics first ("ops.cu(193): error: ...", "x.cpp:3:1: error: ..."), then any error line
 _DIAGNOSTIC = re.compile(r"(\(\d+\)|:\d+(:\d+)?):\s*(fatal )?error|CMake Error|undefined reference")
@@ -77,7 +77,7 @@ def run_step(step: Step, log_path: Path, environ: Mapping[str, str], emit: Emit 
     return output
 
 
-def _single_wheel(directory: Path, job_id: str) -> Path:
+def single_wheel(directory: Path, job_id: str) -> Path:
     wheels = sorted(directory.glob("*.whl"))
     if len(wheels) != 1:
         raise BuildFailed(
@@ -86,22 +86,34 @@ def _single_wheel(directory: Path, job_id: str) -> Path:
     return wheels[0]
 
 
-def _finish(
-    plan: BuildPlan, raw: Path, environ: Mapping[str, str], emit: Emit
+def finish_wheel(
+    raw: Path,
+    *,
+    work_dir: Path,
+    out_dir: Path,
+    label: str,
+    arches: str,
+    environ: Mapping[str, str],
+    emit: Emit = discard,
 ) -> tuple[Path, WheelReport, tuple[str, ...]]:
+    """Repair (unless pure), label, inspect and verify ``raw``; the final wheel lands in ``out_dir``.
+
+    ``arches`` is the arch spec the wheel must cover; empty for a CPU-only wheel, which must then
+    hold no device code at all.
+    """
     from cuship.wheel.audit import inspect_wheel
     from cuship.wheel.repair import repair
     from cuship.wheel.retag import retag
     from cuship.wheel.verify import verify
 
-    work = plan.raw_dir / "repaired"
+    work = work_dir / "repaired"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     _, _, _, tags = parse_wheel_filename(raw.name)
     if all(tag.platform == "any" for tag in tags):
         emit(
             Event(
-                level="warning",
+                level="warning" if arches else "info",
                 topic="build",
                 message=f"{raw.name}: a pure wheel, nothing to repair",
             )
@@ -109,12 +121,18 @@ def _finish(
         repaired = raw
     else:
         repaired = repair(raw, out_dir=work, env=environ, emit=emit).output
-    labelled = retag(repaired, local=plan.job.label, out_dir=plan.raw_dir / "labelled", emit=emit)
+    labelled = retag(repaired, local=label, out_dir=work_dir / "labelled", emit=emit)
     report = inspect_wheel(labelled)
-    result = verify(report, arches=plan.job.arch.torch, local=plan.job.label)
-    final = plan.out_dir / labelled.name
+    problems = verify(report, arches=arches, local=label).problems
+    if not arches:
+        problems += tuple(
+            f"{x.path}: CUDA device code in a CPU-only wheel"
+            for x in report.extensions
+            if x.sass or x.ptx
+        )
+    final = out_dir / labelled.name
     labelled.replace(final)
-    return final, dataclasses.replace(report, path=str(final)), result.problems
+    return final, dataclasses.replace(report, path=str(final)), problems
 
 
 def run_plan(
@@ -139,8 +157,16 @@ def run_plan(
         if step.argv:
             emit(Event(level="info", topic="build", message=f"{plan.job.id}: {step.description}"))
             run_step(step, plan.log, env, emit)
-    raw = _single_wheel(plan.raw_dir, plan.job.id)
-    wheel, report, problems = _finish(plan, raw, env, emit)
+    raw = single_wheel(plan.raw_dir, plan.job.id)
+    wheel, report, problems = finish_wheel(
+        raw,
+        work_dir=plan.raw_dir,
+        out_dir=plan.out_dir,
+        label=plan.job.label,
+        arches=plan.job.arch.torch,
+        environ=env,
+        emit=emit,
+    )
     smoke = None
     if test_import:
         from cuship.build.smoke import smoke_test

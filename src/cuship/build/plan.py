@@ -19,7 +19,7 @@ from cuship.config import BuildSection, Config
 from cuship.machine import Fingerprint
 from cuship.matrix import BuildJob
 
-__all__ = ["BuildPlan", "Host", "Step", "host_of", "job_env", "max_jobs", "plan_job"]
+__all__ = ["BuildPlan", "Host", "Step", "host_of", "job_env", "max_jobs", "plan_job", "wheel_step"]
 
 Mode = Literal["local", "container"]
 
@@ -140,7 +140,8 @@ def _local_blocker(job: BuildJob, host: Host) -> str | None:
     return None
 
 
-def _wheel_step(job: BuildJob, config: Config, python: str, raw_dir: Path) -> Step:
+def wheel_step(job_id: str, config: Config, python: str, raw_dir: Path) -> Step:
+    """``pip wheel`` of the project (or its sdist from PyPI for a packages.yml entry) into ``raw_dir``."""
     build = config.build
     argv = [python, "-m", "pip", "wheel", "--no-deps", "-w", str(raw_dir)]
     if not build.isolation:
@@ -151,7 +152,7 @@ def _wheel_step(job: BuildJob, config: Config, python: str, raw_dir: Path) -> St
     else:
         argv += [*build.build_args, str(config.source_dir)]
     return Step(
-        name="build-wheel", description=f"build the raw wheel of {job.id}", argv=tuple(argv)
+        name="build-wheel", description=f"build the raw wheel of {job_id}", argv=tuple(argv)
     )
 
 
@@ -194,7 +195,7 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         blocker = _local_blocker(job, host)
         env = job_env(job, config.build, host)
         deps = _deps_step(job, config, host.python_exe)
-        local = (*((deps,) if deps else ()), _wheel_step(job, config, host.python_exe, raw_dir))
+        local = (*((deps,) if deps else ()), wheel_step(job.id, config, host.python_exe, raw_dir))
         steps = tuple(
             Step(name=s.name, description=s.description, argv=s.argv, env=env) for s in local
         )

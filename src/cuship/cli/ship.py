@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from cuship.cli._common import exit_with, json_option, make_console, verbose_option
+
+if TYPE_CHECKING:
+    from cuship._console import Console
+    from cuship.ship import ShipReport
 
 
 @click.command("ship")
@@ -19,42 +25,78 @@ from cuship.cli._common import exit_with, json_option, make_console, verbose_opt
     default=Path("shipped"),
     show_default=True,
 )
+@click.option("--no-check", is_flag=True, help="Skip the quick check stage.")
 @json_option
 @verbose_option
-def command(path: Path, out_dir: Path, as_json: bool, verbose: bool) -> None:
-    """Plan, build what this host can, repair/label/verify, index, and summarise."""
-    from cuship.cli.build import _host, _preflight, _summary
+def command(path: Path, out_dir: Path, no_check: bool, as_json: bool, verbose: bool) -> None:
+    """Plan, build what this host can, repair/label/verify, quick-check, index, and summarise."""
+    from cuship.cli.build import _host, _preflight
     from cuship.config import load_config
     from cuship.ship import ship
 
     console = make_console(verbose)
     config = load_config(path)
     host = _host(config)
-    _preflight(host, config, "local")
-    report = ship(path, out_dir.resolve(), host=host, emit=console.emit)
-    project = config.project.name or "PROJECT"
-    line = report.install_line(project)
+    if host.nvcc is not None:
+        _preflight(host, config, "local")
+    report = ship(
+        path,
+        out_dir.resolve(),
+        host=host,
+        environ=os.environ,
+        quick_check=not no_check,
+        emit=console.emit,
+    )
+    line = report.install_line(config.project.name or "PROJECT")
     if as_json:
-        console.print_json(
-            {
-                "jobs": [
-                    {"job": o.job_id, "status": o.status, "detail": o.detail}
-                    for o in report.outcomes
-                ],
-                "index": report.index.as_dict() if report.index else None,
-                "stages": {k: round(v, 2) for k, v in report.stages.items()},
-                "install": line,
-            }
-        )
+        console.print_json(_as_json(report, line))
     else:
-        _summary(console, report.outcomes, None)
-        stages = ", ".join(f"{k} {v:.1f}s" for k, v in report.stages.items())
-        console.out.print(f"stages: {stages}")
-        if report.index is not None:
-            console.out.print(
-                f"index: {report.site} ({report.index.wheels} wheels, variants {', '.join(report.index.variants)})"
-            )
-            console.out.print(f"install with:\n  {line}", markup=False)
-            console.out.print("or serve it: cuship serve " + str(report.site), markup=False)
+        _render(console, report, line)
     if report.failed:
         exit_with(1)
+
+
+def _as_json(report: ShipReport, line: str) -> dict[str, object]:
+    return {
+        "cpu_only": report.cpu_only,
+        "jobs": [
+            {
+                "job": o.job_id,
+                "status": o.status,
+                "detail": o.detail,
+                "wheel": str(o.result.wheel) if o.result else None,
+            }
+            for o in report.outcomes
+        ],
+        "check": None if report.check is None else report.check.to_json(),
+        "index": report.index.as_dict() if report.index else None,
+        "stages": {k: round(v, 2) for k, v in report.stages.items()},
+        "install": line if report.index else None,
+    }
+
+
+def _render(console: Console, report: ShipReport, line: str) -> None:
+    from cuship.cli.build import _summary
+
+    _summary(console, report.outcomes, None)
+    if report.cpu_only:
+        console.out.print(
+            "[yellow]CPU-only:[/] no nvcc on this host, so the wheel above has no CUDA kernels; "
+            "build the CUDA jobs on a runner with the CUDA toolkit.",
+            highlight=False,
+        )
+    if report.check is not None:
+        from cuship.check.reports import summary_line
+
+        console.out.print(f"quick check (cpu): {summary_line(report.check)}", markup=False)
+    stages = ", ".join(f"{k} {v:.1f}s" for k, v in report.stages.items())
+    console.out.print(f"stages: {stages}")
+    if report.index is None:
+        console.out.print("[red]nothing was indexed[/]: no wheel was built", highlight=False)
+        return
+    console.out.print(
+        f"index: {report.site} ({report.index.wheels} wheels, variants {', '.join(report.index.variants)})",
+        markup=False,
+    )
+    console.out.print(f"install with:\n  {line}", markup=False)
+    console.out.print("or serve it: cuship serve " + str(report.site), markup=False)

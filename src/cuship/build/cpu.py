@@ -1,0 +1,100 @@
+"""The CPU-only build: one wheel without CUDA code, for a host that has no nvcc.
+
+A project opts in with ``[build] cpu_fallback = true``: it promises to build without CUDA when
+``CUSHIP_CPU_ONLY=1`` (plus its own ``[build] cpu_env``) is set, for instance through a
+scikit-build-core override that skips CMake. The wheel is labelled ``+cpu``, must hold no device
+code, and goes through the same smoke import as the CUDA wheels.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cuship.build.local import JobResult, finish_wheel, run_step, single_wheel
+from cuship.build.plan import Host, Step, wheel_step
+from cuship.build.run import Outcome
+from cuship.config import Config
+from cuship.errors import CushipError
+from cuship.events import Emit, Event, discard
+
+__all__ = ["CPU_LABEL", "CpuPlan", "plan_cpu", "run_cpu"]
+
+CPU_LABEL = "cpu"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CpuPlan:
+    job_id: str
+    step: Step
+    raw_dir: Path
+    out_dir: Path
+    log: Path
+    test_import: str | None
+
+
+def plan_cpu(config: Config, host: Host, *, out_dir: Path) -> CpuPlan:
+    """The one CPU-only job of ``config`` on ``host`` (pure)."""
+    name = config.project.name or "project"
+    version = config.project.version or "0"
+    job_id = f"{name}-{version}-cp{host.python.replace('.', '')}-{CPU_LABEL}"
+    raw_dir = out_dir / "raw" / job_id
+    env = {"CUSHIP_CPU_ONLY": "1", "CUSHIP_LOCAL_VERSION": CPU_LABEL, **config.build.cpu_env}
+    step = wheel_step(job_id, config, host.python_exe, raw_dir)
+    return CpuPlan(
+        job_id=job_id,
+        step=Step(name=step.name, description=step.description, argv=step.argv, env=env),
+        raw_dir=raw_dir,
+        out_dir=out_dir,
+        log=out_dir / "logs" / f"{job_id}.log",
+        test_import=config.build.test_import,
+    )
+
+
+def run_cpu(
+    plan: CpuPlan, *, environ: Mapping[str, str] | None = None, emit: Emit = discard
+) -> Outcome:
+    """Build, label, verify (no device code) and smoke-import the CPU-only wheel."""
+    env = dict(os.environ if environ is None else environ)
+    start = time.perf_counter()
+    shutil.rmtree(plan.raw_dir, ignore_errors=True)
+    plan.raw_dir.mkdir(parents=True)
+    plan.log.parent.mkdir(parents=True, exist_ok=True)
+    plan.log.write_text("", encoding="utf-8")
+    emit(Event(level="info", topic="build", message=f"{plan.job_id}: {plan.step.description}"))
+    try:
+        run_step(plan.step, plan.log, env, emit)
+        raw = single_wheel(plan.raw_dir, plan.job_id)
+        wheel, report, problems = finish_wheel(
+            raw,
+            work_dir=plan.raw_dir,
+            out_dir=plan.out_dir,
+            label=CPU_LABEL,
+            arches="",
+            environ=env,
+            emit=emit,
+        )
+        smoke = None
+        if plan.test_import and not problems:
+            from cuship.build.smoke import smoke_test
+
+            smoke = smoke_test(wheel, plan.test_import, log=plan.log, environ=env)
+    except CushipError as err:
+        emit(Event(level="error", topic="build", message=f"{plan.job_id}: {err}"))
+        return Outcome(job_id=plan.job_id, status="failed", detail=str(err))
+    result = JobResult(
+        job_id=plan.job_id,
+        wheel=wheel,
+        report=report,
+        verify_problems=problems,
+        smoke=smoke,
+        seconds=time.perf_counter() - start,
+    )
+    detail = "; ".join(problems) or wheel.name
+    return Outcome(
+        job_id=plan.job_id, status="failed" if problems else "built", detail=detail, result=result
+    )
