@@ -30,7 +30,7 @@ import math
 import random
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cuship.store import ResultRow, RunRecord
@@ -65,6 +65,7 @@ class Point:
     median: float
     samples: tuple[float, ...]
     label: str | None = None
+    numbers: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,6 +175,7 @@ def collect_series(runs: Iterable[tuple[RunRecord, Sequence[ResultRow]]]) -> tup
                     median=found[0],
                     samples=found[1],
                     label=str(label) if label is not None else None,
+                    numbers=dict(row.numbers),
                 )
             )
     return tuple(
