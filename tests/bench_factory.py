@@ -61,6 +61,7 @@ def bench_row(
 
 def bench_run(index: int, fingerprint: Mapping[str, Any] = FINGERPRINT) -> RunRecord:
     return RunRecord(
+        id=index + 1,  # what the store gives the run when they are recorded in order
         kind="bench",
         started=T0 + 3600.0 * index,
         finished=T0 + 3600.0 * index + 60.0,

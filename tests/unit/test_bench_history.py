@@ -60,7 +60,7 @@ def test_analyse_names_the_first_run_after_the_step_with_its_medians() -> None:
     for hist in (small, large):
         (step,) = hist.steps
         assert step.index == 12
-        assert step.run_id == 0  # run ids are given by the store; these runs were never stored
+        assert step.run_id == 13
         assert step.label == "v0.12"
         assert step.direction == "slower"
         assert abs(step.rel_change - 0.10) < 0.02

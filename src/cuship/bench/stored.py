@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from cuship.errors import NothingToDo
@@ -9,7 +10,7 @@ from cuship.store import ResultRow, RunRecord, Store
 
 __all__ = ["BenchRun", "load_bench_runs"]
 
-BenchRun = tuple[RunRecord, tuple[ResultRow, ...]]
+BenchRun = tuple[RunRecord, Sequence[ResultRow]]
 
 
 def load_bench_runs(path: Path) -> tuple[BenchRun, ...]:
