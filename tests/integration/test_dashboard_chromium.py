@@ -16,7 +16,7 @@ import pytest
 
 from cuship.bench._plot import LINE_COLOUR, STEP_COLOUR
 from tests.bench_factory import synthetic_runs, write_store
-from tests.integration.chromium import Page, chromium, decode_png
+from tests.integration.chromium import Page, chromium, chromium_path, decode_png
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 EVIL = "<img src=x onerror=alert(1)>"
@@ -108,3 +108,11 @@ def test_dashboard_renders_in_chromium_with_plots_and_the_step(site: Path, tmp_p
     assert _ink(rows) > 0.02 * width * height, "the plot region is blank"
     assert _colour_count(rows, STEP_COLOUR) >= 100, "no change-point marker in the screenshot"
     assert _colour_count(rows, LINE_COLOUR) >= 200, "no history line in the screenshot"
+
+
+def test_without_chromium_the_test_fails_with_the_install_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # a fresh machine: no chromium anywhere on PATH
+    with pytest.raises(pytest.fail.Exception, match=r"apt-get install -y .*chromium"):
+        chromium_path()

@@ -138,3 +138,23 @@ def test_cli_exits_4_when_the_store_has_no_bench_runs(
     assert main(["dashboard", "--store", str(missing), "-o", str(tmp_path / "site")]) == 4
     assert str(missing) in capsys.readouterr().err
     assert not (tmp_path / "site").exists()
+
+
+def test_each_machine_gets_its_own_plots_and_the_index_names_both() -> None:
+    other = {**FINGERPRINT, "machine_id": "0123456789ab", "gpu": "NVIDIA A100-SXM4-80GB"}
+    runs = synthetic_runs(10, step_at=99, seed=8)
+    runs += [
+        (
+            dataclasses.replace(bench_run(10 + i, other), id=11 + i),
+            [bench_row("vecadd", {"n": 1024}, [2e-3])],
+        )
+        for i in range(4)
+    ]
+    site = build_site(runs)
+    page = site[bench_page_name("vecadd")]
+    sections = [a for t, a in _elements(page) if t == "section" and a.get("class") == "machine"]
+    assert len(sections) == 2
+    assert "NVIDIA A100-SXM4-80GB" in page and "0123456789ab" in page
+    assert (
+        site["index.html"].count("<tr><td><a href=") == 3
+    )  # 2 keys on one machine, 1 on the other
