@@ -164,7 +164,8 @@ def parse_envelope(text: str) -> Envelope:
     try:
         document = json.loads(text)
     except json.JSONDecodeError as err:
-        cut = " (the file looks cut short)" if err.pos >= len(text.rstrip()) else ""
+        ended = text.rstrip().endswith(("}", "]"))
+        cut = "" if ended else " (it looks cut short: it does not end with '}')"
         raise EnvelopeError(f"not valid JSON{cut}: {err}") from err
     if not isinstance(document, Mapping):
         raise EnvelopeError(f"not a DSSE envelope: a JSON {type(document).__name__}")

@@ -41,6 +41,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("serve", "Serve an index directory on loopback with PEP 691 content negotiation."),
     "check": ("check", "Check kernels against float64 references, on CPU engines or a GPU."),
     "report": ("report", "Show stored check and bench runs from the results store."),
+    "keygen": ("keygen", "Make an ed25519 key pair for signing attestations."),
+    "attest": ("attest", "Sign in-toto statements (DSSE, ed25519) about wheels or results."),
+    "verify-attestation": (
+        "verify_attestation",
+        "Check an attestation's signature, statement and the files' sha256.",
+    ),
 }
 
 
