@@ -101,9 +101,9 @@ def write(
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-    kept = f", {summary.kept} kept from before" if keep_existing else ""
+    kept = f" ({summary.kept} kept from before)" if keep_existing else ""
     message = (
-        f"indexed {summary.wheels} wheels{kept} of {summary.projects} projects into {str(out)!r} "
+        f"indexed {summary.wheels} wheels of {summary.projects} projects{kept} into {str(out)!r} "
         f"({summary.hashed} files read, {summary.cached} from cache, "
         f"{len(summary.variants)} variants)"
     )
