@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ from cuship.attest import (
     write_envelope,
 )
 from cuship.attest.dsse import Subject
-from cuship.errors import InputError, UsageError
+from cuship.errors import InputError, ToolMissing, UsageError
 
 
 def test_pae_is_the_dsse_v1_encoding_with_decimal_byte_lengths() -> None:
@@ -223,3 +224,15 @@ def test_url_safe_base64_is_accepted_and_a_missing_file_is_bad_input(
         verify(path, key=public, files=[tmp_path / "absent.whl"])
     with pytest.raises(InputError, match="cannot read the attestation"):
         verify(tmp_path / "absent.jsonl", key=public)
+
+
+def test_without_cryptography_the_commands_name_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cuship.cli import main
+
+    monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.asymmetric", None)
+    with pytest.raises(ToolMissing, match="'cryptography' package"):
+        keygen(tmp_path / "k")
+    assert main(["keygen", "-o", str(tmp_path / "k")]) == 3
+    assert "pip install 'cuship[attest]'" in capsys.readouterr().err
