@@ -164,6 +164,10 @@ def parse_envelope(text: str) -> Envelope:
     try:
         document = json.loads(text)
     except json.JSONDecodeError as err:
+        if err.msg == "Extra data":
+            raise EnvelopeError(
+                "holds more than one JSON document; cuship reads one envelope per file"
+            ) from err
         ended = text.rstrip().endswith(("}", "]"))
         cut = "" if ended else " (it looks cut short: it does not end with '}')"
         raise EnvelopeError(f"not valid JSON{cut}: {err}") from err
