@@ -42,6 +42,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "Check kernels against float64 references, on CPU engines or a GPU."),
     "report": ("report", "Show stored check and bench runs from the results store."),
     "dashboard": ("dashboard", "Write a static site of the bench history, change points marked."),
+    "keygen": ("keygen", "Make an ed25519 key pair for signing attestations."),
+    "attest": ("attest", "Sign in-toto statements (DSSE, ed25519) about wheels or results."),
+    "verify-attestation": (
+        "verify_attestation",
+        "Check an attestation's signature, statement and the files' sha256.",
+    ),
 }
 
 

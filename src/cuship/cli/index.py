@@ -1,4 +1,7 @@
-"""`cuship index WHEELS… -o SITE`: write a static PEP 503/691/658 index with variant sub-indexes."""
+"""`cuship index WHEELS… -o SITE`: write a static PEP 503/691/658 index with variant sub-indexes.
+
+A ``WHEEL.intoto.jsonl`` beside a wheel (from `cuship attest`) is published and linked.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ def _table(summary: dict[str, object]) -> str:
     lines = [
         f"index   {site}/simple/   ({summary['wheels']} wheels, {summary['projects']} projects)",
         *(f"variant {site}/{label}/simple/" for label in variants),
-        f"read {summary['hashed']} files, {summary['cached']} from cache",
+        f"read {summary['hashed']} files, {summary['cached']} from cache"
+        + (f"; kept {summary['kept']} wheels of the earlier index" if summary.get("kept") else ""),
     ]
     skipped = summary["skipped"]
     assert isinstance(skipped, list)
@@ -62,6 +66,12 @@ def _table(summary: dict[str, object]) -> str:
     default=None,
     help="File of yank entries: 'SPEC [reason]' per line.",
 )
+@click.option(
+    "--keep-existing",
+    is_flag=True,
+    help="Keep the wheels SITE already lists (at their earlier URLs) beside the new ones; "
+    "release jobs use it so a deploy does not drop earlier releases.",
+)
 @json_option
 @verbose_option
 def command(
@@ -71,6 +81,7 @@ def command(
     base_url: str | None,
     yanks: tuple[str, ...],
     yank_file: Path | None,
+    keep_existing: bool,
     as_json: bool,
     verbose: bool,
 ) -> None:
@@ -87,7 +98,13 @@ def command(
     from cuship.index.describe import describe_wheel
 
     summary = write(
-        inputs, out, base_url=base_url, yanked=yanked, describe=describe_wheel, emit=console.emit
+        inputs,
+        out,
+        base_url=base_url,
+        yanked=yanked,
+        describe=describe_wheel,
+        keep_existing=keep_existing,
+        emit=console.emit,
     )
     if as_json:
         console.print_json(summary.as_dict())

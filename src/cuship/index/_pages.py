@@ -36,6 +36,7 @@ class FileLink:
     requires_python: str | None
     metadata_sha256: str | None
     yanked: str | None  # None: not yanked; "": yanked without a reason
+    attestation_href: str | None = None
 
 
 def _head(title: str) -> str:
@@ -60,7 +61,21 @@ def _anchor(link: FileLink) -> str:
         attrs.append(f'data-dist-info-metadata="{value}"')
     if link.yanked is not None:
         attrs.append(f'data-yanked="{escape(link.yanked)}"')
-    return f"    <a {' '.join(attrs)}>{escape(link.filename)}</a><br>\n"
+    anchor = f"    <a {' '.join(attrs)}>{escape(link.filename)}</a>"
+    return anchor + _attestation_anchor(link) + "<br>\n"
+
+
+def _attestation_anchor(link: FileLink) -> str:
+    """A plain link to the wheel's in-toto/DSSE attestation, for people and scripts.
+
+    Deliberately not PEP 740's ``data-provenance`` attribute: that must point at a PEP 740
+    provenance object (Sigstore-signed attestation bundles), and installers or tools reading
+    it would misread this ed25519 DSSE envelope. pip and uv skip the extra anchor because its
+    name is not a distribution filename (the integration tests install through such a page).
+    """
+    if link.attestation_href is None:
+        return ""
+    return f' <small>(<a href="{escape(link.attestation_href)}">attestation</a>)</small>'
 
 
 def project_html(project: str, links: Sequence[FileLink]) -> bytes:

@@ -32,6 +32,7 @@ __all__ = ["IndexedWheel", "Skipped", "expand_paths", "scan", "scan_report"]
 # Wheels up to this size are read once into memory (hash and zip from the same bytes).
 _READ_WHOLE = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
+_ATTACHED = ".whl.intoto.jsonl"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,7 +105,9 @@ def scan_report(
     Each file is read once, in order; reading and hashing it is the floor of this work (a
     thread pool was measured slower here, on two busy cores, and is not used).
     """
-    jobs = [_plan(path, cache) for path in expand_paths(paths)]
+    # A wheel's attestation beside it is published with the wheel, not skipped with a warning.
+    files = [p for p in expand_paths(paths) if not p.name.endswith(_ATTACHED)]
+    jobs = [_plan(path, cache) for path in files]
     todo = [job for job in jobs if isinstance(job, _Job) and job.entry is None]
     fresh = {job.key: _read_or_skip(job) for job in todo}
     wheels: dict[str, IndexedWheel] = {}
