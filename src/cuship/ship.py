@@ -6,11 +6,12 @@ Each stage's wall time is kept so a user (and the benchmark) sees where the minu
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cuship.build.plan import Host, plan_job
+from cuship.attest.keys import SigningKey
+from cuship.build.plan import BuildPlan, Host, plan_job
 from cuship.build.run import Outcome, build_all, require_buildable
 from cuship.check.results import CheckReport
 from cuship.compat import load
@@ -70,16 +71,23 @@ def ship(
     host: Host,
     environ: Mapping[str, str],
     quick_check: bool = True,
+    sign_key: Path | None = None,
     emit: Emit = discard,
 ) -> ShipReport:
     """Run the whole pipeline for the project at ``path``; wheels and site go under ``out_dir``.
 
     Without nvcc, a project with ``[build] cpu_fallback`` gets its CPU-only wheel (said plainly);
-    one without is refused with exit 3.
+    one without is refused with exit 3. With ``sign_key`` each wheel gets a signed build
+    attestation (``WHEEL.intoto.jsonl``) before indexing, and the index links it.
     """
     from cuship.index.describe import describe_wheel
     from cuship.index.simple import write
 
+    key = None
+    if sign_key is not None:  # read before any build, so a bad key costs seconds, not a build
+        from cuship.attest import load_signing_key
+
+        key = load_signing_key(sign_key)
     clock = _Clock()
     with clock.run("plan", emit):
         config = load_config(path)
@@ -104,6 +112,9 @@ def ship(
         with clock.run("check", emit):
             check = _quick_check(path, environ, emit)
     wheels = [o.result.wheel for o in outcomes if o.result is not None and o.status == "built"]
+    if key is not None and wheels:
+        with clock.run("attest", emit):
+            _attest(outcomes, plans, key, environ, emit)
     site = out_dir / "site"
     summary = None
     if wheels:
@@ -138,6 +149,38 @@ def _cpu_only(config: Config, host: Host, emit: Emit) -> bool:
         )
     )
     return True
+
+
+def _attest(
+    outcomes: Sequence[Outcome],
+    plans: Sequence[BuildPlan],
+    key: SigningKey,
+    environ: Mapping[str, str],
+    emit: Emit,
+) -> None:
+    """A signed SLSA build provenance beside each built wheel, naming its matrix entry."""
+    import json
+
+    from cuship.attest.run import attest_files
+    from cuship.machine import fingerprint
+
+    jobs = {p.job.id: p.job.to_json() for p in plans}
+    for outcome in outcomes:
+        if outcome.result is None or outcome.status != "built":
+            continue
+        wheel = outcome.result.wheel
+        entry = jobs.get(outcome.job_id, {"id": outcome.job_id, "label": "cpu"})
+        results = wheel.parent / "logs" / f"{outcome.job_id}.job.json"
+        results.parent.mkdir(parents=True, exist_ok=True)
+        results.write_text(json.dumps({"jobs": [{**entry, "wheel": wheel.name}]}), "utf-8")
+        (written,) = attest_files(
+            [wheel],
+            key,
+            results=[results],
+            environ=environ,
+            machine=lambda: fingerprint(environ).to_json(),
+        )
+        emit(Event(level="info", topic="ship", message=f"attested {wheel.name}: {written.name}"))
 
 
 def _quick_check(path: Path, environ: Mapping[str, str], emit: Emit) -> CheckReport:

@@ -73,10 +73,30 @@ def test_ship_with_nothing_buildable_exits_4(tmp_path: Path) -> None:
     assert "needs Python 3.13" in done.stderr
 
 
+def _cuship(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cuship", *args], capture_output=True, text=True, check=False
+    )
+
+
 def test_ship_without_nvcc_takes_the_cpu_only_path_and_says_so(tmp_path: Path) -> None:
+    """Also signs: --sign attests the wheel, the index links it, and verification passes."""
     out = tmp_path / "shipped"
+    key = tmp_path / "key.pem"
+    assert _cuship("keygen", "-o", str(key)).returncode == 0
     done = subprocess.run(
-        [sys.executable, "-m", "cuship", "ship", str(EXAMPLE), "-o", str(out), "--json"],
+        [
+            sys.executable,
+            "-m",
+            "cuship",
+            "ship",
+            str(EXAMPLE),
+            "-o",
+            str(out),
+            "--json",
+            "--sign",
+            str(key),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -95,6 +115,12 @@ def test_ship_without_nvcc_takes_the_cpu_only_path_and_says_so(tmp_path: Path) -
     (record,) = manifest["wheels"]
     assert record["describe"]["sass"] == [] and record["describe"]["ptx"] == []
     assert report["check"]["verdict"] == "passed"
+    assert record["attestation"] is not None
+    wheel = Path(built[0]["wheel"])
+    verified = _cuship(
+        "verify-attestation", f"{wheel}.intoto.jsonl", str(wheel), "--key", f"{key}.pub"
+    )
+    assert verified.returncode == 0, verified.stderr
     _install_and_run(report["install"], tmp_path)
 
 
@@ -111,3 +137,12 @@ def test_ship_without_nvcc_and_without_cpu_fallback_exits_3(tmp_path: Path) -> N
     )
     assert done.returncode == 3, done.stderr
     assert "no nvcc found" in done.stderr and "cpu_fallback = true" in done.stderr
+
+
+def test_ship_with_an_unreadable_key_exits_2_before_building(tmp_path: Path) -> None:
+    bad = tmp_path / "key.pem"
+    bad.write_text("not a key")
+    done = _cuship("ship", str(EXAMPLE), "-o", str(tmp_path / "out"), "--sign", str(bad))
+    assert done.returncode == 2, done.stderr
+    assert "key.pem" in done.stderr
+    assert not (tmp_path / "out" / "wheels").exists()

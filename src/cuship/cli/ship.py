@@ -26,9 +26,17 @@ if TYPE_CHECKING:
     show_default=True,
 )
 @click.option("--no-check", is_flag=True, help="Skip the quick check stage.")
+@click.option(
+    "--sign",
+    "sign_key",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Private key (cuship keygen): attest each wheel; the index links the attestations.",
+)
 @json_option
 @verbose_option
-def command(path: Path, out_dir: Path, no_check: bool, as_json: bool, verbose: bool) -> None:
+def command(
+    path: Path, out_dir: Path, no_check: bool, sign_key: Path | None, as_json: bool, verbose: bool
+) -> None:
     """Plan, build what this host can, repair/label/verify, quick-check, index, and summarise."""
     from cuship.cli.build import _host, _preflight
     from cuship.config import load_config
@@ -45,6 +53,7 @@ def command(path: Path, out_dir: Path, no_check: bool, as_json: bool, verbose: b
         host=host,
         environ=os.environ,
         quick_check=not no_check,
+        sign_key=sign_key,
         emit=console.emit,
     )
     line = report.install_line(config.project.name or "PROJECT")
