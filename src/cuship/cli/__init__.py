@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("serve", "Serve an index directory on loopback with PEP 691 content negotiation."),
     "check": ("check", "Check kernels against float64 references, on CPU engines or a GPU."),
     "report": ("report", "Show stored check and bench runs from the results store."),
+    "ci": ("ci", "Generate CI: GitHub Actions, GitLab CI, a SkyPilot spot GPU task."),
 }
 
 
