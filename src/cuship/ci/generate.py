@@ -11,7 +11,7 @@ from typing import Literal
 
 from cuship.ci._yaml import dump
 from cuship.ci.context import CiContext
-from cuship.ci.github import WORKFLOW, github_workflow
+from cuship.ci.github import ACTIONLINT_CONFIG, WORKFLOW, actionlint_config, github_workflow
 from cuship.ci.gitlab import GITLAB_CI, gitlab_ci
 from cuship.ci.skypilot import SKYPILOT_TASK, skypilot_header, skypilot_task
 from cuship.errors import InputError, UsageError
@@ -44,17 +44,27 @@ def _header(ctx: CiContext, what: str, *, builds: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _render(ctx: CiContext, provider: Provider) -> GeneratedFile:
+def _github(ctx: CiContext) -> tuple[GeneratedFile, ...]:
+    text = dump(github_workflow(ctx), header=_header(ctx, "GitHub Actions workflow"))
+    files = [GeneratedFile(provider="github", path=WORKFLOW, text=text)]
+    lint = actionlint_config(ctx)
+    if lint is not None:
+        header = _header(ctx, "actionlint config (the self-hosted runners' labels)", builds=False)
+        files.append(
+            GeneratedFile(provider="github", path=ACTIONLINT_CONFIG, text=dump(lint, header=header))
+        )
+    return tuple(files)
+
+
+def _render(ctx: CiContext, provider: Provider) -> tuple[GeneratedFile, ...]:
     if provider == "github":
-        text = dump(github_workflow(ctx), header=_header(ctx, "GitHub Actions workflow"))
-        return GeneratedFile(provider=provider, path=WORKFLOW, text=text)
+        return _github(ctx)
     if provider == "gitlab":
         text = dump(gitlab_ci(ctx), header=_header(ctx, "GitLab CI pipeline"))
-        return GeneratedFile(provider=provider, path=GITLAB_CI, text=text)
+        return (GeneratedFile(provider=provider, path=GITLAB_CI, text=text),)
     header = _header(ctx, "SkyPilot task", builds=False) + skypilot_header(ctx)
-    return GeneratedFile(
-        provider=provider, path=SKYPILOT_TASK, text=dump(skypilot_task(ctx), header=header)
-    )
+    text = dump(skypilot_task(ctx), header=header)
+    return (GeneratedFile(provider=provider, path=SKYPILOT_TASK, text=text),)
 
 
 def generate(ctx: CiContext, providers: Sequence[Provider]) -> tuple[GeneratedFile, ...]:
@@ -64,7 +74,7 @@ def generate(ctx: CiContext, providers: Sequence[Provider]) -> tuple[GeneratedFi
         raise UsageError(
             f"unknown CI provider {unknown[0]!r}", hint=f"choose from {', '.join(PROVIDERS)}"
         )
-    return tuple(_render(ctx, p) for p in dict.fromkeys(providers))
+    return tuple(f for p in dict.fromkeys(providers) for f in _render(ctx, p))
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -13,9 +13,10 @@ from typing import Any
 
 from cuship.ci.context import CiContext
 
-__all__ = ["WORKFLOW", "github_workflow"]
+__all__ = ["ACTIONLINT_CONFIG", "WORKFLOW", "actionlint_config", "github_workflow"]
 
 WORKFLOW = ".github/workflows/cuship.yml"
+ACTIONLINT_CONFIG = ".github/actionlint.yaml"
 
 Step = dict[str, Any]
 Job = dict[str, Any]
@@ -342,3 +343,13 @@ def github_workflow(ctx: CiContext) -> dict[str, Any]:
         },
         "jobs": jobs,
     }
+
+
+def actionlint_config(ctx: CiContext) -> dict[str, Any] | None:
+    """actionlint's config naming the self-hosted runners' custom labels (None when there are none)."""
+    sets = [ctx.ci.runs_on, *ctx.ci.gpu_runners.values()]
+    labels = [label for ls in sets if "self-hosted" in ls for label in ls]
+    custom = [label for label in dict.fromkeys(labels) if label != "self-hosted"]
+    if not custom:
+        return None
+    return {"self-hosted-runner": {"labels": custom}}
