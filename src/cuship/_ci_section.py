@@ -87,9 +87,7 @@ class CiSection:
         default=360,
         validate=_positive,
     )
-    max_parallel: int = field_doc(
-        "Build jobs running at once.", default=8, validate=_positive
-    )
+    max_parallel: int = field_doc("Build jobs running at once.", default=8, validate=_positive)
     nightly_cron: str = field_doc(
         "Schedule of the thorough check (UTC, cron).", default="17 3 * * *", validate=_cron
     )
@@ -110,9 +108,7 @@ class CiSection:
     pytest_args: tuple[str, ...] = field_doc(
         "Arguments of the GPU jobs' pytest run, relative to the project.", default=()
     )
-    bench: bool = field_doc(
-        "Run `cuship bench --assert-floors` in GPU jobs.", default=True
-    )
+    bench: bool = field_doc("Run `cuship bench --assert-floors` in GPU jobs.", default=True)
     release: bool = field_doc(
         "Generate the release job (GitHub release with a date tag, index on Pages).",
         default=True,

@@ -41,7 +41,5 @@ _Dumper.add_representer(dict, _mapping)
 
 def dump(document: Mapping[str, Any], *, header: str = "") -> str:
     """``document`` as block YAML, after ``header`` (comment lines, each starting with ``#``)."""
-    body = yaml.dump(
-        dict(document), Dumper=_Dumper, sort_keys=False, width=100, allow_unicode=True
-    )
+    body = yaml.dump(dict(document), Dumper=_Dumper, sort_keys=False, width=100, allow_unicode=True)
     return header + body

@@ -64,9 +64,9 @@ def _upload(name: str, path: str, **extra: Any) -> Step:
 def _prepare(ctx: CiContext) -> Job:
     run = "\n".join(
         [
-            f"matrix=\"$(cuship matrix {ctx.arg} --format github)\"",
+            f'matrix="$(cuship matrix {ctx.arg} --format github)"',
             'echo "matrix=$matrix" >> "$GITHUB_OUTPUT"',
-            "echo \"$matrix\" | python -m json.tool",
+            'echo "$matrix" | python -m json.tool',
         ]
     )
     return {

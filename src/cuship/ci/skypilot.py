@@ -48,9 +48,7 @@ def _run(ctx: CiContext) -> str:
         f'cuship check {ctx.arg} --device cuda --format junit -o "$out/check-junit.xml" || status=1',
     ]
     if ctx.ci.bench:
-        lines.append(
-            f'cuship bench {ctx.arg} --assert-floors --export json -o "$out" || status=1'
-        )
+        lines.append(f'cuship bench {ctx.arg} --assert-floors --export json -o "$out" || status=1')
     lines.append('exit "$status"')
     return "\n".join(lines)
 
