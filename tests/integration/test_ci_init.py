@@ -186,3 +186,29 @@ def test_print_matches_the_written_file_for_the_drift_check(generated: Path) -> 
     )  # fmt: skip
     assert printed.returncode == 0, printed.stderr
     assert printed.stdout == (generated / ".gitlab-ci.yml").read_text()
+
+
+def test_self_hosted_variant_passes_actionlint_and_schemas(
+    tmp_path: Path, actionlint: Actionlint
+) -> None:
+    """Self-hosted CPU runners, no container, sccache in actions/cache, no release job."""
+    project = tmp_path / "proj"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("build", "dist", "__pycache__"))
+    toml = (project / "cuship.toml").read_text().split("[ci]")[0]
+    (project / "cuship.toml").write_text(
+        toml + "[ci]\n"
+        'runs_on = ["self-hosted", "linux", "cuda13"]\n'
+        'gpu_runners = { l40s = ["self-hosted", "l40s"], h200 = ["self-hosted", "h200"] }\n'
+        'container = false\nsccache = "actions-cache"\nrelease = false\nbench = false\n'
+    )
+    done = cuship("ci", "init", str(project), "--provider", "github", "--provider", "gitlab")
+    assert done.returncode == 0, done.stderr
+    workflow = project / WORKFLOW
+    doc = yaml.safe_load(workflow.read_text())
+    assert "container" not in doc["jobs"]["build"] and "release" not in doc["jobs"]
+    assert doc["jobs"]["gpu-h200"]["runs-on"] == ["self-hosted", "h200"]
+    assert lint_workflow(actionlint, workflow, project / LINT_CONFIG) == []
+    github = check_jsonschema("vendor.github-workflows", workflow)
+    assert github.returncode == 0, github.stdout
+    gitlab = check_jsonschema("vendor.gitlab-ci", project / ".gitlab-ci.yml")
+    assert gitlab.returncode == 0, gitlab.stdout
