@@ -245,9 +245,8 @@ def _release_script(ctx: CiContext) -> str:
             'else tag="$(date -u +%Y.%m.%d)-$GITHUB_RUN_NUMBER"; fi',
             'echo "tag=$tag" >> "$GITHUB_OUTPUT"',
             "# The site of the latest release, so that its wheels stay listed (--keep-existing).",
-            "mkdir -p site",
             "if gh release download --pattern cuship-site.tar.gz --dir previous; then",
-            "  tar -xzf previous/cuship-site.tar.gz -C site",
+            "  mkdir -p site && tar -xzf previous/cuship-site.tar.gz -C site",
             "fi",
             'base="https://github.com/$GITHUB_REPOSITORY/releases/download/$tag/"',
             'cuship index wheelhouse -o site --base-url "$base" --keep-existing',
@@ -287,11 +286,11 @@ def _release(ctx: CiContext) -> Job:
     }
 
 
-def _deploy() -> Job:
+def _deploy(ctx: CiContext) -> Job:
     return {
         "name": "deploy the index to Pages",
         "needs": "release",
-        "runs-on": "ubuntu-latest",
+        "runs-on": list(ctx.ci.runs_on),
         "timeout-minutes": 15,
         "permissions": {"pages": "write", "id-token": "write"},
         "environment": {"name": "github-pages", "url": "${{ steps.deployment.outputs.page_url }}"},
@@ -332,7 +331,7 @@ def github_workflow(ctx: CiContext) -> dict[str, Any]:
         jobs[f"gpu-{name}"] = _gpu(ctx, name, labels)
     if ctx.ci.release:
         jobs["release"] = _release(ctx)
-        jobs["deploy"] = _deploy()
+        jobs["deploy"] = _deploy(ctx)
     return {
         "name": "cuship",
         "on": _triggers(ctx),
