@@ -18,6 +18,7 @@ from packaging.utils import InvalidName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from cuship import _typedload
+from cuship._ci_section import CiSection
 from cuship._typedload import field_doc
 from cuship.arch import parse_arch_list
 from cuship.errors import ConfigError, CushipError
@@ -32,6 +33,7 @@ __all__ = [
     "CheckModeSection",
     "CheckOpSection",
     "CheckSection",
+    "CiSection",
     "Config",
     "LabelSection",
     "MatrixRule",
@@ -290,6 +292,7 @@ class _ConfigFile:
     label: LabelSection = field_doc("Local version labels.", default_factory=LabelSection)
     build: BuildSection = field_doc("Building.", default_factory=BuildSection)
     check: CheckSection = field_doc("Kernel checks.", default_factory=CheckSection)
+    ci: CiSection = field_doc("Generated CI (cuship ci init).", default_factory=CiSection)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -311,6 +314,7 @@ class Config:
     build_requires: tuple[str, ...] = ()
     requirement: str | None = None
     check: CheckSection = dataclasses.field(default_factory=CheckSection)
+    ci: CiSection = dataclasses.field(default_factory=CiSection)
 
     @property
     def source_dir(self) -> Path:
@@ -461,4 +465,5 @@ def load_config(path: str | Path = ".") -> Config:
         packages=_load_packages(packages_path) if packages_path else (),
         build_requires=build_requires,
         check=file.check,
+        ci=file.ci,
     )

@@ -48,6 +48,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "verify_attestation",
         "Check an attestation's signature, statement and the files' sha256.",
     ),
+    "ci": ("ci", "Generate CI: GitHub Actions, GitLab CI, a SkyPilot spot GPU task."),
 }
 
 

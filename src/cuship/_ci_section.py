@@ -1,0 +1,138 @@
+"""The ``[ci]`` section of cuship.toml: what ``cuship ci init`` needs beyond the build matrix.
+
+Kept apart from :mod:`cuship.config` (which re-exports it) so that the generators in
+:mod:`cuship.ci` can import the config without a cycle.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from cuship._typedload import field_doc
+
+__all__ = ["CiSection"]
+
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_ACCELERATOR = re.compile(r"^[A-Za-z0-9-]+(:\d+(\.\d+)?)?$")
+
+
+def _cron(value: str | None) -> None:
+    if value is not None and len(value.split()) != 5:
+        raise ValueError(f"{value!r} is not a 5-field cron expression such as '17 3 * * *'")
+
+
+def _python(value: str) -> None:
+    parts = value.split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise ValueError(f'{value!r} is not a Python version; write MAJOR.MINOR, e.g. "3.12"')
+
+
+def _positive(value: int) -> None:
+    if value <= 0:
+        raise ValueError(f"must be positive, got {value!r}")
+
+
+def _runner_label(value: str) -> None:
+    if not _LABEL.match(value):
+        raise ValueError(f"{value!r} is not a runner label (letters, digits, '-', '_', '.')")
+
+
+def _runner_table(value: Mapping[str, tuple[str, ...]]) -> None:
+    for name, labels in value.items():
+        if not _LABEL.match(name):
+            raise ValueError(f"{name!r} is not a job name (letters, digits, '-', '_', '.')")
+        if not labels:
+            raise ValueError(f"{name!r} has no runner labels")
+        for label in labels:
+            _runner_label(label)
+
+
+def _accelerator(value: str) -> None:
+    if not _ACCELERATOR.match(value):
+        raise ValueError(f"{value!r} is not a SkyPilot accelerator such as 'H100:1'")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CiSection:
+    """Generated CI (``cuship ci init``): runners, limits, schedules, caches, spot GPUs."""
+
+    runs_on: tuple[str, ...] = field_doc(
+        "Runner labels of CPU jobs (prepare, build, check, release).",
+        default=("ubuntu-latest",),
+        validate=_runner_label,
+    )
+    gpu_runners: Mapping[str, tuple[str, ...]] = field_doc(
+        "One GPU job per entry: name -> self-hosted runner labels, e.g. "
+        '{ h100 = ["self-hosted", "gpu", "h100"] }. Empty: no GPU jobs.',
+        default_factory=dict,
+        validate=_runner_table,
+    )
+    gpu_job: str | None = field_doc(
+        "Build job ID whose wheel the GPU jobs test; default: the newest CUDA for [ci] python.",
+        default=None,
+    )
+    python: str = field_doc(
+        "Python of the prepare, check and release jobs (and of the GPU and SkyPilot runs).",
+        default="3.12",
+        validate=_python,
+    )
+    cuship: str = field_doc(
+        "How CI installs cuship: a pip requirement or URL.", default="cuship[all]"
+    )
+    timeout_minutes: int = field_doc(
+        "Per-job timeout of build jobs (hosted runners stop at 360).",
+        default=360,
+        validate=_positive,
+    )
+    max_parallel: int = field_doc("Build jobs running at once.", default=8, validate=_positive)
+    nightly_cron: str = field_doc(
+        "Schedule of the thorough check (UTC, cron).", default="17 3 * * *", validate=_cron
+    )
+    container: bool = field_doc(
+        "Build inside the [build] image per CUDA version (GitHub: the job's container).",
+        default=True,
+    )
+    clean_disk: bool = field_doc(
+        "Free disk on hosted runners before building (dotnet, android, ghc, CodeQL).",
+        default=True,
+    )
+    sccache: Literal["gha", "actions-cache"] = field_doc(
+        "Where sccache keeps its cache between runs when [build] cache = 'sccache': 'gha' (the "
+        "GitHub Actions cache backend) or 'actions-cache' (a directory saved with actions/cache, "
+        "keyed by job ID; on GitLab always the job cache).",
+        default="gha",
+    )
+    pytest_args: tuple[str, ...] = field_doc(
+        "Arguments of the GPU jobs' pytest run, relative to the project.", default=()
+    )
+    bench: bool = field_doc("Run `cuship bench --assert-floors` in GPU jobs.", default=True)
+    release: bool = field_doc(
+        "Generate the release job (GitHub release with a date tag, index on Pages).",
+        default=True,
+    )
+    skypilot_accelerators: str = field_doc(
+        "SkyPilot accelerator of the spot GPU task.", default="H100:1", validate=_accelerator
+    )
+    use_spot: bool = field_doc("Ask SkyPilot for a spot instance.", default=True)
+    skypilot_bucket: str | None = field_doc(
+        "A storage bucket mounted at /cuship-results to copy results back; default: none "
+        "(fetch them with rsync, as the task's comments say).",
+        default=None,
+    )
+    gitlab_gpu_tags: Mapping[str, tuple[str, ...]] = field_doc(
+        "GitLab runner tags per GPU job; default: the labels of gpu_runners without 'self-hosted'.",
+        default_factory=dict,
+        validate=_runner_table,
+    )
+
+    def gpu_tags(self) -> dict[str, tuple[str, ...]]:
+        """GitLab tags per GPU job name."""
+        if self.gitlab_gpu_tags:
+            return dict(self.gitlab_gpu_tags)
+        return {
+            name: tuple(t for t in labels if t != "self-hosted")
+            for name, labels in self.gpu_runners.items()
+        }

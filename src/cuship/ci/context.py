@@ -1,0 +1,113 @@
+"""What every CI generator needs to know, decided once from the config: :class:`CiContext`."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from cuship._ci_section import CiSection
+from cuship.compat import Compat
+from cuship.config import Config
+from cuship.errors import ConfigError, NothingToDo
+from cuship.matrix import BuildJob, expand_all, unknown_job
+
+__all__ = ["CiContext", "context_for"]
+
+# Fields of [build] image that a CI matrix entry carries, as GitHub expressions / GitLab variables.
+_IMAGE_FIELDS_GITHUB = {"cuda": "${{ matrix.cuda }}", "python": "${{ matrix.python }}"}
+_IMAGE_FIELDS_GITLAB = {"cuda": "${CUDA}", "python": "${PYTHON}"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CiContext:
+    """The config plus the facts the generators derive from it."""
+
+    config: Config
+    project: str  # the project directory relative to the repository root, POSIX ("." at the root)
+    name: str  # distribution name
+    jobs: tuple[BuildJob, ...]
+    gpu_job: BuildJob | None  # the build whose wheel GPU runs test
+    source: str  # the config file, relative to the repository root
+
+    @property
+    def ci(self) -> CiSection:
+        return self.config.ci
+
+    @property
+    def arg(self) -> str:
+        """The project path as a shell argument."""
+        return shlex.quote(self.project)
+
+    @property
+    def sccache(self) -> bool:
+        return self.config.build.cache == "sccache"
+
+    @property
+    def hosted(self) -> bool:
+        """Whether CPU jobs run on GitHub-hosted runners (disk clean-up makes sense there)."""
+        return "self-hosted" not in self.ci.runs_on
+
+    def image(self, fields: dict[str, str]) -> str:
+        """[build] image with its fields spelled as CI expressions; only {cuda} and {python}."""
+        try:
+            return self.config.build.image.format(**fields)
+        except (KeyError, IndexError, ValueError) as err:
+            raise ConfigError(
+                str(self.config.source),
+                "build.image",
+                f"{self.config.build.image!r} uses a field a CI matrix entry does not carry ({err})",
+                hint="generated CI fills only {cuda} and {python}, e.g. "
+                "'nvidia/cuda:{cuda}-devel-ubuntu22.04'; or set [ci] container = false",
+            ) from err
+
+    def github_image(self) -> str:
+        return self.image(_IMAGE_FIELDS_GITHUB)
+
+    def gitlab_image(self) -> str:
+        return self.image(_IMAGE_FIELDS_GITLAB)
+
+    def gpu_wheel_artifact(self) -> str:
+        if self.gpu_job is None:  # pragma: no cover - callers check gpu_runners first
+            raise NothingToDo("no build job for the GPU runs")
+        return f"wheel-{self.gpu_job.id}"
+
+
+def _pick_gpu_job(config: Config, jobs: tuple[BuildJob, ...]) -> BuildJob | None:
+    wanted = config.ci.gpu_job
+    if wanted is not None:
+        for job in jobs:
+            if job.id == wanted:
+                return job
+        raise unknown_job(wanted, [j.id for j in jobs])
+    same_python = [j for j in jobs if j.python == config.ci.python] or list(jobs)
+    if not same_python:
+        return None
+    newest = max(j.cuda for j in same_python)
+    return [j for j in same_python if j.cuda == newest][-1]
+
+
+def context_for(config: Config, compat: Compat, *, project: str = ".") -> CiContext:
+    """Expand the matrix (it must not be empty) and fix the names the generators share.
+
+    ``project`` is the project directory relative to where the CI files go (the repository root).
+    """
+    matrix = expand_all(config, compat)
+    if not matrix.jobs:
+        raise NothingToDo(
+            f"the matrix of {str(config.source)!r} is empty: generated CI would build nothing",
+            hint="run `cuship matrix --explain` and widen [matrix]",
+        )
+    project_path = PurePosixPath(project)
+    try:
+        source = str(project_path / config.source.resolve().relative_to(config.root))
+    except ValueError:
+        source = str(project_path / config.source.name)
+    return CiContext(
+        config=config,
+        project=str(project_path),
+        name=config.project.name or matrix.jobs[0].project,
+        jobs=matrix.jobs,
+        gpu_job=_pick_gpu_job(config, matrix.jobs),
+        source=source,
+    )

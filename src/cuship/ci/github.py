@@ -1,0 +1,354 @@
+"""GitHub Actions: one workflow, ``.github/workflows/cuship.yml``, as plain Python data.
+
+Jobs: ``prepare`` (the matrix as JSON) → ``build`` (one job per matrix entry, wheel uploaded as the
+artifact ``wheel-<job id>``); ``check`` (quick, every PR and push) or ``nightly`` (thorough, against
+the baseline the previous nightly run left as an artifact); ``gpu-<name>`` per configured runner;
+``release`` (date tag, GitHub release, index with ``--keep-existing``) and ``deploy`` (Pages).
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from cuship.ci.context import CiContext
+
+__all__ = ["ACTIONLINT_CONFIG", "WORKFLOW", "actionlint_config", "github_workflow"]
+
+WORKFLOW = ".github/workflows/cuship.yml"
+ACTIONLINT_CONFIG = ".github/actionlint.yaml"
+
+Step = dict[str, Any]
+Job = dict[str, Any]
+
+_CHECKOUT: Step = {"uses": "actions/checkout@v4"}
+_HOST_DIRS = {
+    "/usr/share/dotnet": "/host/dotnet",
+    "/usr/local/lib/android": "/host/android",
+    "/opt/ghc": "/host/ghc",
+    "/opt/hostedtoolcache/CodeQL": "/host/codeql",
+}
+_NOT_PR = "github.event_name != 'pull_request'"
+_RELEASE = (
+    "startsWith(github.ref, 'refs/tags/') || "
+    "(github.event_name == 'workflow_dispatch' && inputs.release)"
+)
+
+
+def _python(ctx: CiContext, version: str) -> list[Step]:
+    """uv, a virtual environment of ``version`` on PATH, and cuship in it."""
+    venv = '"$RUNNER_TEMP/venv"'
+    run = "\n".join(
+        [
+            f'uv venv --python "{version}" {venv}',
+            'echo "$RUNNER_TEMP/venv/bin" >> "$GITHUB_PATH"',
+            'echo "VIRTUAL_ENV=$RUNNER_TEMP/venv" >> "$GITHUB_ENV"',
+            f'uv pip install --python "$RUNNER_TEMP/venv/bin/python" pip {shlex.quote(ctx.ci.cuship)}',
+        ]
+    )
+    return [
+        {"uses": "astral-sh/setup-uv@v6"},
+        {"name": f"Python {version} with cuship", "run": run},
+    ]
+
+
+def _upload(name: str, path: str, **extra: Any) -> Step:
+    return {
+        "name": f"Upload {name}",
+        "uses": "actions/upload-artifact@v4",
+        **({"if": extra.pop("when")} if "when" in extra else {}),
+        "with": {"name": name, "path": path, **extra},
+    }
+
+
+def _prepare(ctx: CiContext) -> Job:
+    run = "\n".join(
+        [
+            f'matrix="$(cuship matrix {ctx.arg} --format github)"',
+            'echo "matrix=$matrix" >> "$GITHUB_OUTPUT"',
+            'echo "$matrix" | python -m json.tool',
+        ]
+    )
+    return {
+        "name": "matrix",
+        "runs-on": list(ctx.ci.runs_on),
+        "timeout-minutes": 15,
+        "outputs": {"matrix": "${{ steps.matrix.outputs.matrix }}"},
+        "steps": [
+            _CHECKOUT,
+            *_python(ctx, ctx.ci.python),
+            {"name": "Expand the build matrix", "id": "matrix", "run": run},
+        ],
+    }
+
+
+def _clean_disk(ctx: CiContext) -> list[Step]:
+    if not (ctx.ci.clean_disk and ctx.hosted):
+        return []
+    if ctx.ci.container:
+        targets = " ".join(f"{inside}/*" for inside in _HOST_DIRS.values())
+        run = f"rm -rf {targets} || true\ndf -h /"
+    else:
+        run = f"sudo rm -rf {' '.join(_HOST_DIRS)} || true\ndf -h /"
+    return [{"name": "Free disk on the hosted runner", "run": run}]
+
+
+def _sccache(ctx: CiContext) -> tuple[list[Step], dict[str, str]]:
+    if not ctx.sccache:
+        return [], {}
+    if ctx.ci.sccache == "gha":
+        return [{"uses": "mozilla-actions/sccache-action@v0.0.9"}], {"SCCACHE_GHA_ENABLED": "true"}
+    cache = {
+        "uses": "actions/cache@v4",
+        "with": {
+            "path": "${{ github.workspace }}/.sccache",
+            "key": "sccache-${{ matrix.job }}-${{ github.sha }}",
+            "restore-keys": "sccache-${{ matrix.job }}-",
+        },
+    }
+    return [cache], {"SCCACHE_DIR": "${{ github.workspace }}/.sccache"}
+
+
+def _build(ctx: CiContext) -> Job:
+    cache_steps, env = _sccache(ctx)
+    job: Job = {
+        "name": "build ${{ matrix.job }}",
+        "needs": "prepare",
+        "runs-on": list(ctx.ci.runs_on),
+        "timeout-minutes": ctx.ci.timeout_minutes,
+        "strategy": {
+            "fail-fast": False,
+            "max-parallel": ctx.ci.max_parallel,
+            "matrix": "${{ fromJSON(needs.prepare.outputs.matrix) }}",
+        },
+    }
+    if ctx.ci.container:
+        container: dict[str, Any] = {"image": ctx.github_image()}
+        if ctx.ci.clean_disk and ctx.hosted:
+            container["volumes"] = [f"{host}:{inside}" for host, inside in _HOST_DIRS.items()]
+        job["container"] = container
+    if env:
+        job["env"] = env
+    build = f'cuship build {ctx.arg} --job "${{{{ matrix.job }}}}" -o wheelhouse'
+    job["steps"] = [
+        *_clean_disk(ctx),
+        _CHECKOUT,
+        *_python(ctx, "${{ matrix.python }}"),
+        *cache_steps,
+        {"name": "Build, repair, label and verify the wheel", "run": build},
+        _upload("wheel-${{ matrix.job }}", "wheelhouse/*.whl", **{"if-no-files-found": "error"}),
+    ]
+    return job
+
+
+def _check_quick(ctx: CiContext) -> Job:
+    run = f"cuship check {ctx.arg} --quick --format junit -o check-junit.xml"
+    return {
+        "name": "check (quick)",
+        "if": "github.event_name != 'schedule'",
+        "runs-on": list(ctx.ci.runs_on),
+        "timeout-minutes": 60,
+        "steps": [
+            _CHECKOUT,
+            *_python(ctx, ctx.ci.python),
+            {"name": "Check kernels against references (quick)", "run": run},
+            _upload("check-junit", "check-junit.xml", when="always()"),
+        ],
+    }
+
+
+def _check_nightly(ctx: CiContext) -> Job:
+    run = "\n".join(
+        [
+            "args=()",
+            "if [ -f baseline/check-baseline.json ]; then",
+            "  args=(--baseline baseline/check-baseline.json --fail-on-regression)",
+            "else",
+            '  echo "::warning::no baseline from an earlier nightly run: this run sets the first one"',
+            "fi",
+            f'cuship check {ctx.arg} "${{args[@]}}" --save-baseline check-baseline.json \\',
+            "  --format junit -o check-junit.xml",
+        ]
+    )
+    download = {
+        "name": "Baseline of the last nightly run",
+        "uses": "dawidd6/action-download-artifact@v6",
+        "with": {
+            "workflow": WORKFLOW.rsplit("/", 1)[-1],
+            "name": "check-baseline",
+            "path": "baseline",
+            "search_artifacts": True,
+            "workflow_conclusion": "",
+            "if_no_artifact_found": "warn",
+        },
+    }
+    return {
+        "name": "check (thorough, nightly)",
+        "if": "github.event_name == 'schedule'",
+        "runs-on": list(ctx.ci.runs_on),
+        "timeout-minutes": 180,
+        "permissions": {"contents": "read", "actions": "read"},
+        "steps": [
+            _CHECKOUT,
+            *_python(ctx, ctx.ci.python),
+            download,
+            {"name": "Check kernels, compared with the baseline", "run": run},
+            _upload("check-nightly-junit", "check-junit.xml", when="always()"),
+            _upload("check-baseline", "check-baseline.json", **{"retention-days": 90}),
+        ],
+    }
+
+
+def _gpu(ctx: CiContext, name: str, labels: tuple[str, ...]) -> Job:
+    project = ctx.project
+    pytest = shlex.join(["python", "-m", "pytest", "--require-gpu", *ctx.ci.pytest_args])
+    out = f"gpu-{name}"
+    steps: list[Step] = [
+        _CHECKOUT,
+        *_python(ctx, ctx.gpu_job.python if ctx.gpu_job else ctx.ci.python),
+        {
+            "name": "Wheel built for this runner",
+            "uses": "actions/download-artifact@v4",
+            "with": {"name": ctx.gpu_wheel_artifact(), "path": "wheelhouse"},
+        },
+        {"name": "Install the wheel", "run": "uv pip install wheelhouse/*.whl pytest"},
+        {"name": "GPU tests", "working-directory": project, "run": pytest},
+        {
+            "name": "Kernel checks on the GPU",
+            "run": f"mkdir -p {out}\n"
+            f"cuship check {ctx.arg} --device cuda --format junit -o {out}/check-junit.xml",
+        },
+    ]
+    if ctx.ci.bench:
+        steps.append(
+            {
+                "name": "Benchmarks against their floors",
+                "run": f"cuship bench {ctx.arg} --assert-floors --export json -o {out}",
+            }
+        )
+    steps.append(_upload(f"{out}-results", out, when="always()"))
+    return {
+        "name": f"gpu ({name})",
+        "needs": "build",
+        # Self-hosted runners should not run code from forks' pull requests.
+        "if": _NOT_PR,
+        "runs-on": list(labels),
+        "timeout-minutes": 120,
+        "steps": steps,
+    }
+
+
+def _release_script(ctx: CiContext) -> str:
+    return "\n".join(
+        [
+            'if [ "$GITHUB_REF_TYPE" = tag ]; then tag="$GITHUB_REF_NAME"; '
+            'else tag="$(date -u +%Y.%m.%d)-$GITHUB_RUN_NUMBER"; fi',
+            'echo "tag=$tag" >> "$GITHUB_OUTPUT"',
+            "# The site of the latest release, so that its wheels stay listed (--keep-existing).",
+            "if gh release download --pattern cuship-site.tar.gz --dir previous; then",
+            "  mkdir -p site && tar -xzf previous/cuship-site.tar.gz -C site",
+            "fi",
+            'base="https://github.com/$GITHUB_REPOSITORY/releases/download/$tag/"',
+            'cuship index wheelhouse -o site --base-url "$base" --keep-existing',
+            "tar -czf cuship-site.tar.gz -C site .",
+            'gh release create "$tag" wheelhouse/*.whl cuship-site.tar.gz --target "$GITHUB_SHA" \\',
+            f'  --title "$tag" --notes "Wheels of {ctx.name} built by cuship; '
+            'install with pip install --extra-index-url <Pages URL>/simple/"',
+        ]
+    )
+
+
+def _release(ctx: CiContext) -> Job:
+    return {
+        "name": "release",
+        "needs": "build",
+        "if": _RELEASE,
+        "runs-on": list(ctx.ci.runs_on),
+        "timeout-minutes": 30,
+        "permissions": {"contents": "write"},
+        "outputs": {"tag": "${{ steps.release.outputs.tag }}"},
+        "steps": [
+            _CHECKOUT,
+            *_python(ctx, ctx.ci.python),
+            {
+                "name": "Every wheel of this run",
+                "uses": "actions/download-artifact@v4",
+                "with": {"pattern": "wheel-*", "merge-multiple": True, "path": "wheelhouse"},
+            },
+            {
+                "name": "Release with a date tag, index pointing at its assets",
+                "id": "release",
+                "env": {"GH_TOKEN": "${{ github.token }}"},
+                "run": _release_script(ctx),
+            },
+            {"uses": "actions/upload-pages-artifact@v3", "with": {"path": "site"}},
+        ],
+    }
+
+
+def _deploy(ctx: CiContext) -> Job:
+    return {
+        "name": "deploy the index to Pages",
+        "needs": "release",
+        "runs-on": list(ctx.ci.runs_on),
+        "timeout-minutes": 15,
+        "permissions": {"pages": "write", "id-token": "write"},
+        "environment": {"name": "github-pages", "url": "${{ steps.deployment.outputs.page_url }}"},
+        "steps": [{"id": "deployment", "uses": "actions/deploy-pages@v4"}],
+    }
+
+
+def _triggers(ctx: CiContext) -> dict[str, Any]:
+    on: dict[str, Any] = {
+        "pull_request": {"branches": ["main"]},
+        "push": {"branches": ["main"]},
+        "schedule": [{"cron": ctx.ci.nightly_cron}],
+        "workflow_dispatch": {},
+    }
+    if ctx.ci.release:
+        on["push"]["tags"] = ["v*"]
+        on["workflow_dispatch"] = {
+            "inputs": {
+                "release": {
+                    "description": "Publish a release (date tag) and its index on GitHub Pages",
+                    "type": "boolean",
+                    "default": False,
+                }
+            }
+        }
+    return on
+
+
+def github_workflow(ctx: CiContext) -> dict[str, Any]:
+    """The workflow document (``on`` is the string key "on")."""
+    jobs: dict[str, Job] = {
+        "prepare": _prepare(ctx),
+        "build": _build(ctx),
+        "check": _check_quick(ctx),
+        "nightly": _check_nightly(ctx),
+    }
+    for name, labels in ctx.ci.gpu_runners.items():
+        jobs[f"gpu-{name}"] = _gpu(ctx, name, labels)
+    if ctx.ci.release:
+        jobs["release"] = _release(ctx)
+        jobs["deploy"] = _deploy(ctx)
+    return {
+        "name": "cuship",
+        "on": _triggers(ctx),
+        "permissions": {"contents": "read"},
+        "concurrency": {
+            "group": "cuship-${{ github.ref }}",
+            "cancel-in-progress": "${{ github.event_name == 'pull_request' }}",
+        },
+        "jobs": jobs,
+    }
+
+
+def actionlint_config(ctx: CiContext) -> dict[str, Any] | None:
+    """actionlint's config naming the self-hosted runners' custom labels (None when there are none)."""
+    sets = [ctx.ci.runs_on, *ctx.ci.gpu_runners.values()]
+    labels = [label for ls in sets if "self-hosted" in ls for label in ls]
+    custom = [label for label in dict.fromkeys(labels) if label != "self-hosted"]
+    if not custom:
+        return None
+    return {"self-hosted-runner": {"labels": custom}}

@@ -1,0 +1,93 @@
+"""SkyPilot: ``sky/cuship-gpu.yaml``, a task that runs the GPU validation on a (spot) cloud GPU.
+
+The wheel travels as a file mount of ``wheelhouse/`` (put the build job's artifact there first);
+results are written to a directory that is either a mounted storage bucket (``[ci]
+skypilot_bucket``, ``mode: MOUNT``: files written there land in the bucket) or the cluster's work
+directory, fetched afterwards with rsync over the SSH alias SkyPilot adds for the cluster.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from cuship.ci.context import CiContext
+
+__all__ = ["SKYPILOT_TASK", "skypilot_header", "skypilot_task"]
+
+SKYPILOT_TASK = "sky/cuship-gpu.yaml"
+_CLUSTER = "cuship-gpu"
+_BUCKET_MOUNT = "/cuship-results"
+_WORKDIR_RESULTS = "cuship-results"
+
+
+def _results_dir(ctx: CiContext) -> str:
+    return _BUCKET_MOUNT if ctx.ci.skypilot_bucket else f"~/sky_workdir/{_WORKDIR_RESULTS}"
+
+
+def _setup(ctx: CiContext, python: str) -> str:
+    return "\n".join(
+        [
+            "set -euo pipefail",
+            "python3 -m pip install -q uv || python3 -m pip install -q --break-system-packages uv",
+            f'python3 -m uv venv --python "{python}" ~/cuship-venv',
+            "python3 -m uv pip install --python ~/cuship-venv/bin/python pytest "
+            f"{shlex.quote(ctx.ci.cuship)} ~/wheelhouse/*.whl",
+        ]
+    )
+
+
+def _run(ctx: CiContext) -> str:
+    pytest = shlex.join(["python", "-m", "pytest", "--require-gpu", *ctx.ci.pytest_args])
+    lines = [
+        "source ~/cuship-venv/bin/activate",
+        f"out={_results_dir(ctx)}",
+        'mkdir -p "$out"',
+        "status=0",
+        f'(cd {ctx.arg} && {pytest} --junitxml "$out/pytest-junit.xml") || status=1',
+        f'cuship check {ctx.arg} --device cuda --format junit -o "$out/check-junit.xml" || status=1',
+    ]
+    if ctx.ci.bench:
+        lines.append(f'cuship bench {ctx.arg} --assert-floors --export json -o "$out" || status=1')
+    lines.append('exit "$status"')
+    return "\n".join(lines)
+
+
+def skypilot_task(ctx: CiContext) -> dict[str, Any]:
+    """The task document, for ``sky launch`` from the repository root."""
+    python = ctx.gpu_job.python if ctx.gpu_job else ctx.ci.python
+    mounts: dict[str, Any] = {"~/wheelhouse": "./wheelhouse"}
+    if ctx.ci.skypilot_bucket:
+        mounts[_BUCKET_MOUNT] = {"name": ctx.ci.skypilot_bucket, "mode": "MOUNT"}
+    return {
+        "name": _CLUSTER,
+        "resources": {
+            "accelerators": ctx.ci.skypilot_accelerators,
+            "use_spot": ctx.ci.use_spot,
+        },
+        "workdir": ".",
+        "file_mounts": mounts,
+        "setup": _setup(ctx, python),
+        "run": _run(ctx),
+    }
+
+
+def skypilot_header(ctx: CiContext) -> str:
+    """Comment lines: how to run the task and get its results back."""
+    job = ctx.gpu_job.id if ctx.gpu_job else "<job id>"
+    fetch = (
+        f"# Results land in the bucket {ctx.ci.skypilot_bucket!r} (mounted at {_BUCKET_MOUNT})."
+        if ctx.ci.skypilot_bucket
+        else "# Results: rsync -Pavz "
+        f"{_CLUSTER}:~/sky_workdir/{_WORKDIR_RESULTS}/ ./{_WORKDIR_RESULTS}/"
+    )
+    return "\n".join(
+        [
+            "# GPU validation on a cloud GPU with SkyPilot, from the repository root:",
+            f"#   gh run download --name wheel-{job} --dir wheelhouse   (or cuship build)",
+            f"#   sky launch -c {_CLUSTER} {SKYPILOT_TASK}",
+            fetch,
+            f"#   sky down {_CLUSTER}",
+            "",
+        ]
+    )

@@ -1,0 +1,72 @@
+"""``cuship ci init``: write GitHub Actions, GitLab CI or SkyPilot files from the project's config."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePath
+
+import click
+
+from cuship.cli._common import json_option, make_console
+
+
+@click.group("ci")
+def command() -> None:
+    """Generated CI: GitHub Actions, GitLab CI, SkyPilot spot GPU tasks."""
+
+
+def _project_arg(root: Path, out_dir: Path) -> str:
+    """The project directory as the generated files name it: relative to where they are written."""
+    return PurePath(os.path.relpath(root, out_dir.resolve())).as_posix()
+
+
+@command.command("init")
+@click.argument("path", type=click.Path(path_type=Path), default=".")
+@click.option(
+    "--provider",
+    "providers",
+    multiple=True,
+    type=click.Choice(["github", "gitlab", "skypilot"]),
+    help="Which files to write (repeatable). Default: github.",
+)
+@click.option(
+    "-o",
+    "--output-dir",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Repository root to write into. Default: the project directory.",
+)
+@click.option("--force", is_flag=True, help="Overwrite files that exist.")
+@click.option("--print", "to_stdout", is_flag=True, help="Print the files; write nothing.")
+@json_option
+def init(
+    path: Path,
+    providers: tuple[str, ...],
+    out_dir: Path | None,
+    force: bool,
+    to_stdout: bool,
+    as_json: bool,
+) -> None:
+    """Write CI files for the project at PATH (its cuship.toml, [ci] section included)."""
+    from cuship.ci import context_for, generate, write_files
+    from cuship.compat import load
+    from cuship.config import load_config
+
+    console = make_console()
+    config = load_config(path)
+    target = config.root if out_dir is None else out_dir
+    ctx = context_for(config, load(), project=_project_arg(config.root, target))
+    files = generate(ctx, providers or ("github",))  # type: ignore[arg-type]
+    if to_stdout:
+        for file in files:
+            if len(files) > 1:
+                console.print_text(f"# ---- {file.path}")
+            console.print_text(file.text.rstrip("\n"))
+        return
+    written = write_files(files, target, force=force)
+    if as_json:
+        console.print_json({"written": [str(p) for p in written], "project": ctx.project})
+        return
+    for file, written_path in zip(files, written, strict=True):
+        console.print_text(f"wrote {written_path} ({file.provider})")

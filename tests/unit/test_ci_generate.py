@@ -1,0 +1,220 @@
+"""The CI generators: what the written files promise, read back as YAML (no tools run here)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cuship._ci_section import CiSection
+from cuship.ci import CiContext, GeneratedFile, context_for, generate, write_files
+from cuship.compat import load
+from cuship.config import Config, load_config
+from cuship.errors import ConfigError, InputError, UsageError
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
+
+
+def _config(**ci: Any) -> Config:
+    config = load_config(EXAMPLE)
+    return dataclasses.replace(config, ci=dataclasses.replace(config.ci, **ci))
+
+
+def _ctx(config: Config | None = None, project: str = ".") -> CiContext:
+    return context_for(config or load_config(EXAMPLE), load(), project=project)
+
+
+def _docs(ctx: CiContext, provider: str) -> dict[str, Any]:
+    files = generate(ctx, [provider])  # type: ignore[list-item]
+    loaded: dict[str, Any] = yaml.safe_load(files[0].text)
+    return loaded
+
+
+def test_on_key_is_the_string_on_not_a_boolean() -> None:
+    text = generate(_ctx(), ["github"])[0].text
+    doc = yaml.safe_load(text)
+    assert "on" in doc and True not in doc
+    assert set(doc["on"]) == {"pull_request", "push", "schedule", "workflow_dispatch"}
+    assert "\n'on':\n" in text
+
+
+def test_build_job_fans_out_the_prepare_matrix() -> None:
+    jobs = _docs(_ctx(), "github")["jobs"]
+    prepare, build = jobs["prepare"], jobs["build"]
+    assert prepare["outputs"]["matrix"] == "${{ steps.matrix.outputs.matrix }}"
+    assert "cuship matrix . --format github" in prepare["steps"][-1]["run"]
+    assert build["needs"] == "prepare"
+    strategy = build["strategy"]
+    assert strategy["matrix"] == "${{ fromJSON(needs.prepare.outputs.matrix) }}"
+    assert strategy["fail-fast"] is False
+    assert strategy["max-parallel"] == 8
+    assert build["timeout-minutes"] == 360
+    assert build["container"]["image"] == "nvidia/cuda:${{ matrix.cuda }}-devel-ubuntu22.04"
+    upload = build["steps"][-1]
+    assert upload["uses"] == "actions/upload-artifact@v4"
+    assert upload["with"]["name"] == "wheel-${{ matrix.job }}"
+    runs = "\n".join(s.get("run", "") for s in build["steps"])
+    assert 'cuship build . --job "${{ matrix.job }}" -o wheelhouse' in runs
+    assert "rm -rf /host/dotnet/*" in runs  # disk clean-up through the mounted host dirs
+
+
+def test_sccache_backends() -> None:
+    gha = _docs(_ctx(), "github")["jobs"]["build"]
+    assert gha["env"] == {"SCCACHE_GHA_ENABLED": "true"}
+    assert {"uses": "mozilla-actions/sccache-action@v0.0.9"} in gha["steps"]
+    cached = _docs(_ctx(_config(sccache="actions-cache")), "github")["jobs"]["build"]
+    cache = next(s for s in cached["steps"] if s.get("uses") == "actions/cache@v4")
+    assert cache["with"]["key"] == "sccache-${{ matrix.job }}-${{ github.sha }}"
+    assert cached["env"]["SCCACHE_DIR"] == "${{ github.workspace }}/.sccache"
+
+
+def test_gpu_jobs_use_the_configured_labels_and_skip_pull_requests() -> None:
+    config = _config(
+        gpu_runners={"h100": ("self-hosted", "gpu", "h100"), "l4": ("self-hosted", "l4")}
+    )
+    ctx = _ctx(config)
+    jobs = _docs(ctx, "github")["jobs"]
+    assert jobs["gpu-h100"]["runs-on"] == ["self-hosted", "gpu", "h100"]
+    assert jobs["gpu-l4"]["runs-on"] == ["self-hosted", "l4"]
+    runs = "\n".join(s.get("run", "") for s in jobs["gpu-h100"]["steps"])
+    assert "python -m pytest --require-gpu tests" in runs
+    assert "cuship check . --device cuda" in runs
+    assert "cuship bench . --assert-floors" in runs
+    assert jobs["gpu-h100"]["if"] == "github.event_name != 'pull_request'"
+    assert ctx.gpu_job is not None
+    download = next(
+        s for s in jobs["gpu-h100"]["steps"] if "download-artifact" in s.get("uses", "")
+    )
+    assert download["with"]["name"] == f"wheel-{ctx.gpu_job.id}"
+    assert ctx.gpu_job.python == ctx.ci.python == "3.12"
+    assert ctx.gpu_job.cuda == max(j.cuda for j in ctx.jobs)
+    lint = yaml.safe_load(generate(ctx, ["github"])[1].text)
+    assert lint == {"self-hosted-runner": {"labels": ["gpu", "h100", "l4"]}}
+
+
+def test_no_gpu_jobs_without_gpu_runners() -> None:
+    ctx = _ctx(_config(gpu_runners={}))
+    assert not [name for name in _docs(ctx, "github")["jobs"] if name.startswith("gpu")]
+    assert [f.path for f in generate(ctx, ["github"])] == [".github/workflows/cuship.yml"]
+
+
+def test_permissions_are_minimal_per_job() -> None:
+    doc = _docs(_ctx(), "github")
+    assert doc["permissions"] == {"contents": "read"}
+    jobs = doc["jobs"]
+    assert jobs["release"]["permissions"] == {"contents": "write"}
+    assert jobs["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
+    assert jobs["nightly"]["permissions"] == {"contents": "read", "actions": "read"}
+    for name in ("prepare", "build", "check", "gpu-h100"):
+        assert "permissions" not in jobs[name]
+
+
+def test_release_keeps_earlier_releases_and_deploys_pages() -> None:
+    jobs = _docs(_ctx(), "github")["jobs"]
+    script = next(s["run"] for s in jobs["release"]["steps"] if s.get("id") == "release")
+    assert 'tag="$(date -u +%Y.%m.%d)-$GITHUB_RUN_NUMBER"' in script
+    assert "releases/download/$tag/" in script
+    assert 'cuship index wheelhouse -o site --base-url "$base" --keep-existing' in script
+    assert "gh release download --pattern cuship-site.tar.gz" in script
+    assert 'gh release create "$tag" wheelhouse/*.whl' in script
+    assert jobs["deploy"]["steps"] == [{"id": "deployment", "uses": "actions/deploy-pages@v4"}]
+    assert _docs(_ctx(_config(release=False)), "github")["jobs"].keys().isdisjoint({"release"})
+
+
+def test_checks_quick_on_prs_thorough_nightly_with_baseline() -> None:
+    jobs = _docs(_ctx(), "github")["jobs"]
+    quick = "\n".join(s.get("run", "") for s in jobs["check"]["steps"])
+    assert "cuship check . --quick --format junit -o check-junit.xml" in quick
+    nightly = jobs["nightly"]
+    assert nightly["if"] == "github.event_name == 'schedule'"
+    runs = "\n".join(s.get("run", "") for s in nightly["steps"])
+    assert "--baseline baseline/check-baseline.json --fail-on-regression" in runs
+    assert "--save-baseline check-baseline.json" in runs
+    names = [s.get("with", {}).get("name") for s in nightly["steps"]]
+    assert names.count("check-baseline") == 2  # downloaded, then the new one uploaded
+
+
+def test_project_path_is_relative_to_the_output_directory() -> None:
+    doc = _docs(_ctx(project="examples/cuvecops"), "github")
+    assert (
+        "cuship matrix examples/cuvecops --format github"
+        in doc["jobs"]["prepare"]["steps"][-1]["run"]
+    )
+    assert generate(_ctx(project="examples/cuvecops"), ["github"])[0].text.startswith(
+        "# GitHub Actions workflow, generated by `cuship ci init` from examples/cuvecops/cuship.toml."
+    )
+
+
+def test_image_template_fields_a_matrix_entry_lacks_are_refused() -> None:
+    config = load_config(EXAMPLE)
+    build = dataclasses.replace(config.build, image="nvidia/cuda:{cuda_mm}-devel")
+    with pytest.raises(ConfigError, match=r"build\.image"):
+        generate(_ctx(dataclasses.replace(config, build=build)), ["github"])
+
+
+def test_gitlab_matrix_tags_and_rules() -> None:
+    ctx = _ctx()
+    doc = _docs(ctx, "gitlab")
+    assert doc["stages"] == ["build", "check", "gpu"]
+    matrix = doc["build"]["parallel"]["matrix"]
+    assert [m["JOB"] for m in matrix] == [j.id for j in ctx.jobs]
+    assert doc["build"]["image"] == "nvidia/cuda:${CUDA}-devel-ubuntu22.04"
+    assert doc["gpu-h100"]["tags"] == ["gpu", "h100"]
+    assert ctx.gpu_job is not None
+    assert doc["gpu-h100"]["needs"][0]["parallel"]["matrix"][0]["JOB"] == ctx.gpu_job.id
+    assert doc["check-nightly"]["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "schedule"'}]
+    assert {"if": '$CI_PIPELINE_SOURCE == "schedule"', "when": "never"} in doc["check-quick"][
+        "rules"
+    ]
+    assert "--provider gitlab --print" in doc["matrix-drift"]["script"][0]
+
+
+def test_skypilot_task() -> None:
+    doc = _docs(_ctx(_config(skypilot_accelerators="A100:8", use_spot=False)), "skypilot")
+    assert doc["resources"] == {"accelerators": "A100:8", "use_spot": False}
+    assert "pytest --require-gpu tests" in doc["run"]
+    assert "cuship bench . --assert-floors --export json" in doc["run"]
+    bucket = _docs(_ctx(_config(skypilot_bucket="my-results")), "skypilot")
+    assert bucket["file_mounts"]["/cuship-results"] == {"name": "my-results", "mode": "MOUNT"}
+    assert "out=/cuship-results" in bucket["run"]
+
+
+def test_unknown_gpu_job_names_the_nearest() -> None:
+    with pytest.raises(UsageError, match=re.escape("no job 'cuvecops-0.1.0-cp312-cu130-torch2.1'")):
+        _ctx(_config(gpu_job="cuvecops-0.1.0-cp312-cu130-torch2.1"))
+
+
+def test_ci_section_validation(tmp_path: Path) -> None:
+    (tmp_path / "cuship.toml").write_text(
+        '[matrix]\ncuda = ["13.0.2"]\n[ci]\nnightly_cron = "daily"\n'
+    )
+    with pytest.raises(ConfigError, match=r"nightly_cron.*5-field cron"):
+        load_config(tmp_path)
+    (tmp_path / "cuship.toml").write_text('[ci]\ngpu_runners = { h100 = ["gpu box"] }\n')
+    with pytest.raises(ConfigError, match="'gpu box' is not a runner label"):
+        load_config(tmp_path)
+    assert CiSection().gpu_tags() == {}
+
+
+def test_write_files_refuses_to_overwrite(tmp_path: Path) -> None:
+    files = (
+        GeneratedFile(provider="github", path=".github/workflows/cuship.yml", text="a: 1\n"),
+        GeneratedFile(provider="gitlab", path=".gitlab-ci.yml", text="b: 2\n"),
+    )
+    (tmp_path / ".gitlab-ci.yml").write_text("mine\n")
+    with pytest.raises(InputError, match=r"refusing to overwrite .*\.gitlab-ci\.yml") as err:
+        write_files(files, tmp_path)
+    assert err.value.exit_code == 2
+    assert not (tmp_path / ".github").exists()  # nothing written when anything would be clobbered
+    written = write_files(files, tmp_path, force=True)
+    assert [p.read_text() for p in written] == ["a: 1\n", "b: 2\n"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".github", ".gitlab-ci.yml"]
+
+
+def test_unknown_provider() -> None:
+    with pytest.raises(UsageError, match="unknown CI provider 'jenkins'"):
+        generate(_ctx(), ["jenkins"])  # type: ignore[list-item]
