@@ -120,7 +120,12 @@ def test_release_keeps_earlier_releases_and_deploys_pages() -> None:
     assert "releases/download/$tag/" in script
     assert 'cuship index wheelhouse -o site --base-url "$base" --keep-existing' in script
     assert "gh release download --pattern cuship-site.tar.gz" in script
-    assert 'gh release create "$tag" wheelhouse/*.whl' in script
+    assert 'gh release create "$tag" "${assets[@]}" cuship-site.tar.gz' in script
+    assert "assets=(wheelhouse/*.whl)" in script
+    assert 'assets+=("site/files/$(basename "$w").metadata")' in script
+    assert 'cuship attest wheelhouse/*.whl --key "$RUNNER_TEMP/cuship-key.pem"' in script
+    release = next(s for s in jobs["release"]["steps"] if s.get("id") == "release")
+    assert release["env"]["CUSHIP_SIGNING_KEY"] == "${{ secrets.CUSHIP_SIGNING_KEY }}"
     assert jobs["deploy"]["steps"] == [{"id": "deployment", "uses": "actions/deploy-pages@v4"}]
     assert _docs(_ctx(_config(release=False)), "github")["jobs"].keys().isdisjoint({"release"})
 
