@@ -25,6 +25,7 @@ unknown, then the full version and the file name.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -201,6 +202,11 @@ def parse_requirement(text: str) -> Requirement:
         ) from err
 
 
+@functools.lru_cache(maxsize=1024)
+def _specifier(text: str) -> SpecifierSet:
+    return SpecifierSet(text)
+
+
 class _Reject(Exception):
     def __init__(self, rule: str, reason: str) -> None:
         super().__init__(reason)
@@ -261,15 +267,15 @@ def _check_python(j: _Judging, target: Target) -> None:
     if not spec:
         return
     try:
-        fits = SpecifierSet(spec).contains(target.python, prereleases=True)
+        fits = _specifier(spec).contains(target.python, prereleases=True)
     except InvalidSpecifier:
         raise _Reject("requires-python", f"unreadable Requires-Python {spec!r}") from None
     if not fits:
         raise _Reject("requires-python", f"needs Python {spec}; target is {target.python}")
 
 
-def _check_tags(j: _Judging, target: Target) -> None:
-    ranks = [i for i, tag in enumerate(target.tags) if tag in j.tags]
+def _check_tags(j: _Judging, tag_ranks: Mapping[str, int]) -> None:
+    ranks = [tag_ranks[tag] for tag in j.tags if tag in tag_ranks]
     if not ranks:
         shown = ", ".join(sorted(j.tags)[:3])
         raise _Reject("tags", f"tags {shown} do not fit this interpreter/platform")
@@ -383,13 +389,15 @@ def _rank_key(j: _Judging, target: Target) -> tuple[Any, ...]:
     )
 
 
-def _judge(c: Candidate, req: Requirement, target: Target, compat: Compat) -> Verdict:
+def _judge(
+    c: Candidate, req: Requirement, target: Target, compat: Compat, tag_ranks: Mapping[str, int]
+) -> Verdict:
     j = _Judging(candidate=c)
     try:
         _check_filename(j, req)
         _check_version(j, req)
         _check_python(j, target)
-        _check_tags(j, target)
+        _check_tags(j, tag_ranks)
         _label_facts(j)
         _check_torch(j, target)
         _check_cuda(j, target, compat, jit=False)
@@ -427,7 +435,10 @@ def select(
     """Judge every candidate for ``target``; the best acceptable one is ``chosen``."""
     req = parse_requirement(requirement) if isinstance(requirement, str) else requirement
     data = compat or load()
-    verdicts = [_judge(c, req, target, data) for c in candidates]
+    tag_ranks: dict[str, int] = {}
+    for rank, tag in enumerate(target.tags):
+        tag_ranks.setdefault(tag, rank)
+    verdicts = [_judge(c, req, target, data, tag_ranks) for c in candidates]
     ranked = sorted((v for v in verdicts if v.accepted), key=lambda v: v.key, reverse=True)
     if ranked:
         ranked[0] = replace(ranked[0], reason="chosen")
