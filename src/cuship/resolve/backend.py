@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from packaging.utils import parse_wheel_filename
+
 from cuship.errors import CheckFailed, CushipError
 from cuship.events import Emit, Event, discard
 from cuship.resolve._http import DEFAULT_OPTIONS, FetchOptions, get
@@ -45,6 +47,7 @@ from cuship.resolve.fetch import download
 from cuship.resolve.install import resolve_index, target_from_env
 from cuship.resolve.select import Candidate, Resolution, select
 from cuship.resolve.settings import PrebuiltConfig, read_config
+from cuship.wheel.retag import strip_label
 
 __all__ = ["Decision", "Prebuilt", "decide", "prebuilt_candidate"]
 
@@ -172,13 +175,17 @@ class Prebuilt:
         hook = getattr(real, "get_requires_for_build_wheel", None)
         return needs + (list(hook(config_settings)) if hook else [])
 
-    def _fetch(self, candidate: Candidate, into: Path) -> Path:
+    def _fetch(self, candidate: Candidate, config: PrebuiltConfig, into: Path) -> Path:
+        """Download and verify; the wheel handed on carries the sdist's version (no label)."""
         path = download(candidate, into, options=self.options, emit=self.emit)
         self._say(f"using prebuilt {candidate.filename} (sha256 verified)", "info")
-        (into / "choice.json").write_text(
-            json.dumps({"filename": candidate.filename, "sha256": candidate.sha256})
-        )
-        return path
+        final = path
+        if config.version is not None and parse_wheel_filename(path.name)[1].local:
+            final = strip_label(path, out_dir=into / "public")
+            self._say(f"installed as {final.name}, the version the sdist promises", "info")
+        record = {"filename": candidate.filename, "sha256": candidate.sha256, "final": final.name}
+        (into / "choice.json").write_text(json.dumps(record))
+        return final
 
     def prepare_metadata_for_build_wheel(
         self, metadata_directory: str, config_settings: Any = None
@@ -187,7 +194,7 @@ class Prebuilt:
         decision = decide(config, self.environ, options=self.options, emit=self.emit)
         target = Path(metadata_directory)
         if decision.candidate is not None:
-            wheel = self._fetch(decision.candidate, target / STASH)
+            wheel = self._fetch(decision.candidate, config, target / STASH)
             return _extract_dist_info(wheel, target)
         real = load_backend(self._source(config, decision))
         hook = getattr(real, "prepare_metadata_for_build_wheel", None)
@@ -213,7 +220,7 @@ class Prebuilt:
         config = self.config()
         decision = decide(config, self.environ, options=self.options, emit=self.emit)
         if decision.candidate is not None:
-            wheel = self._fetch(decision.candidate, out / STASH)
+            wheel = self._fetch(decision.candidate, config, out / STASH)
             shutil.copyfile(wheel, out / wheel.name)
             shutil.rmtree(out / STASH, ignore_errors=True)
             return wheel.name
@@ -231,7 +238,10 @@ def _ready_wheel(metadata_directory: Path) -> Path | None:
             url=(metadata_directory / STASH / record["filename"]).as_uri(),
             sha256=record["sha256"],
         )
-        return download(candidate, metadata_directory / STASH)  # the local copy, hash checked
+        download(candidate, metadata_directory / STASH)  # the local copy, hash checked again
+        final = str(record["final"])
+        stash = metadata_directory / STASH
+        return stash / final if final == candidate.filename else stash / "public" / final
     built = sorted((metadata_directory / ".cuship-built").glob("*.whl"))
     return built[0] if built else None
 
