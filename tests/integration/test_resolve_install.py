@@ -141,13 +141,15 @@ def test_install_refuses_a_tampered_file(workdir: Path, example_wheel: Path) -> 
     wheel.write_bytes((workdir / "tampered-wheels" / CU128).read_bytes() + b"evil")
     env = clean_env(workdir, CUSHIP_GPUS="H100", CUSHIP_DRIVER_CUDA="12.8", CUSHIP_TORCH="none")
     downloads = workdir / "tampered-downloads"
+    python = _venv(workdir / "venv-tampered", "uv", env)
     with serve(site, "127.0.0.1", 0) as running:
         index = f"{running.url}simple"
-        args = ["--python", sys.executable, "--download-dir", str(downloads)]
+        args = ["--installer", "uv", "--python", str(python), "--download-dir", str(downloads)]
         done = cuship(["install", "cuvecops", "--index", index, *args], env)
     assert done.returncode == 1, done.stderr
     assert "sha256 mismatch for 'cuvecops-0.1.0+cu128" in done.stderr
     assert list(downloads.iterdir()) == []
+    assert "PackageNotFoundError" in _version(python, "cuvecops")
 
 
 @pytest.mark.parametrize(
