@@ -267,3 +267,15 @@ def test_json_shape() -> None:
     assert doc["requirement"] == "pkg"
     assert isinstance(doc["chosen"], dict) and doc["chosen"]["accepted"] is True
     assert isinstance(doc["rejected"], list) and doc["rejected"][0]["rule"] == "cuda"
+
+
+def test_the_table_shows_markup_in_names_as_text() -> None:
+    import io
+
+    from cuship._console import Console
+    from cuship.cli.resolve import render
+
+    evil = Candidate(filename="[bold red]<script>alert(1)</script>.whl", url="u")
+    out = io.StringIO()
+    render(Console(out=out, err=io.StringIO(), github=False), select("pkg", [evil], target()))
+    assert "[bold red]<script>alert(1)</script>.whl" in out.getvalue().replace("\n", "")
