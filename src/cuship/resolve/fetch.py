@@ -8,6 +8,7 @@ what the index says is a :class:`~cuship.errors.CheckFailed` and leaves nothing 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -17,7 +18,7 @@ from dataclasses import dataclass, replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import unquote, urldefrag, urljoin, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
 from packaging.utils import canonicalize_name
 
@@ -72,6 +73,20 @@ def _garbage(url: str, problem: str) -> InputError:
     )
 
 
+@functools.lru_cache(maxsize=256)
+def _join_folder(base: str, folder: str) -> str:
+    return urljoin(base, folder)
+
+
+def _absolute(base: str, href: str) -> str:
+    """``urljoin`` without the fragment; the folder part is joined once per page (10k links)."""
+    href = href.partition("#")[0]
+    if ":" in href.partition("/")[0] or href.startswith("/") or "/" not in href:
+        return urljoin(base, href)
+    folder, _, name = href.rpartition("/")
+    return _join_folder(base, folder + "/") + name
+
+
 def _yank(value: object) -> str | None:
     if value is None or value is False:
         return None
@@ -90,7 +105,7 @@ def _json_file(entry: Any, base: str, url: str) -> Candidate:
     python = entry.get("requires-python")
     return Candidate(
         filename=entry["filename"],
-        url=urldefrag(urljoin(base, href))[0],
+        url=_absolute(base, href),
         sha256=sha.lower() if isinstance(sha, str) else None,
         requires_python=python if isinstance(python, str) and python.strip() else None,
         yanked=_yank(entry.get("yanked")),
@@ -137,7 +152,7 @@ def _html_file(attrs: Mapping[str, str | None], text: str, base: str) -> Candida
     href = attrs.get("href")
     if not href:
         return None
-    link, fragment = urldefrag(urljoin(base, href))
+    link, fragment = _absolute(base, href), href.partition("#")[2]
     name, _, value = fragment.partition("=")
     filename = text.strip() or unquote(urlsplit(link).path.rsplit("/", 1)[-1])
     python = attrs.get("data-requires-python")

@@ -64,8 +64,13 @@ def parse_requirement(text: str) -> Requirement:
 
 
 @functools.lru_cache(maxsize=1024)
-def _specifier(text: str) -> SpecifierSet:
-    return SpecifierSet(text)
+def _python_fits(spec: str, python: str) -> bool:
+    return SpecifierSet(spec).contains(python, prereleases=True)
+
+
+@functools.lru_cache(maxsize=1024)
+def _version(text: str) -> Version:
+    return Version(text)
 
 
 class _Reject(Exception):
@@ -128,7 +133,7 @@ def _check_python(j: _Judging, target: Target) -> None:
     if not spec:
         return
     try:
-        fits = _specifier(spec).contains(target.python, prereleases=True)
+        fits = _python_fits(spec, target.python)
     except InvalidSpecifier:
         raise _Reject("requires-python", f"unreadable Requires-Python {spec!r}") from None
     if not fits:
@@ -148,8 +153,8 @@ def _label_facts(j: _Judging) -> None:
     facts = j.candidate.facts
     assert j.version is not None
     if facts is not None:
-        j.cuda = Version(facts.cuda) if facts.cuda else None
-        j.torch = Version(facts.torch) if facts.torch else None
+        j.cuda = _version(facts.cuda) if facts.cuda else None
+        j.torch = _version(facts.torch) if facts.torch else None
         j.cxx11abi = facts.cxx11abi
         return
     j.notes.append("arches unknown (the index has no cuship manifest)")
@@ -168,7 +173,7 @@ def _check_torch(j: _Judging, target: Target) -> None:
     want = f"{j.torch.major}.{j.torch.minor}"
     if target.torch is None:
         raise _Reject("torch", f"built for torch {want}; torch is not installed")
-    have = Version(target.torch)
+    have = _version(target.torch)
     if (have.major, have.minor) != (j.torch.major, j.torch.minor):
         raise _Reject("torch", f"built for torch {want}; installed torch is {target.torch}")
     if j.cxx11abi is None:
@@ -235,10 +240,10 @@ def _rank_key(j: _Judging, target: Target) -> tuple[Any, ...]:
     cpu_first = 0 if target.gpus else int(j.coverage == "cpu")
     cuda_key: tuple[Any, ...] = (0, 0, ())
     if j.cuda is not None:
-        driver = Version(target.driver_cuda) if target.driver_cuda else None
+        driver = _version(target.driver_cuda) if target.driver_cuda else None
         within = driver is None or j.cuda.release[:2] <= driver.release[:2]
         cuda_key = (1, int(within), j.cuda.release)
-    public = Version(j.version.public)
+    public = _version(j.version.public)
     return (
         cpu_first,
         -j.tag_rank,
