@@ -279,3 +279,24 @@ def test_the_table_shows_markup_in_names_as_text() -> None:
     out = io.StringIO()
     render(Console(out=out, err=io.StringIO(), github=False), select("pkg", [evil], target()))
     assert "[bold red]<script>alert(1)</script>.whl" in out.getvalue().replace("\n", "")
+
+
+def test_tags_from_env_judge_another_platform() -> None:
+    from cuship.resolve.install import target_from_env
+
+    env = {
+        "CUSHIP_GPUS": "H100",
+        "CUSHIP_DRIVER_CUDA": "12.8",
+        "CUSHIP_NVCC": "none",
+        "CUSHIP_TORCH": "none",
+        "PATH": "/nonexistent",
+        "CUSHIP_TAGS": "cp312-cp312-manylinux_2_28_aarch64, py3-none-any",
+        "CUSHIP_PYTHON_VERSION": "3.12.1",
+    }
+    other = target_from_env(env, tags_from_env=True)
+    assert other.tags == ("cp312-cp312-manylinux_2_28_aarch64", "py3-none-any")
+    assert (other.python, other.gpus, other.driver_cuda) == ("3.12.1", (H100,), "12.8")
+    arm = wheel("1.0+cu128", tag="cp312-cp312-manylinux_2_28_aarch64")
+    assert chosen(select("pkg", [wheel("1.0+cu128"), arm], other)) == arm.filename
+    with pytest.raises(UsageError, match="--tags-from-env needs CUSHIP_TAGS"):
+        target_from_env({**env, "CUSHIP_TAGS": ""}, tags_from_env=True)
