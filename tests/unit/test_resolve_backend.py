@@ -48,14 +48,16 @@ def test_hooks_hand_on_the_verified_prebuilt_wheel_with_the_sdist_version(tmp_pa
     meta.mkdir()
     dist_info = hooks.prepare_metadata_for_build_wheel(str(meta))
     assert dist_info == "tinyp-0.1.0.dist-info"
+    assert any("sha256 verified" in e.message for e in events)
     assert "Version: 0.1.0\n" in (meta / dist_info / "METADATA").read_text()
     out = tmp_path / "out"
     out.mkdir()
-    name = hooks.build_wheel(str(out), None, str(meta))
+    events.clear()
+    name = hooks.build_wheel(str(out), None, str(meta / dist_info))
     assert name == "tinyp-0.1.0-py3-none-any.whl"
+    assert not any("downloaded" in e.message for e in events)  # the verified copy is reused
     with zipfile.ZipFile(out / name) as archive:
         assert archive.read("tinyp.py") == b"VERSION = 'prebuilt'\n"
-    assert any("sha256 verified" in e.message for e in events)
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     assert hooks.build_wheel(str(fresh)) == name  # without prepare_metadata first

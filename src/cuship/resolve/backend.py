@@ -213,7 +213,8 @@ class Prebuilt:
     ) -> str:
         out = Path(wheel_directory)
         if metadata_directory is not None:
-            ready = _ready_wheel(Path(metadata_directory))
+            # PEP 517 passes the .dist-info directory prepare_metadata made: the stash is beside it
+            ready = _ready_wheel(Path(metadata_directory).parent)
             if ready is not None:
                 shutil.copyfile(ready, out / ready.name)
                 return ready.name
