@@ -259,7 +259,7 @@ def _release_script(ctx: CiContext) -> str:
             "tar -czf cuship-site.tar.gz -C site .",
             "# PEP 658 metadata and attestations sit beside each wheel, where the index links them.",
             "assets=(wheelhouse/*.whl)",
-            'for w in wheelhouse/*.whl; do',
+            "for w in wheelhouse/*.whl; do",
             '  assets+=("site/files/$(basename "$w").metadata")',
             '  if [ -f "$w.intoto.jsonl" ]; then assets+=("$w.intoto.jsonl"); fi',
             "done",

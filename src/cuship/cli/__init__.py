@@ -39,6 +39,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("verify", "Check a wheel's SASS/PTX arches, bundled libraries and local label."),
     "index": ("index", "Write a static PEP 503/691/658 package index, one sub-index per variant."),
     "serve": ("serve", "Serve an index directory on loopback with PEP 691 content negotiation."),
+    "resolve": (
+        "resolve",
+        "Pick the wheel this machine should install from an index, and say why.",
+    ),
+    "install": (
+        "install",
+        "Install exactly the wheel `resolve` picks, downloaded and hash-pinned.",
+    ),
     "check": ("check", "Check kernels against float64 references, on CPU engines or a GPU."),
     "report": ("report", "Show stored check and bench runs from the results store."),
     "dashboard": ("dashboard", "Write a static site of the bench history, change points marked."),

@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
 
-__all__ = ["RetagPlan", "plan_retag", "record_hash", "retag"]
+__all__ = ["RetagPlan", "plan_retag", "record_hash", "retag", "strip_label"]
 
 _SIGNATURES = ("RECORD.jws", "RECORD.p7s")
 
@@ -108,6 +108,29 @@ def retag(wheel: Path, *, local: str, out_dir: Path | None = None, emit: Emit = 
         Path(tmp_name).unlink(missing_ok=True)
         raise
     emit(Event(level="info", topic="retag", message=f"wrote {target}", data={"path": str(target)}))
+    return target
+
+
+def strip_label(wheel: Path, *, out_dir: Path, emit: Emit = discard) -> Path:
+    """A copy of ``wheel`` without its local label (``1.0+cu128`` → ``1.0``) in ``out_dir``.
+
+    The prebuilt-wheel backend uses it: the wheel it returns must carry the sdist's version.
+    """
+    labelled = plan_retag(wheel.name, "x")
+    _, version, build, tags = parse_wheel_filename(wheel.name)
+    dist = labelled.old_prefix.rsplit("-", 1)[0]
+    build_part = f"-{build[0]}{build[1]}" if build else ""
+    plan = RetagPlan(
+        old_filename=wheel.name,
+        new_filename=f"{dist}-{version.public}{build_part}-{_compressed_tags(tags, wheel.name)}.whl",
+        old_version=str(version),
+        new_version=version.public,
+        old_prefix=labelled.old_prefix,
+        new_prefix=f"{dist}-{version.public}",
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / plan.new_filename
+    _rewrite(wheel, target, plan, emit)
     return target
 
 

@@ -1,0 +1,81 @@
+"""Fill a prebuilt-wheel URL template (flash-attn style) from what this machine has (pure)."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping
+
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from cuship.errors import UsageError
+from cuship.resolve.select import Target
+
+__all__ = ["FIELDS", "format_url", "template_values"]
+
+FIELDS = (
+    "name",
+    "dist",
+    "version",
+    "cuda",
+    "cuda_major",
+    "cuda_short",
+    "torch",
+    "cxx11abi",
+    "python_tag",
+    "platform",
+)
+
+
+def template_values(
+    *, name: str, version: str | None, target: Target, machine_platform: str
+) -> dict[str, str]:
+    """The placeholder values this machine can fill (absent ones are left out)."""
+    values = {
+        "name": name,
+        "dist": canonicalize_name(name).replace("-", "_"),
+        "platform": re.sub(r"[-.]", "_", machine_platform),
+    }
+    if version:
+        values["version"] = version
+    python = next((t.split("-")[0] for t in target.tags if t.startswith("cp")), None)
+    if python:
+        values["python_tag"] = python
+    cuda = _cuda(target)
+    if cuda is not None:
+        values |= {
+            "cuda": f"{cuda.major}.{cuda.minor}",
+            "cuda_major": str(cuda.major),
+            "cuda_short": f"{cuda.major}{cuda.minor}",
+        }
+    if target.torch:
+        torch = Version(target.torch)
+        values["torch"] = f"{torch.major}.{torch.minor}"
+    if target.cxx11abi is not None:
+        values["cxx11abi"] = "TRUE" if target.cxx11abi else "FALSE"
+    return values
+
+
+def _cuda(target: Target) -> Version | None:
+    """torch's CUDA when torch has one (its label, cu128), else the driver's."""
+    if target.torch:
+        local = Version(target.torch).local or ""
+        match = re.fullmatch(r"cu(\d+)(\d)", local)
+        if match:
+            return Version(f"{match[1]}.{match[2]}")
+    return Version(target.driver_cuda) if target.driver_cuda else None
+
+
+def format_url(template: str, values: Mapping[str, str]) -> str | None:
+    """The URL, or None when it needs a value the machine lacks; unknown fields are an error."""
+    wanted = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    unknown = [f for f in wanted if f not in FIELDS]
+    if unknown:
+        raise UsageError(
+            f"url template {template!r} uses unknown placeholder {{{unknown[0]}}}",
+            hint=f"known: {', '.join('{' + f + '}' for f in FIELDS)}",
+        )
+    if any(f not in values for f in wanted):
+        return None
+    return template.format(**{f: values[f] for f in wanted})

@@ -1,0 +1,331 @@
+"""Read an index (PEP 691 JSON first, PEP 503 HTML otherwise, plus the cuship manifest when the
+site offers one) and download files with their sha256 verified.
+
+urllib only. Every network step has a timeout and a few retries with back-off; what still fails
+is an :class:`~cuship.errors.InputError` naming the URL. A download whose bytes do not hash to
+what the index says is a :class:`~cuship.errors.CheckFailed` and leaves nothing on disk.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote, urljoin, urlsplit
+
+from packaging.utils import canonicalize_name
+
+from cuship.errors import CheckFailed, InputError
+from cuship.events import Emit, Event, discard
+from cuship.resolve._http import (
+    DEFAULT_OPTIONS,
+    FetchOptions,
+    Missing,
+    get,
+    open_stream,
+    with_retries,
+)
+from cuship.resolve.select import Candidate, WheelFacts
+
+__all__ = [
+    "ACCEPT",
+    "FetchOptions",
+    "IndexPage",
+    "download",
+    "fetch_page",
+    "manifest_urls",
+    "parse_html",
+    "parse_json",
+    "project_url",
+]
+
+JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+ACCEPT = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
+MANIFEST = "cuship-index.json"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexPage:
+    """One project's files as an index lists them."""
+
+    url: str
+    format: Literal["json", "html"]
+    candidates: tuple[Candidate, ...]
+    manifest: str | None  # the manifest URL whose records were merged in, if any
+
+
+def project_url(index: str, project: str) -> str:
+    """``http://h/simple`` + ``My_Pkg`` → ``http://h/simple/my-pkg/``."""
+    return f"{index.rstrip('/')}/{canonicalize_name(project)}/"
+
+
+def _garbage(url: str, problem: str) -> InputError:
+    return InputError(
+        f"the index answered garbage for {url!r}: {problem}",
+        hint="check --index: it must be a PEP 503/691 simple index",
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _join_folder(base: str, folder: str) -> str:
+    return urljoin(base, folder)
+
+
+def _absolute(base: str, href: str) -> str:
+    """``urljoin`` without the fragment; the folder part is joined once per page (10k links)."""
+    href = href.partition("#")[0]
+    if ":" in href.partition("/")[0] or href.startswith("/") or "/" not in href:
+        return urljoin(base, href)
+    folder, _, name = href.rpartition("/")
+    return _join_folder(base, folder + "/") + name
+
+
+def _yank(value: object) -> str | None:
+    if value is None or value is False:
+        return None
+    return "" if value is True else str(value)
+
+
+def _json_file(entry: Any, base: str, url: str) -> Candidate:
+    if not isinstance(entry, dict) or not isinstance(entry.get("filename"), str):
+        raise _garbage(url, f"a file entry without a filename: {str(entry)[:80]!r}")
+    hashes = entry.get("hashes")
+    sha = hashes.get("sha256") if isinstance(hashes, dict) else None
+    href = entry.get("url")
+    if not isinstance(href, str):
+        raise _garbage(url, f"{entry['filename']!r} has no url")
+    size = entry.get("size")
+    python = entry.get("requires-python")
+    return Candidate(
+        filename=entry["filename"],
+        url=_absolute(base, href),
+        sha256=sha.lower() if isinstance(sha, str) else None,
+        requires_python=python if isinstance(python, str) and python.strip() else None,
+        yanked=_yank(entry.get("yanked")),
+        size=size if isinstance(size, int) else None,
+    )
+
+
+def parse_json(body: bytes, url: str) -> tuple[Candidate, ...]:
+    """The files of a PEP 691 project page; links are made absolute against ``url``."""
+    try:
+        document = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as err:
+        raise _garbage(url, f"not JSON ({err})") from err
+    files = document.get("files") if isinstance(document, dict) else None
+    if not isinstance(files, list):
+        raise _garbage(url, "a JSON document without a 'files' list")
+    return tuple(_json_file(entry, url, url) for entry in files)
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.links: list[tuple[dict[str, str | None], list[str]]] = []
+        self._open: list[str] | None = None
+        self.base: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "base" and self.base is None:
+            self.base = dict(attrs).get("href")
+        elif tag == "a":
+            self._open = []
+            self.links.append((dict(attrs), self._open))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a":
+            self._open = None
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._open.append(data)
+
+
+def _html_file(attrs: Mapping[str, str | None], text: str, base: str) -> Candidate | None:
+    href = attrs.get("href")
+    if not href:
+        return None
+    link, fragment = _absolute(base, href), href.partition("#")[2]
+    name, _, value = fragment.partition("=")
+    filename = text.strip() or unquote(urlsplit(link).path.rsplit("/", 1)[-1])
+    python = attrs.get("data-requires-python")
+    return Candidate(
+        filename=filename,
+        url=link,
+        sha256=value.lower() if name == "sha256" and value else None,
+        requires_python=python if python and python.strip() else None,
+        yanked=_yank(attrs["data-yanked"] or True) if "data-yanked" in attrs else None,
+    )
+
+
+def parse_html(body: bytes, url: str) -> tuple[Candidate, ...]:
+    """The files of a PEP 503 project page (attribute values and text come back unescaped)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise _garbage(url, f"not UTF-8 text ({err})") from err
+    parser = _Anchors()
+    parser.feed(text)
+    parser.close()
+    base = urljoin(url, parser.base) if parser.base else url
+    found = (_html_file(attrs, "".join(parts), base) for attrs, parts in parser.links)
+    return tuple(c for c in found if c is not None)
+
+
+def manifest_urls(index: str) -> tuple[str, ...]:
+    """Where a cuship manifest may sit: beside ``simple/``, and one level up for sub-indexes."""
+    root = index.rstrip("/") + "/"
+    parts = urlsplit(root)
+    if parts.scheme not in ("http", "https", "file"):
+        return ()
+    depth = parts.path.strip("/").count("/") + 1 if parts.path.strip("/") else 0
+    found = [urljoin(root, "../" * up + MANIFEST) for up in (1, 2) if up <= depth]
+    return tuple(dict.fromkeys(found))
+
+
+def _manifest_records(body: bytes) -> dict[str, Mapping[str, Any]]:
+    document = json.loads(body)
+    records = document["wheels"]
+    return {str(r["filename"]): r for r in records if isinstance(r, dict)}
+
+
+def _read_manifest(
+    index: str, options: FetchOptions, emit: Emit
+) -> tuple[str, dict[str, Mapping[str, Any]]] | None:
+    for url in manifest_urls(index):
+        try:
+            answer = get(url, accept="application/json", options=options, emit=emit)
+            return url, _manifest_records(answer.body)
+        except Missing:
+            continue
+        except (InputError, ValueError, KeyError, TypeError) as err:
+            message = f"ignoring the cuship manifest at {url!r}: {err}"
+            emit(Event(level="warning", topic="fetch", message=message))
+            return None
+    return None
+
+
+def _with_facts(c: Candidate, records: Mapping[str, Mapping[str, Any]]) -> Candidate:
+    record = records.get(c.filename)
+    if record is None or (c.sha256 is not None and record.get("sha256") != c.sha256):
+        return c  # no record, or one for other bytes: judge it by its name alone
+    describe = record.get("describe")
+    if not isinstance(describe, dict) or not describe:
+        return c
+    return replace(c, facts=WheelFacts.from_describe(describe))
+
+
+def fetch_page(
+    index: str,
+    project: str,
+    *,
+    options: FetchOptions = DEFAULT_OPTIONS,
+    manifest: bool = True,
+    emit: Emit = discard,
+) -> IndexPage:
+    """The files ``index`` lists for ``project``, with manifest facts merged in when offered."""
+    url = project_url(index, project)
+    answer = get(url, accept=ACCEPT, options=options, emit=emit)
+    kind = answer.content_type.split(";")[0].strip().lower()
+    if kind.endswith("+json") or kind == "application/json":
+        candidates, fmt = parse_json(answer.body, answer.url), "json"
+    elif "html" in kind:
+        candidates, fmt = parse_html(answer.body, answer.url), "html"
+    else:
+        raise _garbage(url, f"content type {answer.content_type!r} is no simple index page")
+    found = _read_manifest(index, options, emit) if manifest else None
+    if found is not None:
+        candidates = tuple(_with_facts(c, found[1]) for c in candidates)
+    message = f"{url}: {len(candidates)} files ({fmt})" + (
+        f", manifest {found[0]}" if found else ""
+    )
+    emit(Event(level="debug", topic="fetch", message=message))
+    return IndexPage(
+        url=answer.url,
+        format=fmt,  # type: ignore[arg-type]
+        candidates=candidates,
+        manifest=found[0] if found else None,
+    )
+
+
+def _safe_name(filename: str) -> str:
+    if Path(filename).name != filename or filename.startswith(".") or "\\" in filename:
+        raise InputError(
+            f"refusing the file name {filename!r}: it is not a plain file name",
+            hint="the index lists a path, not a file; fix the index",
+        )
+    return filename
+
+
+def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _mismatch(c: Candidate, got: str) -> CheckFailed:
+    return CheckFailed(
+        f"sha256 mismatch for {c.filename!r} from {c.url!r}: the index says {c.sha256}, "
+        f"the download is {got}; refusing it",
+        hint="the file on the server is not the one the index lists; tell the index maintainer",
+    )
+
+
+def _fetch_once(c: Candidate, dest: Path, options: FetchOptions) -> Path:
+    fd, temp = tempfile.mkstemp(dir=dest, prefix=f".{c.filename}.", suffix=".part")
+    part = Path(temp)
+    try:
+        digest = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out, open_stream(c.url, accept=None, options=options) as got:
+            while chunk := got[2].read(1 << 20):
+                digest.update(chunk)
+                out.write(chunk)
+        if digest.hexdigest() != c.sha256:
+            raise _mismatch(c, digest.hexdigest())
+        target = dest / c.filename
+        part.replace(target)
+        return target
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def download(
+    candidate: Candidate,
+    dest: Path,
+    *,
+    options: FetchOptions = DEFAULT_OPTIONS,
+    emit: Emit = discard,
+) -> Path:
+    """Fetch ``candidate`` into ``dest`` (streamed, sha256 verified, renamed into place).
+
+    A file already in ``dest`` with the right hash is reused. No sha256 in the index: an
+    :class:`InputError` (cuship installs only verified files). Mismatch: :class:`CheckFailed`.
+    """
+    name = _safe_name(candidate.filename)
+    if not candidate.sha256:
+        raise InputError(
+            f"the index gives no sha256 for {name!r}; cuship installs only verified files",
+            hint="index it with `cuship index` (or add #sha256=... fragments to its links)",
+        )
+    dest.mkdir(parents=True, exist_ok=True)
+    ready = dest / name
+    if ready.is_file() and _sha256_of(ready) == candidate.sha256:
+        emit(Event(level="debug", topic="fetch", message=f"reusing verified {str(ready)!r}"))
+        return ready
+
+    def attempt() -> Path:
+        return _fetch_once(candidate, dest, options)
+
+    path = with_retries("downloading", candidate.url, attempt, options=options, emit=emit)
+    message = f"downloaded {name} (sha256 {candidate.sha256[:12]}… verified)"
+    emit(Event(level="info", topic="fetch", message=message))
+    return path

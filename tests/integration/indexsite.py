@@ -1,0 +1,91 @@
+"""Helpers for the resolver tests: a clean environment, the cuship CLI, a misbehaving server."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def clean_env(tmp: Path, **extra: str) -> dict[str, str]:
+    """The environment without the machine's pip/uv configuration or CUSHIP_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "CUSHIP_"))}
+    env.update(
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PIP_NO_CACHE_DIR="1",
+        UV_NO_CONFIG="1",
+        UV_CACHE_DIR=str(tmp / "uv-cache"),
+        UV_PYTHON_DOWNLOADS="never",
+        PYTHONPATH=str(REPO / "src"),
+        XDG_CACHE_HOME=str(tmp / "xdg-cache"),
+        CUSHIP_NVCC="none",
+    )
+    env.update(extra)
+    return env
+
+
+def cuship(args: list[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m cuship ARGS`` and return what happened (never raises on exit codes)."""
+    return subprocess.run(
+        [sys.executable, "-m", "cuship", *args],
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+class _Bad(http.server.BaseHTTPRequestHandler):
+    mode = "500"
+    hits: list[str]
+
+    def do_GET(self) -> None:
+        self.hits.append(self.path)
+        if self.mode == "stall":
+            time.sleep(5)
+            return
+        if self.mode == "garbage":
+            body = b"\x00\x01 this is not an index {"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+        else:
+            body = b"nope"
+            self.send_response(int(self.mode))
+            self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        del format, args
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+
+@contextmanager
+def bad_server(mode: str) -> Iterator[tuple[str, list[str]]]:
+    """A loopback server answering every GET with ``mode`` (404, 500, garbage, stall)."""
+    hits: list[str] = []
+    handler = type("Handler", (_Bad,), {"mode": mode, "hits": hits})
+    server = _Server(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple", hits
+    finally:
+        server.shutdown()
+        server.server_close()
