@@ -18,3 +18,10 @@ def repo_root() -> Path:
 @pytest.fixture
 def example_dir() -> Path:
     return EXAMPLE
+
+
+@pytest.fixture(autouse=True)
+def _terminal_size_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest-xdist workers export COLUMNS=80; tables are then judged at cuship's pipe width."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)

@@ -269,8 +269,10 @@ def test_json_shape() -> None:
     assert isinstance(doc["rejected"], list) and doc["rejected"][0]["rule"] == "cuda"
 
 
-def test_the_table_shows_markup_in_names_as_text() -> None:
+def test_the_table_shows_markup_in_names_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
+
+    monkeypatch.setenv("COLUMNS", "400")  # the whole name on one line, whatever the terminal
 
     from cuship._console import Console
     from cuship.cli.resolve import render
