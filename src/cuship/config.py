@@ -340,6 +340,11 @@ class BenchSection:
     cases: Mapping[str, BenchCaseSection] = field_doc(
         "Per-case overrides, by case name or key.", default_factory=dict
     )
+    burn_in_tolerance: float = field_doc(
+        "Burn-in: MiB a memory series may grow over the run before a trend fails it.",
+        default=1.0,
+        validate=_positive,
+    )
     store: str = field_doc(
         "Results history (SQLite), relative to the project; CUSHIP_STORE overrides.",
         default=".cuship/results.db",

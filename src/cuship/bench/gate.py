@@ -90,9 +90,10 @@ def floor_for(floors: Mapping[str, str], gpu: str | None) -> tuple[str, Floor] |
 def apply_floor(
     floors: Mapping[str, str], gpu: str | None, numbers: Mapping[str, float]
 ) -> FloorCheck | None:
-    """The floor check of one result, or None when no floor names this machine."""
+    """The floor check of one result, or None when no floor names this machine or the result
+    has no number in the floor's unit (its case models no such work)."""
     found = floor_for(floors, gpu)
-    if found is None:
+    if found is None or found[1].metric not in numbers:
         return None
     label, floor = found
     return FloorCheck(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from cuship.bench.burnin import BurnIn
 from cuship.bench.gate import apply_floor, check_machine, load_baseline
 from cuship.bench.project import BenchProject, find_project
 from cuship.bench.registry import Point, code_hash, discover, points
@@ -18,7 +19,15 @@ from cuship.bench.timer import StopRule, Timer, WallTimer
 from cuship.errors import NothingToDo, ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
 
-__all__ = ["BenchRequest", "TimerKind", "record", "resolve_timer", "run_bench", "select"]
+__all__ = [
+    "BenchRequest",
+    "TimerKind",
+    "record",
+    "resolve_timer",
+    "run_bench",
+    "run_burn_in",
+    "select",
+]
 
 TimerKind = Literal["auto", "cuda", "wall", "instructions"]
 
@@ -265,3 +274,23 @@ def record(report: BenchReport, path: Path) -> int:
     ]
     with Store.open(path) as store:
         return store.record(run, rows)
+
+
+def run_burn_in(request: BenchRequest, duration: float, *, environ: Mapping[str, str]) -> BurnIn:
+    """Burn-in of the one point ``request.cases`` selects (a case with one point, or a key)."""
+    from cuship.bench.burnin import burn_in
+
+    project = find_project(request.path)
+    selected = select(
+        points(discover(project.config.modules, project.root, project.pythonpath)), request.cases
+    )
+    if len(selected) != 1:
+        keys = ", ".join(p.key for p in selected[:8])
+        raise UsageError(
+            f"--burn-in runs one point, and {len(selected)} are selected ({keys})",
+            hint="name one with --case, e.g. --case 'saxpy[n=1024]'",
+        )
+    torch = _torch_cuda() if resolve_timer(request.timer, environ) == "cuda" else None
+    return burn_in(
+        selected[0], duration, tolerance=project.config.burn_in_tolerance * 2**20, torch=torch
+    )

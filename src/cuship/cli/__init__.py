@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "index": ("index", "Write a static PEP 503/691/658 package index, one sub-index per variant."),
     "serve": ("serve", "Serve an index directory on loopback with PEP 691 content negotiation."),
     "check": ("check", "Check kernels against float64 references, on CPU engines or a GPU."),
+    "bench": ("bench", "Time benchmark cases, gate regressions and floors, keep every sample."),
     "report": ("report", "Show stored check and bench runs from the results store."),
 }
 
