@@ -1,7 +1,8 @@
 """Statistics of bench results: summaries, the bootstrap CI of a ratio of medians, verdicts.
 
 The verdict of current vs baseline joins significance and effect size: with ``t`` the threshold
-and [lo, hi] the bootstrap CI of median(current) / median(baseline),
+and [lo, hi] the 99 % percentile bootstrap CI of median(current) / median(baseline) (2000
+resamples a side, seeded),
 
 * SLOWER when lo > 1 + t (the whole CI is a slowdown larger than t),
 * FASTER when hi < 1 - t,
@@ -21,7 +22,7 @@ __all__ = ["Comparison", "Summary", "Verdict", "bootstrap_ratio", "compare", "su
 
 Verdict = Literal["SAME", "FASTER", "SLOWER", "UNSURE"]
 RESAMPLES = 2000
-CONFIDENCE = 0.95
+CONFIDENCE = 0.99
 _BLOCK = 1 << 22
 
 
