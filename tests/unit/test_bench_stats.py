@@ -124,3 +124,11 @@ def test_measure_stops_at_the_noise_target_and_fixed_protocol_takes_seeds_times_
     assert result.stop_reason == "noise-target" and len(result.samples) >= 5
     fixed = measure_fixed(WallTimer(sample_time=1e-6), [lambda: None, lambda: None], repeats=3)
     assert fixed.stop_reason == "fixed" and len(fixed.samples) == 6
+
+
+def test_instruction_counts_compare_exactly() -> None:
+    from cuship.bench.stats import compare_exact
+
+    assert compare_exact(1100.0, 1000.0, 0.05).verdict == "SLOWER"
+    assert compare_exact(1010.0, 1000.0, 0.05).verdict == "SAME"
+    assert compare_exact(900.0, 1000.0, 0.05).verdict == "FASTER"

@@ -1,8 +1,8 @@
 """Instruction counts per call under valgrind's callgrind: deterministic CPU-side numbers.
 
-Each point runs twice in a fresh Python under callgrind, once with the warm-up call only and
-once with ``calls`` more; instructions per call = (Ir(calls) - Ir(0)) / calls, so interpreter
-start-up, imports and setup cancel out.
+Each point runs twice in a fresh Python under callgrind, collecting only inside the ctypes call
+that runs the timed loop (see ``_worker``): once with no calls and once with ``calls``;
+instructions per call = (Ir(calls) - Ir(0)) / calls, so the ctypes overhead cancels out too.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def parse_totals(text: str) -> int:
 
 
 def _count(valgrind: str, args: Sequence[str], env: Mapping[str, str], out: Path) -> int:
-    cmd = [valgrind, "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable]
+    cmd = [valgrind, "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=ffi_call"]
+    cmd += [f"--callgrind-out-file={out}", sys.executable]
     cmd += ["-m", "cuship.bench._worker", *args]
     proc = subprocess.run(cmd, env=dict(env), capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -58,7 +59,7 @@ def instructions_per_call(
     root: Path,
     pythonpath: Sequence[Path],
     environ: Mapping[str, str],
-    calls: int = 10,
+    calls: int = 20,
 ) -> Measurement:
     """Instructions one call of ``point`` executes (seed 0), as a one-sample measurement."""
     valgrind = find_valgrind(environ)

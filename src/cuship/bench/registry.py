@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, overload
 
 from cuship.errors import ConfigError, InputError
 
@@ -80,6 +80,23 @@ class Point:
     key: str
 
 
+@overload
+def case(fn: Callable[..., Any]) -> Case: ...
+
+
+@overload
+def case(
+    fn: None = None,
+    *,
+    name: str | None = None,
+    params: Mapping[str, Sequence[Any]] | None = None,
+    setup: Callable[..., Mapping[str, Any]] | None = None,
+    bytes: WorkFn | None = None,
+    flops: WorkFn | None = None,
+    ops: WorkFn | None = None,
+) -> Callable[[Callable[..., Any]], Case]: ...
+
+
 def case(
     fn: Callable[..., Any] | None = None,
     *,
@@ -89,7 +106,7 @@ def case(
     bytes: WorkFn | None = None,
     flops: WorkFn | None = None,
     ops: WorkFn | None = None,
-) -> Any:
+) -> Case | Callable[[Callable[..., Any]], Case]:
     """Declare a benchmark case; use as ``@case`` or ``@case(params=..., setup=..., bytes=...)``.
 
     Returns a :class:`Case` (the module keeps it under the function's name).

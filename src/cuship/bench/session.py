@@ -14,7 +14,7 @@ from cuship.bench.project import BenchProject, find_project
 from cuship.bench.registry import Point, code_hash, discover, points
 from cuship.bench.results import BenchReport, PointResult
 from cuship.bench.runner import Protocol, run_interleaved, run_points
-from cuship.bench.stats import compare
+from cuship.bench.stats import compare, compare_exact
 from cuship.bench.timer import StopRule, Timer, WallTimer
 from cuship.errors import NothingToDo, ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
@@ -179,7 +179,12 @@ def _gate(
             out.append(r)
             continue
         theirs = (baseline or {}).get(r.key)
-        comparison = compare(r.kept, theirs, project.threshold(r.case, r.key)) if theirs else None
+        threshold = project.threshold(r.case, r.key)
+        comparison = None
+        if theirs and r.measurement.unit == "instructions":
+            comparison = compare_exact(r.kept[0], theirs[0], threshold)
+        elif theirs:
+            comparison = compare(r.kept, theirs, threshold)
         floors = project.floors(r.case, r.key)
         floor = apply_floor(floors, fingerprint.get("gpu"), r.numbers()) if floors else None
         out.append(replace(r, comparison=comparison, floor=floor))

@@ -18,7 +18,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Comparison", "Summary", "Verdict", "bootstrap_ratio", "compare", "summarize"]
+__all__ = [
+    "Comparison",
+    "Summary",
+    "Verdict",
+    "bootstrap_ratio",
+    "compare",
+    "compare_exact",
+    "summarize",
+]
 
 Verdict = Literal["SAME", "FASTER", "SLOWER", "UNSURE"]
 RESAMPLES = 2000
@@ -147,6 +155,15 @@ def compare(
     return Comparison(
         ratio=ratio, low=low, high=high, threshold=threshold, verdict=verdict, more_samples=more
     )
+
+
+def compare_exact(current: float, baseline: float, threshold: float) -> Comparison:
+    """The verdict on two deterministic numbers (instruction counts): the CI is the ratio."""
+    ratio = current / baseline if baseline else math.inf
+    verdict: Verdict = (
+        "SLOWER" if ratio > 1 + threshold else "FASTER" if ratio < 1 - threshold else "SAME"
+    )
+    return Comparison(ratio=ratio, low=ratio, high=ratio, threshold=threshold, verdict=verdict)
 
 
 def _safe_ratio(current: Sequence[float], baseline: Sequence[float]) -> float:
