@@ -56,8 +56,6 @@ def test_planted_slowdown_fails_the_gate_with_slower(tmp_path: Path) -> None:
     doc = json.loads(proc.stdout)
     (result,) = doc["results"]
     assert result["comparison"]["verdict"] == "SLOWER" and doc["run"]["verdict"] == "regressed"
-    same = cuship("bench", str(EXAMPLE), "--case", "saxpy", *QUICK, "--baseline", "1", env=env)
-    assert same.returncode == 0 and "SLOWER" not in same.stdout
 
 
 def test_cross_machine_baseline_is_refused_unless_allowed(tmp_path: Path) -> None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import cuvecops
 import numpy as np
 
-import cuvecops
 from cuship.bench import case
 
 PLANT_ENV = "CUVECOPS_PLANT_SLOWDOWN"
