@@ -29,6 +29,8 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 __all__ = [
+    "BenchCaseSection",
+    "BenchSection",
     "BuildSection",
     "CheckModeSection",
     "CheckOpSection",
@@ -271,6 +273,96 @@ class CheckSection:
     )
 
 
+_FLOOR_UNITS = ("ops/s", "GB/s", "TFLOP/s")
+
+
+def _floors(floors: Mapping[str, str]) -> None:
+    for name, value in floors.items():
+        number, _, unit = value.strip().partition(" ")
+        try:
+            parsed = float(number)
+        except ValueError:
+            parsed = -1.0
+        if unit.strip() not in _FLOOR_UNITS or parsed <= 0:
+            raise ValueError(
+                f"{name} = {value!r} is not a floor: write a positive number and one of "
+                f'{", ".join(_FLOOR_UNITS)}, e.g. "5000 ops/s" or "900 GB/s"'
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchCaseSection:
+    """Per-case overrides: ``[bench.cases.<case name or key>]``."""
+
+    threshold: float | None = field_doc(
+        "Effect size for this case's verdicts (0.05 = 5 %).", default=None, validate=_positive
+    )
+    floors: Mapping[str, str] = field_doc(
+        "Throughput floors for this case, by GPU model or 'CPU'.",
+        default_factory=dict,
+        validate=_floors,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchSection:
+    """Benchmarks (``cuship bench``): where cases live, the stopping rule, gates and floors."""
+
+    modules: tuple[str, ...] = field_doc(
+        "Benchmark modules: paths ('benchmarks/bench_ops.py') or dotted names.", default=()
+    )
+    pythonpath: tuple[str, ...] = field_doc(
+        "Directories put on sys.path before importing benchmark modules.", default=(".", "src")
+    )
+    noise: float = field_doc(
+        "Stop sampling when the relative noise of the median falls under this (0.005 = 0.5 %).",
+        default=0.005,
+        validate=_positive,
+    )
+    min_samples: int = field_doc("Samples taken before stopping.", default=10, validate=_positive)
+    max_samples: int = field_doc(
+        "Samples after which sampling stops.", default=10000, validate=_positive
+    )
+    min_time: float = field_doc("Seconds sampled before stopping.", default=0.5, validate=_positive)
+    timeout: float = field_doc(
+        "Seconds after which one case stops sampling.", default=15.0, validate=_positive
+    )
+    sample_time: float = field_doc(
+        "Wall timer: calls are batched so that one sample lasts at least this many seconds.",
+        default=0.001,
+        validate=_positive,
+    )
+    seeds: int | None = field_doc(
+        "Fixed protocol: this many input seeds (with repeats); default: adaptive stopping.",
+        default=None,
+        validate=_positive,
+    )
+    repeats: int | None = field_doc(
+        "Fixed protocol: samples per seed.", default=None, validate=_positive
+    )
+    threshold: float = field_doc(
+        "Effect size below which a change is SAME (0.05 = 5 %).", default=0.05, validate=_positive
+    )
+    floors: Mapping[str, str] = field_doc(
+        "Throughput floors by GPU model (matched like `cuship compat`) or 'CPU': "
+        '"5000 ops/s", "900 GB/s", "1.5 TFLOP/s".',
+        default_factory=dict,
+        validate=_floors,
+    )
+    cases: Mapping[str, BenchCaseSection] = field_doc(
+        "Per-case overrides, by case name or key.", default_factory=dict
+    )
+    burn_in_tolerance: float = field_doc(
+        "Burn-in: MiB a memory series may grow over the run before a trend fails it.",
+        default=1.0,
+        validate=_positive,
+    )
+    store: str = field_doc(
+        "Results history (SQLite), relative to the project; CUSHIP_STORE overrides.",
+        default=".cuship/results.db",
+    )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PackageSpec:
     """One entry of a community index's ``config/packages.yml``."""
@@ -293,6 +385,7 @@ class _ConfigFile:
     build: BuildSection = field_doc("Building.", default_factory=BuildSection)
     check: CheckSection = field_doc("Kernel checks.", default_factory=CheckSection)
     ci: CiSection = field_doc("Generated CI (cuship ci init).", default_factory=CiSection)
+    bench: BenchSection = field_doc("Benchmarks.", default_factory=BenchSection)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -315,6 +408,7 @@ class Config:
     requirement: str | None = None
     check: CheckSection = dataclasses.field(default_factory=CheckSection)
     ci: CiSection = dataclasses.field(default_factory=CiSection)
+    bench: BenchSection = dataclasses.field(default_factory=BenchSection)
 
     @property
     def source_dir(self) -> Path:
@@ -466,4 +560,5 @@ def load_config(path: str | Path = ".") -> Config:
         build_requires=build_requires,
         check=file.check,
         ci=file.ci,
+        bench=file.bench,
     )

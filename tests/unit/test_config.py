@@ -139,7 +139,15 @@ def test_bad_packages_yml(tmp_path: Path, text: str, match: str) -> None:
 
 def test_schema_describes_every_section() -> None:
     schema = json_schema()
-    assert set(schema["properties"]) == {"project", "matrix", "label", "build", "check", "ci"}
+    assert set(schema["properties"]) == {
+        "project",
+        "matrix",
+        "label",
+        "build",
+        "check",
+        "bench",
+        "ci",
+    }
     matrix = schema["properties"]["matrix"]
     assert matrix["additionalProperties"] is False
     assert matrix["properties"]["torch_cuda"]["enum"] == ["major", "exact"]

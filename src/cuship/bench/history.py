@@ -22,10 +22,8 @@ Larger values (seconds, instruction counts) are slower.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import heapq
 import itertools
-import json
 import math
 import random
 import statistics
@@ -53,7 +51,6 @@ MIN_SEGMENT = 2
 PENALTY_FACTOR = 2.5
 NOISE_FLOOR = 1e-4  # relative; exact counters still need a 0.01 % move per run to count
 _MAD_TO_SIGMA = 1.4826
-_FINGERPRINT_KEYS = ("gpu", "gpu_count", "driver", "cuda", "cpu_model", "cpu_count", "timer")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,11 +132,12 @@ class History:
 
 def machine_of(fingerprint: Mapping[str, Any]) -> str:
     """The fingerprint's ``machine_id``, or the same hash computed from its fields when absent."""
+    from cuship.bench.env import machine_id
+
     stored = fingerprint.get("machine_id")
     if isinstance(stored, str) and stored:
         return stored
-    fields = [fingerprint.get(k) for k in _FINGERPRINT_KEYS]
-    return hashlib.sha256(json.dumps(fields).encode()).hexdigest()[:12]
+    return machine_id(fingerprint)
 
 
 def _median_of(row: ResultRow) -> tuple[float, tuple[float, ...]] | None:

@@ -1,0 +1,77 @@
+"""Where the benchmarks of a project come from: a project directory (its ``[bench]`` config) or
+a single benchmark module given as a ``.py`` path."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from cuship.config import BenchSection, load_config
+from cuship.errors import NothingToDo
+
+__all__ = ["BenchProject", "find_project"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchProject:
+    root: Path
+    name: str
+    package: str | None
+    config: BenchSection
+    pythonpath: tuple[Path, ...]
+
+    def store_path(self, environ: Mapping[str, str]) -> Path:
+        """The results store: ``CUSHIP_STORE``, else ``[bench] store`` under the project."""
+        override = environ.get("CUSHIP_STORE")
+        return Path(override) if override else self.root / self.config.store
+
+    def threshold(self, name: str, key: str) -> float:
+        """The effect-size threshold of a point: ``[bench.cases.<key or name>]``, else global."""
+        for label in (key, name):
+            entry = self.config.cases.get(label)
+            if entry is not None and entry.threshold is not None:
+                return entry.threshold
+        return self.config.threshold
+
+    def floors(self, name: str, key: str) -> Mapping[str, str]:
+        """The floors of a point: the case's own when it has any, else ``[bench.floors]``."""
+        for label in (key, name):
+            entry = self.config.cases.get(label)
+            if entry is not None and entry.floors:
+                return entry.floors
+        return self.config.floors
+
+
+def _paths(root: Path, entries: tuple[str, ...]) -> tuple[Path, ...]:
+    return tuple((root / p).resolve() for p in entries if (root / p).is_dir())
+
+
+def find_project(path: Path) -> BenchProject:
+    """Read the bench configuration for ``path`` (a project directory or a benchmark module)."""
+    if path.is_file() and path.suffix == ".py":
+        root = path.parent.resolve()
+        config = BenchSection(modules=(path.name,))
+        if (root / "cuship.toml").is_file():  # settings of the module's project, if any
+            config = replace(load_config(root).bench, modules=(path.name,))
+        return BenchProject(
+            root=root,
+            name=path.stem,
+            package=None,
+            config=config,
+            pythonpath=_paths(root, config.pythonpath),
+        )
+    loaded = load_config(path)
+    config = loaded.bench
+    if not config.modules:
+        raise NothingToDo(
+            f"{str(loaded.source)!r} names no benchmark modules",
+            hint='add [bench] modules = ["benchmarks/bench_ops.py"] to cuship.toml',
+        )
+    return BenchProject(
+        root=loaded.root,
+        name=loaded.project.name or loaded.root.name,
+        package=loaded.project.name,
+        config=config,
+        pythonpath=_paths(loaded.root, config.pythonpath),
+    )

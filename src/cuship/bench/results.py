@@ -1,0 +1,274 @@
+"""What a bench run produced: per-point results, the run's verdict, store rows and exports.
+
+The store layout (one ``RunRecord`` of kind ``bench``, one ``ResultRow`` per case × parameter
+point) and the JSON export (``format: cuship-bench/1``) follow the bench/dashboard contract.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from cuship.bench.stats import Comparison, summarize
+from cuship.bench.timer import Measurement, usable
+
+__all__ = [
+    "CSV_COLUMNS",
+    "FORMAT",
+    "BenchReport",
+    "FloorCheck",
+    "PointResult",
+    "export_name",
+    "sample_seed",
+    "to_csv",
+    "to_json",
+]
+
+FORMAT = "cuship-bench/1"
+CSV_COLUMNS = (
+    "run_id",
+    "machine_id",
+    "key",
+    "case",
+    "params",
+    "status",
+    "sample",
+    "seed",
+    "value",
+    "unit",
+    "throttled",
+)
+Status = Literal["ok", "errored", "unsure"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FloorCheck:
+    """A throughput floor applied to one point: ``"H100 = 5000 ops/s"`` vs what was measured."""
+
+    machine: str
+    floor: float
+    unit: str
+    measured: float | None
+
+    @property
+    def missed(self) -> bool:
+        return self.measured is None or self.measured < self.floor
+
+    def describe(self) -> str:
+        got = "not measured" if self.measured is None else f"{self.measured:.4g} {self.unit}"
+        mark = "MISSED" if self.missed else "met"
+        return f"floor {self.floor:g} {self.unit} ({self.machine}): {mark}, {got}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PointResult:
+    """One case at one parameter point."""
+
+    key: str
+    case: str
+    params: Mapping[str, Any]
+    status: Status
+    measurement: Measurement | None
+    work: Mapping[str, float | None] = field(default_factory=dict)
+    error: str | None = None
+    comparison: Comparison | None = None
+    floor: FloorCheck | None = None
+
+    @property
+    def samples(self) -> tuple[float, ...]:
+        return self.measurement.samples if self.measurement else ()
+
+    @property
+    def kept(self) -> list[float]:
+        """The samples the statistics use (throttled ones left out)."""
+        m = self.measurement
+        return usable(m.samples, m.throttled) if m else []
+
+    def numbers(self) -> dict[str, float]:
+        """median, mean, min, stdev, rel_noise and the throughputs the work model allows."""
+        if not self.kept:
+            return {}
+        s = summarize(self.kept)
+        assert self.measurement is not None
+        out = {
+            "median": s.median,
+            "mean": s.mean,
+            "min": s.min,
+            "stdev": s.stdev,
+            "rel_noise": self.measurement.rel_noise,
+        }
+        if self.measurement.unit == "s" and s.median > 0:
+            for name, scale, work in (
+                ("gbps", 1e9, "bytes"),
+                ("tflops", 1e12, "flops"),
+                ("ops_per_s", 1.0, "ops"),
+            ):
+                amount = self.work.get(work)
+                if amount is not None:
+                    out[name] = amount / s.median / scale
+        return {k: v for k, v in out.items() if math.isfinite(v)}
+
+    def payload(self) -> dict[str, Any]:
+        m = self.measurement
+        return {
+            "case": self.case,
+            "params": dict(self.params),
+            "unit": m.unit if m else "s",
+            "samples": list(m.samples) if m else [],
+            "throttled": list(m.throttled) if m else [],
+            "work": {k: self.work.get(k) for k in ("bytes", "flops", "ops")},
+            "rel_noise": m.rel_noise if m and math.isfinite(m.rel_noise) else None,
+            "stop_reason": m.stop_reason if m else None,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchReport:
+    """A whole bench run; ``exit_code`` is what the CLI exits with."""
+
+    project: str
+    path: str
+    started: float
+    finished: float
+    fingerprint: Mapping[str, Any]
+    seeds: int
+    repeats: int
+    label: str | None
+    code_hash: Mapping[str, str]
+    results: tuple[PointResult, ...]
+    baseline: str | None = None
+    fail_on_regression: bool = False
+    assert_floors: bool = False
+    run_id: int | None = None
+
+    @property
+    def errored(self) -> tuple[PointResult, ...]:
+        return tuple(r for r in self.results if r.status == "errored")
+
+    @property
+    def slower(self) -> tuple[PointResult, ...]:
+        return tuple(r for r in self.results if r.comparison and r.comparison.verdict == "SLOWER")
+
+    @property
+    def floors_missed(self) -> tuple[PointResult, ...]:
+        return tuple(r for r in self.results if r.floor is not None and r.floor.missed)
+
+    @property
+    def verdict(self) -> str:
+        """errored, regressed (a clear SLOWER), floor-missed (a floor checked and missed), ok."""
+        if self.errored:
+            return "errored"
+        if self.slower:
+            return "regressed"
+        if self.floors_missed:
+            return "floor-missed"
+        return "ok"
+
+    @property
+    def exit_code(self) -> int:
+        gated = (
+            bool(self.errored)
+            or (self.fail_on_regression and bool(self.slower))
+            or (self.assert_floors and bool(self.floors_missed))
+        )
+        return 1 if gated else 0
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "seeds": self.seeds,
+            "repeats": self.repeats,
+            "label": self.label,
+            "code_hash": dict(self.code_hash),
+            "path": self.path,
+        }
+
+
+def sample_seed(index: int, seeds: int, repeats: int) -> int:
+    """The input seed sample ``index`` was taken with: seed i // repeats in the fixed protocol
+    (seeds 0..seeds-1), seed 0 in adaptive runs (repeats 0)."""
+    return min(index // repeats, seeds - 1) if repeats > 0 else 0
+
+
+def _slug(gpu: str | None) -> str:
+    if not gpu:
+        return "cpu"
+    words = [w for w in "".join(c if c.isalnum() else " " for c in gpu.lower()).split()]
+    return "-".join(w for w in words if w != "nvidia") or "gpu"
+
+
+def export_name(fingerprint: Mapping[str, Any], started: float, suffix: str) -> str:
+    """``benchmark_<gpu-or-cpu>_<YYYYmmdd-HHMMSS>.<suffix>`` (local time of the run's start)."""
+    import time
+
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(started))
+    return f"benchmark_{_slug(fingerprint.get('gpu'))}_{stamp}.{suffix}"
+
+
+def to_json(report: BenchReport) -> dict[str, Any]:
+    """The JSON export: the run as stored, plus each point's verdict against the baseline."""
+    from cuship import __version__
+
+    results = []
+    for r in report.results:
+        entry: dict[str, Any] = {
+            "key": r.key,
+            "status": r.status,
+            "payload": r.payload(),
+            "numbers": r.numbers(),
+        }
+        if r.comparison is not None:
+            c = r.comparison
+            entry["comparison"] = {
+                "verdict": c.verdict,
+                "ratio": c.ratio,
+                "low": c.low if math.isfinite(c.low) else None,
+                "high": c.high if math.isfinite(c.high) else None,
+                "threshold": c.threshold,
+                "more_samples": c.more_samples,
+            }
+        if r.floor is not None:
+            entry["floor"] = {"machine": r.floor.machine, "floor": r.floor.floor}
+            entry["floor"].update(unit=r.floor.unit, measured=r.floor.measured)
+            entry["floor"]["missed"] = r.floor.missed
+        results.append(entry)
+    return {
+        "format": FORMAT,
+        "cuship_version": __version__,
+        "run": {
+            "id": report.run_id,
+            "kind": "bench",
+            "project": report.project,
+            "started": report.started,
+            "finished": report.finished,
+            "verdict": report.verdict,
+            "fingerprint": dict(report.fingerprint),
+            "meta": report.meta(),
+            "baseline": report.baseline,
+        },
+        "results": results,
+    }
+
+
+def to_csv(report: BenchReport) -> str:
+    """One row per raw sample, with the columns of :data:`CSV_COLUMNS`."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    machine = report.fingerprint.get("machine_id", "")
+    for r in report.results:
+        params = json.dumps(dict(r.params), sort_keys=True, separators=(",", ":"), default=str)
+        m = r.measurement
+        throttled = set(m.throttled) if m else set()
+        for i, value in enumerate(r.samples):
+            seed = sample_seed(i, report.seeds, report.repeats)
+            unit = m.unit if m else "s"
+            row: Sequence[object] = (report.run_id, machine, r.key, r.case, params, r.status)
+            writer.writerow((*row, i, seed, repr(value), unit, int(i in throttled)))
+    return out.getvalue()

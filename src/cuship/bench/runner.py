@@ -1,0 +1,154 @@
+"""Running benchmark points with a timer: adaptive, fixed protocol, or interleaved A/B.
+
+A point whose setup or call raises becomes an ``errored`` result carrying the error text; the
+other points go on. A point that stops at the timeout above the noise target is ``unsure``.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cuship.bench.registry import Point
+from cuship.bench.results import PointResult
+from cuship.bench.timer import (
+    Measurement,
+    StopRule,
+    Timer,
+    measure,
+    measure_fixed,
+    measure_interleaved,
+    usable,
+)
+from cuship.events import Emit, Event, discard
+
+__all__ = ["Protocol", "run_interleaved", "run_point", "run_points"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Protocol:
+    """Adaptive (``seeds`` None) or fixed: ``seeds`` input seeds × ``repeats`` samples each."""
+
+    rule: StopRule
+    seeds: int | None = None
+    repeats: int | None = None
+
+    @property
+    def fixed(self) -> bool:
+        return self.seeds is not None and self.repeats is not None
+
+
+def _call(point: Point, seed: int) -> Callable[[], object]:
+    kwargs = point.case.inputs(point.params, seed)
+    fn = point.case.fn
+
+    def call() -> object:
+        return fn(**kwargs)
+
+    return call
+
+
+def _error_text(err: BaseException) -> str:
+    frames = traceback.extract_tb(err.__traceback__)
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(err).__name__}: {err}{where}"
+
+
+def _result(point: Point, m: Measurement, rule: StopRule) -> PointResult:
+    unsure = m.stop_reason == "timeout" and not m.rel_noise < rule.noise
+    return PointResult(
+        key=point.key,
+        case=point.case.name,
+        params=point.params,
+        status="unsure" if unsure else "ok",
+        measurement=m,
+        work=point.case.work(point.params),
+    )
+
+
+def _errored(point: Point, err: BaseException) -> PointResult:
+    return PointResult(
+        key=point.key,
+        case=point.case.name,
+        params=point.params,
+        status="errored",
+        measurement=None,
+        error=_error_text(err),
+    )
+
+
+def run_point(point: Point, timer: Timer, protocol: Protocol) -> PointResult:
+    """Measure one point; an exception from its setup or call makes it ``errored``."""
+    try:
+        if protocol.fixed:
+            assert protocol.seeds is not None and protocol.repeats is not None
+            calls = [_call(point, seed) for seed in range(protocol.seeds)]
+            m = measure_fixed(timer, calls, protocol.repeats)
+        else:
+            m = measure(timer, _call(point, 0), protocol.rule)
+    except Exception as err:
+        return _errored(point, err)
+    return _result(point, m, protocol.rule)
+
+
+def run_points(
+    points: Sequence[Point],
+    timer_for: Callable[[], Timer],
+    protocol: Protocol,
+    emit: Emit = discard,
+) -> tuple[PointResult, ...]:
+    """Measure every point in order, a fresh timer each, reporting progress through ``emit``."""
+    results = []
+    for index, point in enumerate(points, 1):
+        result = run_point(point, timer_for(), protocol)
+        results.append(result)
+        emit(_progress(index, len(points), result))
+    return tuple(results)
+
+
+def _progress(index: int, total: int, result: PointResult) -> Event:
+    text = f"[{index}/{total}] {result.key}: {result.status}"
+    if result.error:
+        text += f" ({result.error})"
+    if result.status == "errored":
+        return Event(level="warning", topic="bench", message=text)
+    return Event(level="info", topic="bench", message=text)
+
+
+def run_interleaved(
+    points: Sequence[Point],
+    others: Mapping[str, Point],
+    timer_for: Callable[[], Timer],
+    rule: StopRule,
+    emit: Emit = discard,
+) -> tuple[tuple[PointResult, ...], dict[str, tuple[float, ...]]]:
+    """A/B: each point alternates samples with the same-key point of ``others`` in this process.
+
+    Returns the results of ``points`` and the samples of their partners (the baseline), by key.
+    Points without a partner are measured alone.
+    """
+    results: list[PointResult] = []
+    partners: dict[str, tuple[float, ...]] = {}
+    for index, point in enumerate(points, 1):
+        other = others.get(point.key)
+        timer = timer_for()
+        if other is None:
+            result = run_point(point, timer, Protocol(rule=rule))
+        else:
+            result = _interleave_one(point, other, timer, rule, partners)
+        results.append(result)
+        emit(_progress(index, len(points), result))
+    return tuple(results), partners
+
+
+def _interleave_one(
+    point: Point, other: Point, timer: Timer, rule: StopRule, partners: dict[str, Any]
+) -> PointResult:
+    try:
+        a, b = measure_interleaved(timer, _call(point, 0), _call(other, 0), rule)
+    except Exception as err:
+        return _errored(point, err)
+    partners[point.key] = tuple(usable(b.samples, b.throttled))
+    return _result(point, a, rule)

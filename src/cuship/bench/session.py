@@ -1,0 +1,301 @@
+"""One ``cuship bench`` run from request to report: project, cases, timer, baseline, gates, store."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from cuship.bench.burnin import BurnIn
+from cuship.bench.gate import apply_floor, check_machine, load_baseline
+from cuship.bench.project import BenchProject, find_project
+from cuship.bench.registry import Point, code_hash, discover, points
+from cuship.bench.results import BenchReport, PointResult
+from cuship.bench.runner import Protocol, run_interleaved, run_points
+from cuship.bench.stats import compare, compare_exact
+from cuship.bench.timer import StopRule, Timer, WallTimer
+from cuship.errors import NothingToDo, ToolMissing, UsageError
+from cuship.events import Emit, Event, discard
+
+__all__ = [
+    "BenchRequest",
+    "TimerKind",
+    "record",
+    "resolve_timer",
+    "run_bench",
+    "run_burn_in",
+    "select",
+]
+
+TimerKind = Literal["auto", "cuda", "wall", "instructions"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchRequest:
+    """What ``cuship bench`` was asked; None means "as configured"."""
+
+    path: Path
+    cases: tuple[str, ...] = ()
+    seeds: int | None = None
+    repeats: int | None = None
+    timer: TimerKind = "auto"
+    min_time: float | None = None
+    timeout: float | None = None
+    noise: float | None = None
+    baseline: str | None = None
+    fail_on_regression: bool = False
+    allow_cross_machine: bool = False
+    assert_floors: bool = False
+    compare_with: Path | None = None
+    label: str | None = None
+    store: bool = True
+
+
+def select(cases_points: Sequence[Point], wanted: Sequence[str]) -> tuple[Point, ...]:
+    """The points of the cases named in ``wanted`` (case names or full keys); all without."""
+    if not wanted:
+        return tuple(cases_points)
+    known = {p.case.name for p in cases_points} | {p.key for p in cases_points}
+    unknown = [w for w in wanted if w not in known]
+    if unknown:
+        names = ", ".join(sorted({p.case.name for p in cases_points}))
+        raise UsageError(f"no benchmark case {unknown[0]!r}", hint=f"known cases: {names}")
+    return tuple(p for p in cases_points if p.case.name in wanted or p.key in wanted)
+
+
+def resolve_timer(kind: TimerKind, environ: Mapping[str, str]) -> str:
+    """``auto`` → ``cuda`` when torch sees a CUDA device, else ``wall``; ``cuda`` without one is
+    ToolMissing (exit 3)."""
+    if kind in ("wall", "instructions"):
+        return kind
+    from cuship.machine import fingerprint
+
+    has_gpu = bool(fingerprint(environ).gpus) and _torch_cuda() is not None
+    if kind == "cuda" and not has_gpu:
+        raise ToolMissing(
+            "--timer cuda, but torch sees no CUDA device here",
+            hint="run on a GPU machine with a CUDA build of torch, or use --timer wall",
+        )
+    return "cuda" if has_gpu else "wall"
+
+
+def _torch_cuda() -> Any:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
+def _timer_factory(kind: str, project: BenchProject) -> Callable[[], Timer]:
+    if kind == "cuda":
+        from cuship.bench.timer import CudaTimer
+
+        shared = CudaTimer(_torch_cuda())
+        return lambda: shared
+    return lambda: WallTimer(sample_time=project.config.sample_time)
+
+
+def _rule(project: BenchProject, request: BenchRequest) -> StopRule:
+    c = project.config
+    return StopRule(
+        noise=c.noise if request.noise is None else request.noise,
+        min_samples=c.min_samples,
+        max_samples=c.max_samples,
+        min_time=c.min_time if request.min_time is None else request.min_time,
+        timeout=c.timeout if request.timeout is None else request.timeout,
+    )
+
+
+def _measure(
+    request: BenchRequest,
+    project: BenchProject,
+    selected: tuple[Point, ...],
+    kind: str,
+    emit: Emit,
+) -> tuple[tuple[PointResult, ...], dict[str, tuple[float, ...]] | None]:
+    rule = _rule(project, request)
+    if kind == "instructions":
+        return _instructions(project, selected, request, emit), None
+    timer_for = _timer_factory(kind, project)
+    if request.compare_with is not None:
+        other = find_project(request.compare_with)
+        theirs = points(discover(other.config.modules, other.root, other.pythonpath))
+        partners = {p.key: p for p in theirs}
+        return run_interleaved(selected, partners, timer_for, rule, emit)
+    seeds = request.seeds if request.seeds is not None else project.config.seeds
+    repeats = request.repeats if request.repeats is not None else project.config.repeats
+    protocol = Protocol(rule=rule, seeds=seeds, repeats=repeats)
+    return run_points(selected, timer_for, protocol, emit), None
+
+
+def _instructions(
+    project: BenchProject, selected: Sequence[Point], request: BenchRequest, emit: Emit
+) -> tuple[PointResult, ...]:
+    import os
+
+    from cuship.bench.callgrind import find_valgrind, instructions_per_call
+
+    find_valgrind(os.environ)
+    out = []
+    for point in selected:
+        try:
+            m = instructions_per_call(
+                point, root=project.root, pythonpath=project.pythonpath, environ=os.environ
+            )
+            result = PointResult(
+                key=point.key,
+                case=point.case.name,
+                params=point.params,
+                status="ok",
+                measurement=m,
+                work=point.case.work(point.params),
+            )
+        except RuntimeError as err:
+            result = PointResult(
+                key=point.key,
+                case=point.case.name,
+                params=point.params,
+                status="errored",
+                measurement=None,
+                error=str(err),
+            )
+        emit(Event(level="info", topic="bench", message=f"{point.key}: {result.status}"))
+        out.append(result)
+    return tuple(out)
+
+
+def _gate(
+    results: tuple[PointResult, ...],
+    project: BenchProject,
+    fingerprint: Mapping[str, Any],
+    baseline: Mapping[str, tuple[float, ...]] | None,
+) -> tuple[PointResult, ...]:
+    out = []
+    for r in results:
+        if r.measurement is None:
+            out.append(r)
+            continue
+        theirs = (baseline or {}).get(r.key)
+        threshold = project.threshold(r.case, r.key)
+        comparison = None
+        if theirs and r.measurement.unit == "instructions":
+            comparison = compare_exact(r.kept[0], theirs[0], threshold)
+        elif theirs:
+            comparison = compare(r.kept, theirs, threshold)
+        floors = project.floors(r.case, r.key)
+        floor = apply_floor(floors, fingerprint.get("gpu"), r.numbers()) if floors else None
+        out.append(replace(r, comparison=comparison, floor=floor))
+    return tuple(out)
+
+
+def run_bench(
+    request: BenchRequest, *, environ: Mapping[str, str], emit: Emit = discard
+) -> BenchReport:
+    """Run the benchmarks; the report's ``exit_code`` is what the CLI exits with.
+
+    Raises UsageError/ConfigError (bad flags, config, a baseline from another machine),
+    InputError (a module or baseline that cannot be read), ToolMissing (no GPU for --timer
+    cuda, no valgrind for --timer instructions), NothingToDo (no case selected).
+    """
+    from cuship.bench.env import bench_fingerprint
+
+    project = find_project(request.path)
+    cases = discover(project.config.modules, project.root, project.pythonpath)
+    selected = select(points(cases), request.cases)
+    if not selected:
+        raise NothingToDo(
+            f"no benchmark cases in {project.config.modules!r}",
+            hint="declare cases with @cuship.bench.case in the modules named in [bench] modules",
+        )
+    kind = resolve_timer(request.timer, environ)
+    fp = bench_fingerprint(environ, timer=kind, project_package=project.package)
+    baseline_samples, source = _baseline(request, project, fp, environ)
+    emit(Event(level="info", topic="bench", message=f"{len(selected)} points, timer {kind}"))
+    started = time.time()
+    results, partners = _measure(request, project, selected, kind, emit)
+    if partners is not None:
+        baseline_samples, source = partners, f"interleaved with {request.compare_with}"
+    seeds = request.seeds or project.config.seeds
+    repeats = request.repeats or project.config.repeats
+    fixed = seeds is not None and repeats is not None and kind != "instructions"
+    report = BenchReport(
+        project=project.name,
+        path=str(request.path),
+        started=started,
+        finished=time.time(),
+        fingerprint=fp,
+        seeds=seeds if fixed and seeds else 1,
+        repeats=repeats if fixed and repeats else 0,
+        label=request.label,
+        code_hash={c.name: code_hash(c) for c in cases if any(p.case is c for p in selected)},
+        results=_gate(results, project, fp, baseline_samples),
+        baseline=source,
+        fail_on_regression=request.fail_on_regression,
+        assert_floors=request.assert_floors,
+    )
+    if request.store:
+        store_path = project.store_path(environ)
+        report = replace(report, run_id=record(report, store_path))
+        emit(Event(level="debug", topic="bench", message=f"run {report.run_id} in {store_path}"))
+    return report
+
+
+def _baseline(
+    request: BenchRequest, project: BenchProject, fp: Mapping[str, Any], environ: Mapping[str, str]
+) -> tuple[dict[str, tuple[float, ...]] | None, str | None]:
+    if request.baseline is None:
+        return None, None
+    base = load_baseline(
+        request.baseline,
+        store_path=project.store_path(environ),
+        project=project.name,
+        machine_id=str(fp["machine_id"]),
+    )
+    check_machine(base, str(fp["machine_id"]), allow_cross_machine=request.allow_cross_machine)
+    return dict(base.samples), base.source
+
+
+def record(report: BenchReport, path: Path) -> int:
+    """Store a bench run (one row per case × parameter point) in the results store at ``path``."""
+    from cuship import __version__
+    from cuship.store import ResultRow, RunRecord, Store
+
+    run = RunRecord(
+        kind="bench",
+        started=report.started,
+        finished=report.finished,
+        fingerprint=dict(report.fingerprint),
+        cuship_version=__version__,
+        project=report.project,
+        verdict=report.verdict,
+        meta=report.meta(),
+    )
+    rows = [
+        ResultRow(key=r.key, status=r.status, payload=r.payload(), numbers=r.numbers())
+        for r in report.results
+    ]
+    with Store.open(path) as store:
+        return store.record(run, rows)
+
+
+def run_burn_in(request: BenchRequest, duration: float, *, environ: Mapping[str, str]) -> BurnIn:
+    """Burn-in of the one point ``request.cases`` selects (a case with one point, or a key)."""
+    from cuship.bench.burnin import burn_in
+
+    project = find_project(request.path)
+    selected = select(
+        points(discover(project.config.modules, project.root, project.pythonpath)), request.cases
+    )
+    if len(selected) != 1:
+        keys = ", ".join(p.key for p in selected[:8])
+        raise UsageError(
+            f"--burn-in runs one point, and {len(selected)} are selected ({keys})",
+            hint="name one with --case, e.g. --case 'saxpy[n=1024]'",
+        )
+    torch = _torch_cuda() if resolve_timer(request.timer, environ) == "cuda" else None
+    return burn_in(
+        selected[0], duration, tolerance=project.config.burn_in_tolerance * 2**20, torch=torch
+    )

@@ -1,0 +1,247 @@
+"""``cuship bench``: time the benchmark cases of a project, gate them, keep every sample.
+
+``cuship bench [PATH] …`` runs benchmarks (the ``run`` subcommand, the default);
+``cuship bench history …`` (module ``cuship.cli.bench_history``) reads the stored history.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cuship.cli._common import exit_with, make_console, verbose_option
+
+_SUBCOMMANDS = {"run": "Run the benchmarks (the default).", "history": "Stored bench history."}
+
+
+class BenchGroup(click.Group):
+    """A group whose first token is a PATH unless it names a subcommand: ``cuship bench DIR``
+    means ``cuship bench run DIR``; ``history`` loads lazily from ``cuship.cli.bench_history``."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name == "run":
+            return run
+        if cmd_name != "history":
+            return None
+        try:
+            module = importlib.import_module("cuship.cli.bench_history")
+        except ModuleNotFoundError:
+            return None
+        found: click.Command = module.command
+        return found
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in _SUBCOMMANDS and args[0] not in ("-h", "--help")):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group("bench", cls=BenchGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def command() -> None:
+    """Time benchmark cases (default: `cuship bench [PATH] …`), or read their history."""
+
+
+def _fmt_time(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if seconds >= scale or unit == "ns":
+            return f"{seconds / scale:.4g} {unit}"
+    return f"{seconds:.3g} s"  # pragma: no cover - the loop always returns
+
+
+def _throughput(numbers: dict[str, float]) -> str:
+    parts = []
+    for name, unit in (("gbps", "GB/s"), ("tflops", "TFLOP/s"), ("ops_per_s", "ops/s")):
+        if name in numbers:
+            parts.append(f"{numbers[name]:.4g} {unit}")
+    return ", ".join(parts)
+
+
+def _median_text(result: Any) -> str:
+    numbers = result.numbers()
+    if not numbers:
+        return "-"
+    unit = result.measurement.unit
+    median = numbers["median"]
+    text = _fmt_time(median) if unit == "s" else f"{median:.6g} Ir"
+    noise = numbers.get("rel_noise")
+    return text + (f" ± {noise * 100:.2f}%" if noise is not None and unit == "s" else "")
+
+
+def _row(result: Any) -> list[str]:
+    m = result.measurement
+    verdict = result.comparison.describe() if result.comparison else ""
+    if result.floor is not None:
+        verdict = "; ".join(v for v in (verdict, result.floor.describe()) if v)
+    if result.error:
+        verdict = result.error
+    params = ", ".join(f"{k}={v}" for k, v in result.params.items())
+    return [
+        result.case,
+        params,
+        _median_text(result),
+        _throughput(result.numbers()),
+        str(len(m.samples)) if m else "0",
+        m.stop_reason if m else result.status,
+        verdict,
+    ]
+
+
+def _render(console: Any, report: Any) -> None:
+    from rich.table import Table
+
+    fp = report.fingerprint
+    title = f"cuship bench: {report.project} on {fp.get('gpu') or fp.get('cpu_model')}"
+    table = Table(title=title)
+    for column in ("case", "params", "median ± noise", "throughput", "samples", "stop", "verdict"):
+        table.add_column(column)
+    for result in report.results:
+        table.add_row(*_row(result))
+    console.out.print(table)
+
+
+def _export(report: Any, fmt: str, directory: Path) -> list[Path]:
+    from cuship.bench.results import export_name, to_csv, to_json
+
+    directory.mkdir(parents=True, exist_ok=True)
+    doc = json.dumps(to_json(report), indent=2, allow_nan=False, default=str)
+    json_path = directory / export_name(report.fingerprint, report.started, "json")
+    json_path.write_text(doc + "\n", encoding="utf-8")
+    written = [json_path]
+    if fmt == "csv":
+        csv_path = json_path.with_suffix(".csv")
+        csv_path.write_text(to_csv(report), encoding="utf-8")
+        written.insert(0, csv_path)
+    return written
+
+
+def _summary(report: Any) -> str:
+    counts = {s: sum(r.status == s for r in report.results) for s in ("ok", "unsure", "errored")}
+    text = f"{len(report.results)} points: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+    slower = len(report.slower)
+    if report.baseline:
+        text += f"; vs {report.baseline}: {slower} SLOWER"
+    if report.floors_missed:
+        text += f"; {len(report.floors_missed)} floors missed"
+    run = f", run {report.run_id}" if report.run_id is not None else ""
+    return f"{text}; verdict {report.verdict}{run}"
+
+
+def _request(path: Path, options: dict[str, Any]) -> Any:
+    from cuship.bench.session import BenchRequest
+    from cuship.errors import UsageError
+
+    if options["interleave"] and options["compare_with"] is None:
+        raise UsageError("--interleave needs --compare-with PATH2", hint="name the other build")
+    if (options["seeds"] is None) != (options["repeats"] is None):
+        raise UsageError("--seeds and --repeats go together", hint="e.g. --seeds 5 --repeats 50")
+    return BenchRequest(
+        path=path,
+        cases=tuple(options["cases"]),
+        seeds=options["seeds"],
+        repeats=options["repeats"],
+        timer=options["timer"],
+        min_time=options["min_time"],
+        timeout=options["timeout"],
+        noise=options["noise"],
+        baseline=options["baseline"],
+        fail_on_regression=options["fail_on_regression"],
+        allow_cross_machine=options["allow_cross_machine"],
+        assert_floors=options["assert_floors"],
+        compare_with=options["compare_with"],
+        label=options["label"],
+        store=not options["no_store"],
+    )
+
+
+_pos = click.FloatRange(min=0, min_open=True)
+
+
+@click.command("run")
+@click.argument("path", type=click.Path(path_type=Path), default=".")
+@click.option("--case", "cases", multiple=True, help="Only this case (name or key; repeatable).")
+@click.option("--seeds", type=click.IntRange(min=1), help="Fixed protocol: input seeds.")
+@click.option("--repeats", type=click.IntRange(min=1), help="Fixed protocol: samples per seed.")
+@click.option(
+    "--timer",
+    type=click.Choice(["auto", "cuda", "wall", "instructions"]),
+    default="auto",
+    show_default=True,
+)
+@click.option("--min-time", type=_pos, help="Seconds sampled per point at least ([bench]).")
+@click.option("--timeout", type=_pos, help="Seconds per point at most ([bench]).")
+@click.option("--noise", type=_pos, help="Relative noise target, 0.005 = 0.5 % ([bench]).")
+@click.option("--baseline", metavar="REF", help="A stored run id, 'latest', or an exported JSON.")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 on a clear SLOWER verdict.")
+@click.option("--allow-cross-machine", is_flag=True, help="Compare with another machine's run.")
+@click.option("--assert-floors", is_flag=True, help="Exit 1 when a [bench.floors] floor is missed.")
+@click.option(
+    "--compare-with",
+    type=click.Path(path_type=Path, exists=True),
+    help="Interleave A/B samples with the same cases of this project or module.",
+)
+@click.option(
+    "--interleave", is_flag=True, help="Spell out A/B interleaving (with --compare-with)."
+)
+@click.option("--burn-in", "burn_in", metavar="DUR", help="Leak hunt: repeat one case (90s, 1h).")
+@click.option("--export", "export", type=click.Choice(["csv", "json"]), help="Write the results.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("bench/results"),
+    show_default=True,
+    help="Directory for --export.",
+)
+@click.option("--label", help="A label stored with the run (e.g. a git describe).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+@click.option("--no-store", is_flag=True, help="Do not record this run in the results store.")
+@verbose_option
+def run(path: Path, **options: Any) -> None:
+    """Time the benchmark cases of the project at PATH (or of one benchmark module .py)."""
+    console = make_console(bool(options.pop("verbose")))
+    request = _request(path, options)
+    if options["burn_in"]:
+        _burn_in(console, request, options)
+        return
+    from cuship.bench.session import run_bench
+
+    report = run_bench(request, environ=os.environ, emit=console.emit)
+    if options["as_json"]:
+        from cuship.bench.results import to_json
+
+        console.print_json(to_json(report))
+    else:
+        _render(console, report)
+    for result in report.errored:
+        console.error(f"{result.key} errored: {result.error}")
+    if options["export"]:
+        for written in _export(report, options["export"], options["output"]):
+            console.err.print(f"wrote {written}", markup=False)
+    console.err.print(_summary(report), markup=False)
+    exit_with(report.exit_code)
+
+
+def _burn_in(console: Any, request: Any, options: dict[str, Any]) -> None:
+    from cuship.bench.burnin import parse_duration
+    from cuship.bench.session import run_burn_in
+
+    result = run_burn_in(request, parse_duration(options["burn_in"]), environ=os.environ)
+    if options["as_json"]:
+        console.print_json(result.to_json())
+    else:
+        lines = [f"burn-in {result.key}: {result.calls} calls in {result.duration:g} s"]
+        lines += [f"  {t.describe()}" for t in result.trends]
+        console.print_text("\n".join(lines))
+    if result.error:
+        console.error(f"{result.key} errored: {result.error}")
+    elif result.leaking:
+        console.error(f"{result.key}: memory keeps growing (see the trend above)")
+    exit_with(result.exit_code)
