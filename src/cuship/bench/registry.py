@@ -21,19 +21,15 @@ Nothing here runs a case.
 from __future__ import annotations
 
 import hashlib
-import importlib
-import importlib.util
 import inspect
 import itertools
-import sys
-import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any, overload
 
-from cuship.errors import ConfigError, InputError
+from cuship import _declared
+from cuship._declared import Kind
 
 __all__ = ["Case", "Point", "case", "case_key", "code_hash", "discover", "points"]
 
@@ -167,64 +163,17 @@ def code_hash(c: Case) -> str:
     return digest.hexdigest()[:12]
 
 
-def _load(entry: str, root: Path) -> ModuleType:
-    """Import a benchmark module: a path (``benchmarks/ops.py``) or a dotted name."""
-    try:
-        if not (entry.endswith(".py") or "/" in entry):
-            return importlib.import_module(entry)
-        path = (root / entry).resolve()
-        if not path.is_file():
-            raise InputError(
-                f"benchmark module {entry!r} not found at {str(path)!r}",
-                hint="list paths relative to the project in [bench] modules",
-            )
-        name = f"_cuship_bench_{path.stem}_{zlib.crc32(str(path).encode()) & 0xFFFFFFFF:08x}"
-        if name not in sys.modules:
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            try:
-                spec.loader.exec_module(module)
-            except BaseException:
-                del sys.modules[name]
-                raise
-        return sys.modules[name]
-    except InputError:
-        raise
-    except Exception as err:
-        raise InputError(
-            f"benchmark module {entry!r} failed to import: {type(err).__name__}: {err}",
-            hint="fix the module, or import heavy kernel modules inside the case functions",
-        ) from err
-
-
-def _cases_in(module: ModuleType, entry: str) -> list[Case]:
-    found: list[Case] = []
-    for value in vars(module).values():
-        if isinstance(value, Case):
-            found.append(value)
-        elif isinstance(value, tuple | list) and value and all(isinstance(v, Case) for v in value):
-            found.extend(value)
-    return [replace(c, module=entry) for c in found]
+KIND = Kind(
+    what="benchmark module",
+    section="[bench] modules",
+    item="case",
+    prefix="_cuship_bench",
+    import_hint="fix the module, or import heavy kernel modules inside the case functions",
+)
 
 
 def discover(
     modules: Sequence[str], root: Path, pythonpath: Sequence[Path] = ()
 ) -> tuple[Case, ...]:
     """Import the benchmark modules and return their cases in declaration order, names unique."""
-    for directory in reversed(tuple(pythonpath)):
-        if str(directory) not in sys.path:
-            sys.path.insert(0, str(directory))
-    cases: dict[str, Case] = {}
-    for entry in modules:
-        for c in _cases_in(_load(entry, root), entry):
-            if c.name in cases and cases[c.name].module != entry:
-                raise ConfigError(
-                    entry,
-                    c.name,
-                    f"case {c.name!r} is also declared in {cases[c.name].module!r}",
-                    hint="give each benchmark case a unique name",
-                )
-            cases.setdefault(c.name, c)
-    return tuple(cases.values())
+    return _declared.discover(modules, root, pythonpath, Case, KIND)

@@ -6,18 +6,14 @@ A check module (named in ``[check] modules``) declares ops as module-level :clas
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
-import traceback
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
-from cuship.errors import ConfigError, InputError
+from cuship import _declared
+from cuship._declared import Kind
 
 __all__ = [
     "DISTRIBUTIONS",
@@ -139,68 +135,21 @@ class Op:
         return tuple(d for d in self.dtypes if d in impl.dtypes)
 
 
-def _module_name(path: Path) -> str:
-    digest = zlib.crc32(str(path).encode()) & 0xFFFFFFFF
-    return f"_cuship_checks_{path.stem}_{digest:08x}"
+KIND = Kind(
+    what="check module",
+    section="[check] modules",
+    item="op",
+    prefix="_cuship_checks",
+    import_hint="import kernel modules (torch, triton, numba) inside the entry points, "
+    "so a broken kernel file fails its cases instead of the whole run",
+)
 
 
 def load_module(entry: str, root: Path) -> ModuleType:
     """Import a check module: a path (``checks/ops.py``) or a dotted name, relative to ``root``."""
-    try:
-        if entry.endswith(".py") or "/" in entry:
-            path = (root / entry).resolve()
-            if not path.is_file():
-                raise InputError(
-                    f"check module {entry!r} not found at {str(path)!r}",
-                    hint="list paths relative to the project in [check] modules",
-                )
-            name = _module_name(path)
-            if name in sys.modules:
-                return sys.modules[name]
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-            return module
-        return importlib.import_module(entry)
-    except InputError:
-        raise
-    except Exception as err:
-        tail = "".join(traceback.format_exception(err)[-3:]).strip()
-        raise InputError(
-            f"check module {entry!r} failed to import: {type(err).__name__}: {err}\n{tail}",
-            hint="import kernel modules (torch, triton, numba) inside the entry points, "
-            "so a broken kernel file fails its cases instead of the whole run",
-        ) from err
-
-
-def _ops_in(module: ModuleType, entry: str) -> list[Op]:
-    found: list[Op] = []
-    for value in vars(module).values():
-        if isinstance(value, Op):
-            found.append(value)
-        elif isinstance(value, tuple | list) and value and all(isinstance(v, Op) for v in value):
-            found.extend(value)
-    from dataclasses import replace
-
-    return [replace(op, module=entry) for op in found]
+    return _declared.load_module(entry, root, KIND)
 
 
 def discover(modules: Sequence[str], root: Path, pythonpath: Sequence[Path] = ()) -> tuple[Op, ...]:
     """Import the check modules and return their ops, in declaration order, names unique."""
-    for directory in reversed(tuple(pythonpath)):
-        if str(directory) not in sys.path:
-            sys.path.insert(0, str(directory))
-    ops: dict[str, Op] = {}
-    for entry in modules:
-        for op in _ops_in(load_module(entry, root), entry):
-            if op.name in ops and ops[op.name].module != entry:
-                raise ConfigError(
-                    entry,
-                    op.name,
-                    f"op {op.name!r} is also declared in {ops[op.name].module!r}",
-                    hint="give each op a unique name",
-                )
-            ops.setdefault(op.name, op)
-    return tuple(ops.values())
+    return _declared.discover(modules, root, pythonpath, Op, KIND)
