@@ -23,6 +23,8 @@ from cuship.matrix import jobs_with_configs
 
 __all__ = ["ShipReport", "ship"]
 
+PYPI = "https://pypi.org/simple"
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ShipReport:
@@ -39,9 +41,14 @@ class ShipReport:
         return checked_bad or any(o.status == "failed" for o in self.outcomes)
 
     def install_line(self, project: str, url: str | None = None) -> str:
-        """The pip command that installs what was shipped from the index."""
+        """The pip command that installs what was shipped from the index.
+
+        The site holds only the project's own wheels, so dependencies (numpy, torch, …) come from
+        PyPI as an extra index. pip takes the highest version across both indexes, so a project
+        name also taken on PyPI could win there; `cuship install` pins the exact file by hash.
+        """
         where = url or (self.site / "simple").as_uri()
-        return f"pip install {project} --index-url {where}"
+        return f"pip install {project} --index-url {where} --extra-index-url {PYPI}"
 
 
 class _Clock:

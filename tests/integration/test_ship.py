@@ -41,7 +41,7 @@ def _install_and_run(install: str, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip"]
-    argv = [*pip, *install.split()[1:], "--extra-index-url", "https://pypi.org/simple"]
+    argv = [*pip, *install.split()[1:]]  # the line exactly as printed
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     installed = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
     assert installed.returncode == 0, installed.stdout[-2000:] + installed.stderr[-2000:]
