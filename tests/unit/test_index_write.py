@@ -216,3 +216,30 @@ def test_concurrent_runs_do_not_interleave(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site.")) == [
         ".site.lock"
     ]
+
+
+def test_describe_runs_once_per_wheel_bytes_across_runs(tmp_path: Path) -> None:
+    """Adding one wheel describes one wheel; changed bytes are described again."""
+    wheels = tmp_path / "wheels"
+    for version in ("1.0", "1.1"):
+        make_wheel(wheels, "pkg", version)
+    seen: list[str] = []
+
+    def describe(path: Path) -> Mapping[str, object]:
+        seen.append(path.name)
+        return {"size": path.stat().st_size}
+
+    site = tmp_path / "site"
+    write([wheels], site, describe=describe)
+    assert sorted(seen) == ["pkg-1.0-py3-none-any.whl", "pkg-1.1-py3-none-any.whl"]
+    seen.clear()
+    make_wheel(wheels, "pkg", "1.2")
+    write([wheels], site, describe=describe)
+    assert seen == ["pkg-1.2-py3-none-any.whl"]
+    seen.clear()
+    changed = make_wheel(wheels, "pkg", "1.0", modules={"pkg": "X = 2\n"})
+    write([wheels], site, describe=describe)
+    assert seen == [changed.name]
+    manifest = json.loads((site / "cuship-index.json").read_bytes())
+    sizes = {r["filename"]: r["describe"]["size"] for r in manifest["wheels"]}
+    assert sizes[changed.name] == changed.stat().st_size

@@ -153,19 +153,16 @@ def _build(
         scanned, skipped = scan_report(paths, cache=cache, emit=emit)
         cache.retain({str(w.path.absolute()) for w in scanned})
         hashed, cached = cache.misses, cache.hits
-    wheels = ready + list(scanned)
-    if not wheels:
-        raise NothingToDo(
-            f"no usable wheel among {len(given)} input(s); {len(skipped)} skipped",
-            hint="pass .whl files or directories holding them (see the warnings above)",
-        )
-    base_url, describe = options.base_url, options.describe
+        wheels = ready + list(scanned)
+        if not wheels:
+            raise NothingToDo(
+                f"no usable wheel among {len(given)} input(s); {len(skipped)} skipped",
+                hint="pass .whl files or directories holding them (see the warnings above)",
+            )
+        described = _describe_all(wheels, options.describe, cache)
+    base_url = options.base_url
     kept = _kept(out, wheels, options.keep, emit)
-    descriptions = (
-        {**kept.descriptions, **{w.filename: describe(w.path) for w in wheels}}
-        if describe
-        else dict(kept.descriptions)
-    )
+    descriptions = {**kept.descriptions, **described}
     attestations = {**kept.attestations, **find_attestations(wheels, emit)}
     everything = [*wheels, *kept.wheels]
     tree = render(
@@ -196,6 +193,31 @@ def _build(
         base_url=base_url,
         kept=len(kept.wheels),
     )
+
+
+def _describe_all(
+    wheels: Sequence[IndexedWheel], describe: Describe | None, cache: ScanCache
+) -> dict[str, Mapping[str, object]]:
+    """``describe`` of each wheel, through the cache: a wheel already described is not reopened.
+
+    The key names the describer and cuship's version (inspection may improve between releases)
+    with the wheel's sha256, so a record is reused only for the same bytes and the same code.
+    """
+    if describe is None:
+        return {}
+    from cuship import __version__
+
+    who = f"{__version__}:{describe.__module__}.{describe.__qualname__}:"
+    found: dict[str, Mapping[str, object]] = {}
+    for wheel in wheels:
+        key = who + wheel.sha256
+        doc = cache.described(key)
+        if doc is None:
+            doc = dict(describe(wheel.path))
+            cache.remember(key, doc)
+        found[wheel.filename] = doc
+    cache.retain_described({who + w.sha256 for w in wheels})
+    return found
 
 
 def _open_cache(out: Path, staging: Path) -> ScanCache:
