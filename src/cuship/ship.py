@@ -9,17 +9,20 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cuship.attest.keys import SigningKey
 from cuship.build.plan import BuildPlan, Host, plan_job
 from cuship.build.run import Outcome, build_all, require_buildable
-from cuship.check.results import CheckReport
 from cuship.compat import load
 from cuship.config import Config, load_config
 from cuship.errors import ToolMissing
 from cuship.events import Emit, Event, discard
 from cuship.index.simple import IndexSummary
 from cuship.matrix import jobs_with_configs
+
+if TYPE_CHECKING:
+    from cuship.check.results import CheckReport
 
 __all__ = ["ShipReport", "ship"]
 
@@ -191,8 +194,30 @@ def _attest(
 
 
 def _quick_check(path: Path, environ: Mapping[str, str], emit: Emit) -> CheckReport:
-    """``cuship check --quick --device cpu`` on the project, not stored (ship is not a check run)."""
+    """``cuship check --quick --device cpu`` on the project, not stored (ship is not a check run).
+
+    Only the engines whose modules are installed run: ``cuship[build]`` alone has no torch,
+    triton or numba, and ship must not fail for an extra the user did not ask for. Each engine
+    left out is named with what it needs.
+    """
+    from cuship.check.engines import engines_for, missing_modules
     from cuship.check.session import CheckRequest, run_check
 
-    request = CheckRequest(path=path, target=str(path), device="cpu", quick=True, store=False)
+    engines = []
+    for engine in engines_for("cpu"):
+        missing = missing_modules(engine)
+        if missing:
+            emit(
+                Event(
+                    level="warning",
+                    topic="ship",
+                    message=f"quick check: engine {engine} left out, {', '.join(missing)} not "
+                    "installed (pip install 'cuship[check]')",
+                )
+            )
+        else:
+            engines.append(engine)
+    request = CheckRequest(
+        path=path, target=str(path), device="cpu", quick=True, engines=tuple(engines), store=False
+    )
     return run_check(request, environ=environ, emit=emit)

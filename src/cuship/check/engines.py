@@ -21,6 +21,7 @@ __all__ = [
     "ENGINES",
     "Engine",
     "engines_for",
+    "missing_modules",
     "run_case",
     "skip_reason",
     "worker_env",
@@ -116,6 +117,14 @@ _ENGINE_IMPORTS: Mapping[ImplKind, tuple[str, ...]] = {
     "numba": ("numba", "numba.cuda"),
     "cuda": (),
 }
+
+
+def missing_modules(engine: str) -> tuple[str, ...]:
+    """Top-level modules ``engine`` needs that are not installed here (found, not imported)."""
+    import importlib.util
+
+    tops = dict.fromkeys(name.partition(".")[0] for name in _ENGINE_IMPORTS[ENGINES[engine].kind])
+    return tuple(name for name in tops if importlib.util.find_spec(name) is None)
 
 
 def prepare(engine: Engine) -> None:
