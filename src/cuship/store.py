@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from cuship.errors import InputError
 
-__all__ = ["DEFAULT_PATH", "ResultRow", "RunRecord", "Store"]
+__all__ = ["DEFAULT_PATH", "ResultRow", "RunRecord", "Store", "store_path"]
 
 DEFAULT_PATH = Path(".cuship") / "results.db"
 SCHEMA_VERSION = 1
@@ -68,6 +68,12 @@ class RunRecord:
     verdict: str | None
     meta: Mapping[str, Any] = field(default_factory=dict)
     id: int | None = None
+
+
+def store_path(root: Path, configured: str | Path, environ: Mapping[str, str]) -> Path:
+    """The results store: ``CUSHIP_STORE``, else the configured path under the project ``root``."""
+    override = environ.get("CUSHIP_STORE")
+    return Path(override) if override else root / configured
 
 
 def _finite(numbers: Mapping[str, float]) -> dict[str, float]:

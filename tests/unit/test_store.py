@@ -73,3 +73,20 @@ def test_unusable_path_is_an_input_error(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(InputError, match="results store"):
         Store.open(tmp_path / "file" / "results.db")
+
+
+def test_bench_commands_read_the_bench_store_and_report_the_check_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cuship.cli.report import _store_path
+
+    monkeypatch.delenv("CUSHIP_STORE", raising=False)
+    (tmp_path / "cuship.toml").write_text(
+        '[project]\nname = "p"\n[check]\nstore = "c.db"\n[bench]\nstore = "b.db"\n'
+    )
+    root = tmp_path.resolve()
+    assert _store_path(tmp_path, None, "bench") == root / "b.db"
+    assert _store_path(tmp_path, None) == root / "c.db"
+    monkeypatch.setenv("CUSHIP_STORE", str(tmp_path / "env.db"))
+    assert _store_path(tmp_path, None, "bench") == tmp_path / "env.db"
+    assert _store_path(tmp_path, tmp_path / "given.db", "bench") == tmp_path / "given.db"

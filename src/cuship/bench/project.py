@@ -9,6 +9,7 @@ from pathlib import Path
 
 from cuship.config import BenchSection, load_config
 from cuship.errors import NothingToDo
+from cuship.store import store_path
 
 __all__ = ["BenchProject", "find_project"]
 
@@ -23,8 +24,7 @@ class BenchProject:
 
     def store_path(self, environ: Mapping[str, str]) -> Path:
         """The results store: ``CUSHIP_STORE``, else ``[bench] store`` under the project."""
-        override = environ.get("CUSHIP_STORE")
-        return Path(override) if override else self.root / self.config.store
+        return store_path(self.root, self.config.store, environ)
 
     def threshold(self, name: str, key: str) -> float:
         """The effect-size threshold of a point: ``[bench.cases.<key or name>]``, else global."""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from cuship.config import CheckSection, load_config
 from cuship.errors import ConfigError, NothingToDo
+from cuship.store import store_path
 
 __all__ = ["CheckProject", "find_project"]
 
@@ -22,8 +23,7 @@ class CheckProject:
 
     def store_path(self, environ: Mapping[str, str]) -> Path:
         """The results store: ``CUSHIP_STORE``, else ``[check] store`` under the project."""
-        override = environ.get("CUSHIP_STORE")
-        return Path(override) if override else self.root / self.config.store
+        return store_path(self.root, self.config.store, environ)
 
 
 def _paths(root: Path, entries: tuple[str, ...]) -> tuple[Path, ...]:

@@ -66,7 +66,7 @@ def command(
     from cuship.errors import NothingToDo
 
     console = make_console()
-    where = _store_path(path, store)
+    where = _store_path(path, store, "bench")
     found = histories(load_bench_runs(where), case=case, machine=machine, seed=seed)
     if not found:
         raise NothingToDo(

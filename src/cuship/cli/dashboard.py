@@ -32,6 +32,6 @@ def command(path: Path, store: Path | None, site: Path, title: str) -> None:
     from cuship.cli.report import _store_path
 
     console = make_console()
-    runs = load_bench_runs(_store_path(path, store))
+    runs = load_bench_runs(_store_path(path, store, "bench"))
     written = write_site(site, build_site(runs, title=title), emit=console.emit)
     console.print_text(str(written / "index.html"))

@@ -5,25 +5,30 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Literal
 
 import click
 
 from cuship.cli._common import make_console
 
 
-def _store_path(path: Path, store: Path | None) -> Path:
+def _store_path(
+    path: Path, store: Path | None, section: Literal["check", "bench"] = "check"
+) -> Path:
+    """``--store``, else ``CUSHIP_STORE``, else ``[check] store`` (or ``[bench] store``) of PATH."""
+    from cuship.store import DEFAULT_PATH, store_path
+
     if store is not None:
         return store
-    if os.environ.get("CUSHIP_STORE"):
-        return Path(os.environ["CUSHIP_STORE"])
     from cuship.config import load_config
     from cuship.errors import ConfigError
 
     try:
         config = load_config(path)
     except ConfigError:
-        return path / ".cuship" / "results.db"
-    return config.root / config.check.store
+        return store_path(path, DEFAULT_PATH, os.environ)
+    configured = config.bench.store if section == "bench" else config.check.store
+    return store_path(config.root, configured, os.environ)
 
 
 @click.command("report")
