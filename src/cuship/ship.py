@@ -15,7 +15,7 @@ from cuship.attest.keys import SigningKey
 from cuship.build.plan import BuildPlan, Host, plan_job
 from cuship.build.run import Outcome, build_all, require_buildable
 from cuship.compat import load
-from cuship.config import Config, load_config
+from cuship.config import Config
 from cuship.errors import ToolMissing
 from cuship.events import Emit, Event, discard
 from cuship.index.simple import IndexSummary
@@ -78,13 +78,15 @@ def ship(
     path: Path,
     out_dir: Path,
     *,
+    config: Config,
     host: Host,
     environ: Mapping[str, str],
     quick_check: bool = True,
     sign_key: Path | None = None,
     emit: Emit = discard,
 ) -> ShipReport:
-    """Run the whole pipeline for the project at ``path``; wheels and site go under ``out_dir``.
+    """Run the whole pipeline for the project at ``path`` (its ``config`` as loaded); wheels and
+    site go under ``out_dir``.
 
     Without nvcc, a project with ``[build] cpu_fallback`` gets its CPU-only wheel (said plainly);
     one without is refused with exit 3. With ``sign_key`` each wheel gets a signed build
@@ -100,7 +102,6 @@ def ship(
         key = load_signing_key(sign_key)
     clock = _Clock()
     with clock.run("plan", emit):
-        config = load_config(path)
         plans = [
             plan_job(job, cfg, host, mode="local", out_dir=out_dir / "wheels")
             for cfg, job in jobs_with_configs(config, load())
@@ -169,11 +170,13 @@ def _attest(
     emit: Emit,
 ) -> None:
     """A signed SLSA build provenance beside each built wheel, naming its matrix entry."""
+    import functools
     import json
 
     from cuship.attest.run import attest_files
     from cuship.machine import fingerprint
 
+    machine = functools.cache(lambda: fingerprint(environ).to_json())  # once for all wheels
     jobs = {p.job.id: p.job.to_json() for p in plans}
     for outcome in outcomes:
         if outcome.result is None or outcome.status != "built":
@@ -188,7 +191,7 @@ def _attest(
             key,
             results=[results],
             environ=environ,
-            machine=lambda: fingerprint(environ).to_json(),
+            machine=machine,
         )
         emit(Event(level="info", topic="ship", message=f"attested {wheel.name}: {written.name}"))
 

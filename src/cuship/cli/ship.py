@@ -50,6 +50,7 @@ def command(
     report = ship(
         path,
         out_dir.resolve(),
+        config=config,
         host=host,
         environ=os.environ,
         quick_check=not no_check,
