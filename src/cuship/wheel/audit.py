@@ -203,12 +203,14 @@ def _shared_objects(
         base = info.filename.rsplit("/", 1)[-1]
         if info.is_dir() or not (base.endswith(".so") or ".so." in base):
             continue
-        data = archive.read(info)
-        if not is_elf(data):
+        with archive.open(info) as member:
+            head = member.read(4)
+        if not is_elf(head):
             continue
-        if is_cuda_lib(info.filename):  # never parse a bundled libcublas' 500 MB of kernels
+        if is_cuda_lib(info.filename):  # never inflate a bundled libcublas' 500 MB of kernels
             yield info.filename, None
             continue
+        data = archive.read(info)
         where = f"{path.name}:{info.filename}"
         facts = elf_facts(io.BytesIO(data), source=where, wanted=FATBIN_SECTIONS)
         report = _object_report(info.filename, info.file_size, facts, data)
