@@ -12,12 +12,11 @@ verification are four ideas and together would pass the 400-line limit.)
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cuship._files import write_atomic
 from cuship.attest.dsse import (
     IN_TOTO_PAYLOAD_TYPE,
     STATEMENT_TYPE,
@@ -117,16 +116,7 @@ def write_envelope(envelope: Envelope, out: Path) -> Path:
     """Write ``envelope`` as one JSON line to ``out``, replacing it atomically."""
     data = (envelope_json(envelope) + "\n").encode("utf-8")
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                os.fchmod(handle.fileno(), 0o644)
-            Path(tmp).replace(out)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(out, data)
     except OSError as err:
         raise InputError(f"cannot write {str(out)!r}: {err.strerror or err}") from err
     return out

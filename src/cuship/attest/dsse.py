@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuship import _files
 from cuship.attest.keys import SigningKey
 from cuship.errors import InputError
 
@@ -38,7 +38,6 @@ __all__ = [
 
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-_CHUNK = 1024 * 1024
 
 
 class EnvelopeError(Exception):
@@ -79,14 +78,10 @@ def pae(payload_type: str, body: bytes) -> bytes:
 
 def sha256_file(path: Path) -> str:
     """Hex sha256 of a file, read in chunks; unreadable files are an :class:`InputError`."""
-    digest = hashlib.sha256()
     try:
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(_CHUNK), b""):
-                digest.update(block)
+        return _files.sha256_file(path)
     except OSError as err:
         raise InputError(f"cannot read {str(path)!r}: {err.strerror or err}") from err
-    return digest.hexdigest()
 
 
 def subject_of(path: Path) -> Subject:

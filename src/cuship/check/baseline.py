@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cuship import __version__
+from cuship._files import write_atomic
 from cuship.check.results import CheckReport, Regression, json_number
 from cuship.errors import InputError
 
@@ -90,10 +91,7 @@ def save(baseline: Baseline, path: Path) -> None:
             for key, e in baseline.entries.items()
         },
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, (json.dumps(document, indent=2) + "\n").encode("utf-8"))
 
 
 def _float(value: Any) -> float | None:

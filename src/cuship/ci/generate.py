@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from cuship._files import write_atomic
 from cuship.ci._yaml import dump
 from cuship.ci.context import CiContext
 from cuship.ci.github import ACTIONLINT_CONFIG, WORKFLOW, actionlint_config, github_workflow
@@ -77,18 +76,6 @@ def generate(ctx: CiContext, providers: Sequence[Provider]) -> tuple[GeneratedFi
     return tuple(f for p in dict.fromkeys(providers) for f in _render(ctx, p))
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_files(
     files: Sequence[GeneratedFile], out_dir: Path, *, force: bool = False
 ) -> tuple[Path, ...]:
@@ -101,5 +88,5 @@ def write_files(
             hint="pass --force to replace them, or -o DIR to write elsewhere",
         )
     for path, file in targets:
-        _write_atomic(path, file.text)
+        write_atomic(path, file.text.encode("utf-8"))
     return tuple(path for path, _ in targets)

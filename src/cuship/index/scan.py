@@ -22,6 +22,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from cuship._files import sha256_file
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, ScanCache
@@ -31,7 +32,6 @@ __all__ = ["IndexedWheel", "Skipped", "expand_paths", "scan", "scan_report"]
 
 # Wheels up to this size are read once into memory (hash and zip from the same bytes).
 _READ_WHOLE = 64 * 1024 * 1024
-_CHUNK = 1024 * 1024
 _ATTACHED = ".whl.intoto.jsonl"
 
 
@@ -224,18 +224,10 @@ def _read_unchecked(path: Path, size: int) -> CacheEntry:
         digest = hashlib.sha256(data).hexdigest()
         metadata = metadata_fast(data) or _metadata_from(io.BytesIO(data))
     else:
-        digest = _hash_file(path)
+        digest = sha256_file(path)
         with path.open("rb") as handle:
             metadata = _metadata_from(handle)
     return CacheEntry(sha256=digest, metadata=metadata)
-
-
-def _hash_file(path: Path) -> str:
-    sha = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(_CHUNK), b""):
-            sha.update(block)
-    return sha.hexdigest()
 
 
 def _metadata_from(source: io.BufferedIOBase | io.BytesIO) -> bytes:

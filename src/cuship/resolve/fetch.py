@@ -22,6 +22,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from packaging.utils import canonicalize_name
 
+from cuship._files import sha256_file
 from cuship.errors import CheckFailed, InputError
 from cuship.events import Emit, Event, discard
 from cuship.resolve._http import (
@@ -264,14 +265,6 @@ def _safe_name(filename: str) -> str:
     return filename
 
 
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _mismatch(c: Candidate, got: str) -> CheckFailed:
     return CheckFailed(
         f"sha256 mismatch for {c.filename!r} from {c.url!r}: the index says {c.sha256}, "
@@ -318,7 +311,7 @@ def download(
         )
     dest.mkdir(parents=True, exist_ok=True)
     ready = dest / name
-    if ready.is_file() and _sha256_of(ready) == candidate.sha256:
+    if ready.is_file() and sha256_file(ready) == candidate.sha256:
         emit(Event(level="debug", topic="fetch", message=f"reusing verified {str(ready)!r}"))
         return ready
 
