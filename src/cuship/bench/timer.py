@@ -189,6 +189,7 @@ class CudaTimer:
         size = l2_flush_bytes(int(props.L2_cache_size))
         self.flush = torch.empty(size // 4, dtype=torch.int32, device=f"cuda:{device}")
         self._nvml = _nvml_handle(device)
+        self._max_clock = self._read_max_clock()  # a constant: asked once, not per sample
 
     def prepare(self, call: Call) -> None:
         sync = self.torch.cuda.synchronize
@@ -217,6 +218,9 @@ class CudaTimer:
         return int(pynvml.nvmlDeviceGetClockInfo(self._nvml, pynvml.NVML_CLOCK_SM))
 
     def max_clock(self) -> int | None:
+        return self._max_clock
+
+    def _read_max_clock(self) -> int | None:
         if self._nvml is None:
             return None
         import pynvml
