@@ -104,7 +104,7 @@ def command(path: Path, **options: object) -> None:
 
 def _render(console: object, report: object, fmt: str, output: Path | None) -> None:
     from cuship._console import Console
-    from cuship.check.reports import failure_text, render, render_text, summary_line
+    from cuship.check.reports import failure_text, render, summary_line
     from cuship.check.results import CheckReport
 
     assert isinstance(console, Console) and isinstance(report, CheckReport)
@@ -112,10 +112,8 @@ def _render(console: object, report: object, fmt: str, output: Path | None) -> N
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(document, encoding="utf-8")
-    elif fmt != "text":
+    else:
         console.print_text(document)
-    if fmt == "text" and output is None:
-        console.print_text(render_text(report))
     if fmt != "text" or output is not None or console.github:
         for group in report.groups:
             if group.status in ("failed", "error"):
