@@ -8,19 +8,16 @@ code, and goes through the same smoke import as the CUDA wheels.
 
 from __future__ import annotations
 
-import os
-import shutil
-import time
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuship.build.local import JobResult, finish_wheel, run_step, single_wheel
+from cuship.build.local import build_job
 from cuship.build.plan import Host, Step, wheel_step
-from cuship.build.run import Outcome
+from cuship.build.run import Outcome, outcome_of
 from cuship.config import Config
-from cuship.errors import CushipError
-from cuship.events import Emit, Event, discard
+from cuship.events import Emit, discard
 
 __all__ = ["CPU_LABEL", "CpuPlan", "plan_cpu", "run_cpu"]
 
@@ -59,42 +56,17 @@ def run_cpu(
     plan: CpuPlan, *, environ: Mapping[str, str] | None = None, emit: Emit = discard
 ) -> Outcome:
     """Build, label, verify (no device code) and smoke-import the CPU-only wheel."""
-    env = dict(os.environ if environ is None else environ)
-    start = time.perf_counter()
-    shutil.rmtree(plan.raw_dir, ignore_errors=True)
-    plan.raw_dir.mkdir(parents=True)
-    plan.log.parent.mkdir(parents=True, exist_ok=True)
-    plan.log.write_text("", encoding="utf-8")
-    emit(Event(level="info", topic="build", message=f"{plan.job_id}: {plan.step.description}"))
-    try:
-        run_step(plan.step, plan.log, env, emit)
-        raw = single_wheel(plan.raw_dir, plan.job_id)
-        wheel, report, problems = finish_wheel(
-            raw,
-            work_dir=plan.raw_dir,
-            out_dir=plan.out_dir,
-            label=CPU_LABEL,
-            arches="",
-            environ=env,
-            emit=emit,
-        )
-        smoke = None
-        if plan.test_import and not problems:
-            from cuship.build.smoke import smoke_test
-
-            smoke = smoke_test(wheel, plan.test_import, log=plan.log, environ=env)
-    except CushipError as err:
-        emit(Event(level="error", topic="build", message=f"{plan.job_id}: {err}"))
-        return Outcome(job_id=plan.job_id, status="failed", detail=str(err))
-    result = JobResult(
-        job_id=plan.job_id,
-        wheel=wheel,
-        report=report,
-        verify_problems=problems,
-        smoke=smoke,
-        seconds=time.perf_counter() - start,
+    build = functools.partial(
+        build_job,
+        plan.job_id,
+        (plan.step,),
+        raw_dir=plan.raw_dir,
+        out_dir=plan.out_dir,
+        log=plan.log,
+        label=CPU_LABEL,
+        arches="",
+        test_import=plan.test_import,
+        environ=environ,
+        emit=emit,
     )
-    detail = "; ".join(problems) or wheel.name
-    return Outcome(
-        job_id=plan.job_id, status="failed" if problems else "built", detail=detail, result=result
-    )
+    return outcome_of(plan.job_id, build, emit)

@@ -12,7 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +23,15 @@ from cuship.errors import CheckFailed, CushipError
 from cuship.events import Emit, Event, discard
 from cuship.wheel.audit import WheelReport
 
-__all__ = ["BuildFailed", "JobResult", "finish_wheel", "run_plan", "run_step", "single_wheel"]
+__all__ = [
+    "BuildFailed",
+    "JobResult",
+    "build_job",
+    "finish_wheel",
+    "run_plan",
+    "run_step",
+    "single_wheel",
+]
 
 # compiler diagnostics first ("ops.cu(193): error: ...", "x.cpp:3:1: error: ..."), then any error line
 _DIAGNOSTIC = re.compile(r"(\(\d+\)|:\d+(:\d+)?):\s*(fatal )?error|CMake Error|undefined reference")
@@ -143,27 +151,57 @@ def run_plan(
     emit: Emit = discard,
 ) -> JobResult:
     """Build ``plan.job``: commands, repair, label, verify and (optionally) smoke-import."""
-    import time
-
     if not plan.runnable:
         raise CushipError(f"{plan.job.id} cannot be built here: {plan.reason}")
-    env = dict(os.environ if environ is None else environ)
-    start = time.perf_counter()
-    shutil.rmtree(plan.raw_dir, ignore_errors=True)
-    plan.raw_dir.mkdir(parents=True)
-    plan.log.parent.mkdir(parents=True, exist_ok=True)
-    plan.log.write_text("", encoding="utf-8")
-    for step in plan.steps:
-        if step.argv:
-            emit(Event(level="info", topic="build", message=f"{plan.job.id}: {step.description}"))
-            run_step(step, plan.log, env, emit)
-    raw = single_wheel(plan.raw_dir, plan.job.id)
-    wheel, report, problems = finish_wheel(
-        raw,
-        work_dir=plan.raw_dir,
+    return build_job(
+        plan.job.id,
+        plan.steps,
+        raw_dir=plan.raw_dir,
         out_dir=plan.out_dir,
+        log=plan.log,
         label=plan.job.label,
         arches=plan.job.arch.torch,
+        test_import=test_import,
+        environ=environ,
+        emit=emit,
+    )
+
+
+def build_job(
+    job_id: str,
+    steps: Sequence[Step],
+    *,
+    raw_dir: Path,
+    out_dir: Path,
+    log: Path,
+    label: str,
+    arches: str,
+    test_import: str | None,
+    environ: Mapping[str, str] | None = None,
+    emit: Emit = discard,
+) -> JobResult:
+    """Run ``steps`` (a fresh ``raw_dir`` and log), then finish, label and smoke-test the wheel.
+
+    Shared by matrix jobs and the CPU-only job; ``arches`` empty means "no device code".
+    """
+    import time
+
+    env = dict(os.environ if environ is None else environ)
+    start = time.perf_counter()
+    shutil.rmtree(raw_dir, ignore_errors=True)
+    raw_dir.mkdir(parents=True)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("", encoding="utf-8")
+    for step in steps:
+        if step.argv:
+            emit(Event(level="info", topic="build", message=f"{job_id}: {step.description}"))
+            run_step(step, log, env, emit)
+    wheel, report, problems = finish_wheel(
+        single_wheel(raw_dir, job_id),
+        work_dir=raw_dir,
+        out_dir=out_dir,
+        label=label,
+        arches=arches,
         environ=env,
         emit=emit,
     )
@@ -171,9 +209,9 @@ def run_plan(
     if test_import:
         from cuship.build.smoke import smoke_test
 
-        smoke = smoke_test(wheel, test_import, log=plan.log, environ=env)
+        smoke = smoke_test(wheel, test_import, log=log, environ=env)
     return JobResult(
-        job_id=plan.job.id,
+        job_id=job_id,
         wheel=wheel,
         report=report,
         verify_problems=problems,

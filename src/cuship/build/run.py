@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ __all__ = [
     "build_all",
     "find_engine",
     "find_sccache",
+    "outcome_of",
     "require_buildable",
     "sccache_stats",
 ]
@@ -93,6 +95,20 @@ def require_buildable(plans: Sequence[BuildPlan], what: str) -> None:
     )
 
 
+def outcome_of(job_id: str, build: Callable[[], JobResult], emit: Emit = discard) -> Outcome:
+    """Run ``build``: built, or failed with its error or its verification problems."""
+    try:
+        result = build()
+    except CushipError as err:
+        emit(Event(level="error", topic="build", message=f"{job_id}: {err}"))
+        return Outcome(job_id=job_id, status="failed", detail=str(err))
+    problems = "; ".join(result.verify_problems)
+    status: Status = "failed" if problems else "built"
+    return Outcome(
+        job_id=job_id, status=status, detail=problems or result.wheel.name, result=result
+    )
+
+
 def build_all(
     plans: Sequence[BuildPlan],
     *,
@@ -107,20 +123,10 @@ def build_all(
             outcome = Outcome(job_id=plan.job.id, status="needs-runner", detail=plan.reason or "")
         else:
             emit(Event(level="group-start", topic="build", message=plan.job.id))
-            try:
-                result = run_plan(plan, environ=environ, test_import=plan.test_import, emit=emit)
-            except CushipError as err:
-                emit(Event(level="error", topic="build", message=f"{plan.job.id}: {err}"))
-                outcome = Outcome(job_id=plan.job.id, status="failed", detail=str(err))
-            else:
-                problems = "; ".join(result.verify_problems)
-                status: Status = "failed" if problems else "built"
-                outcome = Outcome(
-                    job_id=plan.job.id,
-                    status=status,
-                    detail=problems or result.wheel.name,
-                    result=result,
-                )
+            build = functools.partial(
+                run_plan, plan, environ=environ, test_import=plan.test_import, emit=emit
+            )
+            outcome = outcome_of(plan.job.id, build, emit)
             emit(Event(level="group-end", topic="build", message=plan.job.id))
         outcomes.append(outcome)
         if on_done is not None:
