@@ -11,7 +11,7 @@ import re
 import shlex
 from pathlib import Path
 
-from cuship.build.plan import Host, Step, job_env
+from cuship.build.plan import Host, Step, job_env, pip_wheel_argv
 from cuship.config import Config
 from cuship.matrix import BuildJob
 
@@ -39,18 +39,7 @@ def _memory_gib(limit: str) -> float | None:
 
 def _script(job: BuildJob, config: Config) -> str:
     tag = job.python_tag
-    pip_wheel = ["python", "-m", "pip", "wheel", "--no-deps", "-w", "/out"]
-    if not config.build.isolation:
-        pip_wheel.append("--no-build-isolation")
-    if config.requirement is not None:
-        pip_wheel += [
-            *config.build.build_args,
-            "--no-binary",
-            config.requirement.split("==")[0],
-            config.requirement,
-        ]
-    else:
-        pip_wheel += [*config.build.build_args, "/src"]
+    pip_wheel = pip_wheel_argv(config, "python", "/out", "/src")
     lines = [
         "set -euo pipefail",
         f"if [ -x /opt/python/{tag}-{tag}/bin/python ]; then PY=/opt/python/{tag}-{tag}/bin/python; else",

@@ -19,7 +19,17 @@ from cuship.config import BuildSection, Config
 from cuship.machine import Fingerprint
 from cuship.matrix import BuildJob
 
-__all__ = ["BuildPlan", "Host", "Step", "host_of", "job_env", "max_jobs", "plan_job", "wheel_step"]
+__all__ = [
+    "BuildPlan",
+    "Host",
+    "Step",
+    "host_of",
+    "job_env",
+    "max_jobs",
+    "pip_wheel_argv",
+    "plan_job",
+    "wheel_step",
+]
 
 Mode = Literal["local", "container"]
 
@@ -140,17 +150,24 @@ def _local_blocker(job: BuildJob, host: Host) -> str | None:
     return None
 
 
-def wheel_step(job_id: str, config: Config, python: str, raw_dir: Path) -> Step:
-    """``pip wheel`` of the project (or its sdist from PyPI for a packages.yml entry) into ``raw_dir``."""
+def pip_wheel_argv(config: Config, python: str, out: str, source: str) -> list[str]:
+    """``pip wheel`` of the project at ``source`` (or its sdist from PyPI for a packages.yml
+    entry) into ``out``; the same command on the host and inside a container."""
     build = config.build
-    argv = [python, "-m", "pip", "wheel", "--no-deps", "-w", str(raw_dir)]
+    argv = [python, "-m", "pip", "wheel", "--no-deps", "-w", out]
     if not build.isolation:
         argv.append("--no-build-isolation")
     if config.requirement is not None:
         name = config.requirement.split("==")[0]
         argv += [*build.build_args, "--no-binary", name, config.requirement]
     else:
-        argv += [*build.build_args, str(config.source_dir)]
+        argv += [*build.build_args, source]
+    return argv
+
+
+def wheel_step(job_id: str, config: Config, python: str, raw_dir: Path) -> Step:
+    """The host's ``pip wheel`` step into ``raw_dir``."""
+    argv = pip_wheel_argv(config, python, str(raw_dir), str(config.source_dir))
     return Step(
         name="build-wheel", description=f"build the raw wheel of {job_id}", argv=tuple(argv)
     )
