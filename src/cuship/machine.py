@@ -304,10 +304,13 @@ def fingerprint(
     probe = probe or SystemProbe()
     notes: list[str] = []
     gpus, source, driver, driver_cuda = _gpus(env, probe, notes)
+    # With CUSHIP_GPUS the machine is entirely the fake one: the driver and its CUDA come only
+    # from their variables, never from this machine's driver files.
+    real_driver = source != "override" and (bool(gpus) or source == "none")
     driver = (
         env.get("CUSHIP_CUDA_DRIVER_VERSION")
         or driver
-        or (_driver_from_files(probe) if gpus or source == "none" else None)
+        or (_driver_from_files(probe) if real_driver else None)
     )
     if driver is not None and not _DRIVER.match(driver):
         raise UsageError(

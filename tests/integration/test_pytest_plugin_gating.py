@@ -387,3 +387,35 @@ def test_markers_added_by_a_conftest_are_judged_too(
     assert skip_reasons(rec) == {
         "test_hopper_kernel": "needs compute capability ≥ 9.0; found 8.6 (A10)"
     }
+
+
+FAKE_SMI_DIR = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.mark.parametrize(
+    ("gpus", "reason"),
+    [
+        (None, None),  # the machine as its nvidia-smi tells it: an H100 whose driver runs 13.0
+        (
+            "H100",
+            "needs a driver supporting CUDA >=12.4; found no driver CUDA version "
+            "(set CUSHIP_DRIVER_CUDA with CUSHIP_GPUS)",
+        ),
+    ],
+)
+def test_gpus_override_ignores_the_real_driver(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, gpus: str | None, reason: str | None
+) -> None:
+    """With CUSHIP_GPUS the machine is the fake one, even where nvidia-smi reports a real driver
+    (../shared/gpu/fake-nvidia-smi: one H100, driver 580.159.04, CUDA 13.0)."""
+    monkeypatch.setenv("PATH", f"{FAKE_SMI_DIR}{os.pathsep}{os.environ['PATH']}")
+    if gpus is not None:
+        monkeypatch.setenv("CUSHIP_GPUS", gpus)
+    pytester.makepyfile(
+        test_one='import pytest\n@pytest.mark.gpu(cuda=">=12.4")\ndef test_it():\n    pass\n'
+    )
+    rec = pytester.inline_run(*NO_CACHE, "--strict-markers")
+    if reason is None:
+        rec.assertoutcome(passed=1)
+    else:
+        assert skip_reasons(rec) == {"test_it": reason}

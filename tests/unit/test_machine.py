@@ -167,3 +167,33 @@ def test_bad_gpu_overrides(text: str, match: str) -> None:
 def test_bad_driver_override() -> None:
     with pytest.raises(UsageError, match="not a driver version"):
         fingerprint({"CUSHIP_GPUS": "none", "CUSHIP_CUDA_DRIVER_VERSION": "latest"}, FakeProbe())
+
+
+def _real_driver_probe() -> FakeProbe:
+    """A machine whose NVML is absent but whose nvidia-smi and driver files say 580.159.04."""
+    return FakeProbe(
+        commands={
+            "--query-gpu": "0, NVIDIA H100 80GB HBM3, 9.0, 81559, 580.159.04, GPU-abc\n",
+            "": "| NVIDIA-SMI 580.159.04   Driver Version: 580.159.04   CUDA Version: 13.0 |\n",
+        },
+        tools={"nvidia-smi": "/usr/bin/nvidia-smi"},
+        files={
+            "/sys/module/nvidia/version": "580.159.04\n",
+            "/proc/driver/nvidia/version": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  "
+            "580.159.04  Thu\n",
+        },
+    )
+
+
+def test_gpus_override_is_hermetic_on_a_machine_with_a_real_driver() -> None:
+    real = fingerprint({"CUSHIP_TORCH": "none"}, _real_driver_probe())
+    assert (real.driver_version, real.driver_cuda) == ("580.159.04", "13.0")
+    fake = fingerprint({"CUSHIP_GPUS": "H100", "CUSHIP_TORCH": "none"}, _real_driver_probe())
+    assert fake.gpu_source == "override"
+    assert fake.driver_version is None and fake.driver_cuda is None
+    only_cuda = {"CUSHIP_GPUS": "H100", "CUSHIP_DRIVER_CUDA": "12.2", "CUSHIP_TORCH": "none"}
+    fp = fingerprint(only_cuda, _real_driver_probe())
+    assert (fp.driver_version, fp.driver_cuda) == (None, "12.2")
+    with_driver = {"CUSHIP_GPUS": "H100", "CUSHIP_CUDA_DRIVER_VERSION": "570.124.06"}
+    fp = fingerprint({**with_driver, "CUSHIP_TORCH": "none"}, _real_driver_probe())
+    assert (fp.driver_version, fp.driver_cuda) == ("570.124.06", "12.8")
