@@ -28,7 +28,8 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 EXAMPLE = REPO / "examples" / "cuvecops"
-CU128 = "cuvecops-0.1.0+cu128-cp311-cp311-linux_x86_64.whl"
+_CP = f"cp{sys.version_info.major}{sys.version_info.minor}"  # the example wheel's builder
+CU128 = f"cuvecops-0.1.0+cu128-{_CP}-{_CP}-linux_x86_64.whl"
 DOWN = "http://127.0.0.1:1/simple"  # nothing listens on port 1: connection refused at once
 
 

@@ -18,8 +18,10 @@ from cuship.wheel.retag import retag
 from tests.integration.indexsite import bad_server, clean_env, cuship
 from tests.wheel_factory import make_wheel
 
-CU128 = "cuvecops-0.1.0+cu128-cp311-cp311-linux_x86_64.whl"
-CU130 = "cuvecops-0.1.0+cu130-cp311-cp311-linux_x86_64.whl"
+# The example wheel is built by the interpreter running the tests.
+_CP = f"cp{sys.version_info.major}{sys.version_info.minor}"
+CU128 = f"cuvecops-0.1.0+cu128-{_CP}-{_CP}-linux_x86_64.whl"
+CU130 = f"cuvecops-0.1.0+cu130-{_CP}-{_CP}-linux_x86_64.whl"
 
 
 @pytest.fixture(scope="module")
