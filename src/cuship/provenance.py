@@ -354,13 +354,16 @@ def _trace(name: str, spec: importlib.machinery.ModuleSpec) -> PackageOrigin:
     file = os.path.realpath(spec.origin if spec.has_location and spec.origin else locations[0])
     origin, dist = _distribution(name, file)
     directories = [Path(os.path.realpath(p)) for p in locations]
+    extensions = _extensions(name, directories, dist)
+    if not locations and Path(file).suffix in (".so", ".pyd"):  # the package is an extension
+        extensions = (Extension(module=name, path=file, loaded=error is None, error=error),)
     return PackageOrigin(
         name=name,
         file=file,
         origin=origin,
         distribution=dist.name if dist is not None else None,
         version=dist.version if dist is not None else (str(version) if version else None),
-        extensions=_extensions(name, directories, dist),
+        extensions=extensions,
         error=error,
     )
 

@@ -113,7 +113,7 @@ def _dist_info(site: Path, name: str, version: str, *files: str) -> None:
 
 @pytest.fixture
 def clean_modules(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("prov_installed", "prov_source"):
+    for name in ("prov_installed", "prov_source", "prov_single"):
         monkeypatch.delitem(sys.modules, name, raising=False)
         monkeypatch.delitem(sys.modules, f"{name}._native", raising=False)
 
@@ -154,6 +154,13 @@ def test_collect_traces_a_source_tree_and_names_what_is_not_importable(
     assert (found.origin, found.version, found.extensions) == ("source", "9.9", ())
     assert found.directory == str((src / "prov_source").resolve())
     assert provenance.note == "not importable here: 'prov_nowhere_to_be_found'"
+
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    (src / f"prov_single{suffix}").write_bytes(b"not an ELF file")
+    (single,) = collect(["prov_single"]).packages
+    (extension,) = single.extensions
+    assert (single.origin, extension.module, extension.loaded) == ("source", "prov_single", False)
+    assert single.error == extension.error and "ImportError" in str(single.error)
 
     nothing = collect(["prov_nowhere_to_be_found"])
     assert nothing.packages == () and "no project package traced" in str(nothing.note)
