@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 from cuship.errors import ConfigError, InputError
 
-__all__ = ["Kind", "discover", "load_module"]
+__all__ = ["Kind", "append_path", "discover", "load_module"]
 
 
 class _Declared(Protocol):
@@ -97,13 +97,23 @@ def _declared_in(module: ModuleType, cls: type[Any], entry: str) -> list[Any]:
     return [replace(item, module=entry) for item in found]
 
 
+def append_path(pythonpath: Sequence[Path]) -> None:
+    """Put the directories after everything already on sys.path (site-packages included)."""
+    for directory in pythonpath:
+        if str(directory) not in sys.path:
+            sys.path.append(str(directory))
+
+
 def discover(
     modules: Sequence[str], root: Path, pythonpath: Sequence[Path], cls: type[T], kind: Kind
 ) -> tuple[T, ...]:
-    """Import the modules and return the ``cls`` objects they declare, in order, names unique."""
-    for directory in reversed(tuple(pythonpath)):
-        if str(directory) not in sys.path:
-            sys.path.insert(0, str(directory))
+    """Import the modules and return the ``cls`` objects they declare, in order, names unique.
+
+    The ``pythonpath`` directories go at the END of sys.path, after site-packages: the installed
+    build of the project (with its compiled extension) is what gets checked and timed, and the
+    source tree serves only modules that are not importable otherwise.
+    """
+    append_path(pythonpath)
     seen: dict[str, T] = {}
     for entry in modules:
         for item in _declared_in(load_module(entry, root, kind), cls, entry):

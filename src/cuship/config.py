@@ -244,7 +244,15 @@ class CheckSection:
         default=(),
     )
     pythonpath: tuple[str, ...] = field_doc(
-        "Directories put on sys.path before importing check modules.", default=(".", "src")
+        "Directories, relative to the project, added to sys.path AFTER site-packages when "
+        "importing check modules: they serve only modules not importable otherwise, so an "
+        "installed build of the project (with its compiled extension) wins over its source tree.",
+        default=(".", "src"),
+    )
+    packages: tuple[str, ...] = field_doc(
+        "Top-level packages whose origin each run records (file imported, installed wheel or "
+        "source tree, compiled extensions that load); default: [project] name as a module name.",
+        default=(),
     )
     fuzz: int = field_doc(
         "Random-shape cases per op and dtype (thorough mode).", default=8, validate=_non_negative
@@ -312,7 +320,14 @@ class BenchSection:
         "Benchmark modules: paths ('benchmarks/bench_ops.py') or dotted names.", default=()
     )
     pythonpath: tuple[str, ...] = field_doc(
-        "Directories put on sys.path before importing benchmark modules.", default=(".", "src")
+        "Directories, relative to the project, added to sys.path AFTER site-packages when "
+        "importing benchmark modules: an installed build of the project wins over its source tree.",
+        default=(".", "src"),
+    )
+    packages: tuple[str, ...] = field_doc(
+        "Top-level packages whose origin each run records; default: [project] name as a "
+        "module name.",
+        default=(),
     )
     noise: float = field_doc(
         "Stop sampling when the relative noise of the median falls under this (0.005 = 0.5 %).",

@@ -199,28 +199,21 @@ def _attest(
 def _quick_check(path: Path, environ: Mapping[str, str], emit: Emit) -> CheckReport:
     """``cuship check --quick --device cpu`` on the project, not stored (ship is not a check run).
 
-    Only the engines whose modules are installed run: ``cuship[build]`` alone has no torch,
-    triton or numba, and ship must not fail for an extra the user did not ask for. Each engine
-    left out is named with what it needs.
+    ``cuship[build]`` alone has no torch, triton or numba, and ship must not fail for an extra the
+    user did not ask for: the check probes each engine once (the same probe as ``cuship check``),
+    skips the groups of an engine that cannot import, and ship names each one with its fix.
     """
-    from cuship.check.engines import engines_for, missing_modules
     from cuship.check.session import CheckRequest, run_check
 
-    engines = []
-    for engine in engines_for("cpu"):
-        missing = missing_modules(engine)
-        if missing:
-            emit(
-                Event(
-                    level="warning",
-                    topic="ship",
-                    message=f"quick check: engine {engine} left out, {', '.join(missing)} not "
-                    "installed (pip install 'cuship[check]')",
-                )
+    request = CheckRequest(path=path, target=str(path), device="cpu", quick=True, store=False)
+    report = run_check(request, environ=environ, emit=emit)
+    for engine in report.unavailable:
+        emit(
+            Event(
+                level="warning",
+                topic="ship",
+                message=f"quick check: engine {engine.engine} left out, {engine.error} "
+                f"({engine.fix})",
             )
-        else:
-            engines.append(engine)
-    request = CheckRequest(
-        path=path, target=str(path), device="cpu", quick=True, engines=tuple(engines), store=False
-    )
-    return run_check(request, environ=environ, emit=emit)
+        )
+    return report

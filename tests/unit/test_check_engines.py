@@ -93,17 +93,3 @@ def test_return_value_is_checked_when_no_outputs_are_declared() -> None:
     result = run_case(op, "native", "int64", case, Tolerance(rtol=0.0, atol=0.0))
     assert result["status"] == "failed"
     assert result["max_abs"] == 1.0
-
-
-def test_missing_modules_names_what_an_engine_needs_and_lacks(monkeypatch: Any) -> None:
-    import importlib.util
-
-    from cuship.check.engines import missing_modules
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "numba" else real(name, *a)
-    )
-    assert missing_modules("native") == ()
-    assert missing_modules("numba-sim") == ("numba",)
-    assert missing_modules("triton-interpret") == ()  # torch and triton are installed here

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -9,8 +10,9 @@ from typing import Any
 import pytest
 
 from cuship.check import Impl, Op, Tensor
+from cuship.check.availability import Unavailable
 from cuship.check.registry import discover
-from cuship.check.runner import CheckSettings, plan
+from cuship.check.runner import CheckSettings, plan, runnable_engines, skip_unavailable
 from cuship.config import CheckModeSection, CheckOpSection, CheckSection
 from cuship.errors import ConfigError, InputError, NothingToDo, UsageError
 
@@ -166,3 +168,43 @@ def test_missing_or_broken_check_modules_are_input_errors(tmp_path: Path) -> Non
     broken = _write(tmp_path, "broken_checks.py", "import not_a_module_anywhere\n")
     with pytest.raises(InputError, match="not_a_module_anywhere"):
         discover([broken], tmp_path)
+
+
+def test_project_directories_go_after_site_packages_so_the_installed_build_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site, src = tmp_path / "site", tmp_path / "src"
+    site.mkdir()
+    src.mkdir()
+    (site / "shadowed_pkg.py").write_text("WHERE = 'installed'\n")
+    (src / "shadowed_pkg.py").write_text("WHERE = 'source'\n")
+    _write(
+        src,
+        "appended_checks.py",
+        """
+        from cuship.check import Impl, Op, Tensor
+        import shadowed_pkg
+        def ident(x): return x
+        op = Op(name=shadowed_pkg.WHERE, reference=ident, inputs=(Tensor(name="x", dims=("n",)),),
+                shapes=({"n": 1},), impls=(Impl(kind="native", fn=ident),))
+        """,
+    )
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.syspath_prepend(str(site))
+    for name in ("shadowed_pkg", "appended_checks"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    (op,) = discover(["appended_checks"], tmp_path, [src])
+    assert op.name == "installed"  # src serves only what nothing else provides
+    assert sys.path[-1] == str(src)
+
+
+def test_groups_of_an_unavailable_engine_are_skipped_with_its_reason() -> None:
+    the_plan = plan(OPS, CheckSettings())
+    assert runnable_engines(the_plan) == ("native", "triton-interpret")
+    no_torch = Unavailable(engine="triton-interpret", error="no torch", fix="pip install torch")
+    skipped = skip_unavailable(the_plan, [no_torch])
+    reasons = {f"{g.op}/{g.engine}/{g.dtype}": g.skip_reason for g in skipped.groups}
+    assert reasons["copy/triton-interpret/float32"] == no_torch.reason
+    assert reasons["copy/native/float32"] is None
+    assert reasons["fast_tanh/triton-interpret/float32"].startswith("uses libdevice")  # type: ignore[union-attr]
+    assert runnable_engines(skipped) == ("native",)

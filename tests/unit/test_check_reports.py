@@ -7,9 +7,11 @@ import shlex
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from cuship.check.availability import Unavailable
 from cuship.check.inputs import CaseSpec
 from cuship.check.reports import render_json, render_junit, render_text, repro_command
 from cuship.check.results import CaseResult, CheckReport, GroupResult, Regression, Status
+from cuship.provenance import Extension, PackageOrigin, Provenance
 
 
 def _case(index: int, status: Status = "passed", **extra: Any) -> CaseResult:
@@ -112,3 +114,62 @@ def test_text_and_json() -> None:
     assert document["counts"] == {"passed": 1, "failed": 1, "error": 1, "skipped": 1}
     assert document["groups"][1]["cases"][1]["worst_index"] == [4]
     assert GroupResult.from_json(document["groups"][1]) == REPORT.groups[1]
+
+
+NO_TORCH = Unavailable(
+    engine="triton-interpret",
+    error="importing torch failed: ModuleNotFoundError: No module named 'torch'",
+    fix="pip install torch",
+)
+PROVENANCE = Provenance(
+    packages=(
+        PackageOrigin(
+            name="cuvecops",
+            file="/venv/site-packages/cuvecops/__init__.py",
+            origin="installed",
+            distribution="cuvecops",
+            version="0.1.0",
+            extensions=(Extension(module="_cuda", path="/x.so", loaded=True),),
+        ),
+    )
+)
+
+
+def _unavailable_report(*groups: GroupResult) -> CheckReport:
+    return CheckReport(
+        target=".", device="cpu", seed=0, quick=False, started=0.0, finished=1.0,
+        groups=groups, provenance=PROVENANCE, unavailable=(NO_TORCH,),
+    )  # fmt: skip
+
+
+def test_a_run_where_only_an_unavailable_engine_was_selected_exits_3() -> None:
+    skipped = (
+        _group("softmax", "triton-interpret", skip=NO_TORCH.reason),
+        _group("saxpy", "triton-interpret", skip=NO_TORCH.reason),
+        _group("saxpy", "cuda", skip="needs a CUDA GPU"),
+    )
+    report = _unavailable_report(*skipped)
+    assert (report.verdict, report.exit_code) == ("unavailable", 3)
+    text = render_text(report)
+    assert text.count("No module named 'torch'") == 1
+    assert text.count("engine triton-interpret unavailable (see below)") == 2
+    assert "package: cuvecops 0.1.0 from /venv/site-packages/cuvecops/__init__.py" in text
+    assert "engines unavailable: triton-interpret" in text.splitlines()[-1]
+    document = json.loads(render_json(report))
+    assert document["exit_code"] == 3
+    assert document["unavailable"] == [NO_TORCH.to_json()]
+    assert document["provenance"]["packages"][0]["extensions"][0]["loaded"] is True
+
+
+def test_engines_that_ran_decide_the_verdict_and_junit_lists_the_rest() -> None:
+    report = _unavailable_report(
+        _group("saxpy", "native", _case(0)),
+        _group("saxpy", "triton-interpret", skip=NO_TORCH.reason),
+    )
+    assert (report.verdict, report.exit_code) == ("passed", 0)
+    (suite,) = ET.fromstring(render_junit(report)).findall("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["provenance.cuvecops"] == PROVENANCE.packages[0].describe()
+    assert props["unavailable.triton-interpret"] == f"{NO_TORCH.error}; fix: pip install torch"
+    skipped = suite.find("testcase/skipped")
+    assert skipped is not None and skipped.get("message") == NO_TORCH.reason

@@ -1,10 +1,16 @@
 """Worker process of ``cuship check``: loads the check modules once, then runs cases sent on stdin.
 
-Protocol, one JSON document per line: the parent sends a hello (modules, root, pythonpath), the
-worker answers ``{"ready": true}`` or ``{"fatal": message}``. Then ``{"prepare": engine}``
-imports an engine's modules, and ``{"batch": [case, ...]}`` runs cases back to back, answering
-one line per case as each finishes (the parent times each case by its answer's arrival). Stray prints from kernels go to stderr, so stdout
-carries only the protocol.
+Protocol, one JSON document per line: the parent sends a hello (modules, root, pythonpath and,
+optionally, the project ``packages`` to trace), the worker answers ``{"ready": true}`` (with
+``"provenance"`` when packages were asked for) or ``{"fatal": message}``. Then
+``{"prepare": engine}`` imports an engine's modules, answering ``{"prepared": true}`` or
+``{"prepared": false, "problem": {...}}``, and ``{"batch": [case, ...]}`` runs cases back to
+back, answering one line per case as each finishes (the parent times each case by its answer's
+arrival). Stray prints from kernels go to stderr, so stdout carries only the protocol.
+
+``python -m`` puts the working directory (the project root) first on sys.path; the worker drops
+that entry, so that the installed build of the project is imported, not its source tree (the
+hello's pythonpath is appended after site-packages).
 """
 
 from __future__ import annotations
@@ -41,7 +47,10 @@ def _serve(channel: IO[str], hello: dict[str, Any]) -> int:
     except CushipError as err:
         _send(channel, {"fatal": str(err)})
         return 1
-    _send(channel, {"ready": True})
+    ready: dict[str, Any] = {"ready": True}
+    if "packages" in hello:
+        ready["provenance"] = _provenance(hello["packages"])
+    _send(channel, ready)
     for line in sys.stdin:
         request = json.loads(line)
         if "prepare" in request:
@@ -52,13 +61,22 @@ def _serve(channel: IO[str], hello: dict[str, Any]) -> int:
     return 0
 
 
-def _prepare(engine: str) -> dict[str, Any]:
-    from cuship.check.engines import ENGINES, prepare
+def _provenance(packages: list[str]) -> dict[str, Any]:
+    from cuship.provenance import Provenance, collect, one_line
 
     try:
-        prepare(ENGINES[engine])
-    except Exception as err:  # the engine's cases will report the same error
-        return {"prepared": False, "message": str(err)}
+        return collect(packages).to_json()
+    except Exception as err:  # provenance must never cost the run
+        return Provenance(note=f"provenance not collected: {one_line(err)}").to_json()
+
+
+def _prepare(engine: str) -> dict[str, Any]:
+    from cuship.check.availability import import_problem
+    from cuship.check.engines import engine_imports
+
+    problem = import_problem(engine_imports(engine))
+    if problem is not None:
+        return {"prepared": False, "problem": problem}
     return {"prepared": True}
 
 
@@ -80,7 +98,16 @@ def _run(ops: Mapping[str, Op], request: Mapping[str, Any]) -> dict[str, Any]:
         return {"status": "error", "message": f"{type(err).__name__}: {err}\n{tail}"}
 
 
+def _drop_working_directory() -> None:
+    """Undo ``python -m``'s sys.path[0] = working directory (the project root)."""
+    if getattr(sys.flags, "safe_path", False) or not sys.path:
+        return
+    if Path(sys.path[0] or os.curdir).resolve() == Path.cwd().resolve():
+        del sys.path[0]
+
+
 def main() -> int:
+    _drop_working_directory()
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr

@@ -20,8 +20,8 @@ from cuship.check.registry import Impl, ImplKind, Op
 __all__ = [
     "ENGINES",
     "Engine",
+    "engine_imports",
     "engines_for",
-    "missing_modules",
     "run_case",
     "skip_reason",
     "worker_env",
@@ -119,12 +119,9 @@ _ENGINE_IMPORTS: Mapping[ImplKind, tuple[str, ...]] = {
 }
 
 
-def missing_modules(engine: str) -> tuple[str, ...]:
-    """Top-level modules ``engine`` needs that are not installed here (found, not imported)."""
-    import importlib.util
-
-    tops = dict.fromkeys(name.partition(".")[0] for name in _ENGINE_IMPORTS[ENGINES[engine].kind])
-    return tuple(name for name in tops if importlib.util.find_spec(name) is None)
+def engine_imports(engine: str) -> tuple[str, ...]:
+    """The modules ``engine``'s entry points need, in import order (none for native and cuda)."""
+    return _ENGINE_IMPORTS[ENGINES[engine].kind]
 
 
 def prepare(engine: Engine) -> None:

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuship.check.availability import Unavailable
 from cuship.check.reports import render_junit
 from cuship.check.results import CheckReport, GroupResult
 from cuship.errors import NothingToDo
+from cuship.provenance import Provenance
 from cuship.store import ResultRow, RunKind, RunRecord, Store
 
 __all__ = ["StoredRun", "as_check_report", "load_history", "render_history"]
@@ -54,6 +56,7 @@ def load_history(
 def as_check_report(stored: StoredRun) -> CheckReport:
     """A stored check run as the report it was."""
     meta = stored.run.meta
+    provenance = meta.get("provenance")
     return CheckReport(
         target=str(meta.get("target", ".")),
         device=str(meta.get("device", "cpu")),
@@ -62,6 +65,8 @@ def as_check_report(stored: StoredRun) -> CheckReport:
         started=stored.run.started,
         finished=stored.run.finished or stored.run.started,
         groups=tuple(GroupResult.from_json(row.payload) for row in stored.results),
+        provenance=Provenance.from_json(provenance) if provenance is not None else None,
+        unavailable=tuple(Unavailable.from_json(u) for u in meta.get("unavailable", ())),
     )
 
 

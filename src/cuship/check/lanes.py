@@ -88,11 +88,19 @@ def _request(chunk: PlannedGroup, case: CaseSpec) -> dict[str, object]:
 class Lane:
     """One worker slot: runs chunks as batches of cases, replacing its worker when it dies."""
 
-    def __init__(self, setup: WorkerSetup, timeout: float) -> None:
+    def __init__(
+        self,
+        setup: WorkerSetup,
+        timeout: float,
+        *,
+        worker: Worker | None = None,
+        ready: frozenset[str] = frozenset(),
+    ) -> None:
+        """``worker``: one already started (the probe's), with the engines in ``ready`` imported."""
         self.setup = setup
         self.timeout = timeout
-        self.worker: Worker | None = None
-        self.ready: set[str] = set()
+        self.worker = worker
+        self.ready: set[str] = set(ready) if worker is not None else set()
 
     def run(self, chunk: PlannedGroup) -> tuple[CaseResult, ...]:
         """Run the cases of one chunk, in order; a dead worker is replaced for the rest."""

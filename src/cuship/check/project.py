@@ -9,6 +9,7 @@ from pathlib import Path
 
 from cuship.config import CheckSection, load_config
 from cuship.errors import ConfigError, NothingToDo
+from cuship.provenance import project_packages
 from cuship.store import store_path
 
 __all__ = ["CheckProject", "find_project"]
@@ -20,6 +21,7 @@ class CheckProject:
     name: str
     config: CheckSection
     pythonpath: tuple[Path, ...]
+    packages: tuple[str, ...] = ()  # top-level packages whose provenance a run records
 
     def store_path(self, environ: Mapping[str, str]) -> Path:
         """The results store: ``CUSHIP_STORE``, else ``[check] store`` under the project."""
@@ -52,4 +54,5 @@ def find_project(path: Path) -> CheckProject:
         name=loaded.project.name or loaded.root.name,
         config=config,
         pythonpath=_paths(loaded.root, config.pythonpath),
+        packages=project_packages(loaded.project.name, config.packages),
     )

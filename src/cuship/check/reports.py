@@ -2,7 +2,9 @@
 
 JUnit: one ``<testcase>`` per (op, engine, dtype) with ``classname`` ``cuship.check.<op>``; a
 failure carries the error figures and the command that reproduces its first bad case; a skip
-carries its reason. The counts on ``<testsuite>`` match its test cases.
+carries its reason. The counts on ``<testsuite>`` match its test cases. Each suite's
+``<properties>`` carry the seed, device, the provenance of the project's packages and the
+engines that could not run.
 """
 
 from __future__ import annotations
@@ -14,7 +16,16 @@ from collections.abc import Sequence
 
 from cuship.check.results import CaseResult, CheckReport, GroupResult
 
-__all__ = ["failure_text", "render", "render_json", "render_junit", "render_text", "repro_command"]
+__all__ = [
+    "context_lines",
+    "failure_text",
+    "render",
+    "render_json",
+    "render_junit",
+    "render_text",
+    "repro_command",
+    "summary_line",
+]
 
 
 def repro_command(report: CheckReport, group: GroupResult, case: CaseResult) -> str:
@@ -52,8 +63,24 @@ def failure_text(report: CheckReport, group: GroupResult) -> str:
     return "\n".join(lines)
 
 
+def _skip_text(report: CheckReport, group: GroupResult) -> str:
+    if report.unavailable_for(group) is not None:
+        return f"  engine {group.engine} unavailable (see below)"
+    return f"  {group.skip_reason}" if group.skip_reason else ""
+
+
+def context_lines(report: CheckReport) -> list[str]:
+    """Where the project's packages came from, and each engine that could not run (once)."""
+    lines = []
+    if report.provenance is not None:
+        lines += [f"package: {line}" for line in report.provenance.lines()]
+    lines += [u.line() for u in report.unavailable]
+    return lines
+
+
 def render_text(report: CheckReport) -> str:
-    """A table of groups, then each failure in full, then the verdict line."""
+    """A table of groups, where the packages came from, unavailable engines, each failure in
+    full, then the verdict line."""
     header = f"{'op':<18} {'engine':<17} {'dtype':<9} {'status':<8} {'cases':>5} {'max abs':>9} {'max rel':>9} {'time':>7}"
     rows = [header, "-" * len(header)]
     for g in report.groups:
@@ -61,8 +88,11 @@ def render_text(report: CheckReport) -> str:
         rows.append(
             f"{g.op:<18} {g.engine:<17} {g.dtype:<9} {g.status:<8} {cases:>5} "
             f"{_figure(g.max_abs):>9} {_figure(g.max_rel):>9} {g.wall_s:>6.2f}s"
-            + (f"  {g.skip_reason}" if g.skip_reason else "")
+            + _skip_text(report, g)
         )
+    context = context_lines(report)
+    if context:
+        rows += ["", *context]
     for g in report.groups:
         if g.status in ("failed", "error"):
             rows += ["", failure_text(report, g)]
@@ -79,6 +109,8 @@ def summary_line(report: CheckReport) -> str:
         if report.count(s)
     )
     extra = f", {len(report.regressions)} regressions" if report.regressions else ""
+    if report.unavailable:
+        extra += f"; engines unavailable: {', '.join(u.engine for u in report.unavailable)}"
     took = report.finished - report.started
     return f"{report.verdict}: {counts or 'nothing ran'}{extra} (seed {report.seed}, {took:.1f} s)"
 
@@ -109,6 +141,24 @@ def _testcase(suite: ET.Element, report: CheckReport, group: GroupResult) -> Non
         node.text = failure_text(report, group)
 
 
+def _properties(suite: ET.Element, report: CheckReport) -> None:
+    """Run facts as ``<properties>``: seed, device, quick, each traced package
+    (``provenance.<name>``, or ``provenance`` with the note) and each unavailable engine."""
+    props = ET.SubElement(suite, "properties")
+    facts: list[tuple[str, object]] = [
+        ("seed", report.seed),
+        ("device", report.device),
+        ("quick", report.quick),
+    ]
+    if report.provenance is not None:
+        facts += [(f"provenance.{p.name}", p.describe()) for p in report.provenance.packages]
+        if report.provenance.note:
+            facts.append(("provenance", report.provenance.note))
+    facts += [(f"unavailable.{u.engine}", f"{u.error}; fix: {u.fix}") for u in report.unavailable]
+    for key, value in facts:
+        ET.SubElement(props, "property", name=key, value=str(value))
+
+
 def _junit_suite(report: CheckReport, groups: Sequence[GroupResult], name: str) -> ET.Element:
     suite = ET.Element(
         "testsuite",
@@ -119,9 +169,7 @@ def _junit_suite(report: CheckReport, groups: Sequence[GroupResult], name: str) 
         skipped=str(sum(g.status == "skipped" for g in groups)),
         time=f"{sum(g.wall_s for g in groups):.3f}",
     )
-    props = ET.SubElement(suite, "properties")
-    for key, value in (("seed", report.seed), ("device", report.device), ("quick", report.quick)):
-        ET.SubElement(props, "property", name=key, value=str(value))
+    _properties(suite, report)
     for group in groups:
         _testcase(suite, report, group)
     return suite
@@ -141,6 +189,7 @@ def render_junit(report: CheckReport) -> str:
             errors="0",
             skipped="0",
         )
+        _properties(suite, report)
         for reg in report.regressions:
             case = ET.SubElement(
                 suite, "testcase", classname="cuship.check.regression", name=reg.key

@@ -7,12 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from cuship.check.availability import Unavailable
 from cuship.check.inputs import CaseSpec
+from cuship.provenance import Provenance
 
 __all__ = ["CaseResult", "CheckReport", "GroupResult", "Regression", "Status", "json_number"]
 
 Status = Literal["passed", "failed", "error", "skipped"]
-Verdict = Literal["passed", "failed", "empty"]
+Verdict = Literal["passed", "failed", "unavailable", "empty"]
 
 
 def json_number(value: float | None) -> float | str | None:
@@ -172,7 +174,11 @@ class Regression:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CheckReport:
-    """A whole run. ``target`` is the PATH as given, used in reproduction commands."""
+    """A whole run. ``target`` is the PATH as given, used in reproduction commands.
+
+    ``provenance``: where the project's packages were imported from in the workers;
+    ``unavailable``: engines whose modules did not import (their groups are skipped).
+    """
 
     target: str
     device: str
@@ -183,23 +189,40 @@ class CheckReport:
     groups: tuple[GroupResult, ...]
     regressions: tuple[Regression, ...] = field(default=())
     gate_regressions: bool = True
+    provenance: Provenance | None = None
+    unavailable: tuple[Unavailable, ...] = ()
 
     def count(self, status: Status) -> int:
         return sum(1 for g in self.groups if g.status == status)
 
+    def unavailable_for(self, group: GroupResult) -> Unavailable | None:
+        """The unavailable engine that made ``group`` skip, if that is why it skipped."""
+        return next(
+            (
+                u
+                for u in self.unavailable
+                if u.engine == group.engine and group.skip_reason == u.reason
+            ),
+            None,
+        )
+
     @property
     def verdict(self) -> Verdict:
+        """failed > passed (from the engines that ran) > unavailable (nothing ran because
+        engines could not import) > empty."""
         if (self.regressions and self.gate_regressions) or any(
             g.status in ("failed", "error") for g in self.groups
         ):
             return "failed"
-        if not any(g.status == "passed" for g in self.groups):
-            return "empty"
-        return "passed"
+        if any(g.status == "passed" for g in self.groups):
+            return "passed"
+        if any(self.unavailable_for(g) is not None for g in self.groups):
+            return "unavailable"
+        return "empty"
 
     @property
     def exit_code(self) -> int:
-        return {"passed": 0, "failed": 1, "empty": 4}[self.verdict]
+        return {"passed": 0, "failed": 1, "unavailable": 3, "empty": 4}[self.verdict]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -210,7 +233,10 @@ class CheckReport:
             "started": self.started,
             "finished": self.finished,
             "verdict": self.verdict,
+            "exit_code": self.exit_code,
             "counts": {s: self.count(s) for s in ("passed", "failed", "error", "skipped")},
+            "provenance": None if self.provenance is None else self.provenance.to_json(),
+            "unavailable": [u.to_json() for u in self.unavailable],
             "groups": [g.to_json() for g in self.groups],
             "regressions": [r.to_json() for r in self.regressions],
             "gate_regressions": self.gate_regressions,

@@ -11,21 +11,31 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from cuship.check.availability import Unavailable
 from cuship.check.compare import tolerance_for
 from cuship.check.engines import ENGINES, Device, engines_for, skip_reason
 from cuship.check.inputs import CaseSpec, plan_cases
 from cuship.check.lanes import Lane, Pending, PlannedGroup
 from cuship.check.registry import Op
 from cuship.check.results import CaseResult, CheckReport, GroupResult
-from cuship.check.workers import WorkerSetup
+from cuship.check.workers import Worker, WorkerSetup
 from cuship.config import CheckSection
 from cuship.errors import NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
 
-__all__ = ["CheckSettings", "Plan", "PlannedGroup", "execute", "plan"]
+__all__ = [
+    "CheckSettings",
+    "Plan",
+    "PlannedGroup",
+    "execute",
+    "plan",
+    "runnable_engines",
+    "setup_for",
+    "skip_unavailable",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -154,6 +164,23 @@ def plan(ops: Sequence[Op], settings: CheckSettings) -> Plan:
     )
 
 
+def runnable_engines(the_plan: Plan) -> tuple[str, ...]:
+    """The engines that have cases to run, in plan order: the ones to probe."""
+    return tuple(dict.fromkeys(g.engine for g in the_plan.runnable))
+
+
+def skip_unavailable(the_plan: Plan, unavailable: Sequence[Unavailable]) -> Plan:
+    """The plan with each runnable group of an unavailable engine skipped for that reason."""
+    reasons = {u.engine: u.reason for u in unavailable}
+    groups = tuple(
+        replace(g, skip_reason=reasons[g.engine])
+        if g.skip_reason is None and g.engine in reasons
+        else g
+        for g in the_plan.groups
+    )
+    return replace(the_plan, groups=groups)
+
+
 def _skipped(group: PlannedGroup) -> GroupResult:
     return GroupResult(
         op=group.op,
@@ -173,16 +200,22 @@ def execute(
     parallel: int = 1,
     timeout: float = 300.0,
     emit: Emit = discard,
+    handover: tuple[Worker | None, frozenset[str]] = (None, frozenset()),
 ) -> CheckReport:
-    """Run the plan's groups on ``parallel`` workers (0: one per core) and collect the report."""
+    """Run the plan's groups on ``parallel`` workers (0: one per core) and collect the report.
+
+    ``handover``: a started worker (the probe's) and the engines it has imported; the first
+    lane runs on it.
+    """
     started = time.time()
     workers = parallel if parallel > 0 else (os.cpu_count() or 1)
     pending = Pending(the_plan.runnable, workers)
     done: dict[tuple[str, str, str], list[CaseResult]] = {}
     lock = threading.Lock()
+    lanes = [Lane(setup, timeout, worker=handover[0], ready=handover[1])]
+    lanes += [Lane(setup, timeout) for _ in range(workers - 1)]
 
-    def lane_loop() -> None:
-        lane = Lane(setup, timeout)
+    def lane_loop(lane: Lane) -> None:
         try:
             while (chunk := pending.take(lane.ready)) is not None:
                 results = lane.run(chunk)
@@ -192,7 +225,7 @@ def execute(
         finally:
             lane.close()
 
-    threads = [threading.Thread(target=lane_loop, daemon=True) for _ in range(workers)]
+    threads = [threading.Thread(target=lane_loop, args=(lane,), daemon=True) for lane in lanes]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -241,6 +274,7 @@ def setup_for(
     pythonpath: Sequence[Path],
     device: Device,
     environ: Mapping[str, str],
+    packages: Sequence[str] = (),
 ) -> WorkerSetup:
     """How to start workers for a project (see :class:`cuship.check.workers.WorkerSetup`)."""
     from cuship.check.engines import worker_env
@@ -250,4 +284,5 @@ def setup_for(
         root=root,
         pythonpath=tuple(pythonpath),
         env=worker_env(device, environ),
+        packages=tuple(packages),
     )

@@ -6,16 +6,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from cuship.check.baseline import from_report, regressions
 from cuship.check.baseline import load as load_baseline
 from cuship.check.baseline import save as save_baseline
 from cuship.check.engines import Device
-from cuship.check.project import find_project
+from cuship.check.probe import EngineProbe
+from cuship.check.project import CheckProject, find_project
 from cuship.check.registry import discover
 from cuship.check.results import CheckReport
-from cuship.check.runner import CheckSettings, execute, plan, setup_for
+from cuship.check.runner import (
+    CheckSettings,
+    Plan,
+    execute,
+    plan,
+    runnable_engines,
+    setup_for,
+    skip_unavailable,
+)
 from cuship.errors import ToolMissing
 from cuship.events import Emit, Event, discard
+from cuship.provenance import Provenance, unbuilt
 
 __all__ = ["CheckRequest", "record", "run_check"]
 
@@ -47,24 +59,14 @@ def run_check(
     """Run the checks; the report's ``exit_code`` is what the CLI exits with.
 
     Raises UsageError/ConfigError (bad flags or config), NothingToDo (nothing selected),
-    InputError (a check module or baseline that cannot be read).
+    InputError (a check module or baseline that cannot be read), ToolMissing (--device cuda
+    without a GPU, or with the project imported from a source tree that has no built extension).
     """
     if request.device == "cuda":
         _require_gpu(environ)
     project = find_project(request.path)
     ops = discover(project.config.modules, project.root, project.pythonpath)
-    settings = CheckSettings(
-        device=request.device,
-        quick=request.quick,
-        ops=request.ops,
-        engines=request.engines,
-        dtypes=request.dtypes,
-        seed=project.config.seed if request.seed is None else request.seed,
-        case=request.case,
-        include_broken=request.include_broken,
-        config=project.config,
-    )
-    the_plan = plan(ops, settings)
+    the_plan = plan(ops, _settings(request, project))
     emit(
         Event(
             level="info",
@@ -75,23 +77,8 @@ def run_check(
             + ")",
         )
     )
-    setup = setup_for(
-        modules=project.config.modules,
-        root=project.root,
-        pythonpath=project.pythonpath,
-        device=request.device,
-        environ=environ,
-    )
     baseline = load_baseline(request.baseline) if request.baseline is not None else None
-    parallel = project.config.parallel if request.parallel is None else request.parallel
-    report = execute(
-        the_plan,
-        setup,
-        target=request.target,
-        parallel=parallel,
-        timeout=project.config.timeout,
-        emit=emit,
-    )
+    report = _execute(the_plan, request, project, environ=environ, emit=emit)
     if baseline is not None:
         found = regressions(report, baseline, project.config.regression_threshold)
         report = replace(report, regressions=found, gate_regressions=request.fail_on_regression)
@@ -107,6 +94,76 @@ def run_check(
         run_id = record(report, store_path, project=project.name, environ=environ)
         emit(Event(level="debug", topic="check", message=f"run {run_id} stored in {store_path}"))
     return report
+
+
+def _settings(request: CheckRequest, project: CheckProject) -> CheckSettings:
+    return CheckSettings(
+        device=request.device,
+        quick=request.quick,
+        ops=request.ops,
+        engines=request.engines,
+        dtypes=request.dtypes,
+        seed=project.config.seed if request.seed is None else request.seed,
+        case=request.case,
+        include_broken=request.include_broken,
+        config=project.config,
+    )
+
+
+def _execute(
+    the_plan: Plan,
+    request: CheckRequest,
+    project: CheckProject,
+    *,
+    environ: Mapping[str, str],
+    emit: Emit,
+) -> CheckReport:
+    """Probe (provenance, engines; once each) on one worker, then run the plan, starting on it."""
+    setup = setup_for(
+        modules=project.config.modules,
+        root=project.root,
+        pythonpath=project.pythonpath,
+        device=request.device,
+        environ=environ,
+        packages=project.packages,
+    )
+    with EngineProbe(setup, project.config.timeout) as probe:
+        if request.device == "cuda":
+            _require_built(probe.provenance, the_plan)
+        unavailable = probe.engines(runnable_engines(the_plan))
+        report = execute(
+            skip_unavailable(the_plan, unavailable),
+            setup,
+            target=request.target,
+            parallel=project.config.parallel if request.parallel is None else request.parallel,
+            timeout=project.config.timeout,
+            emit=emit,
+            handover=probe.handover(),
+        )
+    return replace(report, provenance=probe.provenance, unavailable=unavailable)
+
+
+def _require_built(provenance: Provenance | None, the_plan: Plan) -> None:
+    """--device cuda with ``cuda`` cases, but the project came from a source tree whose compiled
+    extension does not load: every such case would fail the same way, so say it once (exit 3)."""
+    if provenance is None or not any(g.engine == "cuda" for g in the_plan.runnable):
+        return
+    package = unbuilt(provenance)
+    if package is None:
+        return
+    where = "source tree" if package.origin == "source" else "editable source tree"
+    if package.extensions:
+        which = ", ".join(e.describe() for e in package.extensions)
+        what = f"whose compiled extension does not load: {which}"
+    else:
+        what = "which has no compiled extension"
+    wheel = canonicalize_name(package.distribution or package.name).replace("-", "_")
+    raise ToolMissing(
+        f"{package.name} was imported from the {where} {package.directory!r}, {what}: install "
+        f"the built wheel (pip install dist/{wheel}-*.whl) or build in place",
+        hint="cuship imports the installed package first and the project's [check] pythonpath "
+        "only after site-packages; no installed build of the package was found",
+    )
 
 
 def _require_gpu(environ: Mapping[str, str]) -> None:
@@ -140,6 +197,8 @@ def record(report: CheckReport, path: Path, *, project: str, environ: Mapping[st
             "quick": report.quick,
             "device": report.device,
             "regressions": [r.to_json() for r in report.regressions],
+            "provenance": None if report.provenance is None else report.provenance.to_json(),
+            "unavailable": [u.to_json() for u in report.unavailable],
         },
     )
     rows = [

@@ -24,19 +24,24 @@ _STDERR_TAIL_LINES = 15
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkerSetup:
-    """What every worker needs: the check modules, where they live, and its environment."""
+    """What every worker needs: the check modules, where they live, and its environment;
+    ``packages`` are the project's top-level packages whose provenance a worker may report."""
 
     modules: tuple[str, ...]
     root: Path
     pythonpath: tuple[Path, ...]
     env: Mapping[str, str]
+    packages: tuple[str, ...] = ()
 
-    def hello(self) -> dict[str, Any]:
-        return {
+    def hello(self, *, trace: bool = False) -> dict[str, Any]:
+        document: dict[str, Any] = {
             "modules": list(self.modules),
             "root": str(self.root),
             "pythonpath": [str(p) for p in self.pythonpath],
         }
+        if trace:
+            document["packages"] = list(self.packages)
+        return document
 
 
 class WorkerDied(Exception):
@@ -60,6 +65,7 @@ class Worker:
         assert proc.stdout is not None
         self.fd = proc.stdout.fileno()
         self.pending = b""
+        self.greeting: dict[str, Any] = {}
 
     def _readline(self, timeout: float) -> bytes | None:
         """One line from the worker; None at end of file; TimeoutError when none comes in time."""
@@ -76,7 +82,9 @@ class Worker:
         return line
 
     @classmethod
-    def start(cls, setup: WorkerSetup, *, timeout: float) -> Worker:
+    def start(cls, setup: WorkerSetup, *, timeout: float, trace: bool = False) -> Worker:
+        """Start a worker and wait for its hello; with ``trace`` its ``greeting`` carries the
+        provenance of ``setup.packages``."""
         env = dict(setup.env)
         env["PYTHONPATH"] = ":".join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
         env["PYTHONUNBUFFERED"] = "1"
@@ -93,10 +101,11 @@ class Worker:
             cwd=str(setup.root),
         )
         worker = cls(proc, log)
-        hello = worker.request(setup.hello(), timeout=timeout, what="starting")
+        hello = worker.request(setup.hello(trace=trace), timeout=timeout, what="starting")
         if "fatal" in hello:
             worker.stop()
             raise WorkerDied(f"worker could not load the check modules: {hello['fatal']}")
+        worker.greeting = hello
         return worker
 
     def request(

@@ -115,6 +115,11 @@ def _render(console: object, report: object, fmt: str, output: Path | None) -> N
     else:
         console.print_text(document)
     if fmt != "text" or output is not None or console.github:
+        if report.provenance is not None and (fmt != "text" or output is not None):
+            for line in report.provenance.lines():
+                console.err.print(f"package: {line}", markup=False, soft_wrap=True)
+        for engine in report.unavailable:
+            console.warn(engine.line())
         for group in report.groups:
             if group.status in ("failed", "error"):
                 console.error(failure_text(report, group))
