@@ -65,7 +65,7 @@ def calls_for(per_call: float, target: float = 1e-3, cap: int = 1000) -> int:
     """How many calls make one replay last ``target`` seconds: 1 to ``cap``."""
     if not per_call > 0 or not math.isfinite(per_call):
         return cap
-    return max(1, min(cap, math.ceil(target / per_call)))
+    return max(1, min(cap, math.ceil(target / per_call * (1 - 1e-9))))  # 1e-3 / 4e-6 is 250
 
 
 def replays_for(replay: float, budget: float = 0.1, low: int = 3, high: int = 10) -> int:

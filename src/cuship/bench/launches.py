@@ -9,8 +9,9 @@ None is an error; a probe that cannot see device activity at all is a note, neve
 
 from __future__ import annotations
 
+import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Any, Protocol
 
 __all__ = [
@@ -73,11 +74,15 @@ def check_launches(probe: KernelProbe, call: Call, which: str = "") -> tuple[str
 class TorchProfilerProbe:
     """:mod:`torch.profiler` with CPU and CUDA activities; counts events whose device type is
     CUDA. The first use profiles a known kernel: if the profiler sees no device activity for it
-    (no CUPTI, a profiler already running), the probe is unavailable rather than wrong."""
+    (no CUPTI, a profiler already running), the probe is unavailable rather than wrong.
+    ``environ`` (default ``os.environ``) receives torch's CUPTI workaround before CUDA 12.6."""
 
-    def __init__(self, torch: Any, device: int = 0) -> None:
+    def __init__(
+        self, torch: Any, device: int = 0, environ: MutableMapping[str, str] | None = None
+    ) -> None:
         self.torch = torch
         self.device = device
+        self.environ = os.environ if environ is None else environ
         self._why: str | None = None
         self._calibrated = False
 
@@ -106,13 +111,26 @@ class TorchProfilerProbe:
 
     def _count(self, call: Call) -> int:
         torch = self.torch
-        from torch.profiler import ProfilerActivity, profile
-
-        activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+        profiler = torch.profiler
+        activities = [profiler.ProfilerActivity.CPU, profiler.ProfilerActivity.CUDA]
+        _keep_cupti_with_graphs(torch, self.environ)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the calibration decides whether it works
-            with profile(activities=activities) as prof:
+            with profiler.profile(activities=activities) as prof:
                 call()
                 torch.cuda.synchronize(self.device)
         cuda = torch.autograd.DeviceType.CUDA
         return sum(1 for event in prof.events() if getattr(event, "device_type", None) == cuda)
+
+
+def _keep_cupti_with_graphs(torch: Any, environ: MutableMapping[str, str]) -> None:
+    """The hot measurement captures CUDA graphs in this process, and the next point profiles
+    again. Before CUDA 12.6, re-initialising CUPTI after its teardown crashes in a process that
+    used CUDA graphs; torch.profiler's own workaround (for inductor's graphs) keeps CUPTI up.
+    Do the same, unless the user chose otherwise."""
+    version = str(getattr(getattr(torch, "version", None), "cuda", None) or "")
+    parts = version.split(".")
+    known = len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit()
+    if known and (int(parts[0]), int(parts[1])) < (12, 6):
+        environ.setdefault("DISABLE_CUPTI_LAZY_REINIT", "1")
+        environ.setdefault("TEARDOWN_CUPTI", "0")
