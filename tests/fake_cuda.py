@@ -39,6 +39,7 @@ class FakeDevice:
     capturing: FakeGraph | None = None
     replays: list[int] = field(default_factory=list)
     captures: list[int] = field(default_factory=list)
+    streams_set: list[object] = field(default_factory=list)
 
     def launch(self) -> None:
         """What a device-resident case's call does: one kernel."""
@@ -85,12 +86,13 @@ def _cuda(device: FakeDevice) -> SimpleNamespace:
     def stream(s: object) -> Iterator[None]:
         yield
 
-    side = SimpleNamespace(wait_stream=lambda other: None)
+    default = SimpleNamespace(wait_stream=lambda other: None, name="default")
     return SimpleNamespace(
         Event=_events(device),
-        Stream=lambda: side,
+        Stream=lambda: SimpleNamespace(wait_stream=lambda other: None, name="side"),
         stream=stream,
-        current_stream=lambda: side,
+        current_stream=lambda: default,
+        set_stream=device.streams_set.append,
         CUDAGraph=lambda: FakeGraph(device),
         graph=graph,
         synchronize=lambda device_index=None: None,

@@ -31,6 +31,7 @@ def test_hot_per_call_is_replay_time_over_n_from_a_cuda_graph() -> None:
     assert len(hot.samples) == 10 and all(s == pytest.approx(1e-6) for s in hot.samples)
     # each graph: one untimed replay (upload), then timed ones; the 250-call one timed once
     assert gpu.replays == [250, 250] + [1000] * 11
+    assert gpu.streams_set == []
 
 
 def test_a_call_that_cannot_be_captured_falls_back_to_a_batch_and_says_so() -> None:
@@ -41,6 +42,7 @@ def test_a_call_that_cannot_be_captured_falls_back_to_a_batch_and_says_so() -> N
     assert hot.note is not None
     assert "CUDA graph capture failed (RuntimeError: operation not permitted)" in hot.note
     assert "timed 250 launches between two events instead" in hot.note
+    assert [getattr(s, "name", None) for s in gpu.streams_set] == ["default"]  # stream restored
 
 
 def test_launch_bound_when_hot_is_under_half_of_cold() -> None:

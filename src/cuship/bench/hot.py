@@ -99,11 +99,18 @@ def _graph_run(torch: Any, call: Call, calls: int) -> Run:
     with cuda.stream(side):  # warm-up on a side stream before capture, as torch documents
         for _ in range(_SIDE_STREAM_WARMUP):
             call()
-    cuda.current_stream().wait_stream(side)
+    before = cuda.current_stream()
+    before.wait_stream(side)
     graph = cuda.CUDAGraph()
-    with cuda.graph(graph):
-        for _ in range(calls):
-            call()
+    try:
+        with cuda.graph(graph):
+            for _ in range(calls):
+                call()
+    except BaseException:
+        # torch.cuda.graph leaves its capture stream current when ending a failed capture
+        # raises; the cold samples of the next point must not run there.
+        cuda.set_stream(before)
+        raise
     replay: Run = graph.replay
     return replay
 
