@@ -19,6 +19,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from cuship._compat_checks import check_gpus, check_toolkits, check_torch
+from cuship._gpu_peaks import GpuPeak, check_peaks, parse_peak
 from cuship._tomlrows import Row, read_rows
 from cuship.errors import UsageError
 
@@ -27,6 +28,7 @@ __all__ = [
     "Compat",
     "CudaToolkit",
     "GpuModel",
+    "GpuPeak",
     "TorchRelease",
     "format_driver",
     "load",
@@ -207,6 +209,13 @@ class Compat:
     toolkits: tuple[CudaToolkit, ...]
     torch: tuple[TorchRelease, ...]
     gpus: tuple[GpuModel, ...]
+    peaks: tuple[GpuPeak, ...] = ()
+
+    def peak(self, name: str) -> GpuPeak | None:
+        """The datasheet peaks of the variant NVML calls ``name`` (exact name, normalised), or
+        None: a model name alone (``"H100"``) does not say which variant's peaks apply."""
+        wanted = gpu_key(name)
+        return next((p for p in self.peaks if wanted in map(gpu_key, p.names)), None)
 
     def cuda(self, spec: str) -> CudaToolkit:
         """The toolkit for ``spec``.
@@ -410,8 +419,12 @@ def _load(data_dir: Path) -> Compat:
     check_torch(releases, known_minors)
     known_sms = {sm for _, t in toolkits for sm in t.sms}
     check_gpus(gpus, known_sms, gpu_key)
+    peaks = [(row, parse_peak(row)) for row in read_rows(data_dir / "gpus.toml", "peak")]
+    names_of = {g.name: {gpu_key(n) for n in (g.name, *g.aliases)} for _, g in gpus}
+    check_peaks(peaks, names_of, gpu_key)
     return Compat(
         toolkits=tuple(t for _, t in toolkits),
         torch=tuple(r for _, r in releases),
         gpus=tuple(g for _, g in gpus),
+        peaks=tuple(p for _, p in peaks),
     )

@@ -358,6 +358,11 @@ class BenchSection:
     threshold: float = field_doc(
         "Effect size below which a change is SAME (0.05 = 5 %).", default=0.05, validate=_positive
     )
+    drop_throttled: bool = field_doc(
+        "Leave samples taken under 0.9 × the max SM clock out of the statistics (default: every "
+        "sample counts, and the throttled share is reported).",
+        default=False,
+    )
     floors: Mapping[str, str] = field_doc(
         "Throughput floors by GPU model (matched like `cuship compat`) or 'CPU': "
         '"5000 ops/s", "900 GB/s", "1.5 TFLOP/s".',

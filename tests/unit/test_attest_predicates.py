@@ -190,6 +190,22 @@ def test_check_predicate_carries_verdicts_per_op_and_case_and_the_environment() 
         check_predicate({"format": "cuship-bench/1"}, environment={})
 
 
+def test_bench_predicate_of_a_real_export_keeps_verdict_fingerprint_and_clocks() -> None:
+    from cuship.bench.results import PointResult, to_json
+    from cuship.bench.timer import Measurement
+    from tests.bench_reports import FINGERPRINT, report_of
+
+    m = Measurement(
+        samples=(1.0, 2.0), throttled=(1,), stop_reason="fixed", rel_noise=0.1,
+        clocks=(1980, 1500), max_clock=1980,
+    )  # fmt: skip
+    result = PointResult(key="k", case="k", params={}, status="ok", measurement=m)
+    predicate = bench_predicate(to_json(report_of(result)), environment={"ignored": True})
+    assert predicate["verdict"] == "ok" and predicate["environment"] == FINGERPRINT
+    assert predicate["environment_source"] == "results"
+    assert predicate["results"][0]["clocks"]["throttled_fraction"] == 0.5
+
+
 def test_bench_predicate_reads_the_export_tolerantly() -> None:
     predicate = bench_predicate(BENCH_EXPORT, environment={"ignored": True})
     assert [r["verdict"] for r in predicate["results"]] == ["ok", "regressed"]

@@ -140,7 +140,8 @@ def test_store_rows_and_json_export_follow_the_contract(tmp_path: Path) -> None:
         1
     ]
     assert set(rows[0].payload) == {
-        "case", "params", "unit", "samples", "throttled", "work", "rel_noise", "stop_reason", "error"
+        "case", "params", "unit", "samples", "throttled", "work", "rel_noise", "stop_reason", "error",
+        "clocks", "max_clock_mhz", "drop_throttled", "hot", "peak", "notes",
     }  # fmt: skip
     assert rows[1].status == "errored" and rows[1].payload["error"] == "ValueError: x"
     doc = to_json(report)

@@ -93,13 +93,14 @@ def test_l2_flush_is_twice_the_l2_with_a_floor() -> None:
     assert l2_flush_bytes(0) == 2**20
 
 
-def test_throttled_samples_are_marked_and_left_out_of_statistics() -> None:
+def test_throttled_samples_are_marked_and_kept_unless_dropping_is_asked_for() -> None:
     clocks = [1980, 1975, 1500, None, 1800]
     marked = throttled_indices(clocks, max_clock=1980, threshold=0.9)
     assert marked == (2,)
     assert throttled_indices(clocks, max_clock=None) == ()
-    assert usable([1.0, 1.0, 9.0], marked) == [1.0, 1.0]
-    assert usable([9.0], (0,)) == [9.0]
+    assert usable([1.0, 1.0, 9.0], marked) == [1.0, 1.0, 9.0]
+    assert usable([1.0, 1.0, 9.0], marked, drop_throttled=True) == [1.0, 1.0]
+    assert usable([9.0], (0,), drop_throttled=True) == [9.0]
 
 
 def test_wall_timer_batches_tiny_calls_and_reports_per_call() -> None:

@@ -257,8 +257,9 @@ def bench_predicate(
 ) -> dict[str, Any]:
     """Verdicts and figures of a ``cuship bench --export json`` document (``cuship-bench/1``).
 
-    Tolerant: rows are kept as they are (only mappings), the verdict is the document's own or
-    ``None``, and the environment is the document's fingerprint when it carries one.
+    Tolerant: rows are kept as they are (only mappings, with their clocks, hot timing, share of
+    peak and notes), the verdict is the document's own (top level or under ``run``) or ``None``,
+    and the environment is the document's fingerprint when it carries one.
     """
     fmt = results.get("format")
     if not (isinstance(fmt, str) and fmt.startswith("cuship-bench/")):
@@ -266,17 +267,20 @@ def bench_predicate(
             f"the bench export has format {fmt!r}, expected 'cuship-bench/1'",
             hint="pass the file `cuship bench --export json` wrote",
         )
+    run = results.get("run")
+    run = run if isinstance(run, Mapping) else {}  # `cuship bench --export json` nests these
     own = next(
         (
-            results[k]
+            source[k]
+            for source in (results, run)
             for k in ("fingerprint", "environment", "machine")
-            if isinstance(results.get(k), Mapping)
+            if isinstance(source.get(k), Mapping)
         ),
         None,
     )
     return {
         "format": fmt,
-        "verdict": results.get("verdict"),
+        "verdict": results.get("verdict", run.get("verdict")),
         "results": [dict(row) for row in _bench_rows(results) if isinstance(row, Mapping)],
         "environment": dict(own) if own is not None else dict(environment),
         "environment_source": "results" if own is not None else "attesting machine",

@@ -12,8 +12,17 @@ from collections.abc import Mapping, Sequence
 from html import escape
 
 from cuship.bench.history import History, Point
+from cuship.bench.hot import LAUNCH_BOUND_RATIO
 
-__all__ = ["STEP_COLOUR", "format_throughput", "format_value", "history_svg", "when"]
+__all__ = [
+    "STEP_COLOUR",
+    "format_clock",
+    "format_hot",
+    "format_throughput",
+    "format_value",
+    "history_svg",
+    "when",
+]
 
 STEP_COLOUR = "#e4007c"  # change points only: the screenshot test looks for this colour
 LINE_COLOUR = "#1f6fb4"
@@ -38,11 +47,38 @@ def format_value(value: float, unit: str) -> str:
 
 
 def format_throughput(numbers: Mapping[str, float]) -> str:
-    """The throughputs a result has, most telling first (TFLOP/s, GB/s, ops/s); ``-`` if none."""
+    """The throughputs a result has, most telling first (TFLOP/s, GB/s, ops/s), with its share
+    of the GPU's peaks where known; ``-`` if none."""
     parts = [f"{numbers[k]:.4g} {name}" for k, name in _THROUGHPUT if k in numbers]
     if "ceiling_fraction" in numbers:
         parts.append(f"{numbers['ceiling_fraction']:.0%} of ceiling")
+    for key, name in (("peak_flops_fraction", "FLOP/s"), ("peak_bandwidth_fraction", "BW")):
+        if key in numbers:
+            parts.append(f"{numbers[key]:.0%} of peak {name}")
     return ", ".join(parts) or "-"
+
+
+def format_clock(numbers: Mapping[str, float]) -> str:
+    """``"84% throttled, 1755/1980 MHz"`` from a stored result's numbers; ``-`` when unknown."""
+    if "throttled_fraction" not in numbers:
+        return "-"
+    text = f"{numbers['throttled_fraction']:.0%} throttled"
+    if "sm_clock_median_mhz" in numbers:
+        top = numbers.get("sm_clock_max_mhz")
+        text += f", {numbers['sm_clock_median_mhz']:.0f}/{top:.0f} MHz" if top else ""
+    if numbers.get("dropped_samples"):
+        text += f", {numbers['dropped_samples']:.0f} samples dropped"
+    return text
+
+
+def format_hot(numbers: Mapping[str, float]) -> str:
+    """The hot per-call time, marked when it is under half the cold median; ``-`` if none."""
+    if "hot_per_call" not in numbers:
+        return "-"
+    text = format_value(numbers["hot_per_call"], "s")
+    ratio = numbers.get("hot_over_cold")
+    bound = ratio is not None and ratio < LAUNCH_BOUND_RATIO
+    return text + (" (launch-bound)" if bound else "")
 
 
 def _quartiles(point: Point) -> tuple[float, float]:

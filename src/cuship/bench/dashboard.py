@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from cuship import __version__
-from cuship.bench._plot import format_throughput, format_value, history_svg, when
+from cuship.bench._plot import (
+    format_clock,
+    format_hot,
+    format_throughput,
+    format_value,
+    history_svg,
+    when,
+)
 from cuship.bench.history import History, Step, histories, machine_of
 from cuship.bench.stored import BenchRun
 from cuship.errors import UsageError
@@ -85,6 +92,8 @@ def _latest_rows(found: Sequence[History], ctx: _Context) -> list[dict[str, Any]
                 "params": _params(s.params),
                 "median": format_value(last.median, s.unit),
                 "throughput": format_throughput(last.numbers),
+                "hot": format_hot(last.numbers),
+                "clock": format_clock(last.numbers),
                 "machine": _machine_name(ctx.machines.get(s.machine_id, {})),
                 "machine_id": s.machine_id,
                 "when": when(last.started),

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cuship.bench.results import FORMAT, FloorCheck
+from cuship.bench.timer import usable
 from cuship.errors import InputError, UsageError
 
 __all__ = [
@@ -38,6 +39,15 @@ class Baseline:
     machine_id: str | None
     samples: Mapping[str, tuple[float, ...]]
     units: Mapping[str, str]
+    throttled: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+    def kept(self, *, drop_throttled: bool) -> dict[str, tuple[float, ...]]:
+        """The samples to compare with, by key: all of them, or without the throttled ones
+        when this run drops its own (the same rule on both sides)."""
+        return {
+            key: tuple(usable(values, self.throttled.get(key, ()), drop_throttled=drop_throttled))
+            for key, values in self.samples.items()
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,12 +125,16 @@ def check_machine(baseline: Baseline, machine_id: str, *, allow_cross_machine: b
 def _from_rows(source: str, fingerprint: Mapping[str, Any], rows: Any) -> Baseline:
     samples: dict[str, tuple[float, ...]] = {}
     units: dict[str, str] = {}
+    throttled: dict[str, tuple[int, ...]] = {}
     for row in rows:
         key, payload = row["key"], row["payload"]
         samples[key] = tuple(float(s) for s in payload.get("samples", ()))
         units[key] = str(payload.get("unit", "s"))
+        throttled[key] = tuple(int(i) for i in payload.get("throttled", ()))
     machine = fingerprint.get("machine_id")
-    return Baseline(source=source, machine_id=machine, samples=samples, units=units)
+    return Baseline(
+        source=source, machine_id=machine, samples=samples, units=units, throttled=throttled
+    )
 
 
 def _from_file(path: Path) -> Baseline:

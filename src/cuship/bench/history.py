@@ -144,7 +144,10 @@ def _median_of(row: ResultRow) -> tuple[float, tuple[float, ...]] | None:
     raw = row.payload.get("samples") or ()
     samples = tuple(float(x) for x in raw if isinstance(x, int | float) and math.isfinite(x))
     median = row.numbers.get("median")
-    if median is None and samples:
+    # Rows stored before every sample counted left throttled samples out of their median
+    # without saying so; their history uses the median of all their raw samples.
+    silent_drop = "drop_throttled" not in row.payload and bool(row.payload.get("throttled"))
+    if (median is None or silent_drop) and samples:
         median = statistics.median(samples)
     if row.status not in (None, "ok", "unsure") or median is None or not median > 0:
         return None

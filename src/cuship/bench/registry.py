@@ -9,12 +9,15 @@ A benchmark module (named in ``[bench] modules``) declares cases with :func:`cas
         setup=lambda rng, n: {"x": rng.standard_normal(n), "y": rng.standard_normal(n)},
         bytes=lambda n: 3 * 4 * n,
         flops=lambda n: 2 * n,
+        peak_dtype="fp32",
     )
     def saxpy(x, y):
         return cuvecops.saxpy(2.0, x, y)
 
 ``setup(rng, **params)`` builds the inputs from a seeded ``numpy.random.Generator`` (never zeros)
 and returns the keyword arguments of the timed call; without a setup the call gets the params.
+``peak_dtype`` names the precision the FLOP/s are compared with on a known GPU ("bf16", "fp8",
+"tf32"...); without it a ``dtype`` parameter decides, else fp32 (and the result says so).
 Nothing here runs a case.
 """
 
@@ -48,6 +51,7 @@ class Case:
     bytes: WorkFn | None = None
     flops: WorkFn | None = None
     ops: WorkFn | None = None
+    peak_dtype: str | None = None
     description: str = ""
     module: str = ""
 
@@ -90,6 +94,7 @@ def case(
     bytes: WorkFn | None = None,
     flops: WorkFn | None = None,
     ops: WorkFn | None = None,
+    peak_dtype: str | None = None,
 ) -> Callable[[Callable[..., Any]], Case]: ...
 
 
@@ -102,6 +107,7 @@ def case(
     bytes: WorkFn | None = None,
     flops: WorkFn | None = None,
     ops: WorkFn | None = None,
+    peak_dtype: str | None = None,
 ) -> Case | Callable[[Callable[..., Any]], Case]:
     """Declare a benchmark case; use as ``@case`` or ``@case(params=..., setup=..., bytes=...)``.
 
@@ -121,6 +127,7 @@ def case(
             bytes=bytes,
             flops=flops,
             ops=ops,
+            peak_dtype=peak_dtype,
             description=(inspect.getdoc(func) or "").split("\n", 1)[0],
         )
 

@@ -14,8 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from cuship.bench import _facts
+from cuship.bench.peak import PeakShare
 from cuship.bench.stats import Comparison, summarize
-from cuship.bench.timer import Measurement, usable
+from cuship.bench.timer import Measurement
 
 __all__ = [
     "CSV_COLUMNS",
@@ -42,6 +44,9 @@ CSV_COLUMNS = (
     "value",
     "unit",
     "throttled",
+    "sm_clock_mhz",
+    "used",
+    *_facts.CSV_POINT_COLUMNS,
 )
 Status = Literal["ok", "errored", "unsure"]
 
@@ -78,6 +83,7 @@ class PointResult:
     error: str | None = None
     comparison: Comparison | None = None
     floor: FloorCheck | None = None
+    peak: PeakShare | None = None
 
     @property
     def samples(self) -> tuple[float, ...]:
@@ -85,12 +91,29 @@ class PointResult:
 
     @property
     def kept(self) -> list[float]:
-        """The samples the statistics use (throttled ones left out)."""
-        m = self.measurement
-        return usable(m.samples, m.throttled) if m else []
+        """The samples the statistics use: all, unless --drop-throttled left some out."""
+        return self.measurement.kept if self.measurement else []
+
+    @property
+    def cold(self) -> float | None:
+        """The cold median per call (seconds), the headline number; None without samples."""
+        if not self.kept or self.measurement is None or self.measurement.unit != "s":
+            return None
+        return summarize(self.kept).median
+
+    @property
+    def launch_bound(self) -> bool:
+        """Hot per call well under cold: the cold time is mostly launch latency."""
+        return _facts.is_launch_bound(self.measurement, self.cold)
+
+    def notes(self) -> list[str]:
+        """What a reader must know to trust this result (dropped samples, hot method,
+        launch-bound, unchecked host code, an assumed dtype)."""
+        return _facts.notes(self.measurement, self.cold, self.peak)
 
     def numbers(self) -> dict[str, float]:
-        """median, mean, min, stdev, rel_noise and the throughputs the work model allows."""
+        """median, mean, min, stdev, rel_noise, the throughputs the work model allows, the
+        clocks, the hot per-call time and the shares of the GPU's peaks."""
         if not self.kept:
             return {}
         s = summarize(self.kept)
@@ -111,6 +134,9 @@ class PointResult:
                 amount = self.work.get(work)
                 if amount is not None:
                     out[name] = amount / s.median / scale
+        m = self.measurement
+        out |= _facts.clock_numbers(m) | _facts.hot_numbers(m, self.cold)
+        out |= _facts.peak_numbers(self.peak)
         return {k: v for k, v in out.items() if math.isfinite(v)}
 
     def payload(self) -> dict[str, Any]:
@@ -125,6 +151,12 @@ class PointResult:
             "rel_noise": m.rel_noise if m and math.isfinite(m.rel_noise) else None,
             "stop_reason": m.stop_reason if m else None,
             "error": self.error,
+            "clocks": list(m.clocks) if m else [],
+            "max_clock_mhz": m.max_clock if m else None,
+            "drop_throttled": m.drop_throttled if m else False,
+            "hot": m.hot.to_json() if m and m.hot else None,
+            "peak": self.peak.to_json() if self.peak else None,
+            "notes": self.notes(),
         }
 
 
@@ -222,7 +254,13 @@ def to_json(report: BenchReport) -> dict[str, Any]:
             "status": r.status,
             "payload": r.payload(),
             "numbers": r.numbers(),
+            "notes": r.notes(),
         }
+        if r.measurement is not None:
+            entry["clocks"] = _facts.clocks_json(r.measurement)
+            entry["timing"] = _facts.timing_json(r.measurement, r.cold)
+        if r.peak is not None:
+            entry["peak"] = r.peak.to_json()
         if r.comparison is not None:
             c = r.comparison
             entry["comparison"] = {
@@ -266,9 +304,14 @@ def to_csv(report: BenchReport) -> str:
         params = json.dumps(dict(r.params), sort_keys=True, separators=(",", ":"), default=str)
         m = r.measurement
         throttled = set(m.throttled) if m else set()
+        dropped = throttled if m and m.drop_throttled and m.dropped else set()
+        clocks = m.clocks if m else ()
+        point = _facts.csv_point_fields(m, r.cold, r.peak)
         for i, value in enumerate(r.samples):
             seed = sample_seed(i, report.seeds, report.repeats)
             unit = m.unit if m else "s"
+            clock = clocks[i] if i < len(clocks) and clocks[i] is not None else ""
             row: Sequence[object] = (report.run_id, machine, r.key, r.case, params, r.status)
-            writer.writerow((*row, i, seed, repr(value), unit, int(i in throttled)))
+            sample = (i, seed, repr(value), unit, int(i in throttled), clock, int(i not in dropped))
+            writer.writerow((*row, *sample, *point))
     return out.getvalue()

@@ -1,7 +1,8 @@
 """Running benchmark points with a timer: adaptive, fixed protocol, or interleaved A/B.
 
 A point whose setup or call raises becomes an ``errored`` result carrying the error text; the
-other points go on. A point that stops at the timeout above the noise target is ``unsure``.
+other points go on. So does a point the CUDA timer refuses because it launched no kernel
+("timed host code"). A point that stops at the timeout above the noise target is ``unsure``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cuship.bench.launches import HostCodeTimed
 from cuship.bench.registry import Point
 from cuship.bench.results import PointResult
 from cuship.bench.timer import (
@@ -20,7 +22,6 @@ from cuship.bench.timer import (
     measure,
     measure_fixed,
     measure_interleaved,
-    usable,
 )
 from cuship.events import Emit, Event, discard
 
@@ -69,13 +70,14 @@ def _result(point: Point, m: Measurement, rule: StopRule) -> PointResult:
 
 
 def _errored(point: Point, err: BaseException) -> PointResult:
+    text = err.describe(point.key) if isinstance(err, HostCodeTimed) else _error_text(err)
     return PointResult(
         key=point.key,
         case=point.case.name,
         params=point.params,
         status="errored",
         measurement=None,
-        error=_error_text(err),
+        error=text,
     )
 
 
@@ -85,7 +87,8 @@ def run_point(point: Point, timer: Timer, protocol: Protocol) -> PointResult:
         if protocol.fixed:
             assert protocol.seeds is not None and protocol.repeats is not None
             calls = [_call(point, seed) for seed in range(protocol.seeds)]
-            m = measure_fixed(timer, calls, protocol.repeats)
+            drop = protocol.rule.drop_throttled
+            m = measure_fixed(timer, calls, protocol.repeats, drop_throttled=drop)
         else:
             m = measure(timer, _call(point, 0), protocol.rule)
     except Exception as err:
@@ -150,5 +153,5 @@ def _interleave_one(
         a, b = measure_interleaved(timer, _call(point, 0), _call(other, 0), rule)
     except Exception as err:
         return _errored(point, err)
-    partners[point.key] = tuple(usable(b.samples, b.throttled))
+    partners[point.key] = tuple(b.kept)
     return _result(point, a, rule)

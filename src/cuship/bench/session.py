@@ -10,8 +10,9 @@ from typing import Any, Literal
 
 from cuship.bench.burnin import BurnIn
 from cuship.bench.gate import apply_floor, check_machine, load_baseline
+from cuship.bench.peak import PeakShare, case_dtype, peak_share
 from cuship.bench.project import BenchProject, find_project
-from cuship.bench.registry import Point, code_hash, discover, points
+from cuship.bench.registry import Case, Point, code_hash, discover, points
 from cuship.bench.results import BenchReport, PointResult
 from cuship.bench.runner import Protocol, run_interleaved, run_points
 from cuship.bench.stats import compare, compare_exact
@@ -51,6 +52,7 @@ class BenchRequest:
     compare_with: Path | None = None
     label: str | None = None
     store: bool = True
+    drop_throttled: bool | None = None
 
 
 def select(cases_points: Sequence[Point], wanted: Sequence[str]) -> tuple[Point, ...]:
@@ -91,7 +93,7 @@ def _torch_cuda() -> Any:
 
 def _timer_factory(kind: str, project: BenchProject) -> Callable[[], Timer]:
     if kind == "cuda":
-        from cuship.bench.timer import CudaTimer
+        from cuship.bench.cuda_timer import CudaTimer
 
         shared = CudaTimer(_torch_cuda())
         return lambda: shared
@@ -106,6 +108,9 @@ def _rule(project: BenchProject, request: BenchRequest) -> StopRule:
         max_samples=c.max_samples,
         min_time=c.min_time if request.min_time is None else request.min_time,
         timeout=c.timeout if request.timeout is None else request.timeout,
+        drop_throttled=(
+            c.drop_throttled if request.drop_throttled is None else request.drop_throttled
+        ),
     )
 
 
@@ -167,21 +172,42 @@ def _instructions(
     return tuple(out)
 
 
+def _peak(result: PointResult, case: Case | None, gpu_peak: Any) -> PeakShare | None:
+    if gpu_peak is None or case is None or result.cold is None:
+        return None
+    dtype, origin = case_dtype(case.peak_dtype, result.params)
+    return peak_share(gpu_peak, median=result.cold, work=result.work, dtype=dtype, origin=origin)
+
+
+def _gpu_peak(kind: str, fingerprint: Mapping[str, Any]) -> Any:
+    """The datasheet peaks of this machine's GPU variant, for CUDA-timed runs only."""
+    gpu = fingerprint.get("gpu")
+    if kind != "cuda" or not gpu:
+        return None
+    from cuship.compat import load
+
+    return load().peak(str(gpu))
+
+
 def _gate(
     results: tuple[PointResult, ...],
     project: BenchProject,
     fingerprint: Mapping[str, Any],
     baseline: Mapping[str, tuple[float, ...]] | None,
+    cases: Mapping[str, Case],
+    gpu_peak: Any,
 ) -> tuple[PointResult, ...]:
     out = []
     for r in results:
-        if r.measurement is None:
+        m = r.measurement
+        if m is None:
             out.append(r)
             continue
+        r = replace(r, peak=_peak(r, cases.get(r.key), gpu_peak))
         theirs = (baseline or {}).get(r.key)
         threshold = project.threshold(r.case, r.key)
         comparison = None
-        if theirs and r.measurement.unit == "instructions":
+        if theirs and m.unit == "instructions":
             comparison = compare_exact(r.kept[0], theirs[0], threshold)
         elif theirs:
             comparison = compare(r.kept, theirs, threshold)
@@ -212,7 +238,8 @@ def run_bench(
         )
     kind = resolve_timer(request.timer, environ)
     fp = bench_fingerprint(environ, timer=kind, project_package=project.package)
-    baseline_samples, source = _baseline(request, project, fp, environ)
+    drop = _rule(project, request).drop_throttled
+    baseline_samples, source = _baseline(request, project, fp, environ, drop)
     emit(Event(level="info", topic="bench", message=f"{len(selected)} points, timer {kind}"))
     started = time.time()
     results, partners = _measure(request, project, selected, kind, emit)
@@ -231,7 +258,14 @@ def run_bench(
         repeats=repeats if fixed and repeats else 0,
         label=request.label,
         code_hash={c.name: code_hash(c) for c in cases if any(p.case is c for p in selected)},
-        results=_gate(results, project, fp, baseline_samples),
+        results=_gate(
+            results,
+            project,
+            fp,
+            baseline_samples,
+            {p.key: p.case for p in selected},
+            _gpu_peak(kind, fp),
+        ),
         baseline=source,
         fail_on_regression=request.fail_on_regression,
         assert_floors=request.assert_floors,
@@ -244,7 +278,11 @@ def run_bench(
 
 
 def _baseline(
-    request: BenchRequest, project: BenchProject, fp: Mapping[str, Any], environ: Mapping[str, str]
+    request: BenchRequest,
+    project: BenchProject,
+    fp: Mapping[str, Any],
+    environ: Mapping[str, str],
+    drop_throttled: bool,
 ) -> tuple[dict[str, tuple[float, ...]] | None, str | None]:
     if request.baseline is None:
         return None, None
@@ -255,7 +293,7 @@ def _baseline(
         machine_id=str(fp["machine_id"]),
     )
     check_machine(base, str(fp["machine_id"]), allow_cross_machine=request.allow_cross_machine)
-    return dict(base.samples), base.source
+    return base.kept(drop_throttled=drop_throttled), base.source
 
 
 def record(report: BenchReport, path: Path) -> int:

@@ -4,13 +4,15 @@ Two timers share one sampling loop:
 
 * :class:`WallTimer` (CPU): ``time.perf_counter_ns`` around a batch of calls, the batch sized so
   one sample lasts at least ``sample_time`` (1 ms by default); a sample is seconds per call.
-* :class:`CudaTimer` (GPU, through torch): a CUDA event pair around each call, the L2 cache
-  flushed before it by writing a buffer twice the device's L2 size, the SM clock read from NVML
-  after it; a sample taken under ``throttle`` × the maximum SM clock is marked throttled.
+* :class:`~cuship.bench.cuda_timer.CudaTimer` (GPU, through torch): a CUDA event pair around each
+  call, the L2 flushed before it ("cold"), the SM clock read from NVML after it; a sample taken
+  under ``throttle`` × the maximum SM clock is marked throttled. After the cold samples it times
+  N back-to-back calls ("hot", :mod:`cuship.bench.hot`).
 
 The stopping rule (:func:`stop_reason`): after ``min_samples`` and ``min_time``, stop when the
 relative noise of the median (:func:`rel_noise`) is under the target; else at ``timeout`` or
-``max_samples``. Throttled samples are kept but left out of the statistics.
+``max_samples``. Every sample is kept and used: throttled samples are counted, and left out of
+the statistics only when the rule says ``drop_throttled`` (``cuship bench --drop-throttled``).
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
+
+from cuship.bench.hot import Hot
+from cuship.bench.launches import HostCodeTimed
 
 __all__ = [
-    "CudaTimer",
     "Measurement",
     "StopRule",
     "Timer",
@@ -48,18 +52,26 @@ _MEDIAN_SE = math.sqrt(math.pi / 2)
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StopRule:
-    """When adaptive sampling stops (``[bench]`` noise, min_samples, min_time, timeout)."""
+    """When adaptive sampling stops (``[bench]`` noise, min_samples, min_time, timeout), and
+    whether the noise it targets leaves throttled samples out (``drop_throttled``)."""
 
     noise: float = 0.005
     min_samples: int = 10
     max_samples: int = 10000
     min_time: float = 0.5
     timeout: float = 15.0
+    drop_throttled: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Measurement:
-    """The samples of one case at one point: seconds per call (or instructions per call)."""
+    """The samples of one case at one point: seconds per call (or instructions per call).
+
+    ``clocks`` holds the SM clock (MHz) read after each sample (None where unknown) and
+    ``max_clock`` the GPU's maximum; ``throttled`` indexes the samples under the threshold.
+    ``drop_throttled`` records whether the statistics leave those out; ``hot`` is the per-call
+    time of back-to-back calls (CUDA timer only); ``notes`` say what the timer could not check.
+    """
 
     samples: tuple[float, ...]
     throttled: tuple[int, ...] = ()
@@ -67,6 +79,34 @@ class Measurement:
     rel_noise: float
     calls_per_sample: int = 1
     unit: Literal["s", "instructions"] = "s"
+    clocks: tuple[int | None, ...] = ()
+    max_clock: int | None = None
+    drop_throttled: bool = False
+    hot: Hot | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def kept(self) -> list[float]:
+        """The samples the statistics use: all, unless throttled ones are dropped."""
+        return usable(self.samples, self.throttled, drop_throttled=self.drop_throttled)
+
+    @property
+    def dropped(self) -> int:
+        """How many samples the statistics leave out (0 unless ``drop_throttled``)."""
+        return len(self.samples) - len(self.kept)
+
+    @property
+    def throttled_fraction(self) -> float | None:
+        """Share of samples taken under the clock threshold; None when clocks were not read."""
+        if not self.samples or not self.max_clock:
+            return None
+        return len(self.throttled) / len(self.samples)
+
+    @property
+    def median_clock(self) -> float | None:
+        """Median SM clock (MHz) over the samples whose clock was read."""
+        known = [c for c in self.clocks if c is not None]
+        return _median(known) if known else None
 
 
 def _median(values: Sequence[float]) -> float:
@@ -76,8 +116,13 @@ def _median(values: Sequence[float]) -> float:
     return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def usable(samples: Sequence[float], throttled: Sequence[int] = ()) -> list[float]:
-    """The samples the statistics use: all but the throttled ones (all when every one is)."""
+def usable(
+    samples: Sequence[float], throttled: Sequence[int] = (), *, drop_throttled: bool = False
+) -> list[float]:
+    """The samples the statistics use: every one, or with ``drop_throttled`` all but the
+    throttled ones (all when every one is throttled)."""
+    if not drop_throttled:
+        return list(samples)
     skip = set(throttled)
     kept = [s for i, s in enumerate(samples) if i not in skip]
     return kept if kept else list(samples)
@@ -130,13 +175,22 @@ def throttled_indices(
 
 
 class Timer(Protocol):
-    """Takes one sample of ``call``: (seconds per call, SM clock in MHz or None)."""
+    """Takes one sample of ``call``: (seconds per call, SM clock in MHz or None).
+
+    ``prepare`` warms the call up; ``check`` runs once per point after it and before the timed
+    samples (it raises when the call cannot be timed as asked, and returns notes on what it
+    could not check); ``hot`` times back-to-back calls after the samples (None: not measured).
+    """
 
     calls_per_sample: int
 
     def prepare(self, call: Call) -> None: ...
 
+    def check(self, call: Call) -> tuple[str, ...]: ...
+
     def sample(self, call: Call) -> tuple[float, int | None]: ...
+
+    def hot(self, call: Call, per_call: float) -> Hot | None: ...
 
     def max_clock(self) -> int | None: ...
 
@@ -170,80 +224,26 @@ class WallTimer:
             spent = self._batch(call, calls)
         self.calls_per_sample = calls
 
+    def check(self, call: Call) -> tuple[str, ...]:
+        return ()
+
     def sample(self, call: Call) -> tuple[float, int | None]:
         return self._batch(call, self.calls_per_sample) / self.calls_per_sample, None
 
-    def max_clock(self) -> int | None:
-        return None
-
-
-class CudaTimer:
-    """CUDA events around each call, L2 flushed before it, SM clock from NVML after it."""
-
-    def __init__(self, torch: Any, device: int = 0, warmup_s: float = 0.05) -> None:
-        self.torch = torch
-        self.device = device
-        self.warmup_s = warmup_s
-        self.calls_per_sample = 1
-        props = torch.cuda.get_device_properties(device)
-        size = l2_flush_bytes(int(props.L2_cache_size))
-        self.flush = torch.empty(size // 4, dtype=torch.int32, device=f"cuda:{device}")
-        self._nvml = _nvml_handle(device)
-        self._max_clock = self._read_max_clock()  # a constant: asked once, not per sample
-
-    def prepare(self, call: Call) -> None:
-        sync = self.torch.cuda.synchronize
-        start = time.perf_counter()
-        call()
-        sync()
-        while time.perf_counter() - start < self.warmup_s:
-            call()
-            sync()
-
-    def sample(self, call: Call) -> tuple[float, int | None]:
-        cuda = self.torch.cuda
-        begin, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
-        self.flush.zero_()
-        begin.record()
-        call()
-        end.record()
-        end.synchronize()
-        return begin.elapsed_time(end) / 1e3, self._clock()
-
-    def _clock(self) -> int | None:
-        if self._nvml is None:
-            return None
-        import pynvml
-
-        return int(pynvml.nvmlDeviceGetClockInfo(self._nvml, pynvml.NVML_CLOCK_SM))
+    def hot(self, call: Call, per_call: float) -> Hot | None:
+        return None  # a wall-clock sample is already a batch of back-to-back calls
 
     def max_clock(self) -> int | None:
-        return self._max_clock
-
-    def _read_max_clock(self) -> int | None:
-        if self._nvml is None:
-            return None
-        import pynvml
-
-        return int(pynvml.nvmlDeviceGetMaxClockInfo(self._nvml, pynvml.NVML_CLOCK_SM))
-
-
-def _nvml_handle(device: int) -> Any:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        return pynvml.nvmlDeviceGetHandleByIndex(device)
-    except Exception:
         return None
 
 
 class _Series:
     """Samples of one call as they come, with the clock of each."""
 
-    def __init__(self) -> None:
+    def __init__(self, drop_throttled: bool = False) -> None:
         self.samples: list[float] = []
         self.clocks: list[int | None] = []
+        self.drop_throttled = drop_throttled
         self._checked = 0
         self._noise = math.inf
 
@@ -251,50 +251,81 @@ class _Series:
         self.samples.append(value)
         self.clocks.append(clock)
 
+    def kept(self, max_clock: int | None) -> list[float]:
+        throttled = throttled_indices(self.clocks, max_clock)
+        return usable(self.samples, throttled, drop_throttled=self.drop_throttled)
+
     def noise(self, max_clock: int | None) -> float:
         # Recomputed when the series has grown by a tenth: the median costs O(n).
         n = len(self.samples)
         if n - self._checked >= max(1, self._checked // 10):
-            kept = usable(self.samples, throttled_indices(self.clocks, max_clock))
-            self._noise, self._checked = rel_noise(kept), n
+            self._noise, self._checked = rel_noise(self.kept(max_clock)), n
         return self._noise
 
     def done(self, rule: StopRule, elapsed: float, max_clock: int | None) -> StopReason | None:
         return stop_reason(rule, self.samples, elapsed, lambda: self.noise(max_clock))
 
-    def result(self, timer: Timer, reason: StopReason) -> Measurement:
-        throttled = throttled_indices(self.clocks, timer.max_clock())
+    def result(
+        self,
+        timer: Timer,
+        reason: StopReason,
+        hot_call: Call | None = None,
+        notes: tuple[str, ...] = (),
+    ) -> Measurement:
+        top = timer.max_clock()
+        kept = self.kept(top)
+        hot, hot_notes = _hot(timer, hot_call, _median(kept)) if hot_call else (None, ())
         return Measurement(
             samples=tuple(self.samples),
-            throttled=throttled,
+            throttled=throttled_indices(self.clocks, top),
             stop_reason=reason,
-            rel_noise=rel_noise(usable(self.samples, throttled)),
+            rel_noise=rel_noise(kept),
             calls_per_sample=timer.calls_per_sample,
+            clocks=tuple(self.clocks),
+            max_clock=top,
+            drop_throttled=self.drop_throttled,
+            hot=hot,
+            notes=notes + hot_notes,
         )
+
+
+def _hot(timer: Timer, call: Call, per_call: float) -> tuple[Hot | None, tuple[str, ...]]:
+    """The hot measurement, or a note saying why there is none: the cold samples stand."""
+    try:
+        return timer.hot(call, per_call), ()
+    except Exception as err:  # any failure of the extra measurement must not lose the samples
+        return None, (f"hot measurement failed: {type(err).__name__}: {err}",)
 
 
 def measure(
     timer: Timer, call: Call, rule: StopRule, now: Callable[[], float] = time.perf_counter
 ) -> Measurement:
-    """Sample ``call`` until the stopping rule says so."""
+    """Sample ``call`` until the stopping rule says so, then time it hot."""
     timer.prepare(call)
-    series = _Series()
+    notes = timer.check(call)
+    series = _Series(rule.drop_throttled)
     start = now()
     while True:
         series.add(*timer.sample(call))
         reason = series.done(rule, now() - start, timer.max_clock())
         if reason is not None:
-            return series.result(timer, reason)
+            return series.result(timer, reason, call, notes)
 
 
-def measure_fixed(timer: Timer, calls: Sequence[Call], repeats: int) -> Measurement:
-    """The fixed protocol: ``repeats`` samples of each call (one call per seed), in order."""
-    series = _Series()
-    for call in calls:
+def measure_fixed(
+    timer: Timer, calls: Sequence[Call], repeats: int, *, drop_throttled: bool = False
+) -> Measurement:
+    """The fixed protocol: ``repeats`` samples of each call (one call per seed), in order;
+    the first call is checked after its warm-up and timed hot after the last sample."""
+    series = _Series(drop_throttled)
+    notes: tuple[str, ...] = ()
+    for index, call in enumerate(calls):
         timer.prepare(call)
+        if index == 0:
+            notes = timer.check(call)
         for _ in range(repeats):
             series.add(*timer.sample(call))
-    return series.result(timer, "fixed")
+    return series.result(timer, "fixed", calls[0] if calls else None, notes)
 
 
 def measure_interleaved(
@@ -307,10 +338,17 @@ def measure_interleaved(
     """A/B: alternate samples of two calls in one process, so drift hits both alike.
 
     Both use the batch size sized for ``first``; sampling stops when both meet the rule.
+    Both calls are checked; only ``first`` is timed hot.
     """
     timer.prepare(second)
+    try:
+        other_notes = timer.check(second)
+    except HostCodeTimed as err:
+        err.which = "the build it is compared with"
+        raise
     timer.prepare(first)
-    a, b = _Series(), _Series()
+    notes = timer.check(first)
+    a, b = _Series(rule.drop_throttled), _Series(rule.drop_throttled)
     start = now()
     while True:
         a.add(*timer.sample(first))
@@ -318,6 +356,4 @@ def measure_interleaved(
         elapsed = now() - start
         ra, rb = a.done(rule, elapsed, timer.max_clock()), b.done(rule, elapsed, timer.max_clock())
         if ra is not None and rb is not None:
-            return a.result(timer, ra), b.result(timer, rb)
-        if elapsed >= rule.timeout:
-            return a.result(timer, "timeout"), b.result(timer, "timeout")
+            return a.result(timer, ra, first, notes), b.result(timer, rb, None, other_notes)

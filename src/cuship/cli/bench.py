@@ -64,6 +64,36 @@ def _throughput(numbers: dict[str, float]) -> str:
     return ", ".join(parts)
 
 
+def _peak_text(result: Any) -> str:
+    share = result.peak
+    if share is None:
+        return ""
+    parts = []
+    if share.bandwidth_fraction is not None:
+        parts.append(f"{share.bandwidth_fraction:.0%} BW")
+    if share.flops_fraction is not None:
+        assumed = " (fp32 assumed)" if share.dtype_origin == "assumed" else ""
+        parts.append(f"{share.flops_fraction:.0%} {share.precision}{assumed}")
+    return ", ".join(parts)
+
+
+def _hot_text(result: Any) -> str:
+    m = result.measurement
+    if m is None or m.hot is None:
+        return ""
+    text = f"{_fmt_time(m.hot.per_call)} ({m.hot.method})"
+    return text + (" LAUNCH-BOUND" if result.launch_bound else "")
+
+
+def _clock_text(result: Any) -> str:
+    m = result.measurement
+    if m is None or m.throttled_fraction is None:
+        return ""
+    clock = f", {m.median_clock:.0f}/{m.max_clock} MHz" if m.median_clock is not None else ""
+    dropped = f", {m.dropped} dropped" if m.dropped else ""
+    return f"{m.throttled_fraction:.0%} throttled{clock}{dropped}"
+
+
 def _median_text(result: Any) -> str:
     numbers = result.numbers()
     if not numbers:
@@ -83,15 +113,31 @@ def _row(result: Any) -> list[str]:
     if result.error:
         verdict = result.error
     params = ", ".join(f"{k}={v}" for k, v in result.params.items())
+    throughput = ", ".join(t for t in (_throughput(result.numbers()), _peak_text(result)) if t)
     return [
         result.case,
         params,
         _median_text(result),
-        _throughput(result.numbers()),
+        _hot_text(result),
+        throughput,
         str(len(m.samples)) if m else "0",
+        _clock_text(result),
         m.stop_reason if m else result.status,
         verdict,
     ]
+
+
+_COLUMNS = (
+    "case",
+    "params",
+    "median ± noise",
+    "hot / call",
+    "throughput, % of peak",
+    "samples",
+    "SM clock",
+    "stop",
+    "verdict",
+)
 
 
 def _render(console: Any, report: Any) -> None:
@@ -100,11 +146,14 @@ def _render(console: Any, report: Any) -> None:
     fp = report.fingerprint
     title = f"cuship bench: {report.project} on {fp.get('gpu') or fp.get('cpu_model')}"
     table = Table(title=title)
-    for column in ("case", "params", "median ± noise", "throughput", "samples", "stop", "verdict"):
+    for column in _COLUMNS:
         table.add_column(column)
     for result in report.results:
         table.add_row(*_row(result))
     console.out.print(table)
+    notes = [f"{r.key}: {note}" for r in report.results for note in r.notes()]
+    if notes:
+        console.out.print("\n".join(["notes:", *(f"  {n}" for n in notes)]), markup=False)
 
 
 def _export(report: Any, fmt: str, directory: Path) -> list[Path]:
@@ -125,6 +174,10 @@ def _export(report: Any, fmt: str, directory: Path) -> list[Path]:
 def _summary(report: Any) -> str:
     counts = {s: sum(r.status == s for r in report.results) for s in ("ok", "unsure", "errored")}
     text = f"{len(report.results)} points: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+    dropped = sum(r.measurement.dropped for r in report.results if r.measurement)
+    if dropped:
+        total = sum(len(r.samples) for r in report.results)
+        text += f"; --drop-throttled left {dropped} of {total} samples out"
     slower = len(report.slower)
     if report.baseline:
         text += f"; vs {report.baseline}: {slower} SLOWER"
@@ -158,6 +211,7 @@ def _request(path: Path, options: dict[str, Any]) -> Any:
         compare_with=options["compare_with"],
         label=options["label"],
         store=not options["no_store"],
+        drop_throttled=True if options["drop_throttled"] else None,
     )
 
 
@@ -179,6 +233,11 @@ _pos = click.FloatRange(min=0, min_open=True)
 @click.option("--timeout", type=_pos, help="Seconds per point at most ([bench]).")
 @click.option("--noise", type=_pos, help="Relative noise target, 0.005 = 0.5 % ([bench]).")
 @click.option("--baseline", metavar="REF", help="A stored run id, 'latest', or an exported JSON.")
+@click.option(
+    "--drop-throttled",
+    is_flag=True,
+    help="Leave samples under 0.9 × max SM clock out of the statistics ([bench]).",
+)
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 on a clear SLOWER verdict.")
 @click.option("--allow-cross-machine", is_flag=True, help="Compare with another machine's run.")
 @click.option("--assert-floors", is_flag=True, help="Exit 1 when a [bench.floors] floor is missed.")
