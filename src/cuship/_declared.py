@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 import traceback
 import zlib
@@ -97,11 +98,21 @@ def _declared_in(module: ModuleType, cls: type[Any], entry: str) -> list[Any]:
     return [replace(item, module=entry) for item in found]
 
 
-def append_path(pythonpath: Sequence[Path]) -> None:
-    """Put the directories after everything already on sys.path (site-packages included)."""
-    for directory in pythonpath:
-        if str(directory) not in sys.path:
-            sys.path.append(str(directory))
+def _resolved(entry: str) -> Path:
+    return Path(entry or os.curdir).resolve()
+
+
+def append_path(pythonpath: Sequence[Path], root: Path | None = None) -> None:
+    """Put the project's directories after everything else on sys.path (site-packages included).
+
+    Entries already there that point into the project (``python -m`` puts the working directory,
+    often the project root, first) are moved to the end too, so a source tree never shadows the
+    installed build; the root stays on the path only when ``pythonpath`` names it.
+    """
+    project = {d.resolve() for d in pythonpath} | ({root.resolve()} if root is not None else set())
+    kept = [entry for entry in sys.path if _resolved(entry) not in project]
+    tail = [str(d) for d in dict.fromkeys(pythonpath)]
+    sys.path[:] = kept + tail
 
 
 def discover(
@@ -113,7 +124,7 @@ def discover(
     build of the project (with its compiled extension) is what gets checked and timed, and the
     source tree serves only modules that are not importable otherwise.
     """
-    append_path(pythonpath)
+    append_path(pythonpath, root)
     seen: dict[str, T] = {}
     for entry in modules:
         for item in _declared_in(load_module(entry, root, kind), cls, entry):

@@ -34,6 +34,7 @@ __all__ = [
     "collect",
     "one_line",
     "project_packages",
+    "require_built",
     "unbuilt",
 ]
 
@@ -177,6 +178,30 @@ def project_packages(distribution: str | None, configured: Sequence[str]) -> tup
 def unbuilt(provenance: Provenance) -> PackageOrigin | None:
     """The first package imported from a source tree with no compiled extension that loads."""
     return next((p for p in provenance.packages if p.from_source and not p.extension_loads), None)
+
+
+def require_built(provenance: Provenance, pythonpath_key: str) -> None:
+    """Raise ToolMissing (exit 3) when a package came from a source tree whose compiled extension
+    does not load: a GPU run of it would time or check the fallbacks. ``pythonpath_key`` names the
+    setting that put the source tree on the path (``"[check] pythonpath"``)."""
+    from cuship.errors import ToolMissing
+
+    package = unbuilt(provenance)
+    if package is None:
+        return
+    where = "source tree" if package.origin == "source" else "editable source tree"
+    if package.extensions:
+        which = ", ".join(e.describe() for e in package.extensions)
+        what = f"whose compiled extension does not load: {which}"
+    else:
+        what = "which has no compiled extension"
+    wheel = canonicalize_name(package.distribution or package.name).replace("-", "_")
+    raise ToolMissing(
+        f"{package.name} was imported from the {where} {package.directory!r}, {what}: install "
+        f"the built wheel (pip install dist/{wheel}-*.whl) or build in place",
+        hint=f"cuship imports the installed package first and the project's {pythonpath_key} "
+        "only after site-packages; no installed build of the package was found",
+    )
 
 
 # --- classification (pure) ---------------------------------------------------------------------

@@ -208,3 +208,35 @@ def test_an_engine_that_cannot_import_is_one_line_and_alone_exits_3(tmp_path: Pa
     assert statuses[("native", "float64")] == "passed"
     assert statuses[("triton-interpret", "float32")] == "skipped"
     assert all(not g["cases"] for g in report["groups"] if g["engine"] == "triton-interpret")
+
+
+_BENCHES = """
+    import numpy as np
+    from cuship.bench import case
+
+    def _setup(rng, n):
+        return {"x": rng.standard_normal(n)}
+
+    @case(params={"n": [64]}, setup=_setup, bytes=lambda n: 16 * n)
+    def double(x):
+        import tinyext
+        return tinyext.twice(x)
+"""
+
+
+def test_bench_times_the_installed_build_and_says_where_it_came_from(
+    installed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    project, site = installed
+    with (project / "cuship.toml").open("a") as config:
+        config.write('[bench]\nmodules = ["benches.py"]\nmin_time = 0.05\ntimeout = 1.0\n')
+    (project / "benches.py").write_text(textwrap.dedent(_BENCHES))
+    env = {"PYTHONPATH": f"{SRC}{os.pathsep}{site}", "CUSHIP_STORE": str(tmp_path / "r.db")}
+    done = cuship("bench", ".", "--timer", "wall", "--json", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    (package,) = json.loads(done.stdout)["run"]["meta"]["provenance"]["packages"]
+    assert package["file"] == str((site / "tinyext" / "__init__.py").resolve())
+    assert package["origin"] == "installed"
+    assert [e["loaded"] for e in package["extensions"]] == [True]
+    text = cuship("bench", ".", "--timer", "wall", "--no-store", env=env, cwd=project)
+    assert "package: tinyext 0.3.0 from" in text.stdout and "_native loaded" in text.stdout

@@ -135,7 +135,15 @@ def test_store_rows_and_json_export_follow_the_contract(tmp_path: Path) -> None:
         (run,) = store.runs(kind="bench")
         rows = store.results(run_id)
     assert run.meta["format"] == "cuship-bench/1" and run.verdict == "errored"
-    assert set(run.meta) == {"format", "seeds", "repeats", "label", "code_hash", "path"}
+    assert set(run.meta) == {
+        "format",
+        "seeds",
+        "repeats",
+        "label",
+        "code_hash",
+        "path",
+        "provenance",
+    }
     assert rows[0].payload["samples"] == [1.0, 2.0, 3.0, 4.0] and rows[0].payload["throttled"] == [
         1
     ]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from cuship.config import BenchSection, load_config
 from cuship.errors import NothingToDo
+from cuship.provenance import project_packages
 from cuship.store import store_path
 
 __all__ = ["BenchProject", "find_project"]
@@ -21,6 +22,7 @@ class BenchProject:
     package: str | None
     config: BenchSection
     pythonpath: tuple[Path, ...]
+    packages: tuple[str, ...] = ()  # top-level packages whose provenance a run records
 
     def store_path(self, environ: Mapping[str, str]) -> Path:
         """The results store: ``CUSHIP_STORE``, else ``[bench] store`` under the project."""
@@ -60,6 +62,7 @@ def find_project(path: Path) -> BenchProject:
             package=None,
             config=config,
             pythonpath=_paths(root, config.pythonpath),
+            packages=project_packages(None, config.packages),
         )
     loaded = load_config(path)
     config = loaded.bench
@@ -74,4 +77,5 @@ def find_project(path: Path) -> BenchProject:
         package=loaded.project.name,
         config=config,
         pythonpath=_paths(loaded.root, config.pythonpath),
+        packages=project_packages(loaded.project.name, config.packages),
     )

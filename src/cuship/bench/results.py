@@ -18,6 +18,7 @@ from cuship.bench import _facts
 from cuship.bench.peak import PeakShare
 from cuship.bench.stats import Comparison, summarize
 from cuship.bench.timer import Measurement
+from cuship.provenance import Provenance
 
 __all__ = [
     "CSV_COLUMNS",
@@ -178,6 +179,7 @@ class BenchReport:
     fail_on_regression: bool = False
     assert_floors: bool = False
     run_id: int | None = None
+    provenance: Provenance | None = None  # where the project's packages were imported from
 
     @property
     def errored(self) -> tuple[PointResult, ...]:
@@ -219,6 +221,7 @@ class BenchReport:
             "label": self.label,
             "code_hash": dict(self.code_hash),
             "path": self.path,
+            "provenance": None if self.provenance is None else self.provenance.to_json(),
         }
 
 

@@ -19,6 +19,7 @@ from cuship.bench.stats import compare, compare_exact
 from cuship.bench.timer import StopRule, Timer, WallTimer
 from cuship.errors import NothingToDo, ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
+from cuship.provenance import Provenance, collect, require_built
 
 __all__ = [
     "BenchRequest",
@@ -237,6 +238,7 @@ def run_bench(
             hint="declare cases with @cuship.bench.case in the modules named in [bench] modules",
         )
     kind = resolve_timer(request.timer, environ)
+    provenance = _provenance(project, kind)
     fp = bench_fingerprint(environ, timer=kind, project_package=project.package)
     drop = _rule(project, request).drop_throttled
     baseline_samples, source = _baseline(request, project, fp, environ, drop)
@@ -269,12 +271,25 @@ def run_bench(
         baseline=source,
         fail_on_regression=request.fail_on_regression,
         assert_floors=request.assert_floors,
+        provenance=provenance,
     )
     if request.store:
         store_path = project.store_path(environ)
         report = replace(report, run_id=record(report, store_path))
         emit(Event(level="debug", topic="bench", message=f"run {report.run_id} in {store_path}"))
     return report
+
+
+def _provenance(project: BenchProject, kind: str) -> Provenance | None:
+    """Where the project's packages came from (the cases imported them in this process); with
+    the CUDA timer, a source tree without its compiled extension is refused (exit 3): the run
+    would time the CPU fallbacks under CUDA events."""
+    if not project.packages:
+        return None
+    provenance = collect(project.packages)
+    if kind == "cuda":
+        require_built(provenance, "[bench] pythonpath")
+    return provenance
 
 
 def _baseline(

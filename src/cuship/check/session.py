@@ -6,8 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from cuship.check.baseline import from_report, regressions
 from cuship.check.baseline import load as load_baseline
 from cuship.check.baseline import save as save_baseline
@@ -27,7 +25,7 @@ from cuship.check.runner import (
 )
 from cuship.errors import ToolMissing
 from cuship.events import Emit, Event, discard
-from cuship.provenance import Provenance, unbuilt
+from cuship.provenance import Provenance, require_built
 
 __all__ = ["CheckRequest", "record", "run_check"]
 
@@ -148,22 +146,7 @@ def _require_built(provenance: Provenance | None, the_plan: Plan) -> None:
     extension does not load: every such case would fail the same way, so say it once (exit 3)."""
     if provenance is None or not any(g.engine == "cuda" for g in the_plan.runnable):
         return
-    package = unbuilt(provenance)
-    if package is None:
-        return
-    where = "source tree" if package.origin == "source" else "editable source tree"
-    if package.extensions:
-        which = ", ".join(e.describe() for e in package.extensions)
-        what = f"whose compiled extension does not load: {which}"
-    else:
-        what = "which has no compiled extension"
-    wheel = canonicalize_name(package.distribution or package.name).replace("-", "_")
-    raise ToolMissing(
-        f"{package.name} was imported from the {where} {package.directory!r}, {what}: install "
-        f"the built wheel (pip install dist/{wheel}-*.whl) or build in place",
-        hint="cuship imports the installed package first and the project's [check] pythonpath "
-        "only after site-packages; no installed build of the package was found",
-    )
+    require_built(provenance, "[check] pythonpath")
 
 
 def _require_gpu(environ: Mapping[str, str]) -> None:

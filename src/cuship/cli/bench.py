@@ -154,6 +154,9 @@ def _render(console: Any, report: Any) -> None:
     notes = [f"{r.key}: {note}" for r in report.results for note in r.notes()]
     if notes:
         console.out.print("\n".join(["notes:", *(f"  {n}" for n in notes)]), markup=False)
+    if report.provenance is not None:
+        lines = [f"package: {line}" for line in report.provenance.lines()]
+        console.out.print("\n".join(lines), markup=False)
 
 
 def _export(report: Any, fmt: str, directory: Path) -> list[Path]:
