@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from cuship._installed import InstalledDist, project_dist, without_shadowing
 from cuship.config import BenchSection, load_config
-from cuship.errors import NothingToDo
+from cuship.errors import NothingToDo, UsageError
 from cuship.store import store_path
 
 __all__ = ["BenchProject", "find_project"]
@@ -21,6 +22,7 @@ class BenchProject:
     package: str | None
     config: BenchSection
     pythonpath: tuple[Path, ...]
+    installed: InstalledDist | None = None  # --installed: the distribution the cases must import
 
     def store_path(self, environ: Mapping[str, str]) -> Path:
         """The results store: ``CUSHIP_STORE``, else ``[bench] store`` under the project."""
@@ -47,9 +49,18 @@ def _paths(root: Path, entries: tuple[str, ...]) -> tuple[Path, ...]:
     return tuple((root / p).resolve() for p in entries if (root / p).is_dir())
 
 
-def find_project(path: Path) -> BenchProject:
-    """Read the bench configuration for ``path`` (a project directory or a benchmark module)."""
+def find_project(path: Path, *, installed: bool = False) -> BenchProject:
+    """Read the bench configuration for ``path`` (a project directory or a benchmark module).
+
+    ``installed``: the project's package must be imported as installed (a wheel under test), so
+    ``[bench] pythonpath`` directories that hold it (``src/``) are left off ``sys.path``.
+    """
     if path.is_file() and path.suffix == ".py":
+        if installed:
+            raise UsageError(
+                "--installed needs a project directory (its [project] name)",
+                hint=f"pass the project, not {str(path)!r}",
+            )
         root = path.parent.resolve()
         config = BenchSection(modules=(path.name,))
         if (root / "cuship.toml").is_file():  # settings of the module's project, if any
@@ -68,10 +79,13 @@ def find_project(path: Path) -> BenchProject:
             f"{str(loaded.source)!r} names no benchmark modules",
             hint='add [bench] modules = ["benchmarks/bench_ops.py"] to cuship.toml',
         )
+    pythonpath = _paths(loaded.root, config.pythonpath)
+    dist = project_dist(loaded.project.name, loaded.source) if installed else None
     return BenchProject(
         root=loaded.root,
         name=loaded.project.name or loaded.root.name,
         package=loaded.project.name,
         config=config,
-        pythonpath=_paths(loaded.root, config.pythonpath),
+        pythonpath=pythonpath if dist is None else without_shadowing(pythonpath, dist),
+        installed=dist,
     )

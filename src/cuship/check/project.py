@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuship._installed import InstalledDist, project_dist, without_shadowing
 from cuship.config import CheckSection, load_config
-from cuship.errors import ConfigError, NothingToDo
+from cuship.errors import ConfigError, NothingToDo, UsageError
 from cuship.store import store_path
 
 __all__ = ["CheckProject", "find_project"]
@@ -20,6 +21,7 @@ class CheckProject:
     name: str
     config: CheckSection
     pythonpath: tuple[Path, ...]
+    installed: InstalledDist | None = None  # --installed: the distribution the checks must import
 
     def store_path(self, environ: Mapping[str, str]) -> Path:
         """The results store: ``CUSHIP_STORE``, else ``[check] store`` under the project."""
@@ -30,9 +32,18 @@ def _paths(root: Path, entries: tuple[str, ...]) -> tuple[Path, ...]:
     return tuple((root / p).resolve() for p in entries if (root / p).is_dir())
 
 
-def find_project(path: Path) -> CheckProject:
-    """Read the check configuration for ``path`` (a project directory or a check module file)."""
+def find_project(path: Path, *, installed: bool = False) -> CheckProject:
+    """Read the check configuration for ``path`` (a project directory or a check module file).
+
+    ``installed``: the project's package must be imported as installed (a wheel under test), so
+    ``[check] pythonpath`` directories that hold it (``src/``) are left off ``sys.path``.
+    """
     if path.is_file() and path.suffix == ".py":
+        if installed:
+            raise UsageError(
+                "--installed needs a project directory (its [project] name)",
+                hint=f"pass the project, not {str(path)!r}",
+            )
         root = path.parent.resolve()
         config = CheckSection(modules=(path.name,))
         return CheckProject(
@@ -47,9 +58,12 @@ def find_project(path: Path) -> CheckProject:
         )
     if not config.pythonpath:
         raise ConfigError(str(loaded.source), "check.pythonpath", "is empty", hint='use ["."]')
+    pythonpath = _paths(loaded.root, config.pythonpath)
+    dist = project_dist(loaded.project.name, loaded.source) if installed else None
     return CheckProject(
         root=loaded.root,
         name=loaded.project.name or loaded.root.name,
         config=config,
-        pythonpath=_paths(loaded.root, config.pythonpath),
+        pythonpath=pythonpath if dist is None else without_shadowing(pythonpath, dist),
+        installed=dist,
     )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from cuship._installed import check_imported
 from cuship.check.baseline import from_report, regressions
 from cuship.check.baseline import load as load_baseline
 from cuship.check.baseline import save as save_baseline
@@ -39,6 +41,7 @@ class CheckRequest:
     save_baseline: Path | None = None
     fail_on_regression: bool = False
     store: bool = True
+    installed: bool = False  # import the project's package as installed, never from its source
 
 
 def run_check(
@@ -51,8 +54,10 @@ def run_check(
     """
     if request.device == "cuda":
         _require_gpu(environ)
-    project = find_project(request.path)
+    project = find_project(request.path, installed=request.installed)
     ops = discover(project.config.modules, project.root, project.pythonpath)
+    if project.installed is not None:
+        check_imported(project.installed, sys.modules)
     settings = CheckSettings(
         device=request.device,
         quick=request.quick,
