@@ -123,16 +123,17 @@ def _rows(report: GpuRunReport) -> list[tuple[str, str, str, str, str]]:
 
 
 def _render(console: Console, report: GpuRunReport) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     machine = report.machine
     gpus = ", ".join(f"{g['name']} ({g['cc']})" for g in machine["gpus"])
     faked = " [faked]" if machine["gpu_faked"] else ""
-    table = Table(title=f"cuship gpu-run: {report.name} on {gpus}{faked}")
+    table = Table(title=escape(f"cuship gpu-run: {report.name} on {gpus}{faked}"))
     for column in ("stage", "verdict", "exit", "time", "log / reason"):
         table.add_column(column)
     for row in _rows(report):
-        table.add_row(*row)
+        table.add_row(*(escape(cell) for cell in row))
     console.out.print(table)
     wheel = report.wheel
     console.out.print(f"wheel: {wheel['filename']} ({wheel['why']})", markup=False)

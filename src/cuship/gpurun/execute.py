@@ -193,7 +193,7 @@ def _derive_junit(stage: StagePlan) -> tuple[str, ...]:
 def _after(stage: StagePlan, code: int, dist: Mapping[str, Any]) -> tuple[int, tuple[str, ...]]:
     if stage.name == "pytest":
         verified, notes = _origin_notes(stage.extra["origins"], dist)
-        return max(code, verified) if code in (0, 1) else code, notes
+        return (verified if code == 0 else code), notes
     if stage.name == "check":
         return code, _derive_junit(stage)
     return code, ()
@@ -212,24 +212,37 @@ def _skipped(stage: StagePlan) -> StageResult:
     )
 
 
+def _tell(result: StageResult, emit: Emit) -> None:
+    """The stage's outcome as events: its log's tail when it failed, the verdict, the notes."""
+    failed = bool(result.exit_code)
+    if failed and result.log is not None:
+        _replay(result.log, f"{result.name} log (tail)", emit)
+    level: Level = "error" if failed else "info"
+    message = f"{result.name}: {result.verdict} (exit {result.raw_exit_code}, "
+    message += f"{result.duration_s:.1f} s)" + (f": {result.reason}" if result.reason else "")
+    emit(Event(level=level, topic="gpu-run", message=message))
+    for note in result.notes:
+        if note != result.reason:
+            emit(Event(level="info", topic="gpu-run", message=f"{result.name}: {note}"))
+
+
 def run_stage(
     stage: StagePlan, *, environ: Mapping[str, str], dist: Mapping[str, Any], emit: Emit = discard
 ) -> StageResult:
     """Run one stage (or record why it is skipped) and judge it."""
     if stage.skipped is not None:
-        emit(
-            Event(level="info", topic="gpu-run", message=f"{stage.name}: skipped ({stage.skipped})")
-        )
+        message = f"{stage.name}: skipped ({stage.skipped})"
+        emit(Event(level="info", topic="gpu-run", message=message))
         return _skipped(stage)
     emit(Event(level="info", topic="gpu-run", message=f"{stage.name}: running (log {stage.log})"))
-    stage.log.unlink(missing_ok=True)
-    for extra in stage.extra.values():
-        if extra.is_file():
-            extra.unlink()
+    for stale in (stage.log, *stage.extra.values()):
+        if stale.is_file():
+            stale.unlink()
     started = time.monotonic()
     raw = _run(stage.argv, env={**environ, **stage.env}, cwd=stage.cwd, log=stage.log)
     took = time.monotonic() - started
-    code, notes = _after(stage, stage_code(stage.name, raw), dist)
+    mapped = stage_code(stage.name, raw)
+    code, notes = _after(stage, mapped, dist)
     result = StageResult(
         name=stage.name,
         command=stage.argv,
@@ -240,21 +253,9 @@ def run_stage(
         raw_exit_code=raw,
         duration_s=took,
         verdict=VERDICTS[code],
+        reason=notes[0] if code != mapped else None,
         outputs=stage.outputs,
         notes=notes,
     )
-    level: Level = "info" if code == 0 else "error"
-    message = f"{stage.name}: {result.verdict} (exit {raw}, {took:.1f} s)"
-    if code:
-        _replay(stage.log, f"{stage.name} log (tail)", emit)
-    emit(Event(level=level, topic="gpu-run", message=message))
-    note_level: Level = "warning" if code else "info"
-    for note in notes:
-        emit(
-            Event(
-                level=note_level,
-                topic="gpu-run",
-                message=f"{stage.name}: {note}",
-            )
-        )
+    _tell(result, emit)
     return result

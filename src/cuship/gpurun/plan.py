@@ -8,9 +8,11 @@ project as working directory and :data:`STAGE_ENV` on top of the caller's enviro
 - ``PYTHONSAFEPATH=1`` (Python 3.11+): ``python -m`` does not put the working directory, the
   project, first on ``sys.path``, where a flat-layout package would shadow the installed one.
 
-pytest runs with ``--import-mode=importlib`` (test files and conftest.py do not insert their
-directories into ``sys.path``), ``-o pythonpath=`` (an ini ``pythonpath = ["src"]`` is undone)
-and ``-p no:cacheprovider``; ``[ci] pytest_args`` come last and may override any of these.
+pytest runs with ``--import-mode=append`` (test files and conftest.py put their directories
+at the end of ``sys.path``: helpers such as ``tests/references.py`` still import, but a
+flat-layout package at the project root comes after the installed one), ``-o pythonpath=``
+(an ini ``pythonpath = ["src"]`` is undone) and ``-p no:cacheprovider`` (nothing written into
+the checkout); ``[ci] pytest_args`` come last and may override any of these.
 ``cuship check``/``bench`` run with ``--installed`` (``[check]``/``[bench] pythonpath``
 directories holding the package are left off ``sys.path``, and a module imported from
 elsewhere fails the run). What each process really imported is verified after the run.
@@ -181,7 +183,7 @@ def _pytest(project: ProjectFacts, python: str, results: Path, env: Mapping[str,
     junit, origins = results / "pytest.xml", results / "pytest-origins.jsonl"
     argv = (
         python, "-m", "pytest", "--require-gpu",
-        "--import-mode=importlib", "-o", "pythonpath=", "-p", "no:cacheprovider",
+        "--import-mode=append", "-o", "pythonpath=", "-p", "no:cacheprovider",
         "-p", "cuship.gpurun.origins",
         f"--cuship-origins={origins}", f"--cuship-origins-dist={project.name}",
         f"--junitxml={junit}",

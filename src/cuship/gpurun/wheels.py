@@ -72,16 +72,19 @@ class NoWheelFits(CheckFailed):
     """None of the given wheels can run here; the message lists each one and why."""
 
 
+_COVERAGE = {
+    "sass": "SASS for every GPU",
+    "ptx": "PTX JIT for some GPU",
+    "unknown": "arches unknown",
+    "cpu": "no CUDA device code",
+}
+
+
 def _why(verdict: Verdict) -> str:
-    kind = {
-        "sass": "SASS for every GPU",
-        "ptx": "PTX JIT for some GPU",
-        "unknown": "arches unknown",
-    }
-    parts = [f"best fit ({kind.get(verdict.coverage, verdict.coverage)})"]
+    parts = [f"best fit: {_COVERAGE.get(verdict.coverage, verdict.coverage)}"]
     if verdict.cuda:
         parts.append(f"CUDA {verdict.cuda}")
-    return ", ".join(parts)
+    return ", ".join(parts + list(verdict.notes))
 
 
 def _rejected(verdict: Verdict) -> dict[str, object]:
