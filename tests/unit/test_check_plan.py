@@ -12,7 +12,7 @@ from cuship.check import Impl, Op, Tensor
 from cuship.check.registry import discover
 from cuship.check.runner import CheckSettings, plan
 from cuship.config import CheckModeSection, CheckOpSection, CheckSection
-from cuship.errors import ConfigError, InputError, NothingToDo, UsageError
+from cuship.errors import ConfigError, InputError, NothingToDo, ToolMissing, UsageError
 
 
 def _ref(x: Any) -> Any:
@@ -166,3 +166,16 @@ def test_missing_or_broken_check_modules_are_input_errors(tmp_path: Path) -> Non
     broken = _write(tmp_path, "broken_checks.py", "import not_a_module_anywhere\n")
     with pytest.raises(InputError, match="not_a_module_anywhere"):
         discover([broken], tmp_path)
+
+
+def test_installed_needs_the_package_installed_and_a_project(tmp_path: Path) -> None:
+    """--installed imports the wheel under test, so it must be installed to begin with."""
+    from cuship.check.project import find_project
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
+    with pytest.raises(ToolMissing, match="'cuvecops' is not installed"):
+        find_project(example, installed=True)
+    module = tmp_path / "ops.py"
+    module.write_text("")
+    with pytest.raises(UsageError, match="--installed needs a project directory"):
+        find_project(module, installed=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import xml.etree.ElementTree as ET
@@ -112,3 +113,11 @@ def test_text_and_json() -> None:
     assert document["counts"] == {"passed": 1, "failed": 1, "error": 1, "skipped": 1}
     assert document["groups"][1]["cases"][1]["worst_index"] == [4]
     assert GroupResult.from_json(document["groups"][1]) == REPORT.groups[1]
+
+
+def test_a_json_report_reads_back_and_renders_the_same_junit() -> None:
+    """cuship gpu-run writes check.json and derives check.xml from it."""
+    gated = dataclasses.replace(REPORT, regressions=(Regression(key="saxpy", message="3x worse"),))
+    again = CheckReport.from_json(json.loads(render_json(gated)))
+    assert again == gated
+    assert render_junit(again) == render_junit(gated)

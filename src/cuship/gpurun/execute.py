@@ -19,7 +19,7 @@ from cuship.events import Emit, Event, Level, discard
 from cuship.gpurun.plan import InstallPlan, StagePlan
 from cuship.gpurun.results import VERDICTS, InstallResult, StageResult, stage_code
 
-__all__ = ["install", "probe", "run_stage"]
+__all__ = ["install", "judge_origins", "probe", "run_stage"]
 
 _TAIL = 40
 
@@ -153,7 +153,7 @@ def install(
     )
 
 
-def _origin_notes(path: Path, dist: Mapping[str, Any]) -> tuple[int, tuple[str, ...]]:
+def judge_origins(path: Path, dist: Mapping[str, Any]) -> tuple[int, tuple[str, ...]]:
     """(1 or 0, notes) from the pytest origins record: 1 when a process imported the package
     from elsewhere than where the probe found the installed copy."""
     try:
@@ -192,7 +192,7 @@ def _derive_junit(stage: StagePlan) -> tuple[str, ...]:
 
 def _after(stage: StagePlan, code: int, dist: Mapping[str, Any]) -> tuple[int, tuple[str, ...]]:
     if stage.name == "pytest":
-        verified, notes = _origin_notes(stage.extra["origins"], dist)
+        verified, notes = judge_origins(stage.extra["origins"], dist)
         return (verified if code == 0 else code), notes
     if stage.name == "check":
         return code, _derive_junit(stage)
