@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from packaging.utils import canonicalize_name
 
@@ -47,7 +48,7 @@ class WheelChoice:
     resolution: Resolution
     unreadable: tuple[Unreadable, ...] = ()
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, Any]:
         c = self.verdict.candidate
         return {
             "path": str(self.path),
