@@ -190,13 +190,19 @@ def _derive_junit(stage: StagePlan) -> tuple[str, ...]:
     return ()
 
 
-def _after(stage: StagePlan, code: int, dist: Mapping[str, Any]) -> tuple[int, tuple[str, ...]]:
+def _after(
+    stage: StagePlan, code: int, dist: Mapping[str, Any]
+) -> tuple[int, tuple[str, ...], str | None]:
+    """(code, notes, reason) once the stage's own files are read: pytest's import record
+    (importing the package from elsewhere fails the stage, and is its reason), check's JUnit."""
     if stage.name == "pytest":
         verified, notes = judge_origins(stage.extra["origins"], dist)
-        return (verified if code == 0 else code), notes
+        if verified:
+            return (verified if code == 0 else code), notes, notes[0]
+        return code, notes, None
     if stage.name == "check":
-        return code, _derive_junit(stage)
-    return code, ()
+        return code, _derive_junit(stage), None
+    return code, (), None
 
 
 def _skipped(stage: StagePlan) -> StageResult:
@@ -241,8 +247,7 @@ def run_stage(
     started = time.monotonic()
     raw = _run(stage.argv, env={**environ, **stage.env}, cwd=stage.cwd, log=stage.log)
     took = time.monotonic() - started
-    mapped = stage_code(stage.name, raw)
-    code, notes = _after(stage, mapped, dist)
+    code, notes, reason = _after(stage, stage_code(stage.name, raw), dist)
     result = StageResult(
         name=stage.name,
         command=stage.argv,
@@ -253,7 +258,7 @@ def run_stage(
         raw_exit_code=raw,
         duration_s=took,
         verdict=VERDICTS[code],
-        reason=notes[0] if code != mapped else None,
+        reason=reason,
         outputs=stage.outputs,
         notes=notes,
     )
