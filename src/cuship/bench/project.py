@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cuship._installed import InstalledDist, project_dist, without_shadowing
 from cuship.config import BenchSection, load_config
 from cuship.errors import NothingToDo, UsageError
 from cuship.store import store_path
+
+if TYPE_CHECKING:
+    from cuship._installed import InstalledDist
 
 __all__ = ["BenchProject", "find_project"]
 
@@ -80,12 +83,17 @@ def find_project(path: Path, *, installed: bool = False) -> BenchProject:
             hint='add [bench] modules = ["benchmarks/bench_ops.py"] to cuship.toml',
         )
     pythonpath = _paths(loaded.root, config.pythonpath)
-    dist = project_dist(loaded.project.name, loaded.source) if installed else None
+    dist: InstalledDist | None = None
+    if installed:
+        from cuship._installed import project_dist, without_shadowing
+
+        dist = project_dist(loaded.project.name, loaded.source)
+        pythonpath = without_shadowing(pythonpath, dist)
     return BenchProject(
         root=loaded.root,
         name=loaded.project.name or loaded.root.name,
         package=loaded.project.name,
         config=config,
-        pythonpath=pythonpath if dist is None else without_shadowing(pythonpath, dist),
+        pythonpath=pythonpath,
         installed=dist,
     )

@@ -9,7 +9,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from cuship._installed import check_imported
 from cuship.bench.burnin import BurnIn
 from cuship.bench.gate import apply_floor, check_machine, load_baseline
 from cuship.bench.project import BenchProject, find_project
@@ -60,6 +59,8 @@ def _discover(project: BenchProject) -> tuple[Case, ...]:
     """The project's cases; with ``--installed``, proven to import the installed package."""
     cases = discover(project.config.modules, project.root, project.pythonpath)
     if project.installed is not None:
+        from cuship._installed import check_imported
+
         check_imported(project.installed, sys.modules)
     return cases
 

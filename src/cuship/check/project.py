@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cuship._installed import InstalledDist, project_dist, without_shadowing
 from cuship.config import CheckSection, load_config
 from cuship.errors import ConfigError, NothingToDo, UsageError
 from cuship.store import store_path
+
+if TYPE_CHECKING:
+    from cuship._installed import InstalledDist
 
 __all__ = ["CheckProject", "find_project"]
 
@@ -59,11 +62,16 @@ def find_project(path: Path, *, installed: bool = False) -> CheckProject:
     if not config.pythonpath:
         raise ConfigError(str(loaded.source), "check.pythonpath", "is empty", hint='use ["."]')
     pythonpath = _paths(loaded.root, config.pythonpath)
-    dist = project_dist(loaded.project.name, loaded.source) if installed else None
+    dist: InstalledDist | None = None
+    if installed:
+        from cuship._installed import project_dist, without_shadowing
+
+        dist = project_dist(loaded.project.name, loaded.source)
+        pythonpath = without_shadowing(pythonpath, dist)
     return CheckProject(
         root=loaded.root,
         name=loaded.project.name or loaded.root.name,
         config=config,
-        pythonpath=pythonpath if dist is None else without_shadowing(pythonpath, dist),
+        pythonpath=pythonpath,
         installed=dist,
     )

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from cuship._installed import check_imported
 from cuship.check.baseline import from_report, regressions
 from cuship.check.baseline import load as load_baseline
 from cuship.check.baseline import save as save_baseline
@@ -57,6 +56,8 @@ def run_check(
     project = find_project(request.path, installed=request.installed)
     ops = discover(project.config.modules, project.root, project.pythonpath)
     if project.installed is not None:
+        from cuship._installed import check_imported
+
         check_imported(project.installed, sys.modules)
     settings = CheckSettings(
         device=request.device,
