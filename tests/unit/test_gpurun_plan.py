@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
+from cuship.cli.gpu_run import _split
 from cuship.config import load_config
-from cuship.errors import ConfigError
+from cuship.errors import ConfigError, UsageError
 from cuship.gpurun.execute import judge_origins
 from cuship.gpurun.plan import (
     LAYER_PTH,
@@ -27,6 +29,7 @@ from cuship.gpurun.results import (
     overall_exit,
     stage_code,
 )
+from cuship.gpurun.session import interpreter_path
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 RESULTS = Path("/ci/results")
@@ -204,3 +207,19 @@ def test_pytest_origins_decide_whether_the_wheel_was_tested(tmp_path: Path) -> N
     )
     assert judge_origins(_origins(tmp_path, {"error": "'tiny' is not installed"}), dist)[0] == 1
     assert judge_origins(tmp_path / "missing.jsonl", dist)[0] == 0
+
+
+def test_the_command_line_takes_a_glob_after_wheels_and_one_path() -> None:
+    path, wheels = _split((Path("proj"), Path("w/b.whl")), (Path("w/a.whl"),))
+    assert (path, wheels) == (Path("proj"), (Path("w/a.whl"), Path("w/b.whl")))
+    assert _split((), (Path("w"),)) == (Path(), (Path("w"),))
+    with pytest.raises(UsageError, match="one project PATH"):
+        _split((Path("a"), Path("b")), (Path("w"),))
+    with pytest.raises(UsageError, match="--wheels is required"):
+        _split((Path("proj"),), ())
+
+
+def test_python_must_name_an_interpreter() -> None:
+    assert interpreter_path(None) == sys.executable
+    with pytest.raises(UsageError, match="--python: no interpreter at '/no/such/python'"):
+        interpreter_path("/no/such/python")

@@ -13,6 +13,7 @@ installed on a machine that cannot run the stages:
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from collections.abc import Mapping
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cuship._files import write_atomic
-from cuship.errors import ToolMissing
+from cuship.errors import ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.gpurun.execute import install, probe, run_stage
 from cuship.gpurun.plan import (
@@ -54,6 +55,18 @@ class GpuRunRequest:
     python: str | None = None  # default: the interpreter running cuship
     venv: Path | None = None  # default: RESULTS/venv
     skip_bench: bool = False
+
+
+def interpreter_path(python: str | None) -> str:
+    """The interpreter to use, as an absolute path (default: the one running cuship)."""
+    if python is None:
+        return sys.executable
+    found = shutil.which(python)
+    if found is None:
+        raise UsageError(
+            f"--python: no interpreter at {python!r}", hint="give a path or a name on PATH"
+        )
+    return str(Path(found).absolute())
 
 
 def require_gpu(fp: Fingerprint) -> None:
@@ -163,6 +176,7 @@ def _prepare(request: GpuRunRequest, environ: Mapping[str, str], emit: Emit) -> 
 
     project = project_facts(load_config(request.path))
     wheels = read_wheels(request.wheels, emit=emit)  # bad input is exit 2, before the machine
+    python = interpreter_path(request.python)
     fp = fingerprint(environ)
     require_gpu(fp)
     notes = _faked(fp, environ, emit)
@@ -170,7 +184,7 @@ def _prepare(request: GpuRunRequest, environ: Mapping[str, str], emit: Emit) -> 
     results.mkdir(parents=True, exist_ok=True)
     venv = None if request.in_place else (request.venv or results / "venv").resolve()
     env = {**environ, **stage_env(results, environ)}
-    base = probe(request.python or sys.executable, env=env, cwd=project.root, venv=venv)
+    base = probe(python, env=env, cwd=project.root, venv=venv)
     return _Ready(
         project=project,
         fingerprint=fp,
