@@ -23,6 +23,7 @@ from cuship.gpurun.plan import (
 )
 from cuship.gpurun.results import (
     PRECEDENCE,
+    VERDICTS,
     GpuRunReport,
     InstallResult,
     StageResult,
@@ -164,7 +165,10 @@ def test_stage_codes(stage: str, raw: int, code: int) -> None:
 
 
 def _stage(name: str, code: int | None) -> StageResult:
-    return StageResult(name=name, command=(), env={}, cwd=Path("/p"), log=None, exit_code=code)
+    verdict = "not-run" if code is None else VERDICTS[code]
+    return StageResult(
+        name=name, command=(), env={}, cwd=Path("/p"), log=None, exit_code=code, verdict=verdict
+    )
 
 
 def _report(install_code: int, *stages: StageResult) -> GpuRunReport:
@@ -183,9 +187,15 @@ def test_report_exit_code_counts_only_what_ran() -> None:
     assert _report(0, _stage("pytest", 1), _stage("check", 3)).exit_code == 3
     assert _report(0, _stage("check", None)).exit_code == 4
     assert _report(3, _stage("pytest", None)).exit_code == 3  # missing dependencies
-    doc = _report(0, _stage("pytest", 0)).to_json()
+    report = _report(0, _stage("pytest", 0), _stage("bench", None))
+    doc = report.to_json()
     assert doc["verdict"] == "passed" and doc["install"]["log"] == "install.log"
-    assert [s["name"] for s in doc["stages"]] == ["pytest"]
+    assert [s["name"] for s in doc["stages"]] == ["pytest", "bench"]
+    text = report.to_text().splitlines()
+    assert text[1].split() == ["step", "verdict", "exit", "time", "log", "/", "reason"]
+    assert text[3].split()[:3] == ["pytest", "passed", "0"]
+    assert text[4].split()[:2] == ["bench", "not-run"]
+    assert text[-1] == "exit 0 (passed)"
 
 
 def _origins(tmp_path: Path, *lines: dict[str, object]) -> Path:

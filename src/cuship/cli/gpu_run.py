@@ -103,25 +103,6 @@ def command(
     exit_with(report.exit_code)
 
 
-def _rows(report: GpuRunReport) -> list[tuple[str, str, str, str, str]]:
-    install = report.install
-    rows = [
-        (
-            "install",
-            install.verdict,
-            str(install.exit_code),
-            f"{install.duration_s:.1f}s",
-            install.reason or install.log.name,
-        )
-    ]
-    for stage in report.stages:
-        code = "-" if stage.exit_code is None else str(stage.exit_code)
-        took = f"{stage.duration_s:.1f}s" if stage.ran else "-"
-        detail = stage.reason or (stage.log.name if stage.log else "")
-        rows.append((stage.name, stage.verdict, code, took, detail))
-    return rows
-
-
 def _render(console: Console, report: GpuRunReport) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -130,9 +111,9 @@ def _render(console: Console, report: GpuRunReport) -> None:
     gpus = ", ".join(f"{g['name']} ({g['cc']})" for g in machine["gpus"])
     faked = " [faked]" if machine["gpu_faked"] else ""
     table = Table(title=escape(f"cuship gpu-run: {report.name} on {gpus}{faked}"))
-    for column in ("stage", "verdict", "exit", "time", "log / reason"):
+    for column in ("step", "verdict", "exit", "time", "log / reason"):
         table.add_column(column)
-    for row in _rows(report):
+    for row in report.rows():
         table.add_row(*(escape(cell) for cell in row))
     console.out.print(table)
     wheel = report.wheel

@@ -36,6 +36,15 @@ def _torch() -> dict[str, Any] | None:
     return None if found is None else {"version": found.version, "cxx11abi": found.cxx11abi}
 
 
+def _site_dirs() -> list[str]:
+    """Where this interpreter finds installed packages (its user site too, when it uses one)."""
+    dirs = list(site.getsitepackages())
+    user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    if user and user in sys.path:
+        dirs.append(user)
+    return list(dict.fromkeys(dirs))
+
+
 def _venv_purelib(venv: str) -> str:
     scheme = "venv" if "venv" in sysconfig.get_scheme_names() else "posix_prefix"
     return sysconfig.get_path("purelib", scheme, vars={"base": venv, "platbase": venv})
@@ -73,7 +82,7 @@ def facts(dist: str | None, venv: str | None) -> dict[str, Any]:
         "executable": sys.executable,
         "python": platform.python_version(),
         "in_venv": sys.prefix != sys.base_prefix,
-        "site": list(dict.fromkeys(site.getsitepackages())),
+        "site": _site_dirs(),
         "tags": [str(t) for t in tags.sys_tags()],
         "tools": _tools(),
         "cuship": cuship.__version__,

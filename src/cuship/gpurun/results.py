@@ -178,6 +178,41 @@ class GpuRunReport:
     def failed_stages(self) -> Sequence[StageResult]:
         return [s for s in self.stages if s.exit_code]
 
+    def rows(self) -> list[tuple[str, str, str, str, str]]:
+        """(step, verdict, exit code, time, log or reason) for the install step and each stage."""
+        install = self.install
+        took = f"{install.duration_s:.1f}s"
+        rows = [
+            (
+                "install",
+                install.verdict,
+                str(install.exit_code),
+                took,
+                install.reason or "install.log",
+            )
+        ]
+        for stage in self.stages:
+            code = "-" if stage.exit_code is None else str(stage.exit_code)
+            took = f"{stage.duration_s:.1f}s" if stage.ran else "-"
+            detail = stage.reason or (_rel(stage.log, self.results) or "")
+            rows.append((stage.name, stage.verdict, code, took, detail))
+        return rows
+
+    def to_text(self) -> str:
+        """The summary as a plain-text table (``gpu-run.txt``), for logs and artifacts."""
+        header = ("step", "verdict", "exit", "time", "log / reason")
+        rows = [header, *self.rows()]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = [
+            "  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4]
+            for r in rows
+        ]
+        gpus = ", ".join(f"{g['name']} ({g['cc']})" for g in self.machine.get("gpus", ()))
+        faked = " (faked)" if self.machine.get("gpu_faked") else ""
+        head = f"cuship gpu-run: {self.name} on {gpus}{faked}; wheel {self.wheel.get('filename')}"
+        tail = f"exit {self.exit_code} ({self.verdict})"
+        return "\n".join([head, *lines, tail]) + "\n"
+
     def to_json(self) -> dict[str, Any]:
         from cuship import __version__
 

@@ -245,4 +245,5 @@ def gpu_run(
     )
     text = json.dumps(report.to_json(), indent=2, default=str) + "\n"
     write_atomic(ready.results / SUMMARY, text.encode("utf-8"))
+    write_atomic(ready.results / "gpu-run.txt", report.to_text().encode("utf-8"))
     return report
