@@ -144,6 +144,7 @@ def test_no_fitting_wheel_exits_1_with_each_wheel_and_why(tmp_path: Path) -> Non
     assert "no wheel of 'tinypkg' fits this machine (H100 (9.0), driver CUDA 13.0" in done.stderr
     assert f"  {cuda.name}: gpu: no SASS or PTX for H100 (9.0); it has sm_80" in done.stderr
     assert f"  {pure.name}: tags: tags py2-none-any do not fit" in done.stderr
+    assert not list(tmp_path.glob("gpu-run-results*"))  # nothing ran, nothing written
     on_a100 = gpu_run(
         _tiny(tmp_path / "a"), "--wheels", wheels, cwd=tmp_path, CUSHIP_GPUS="A100:8.0"
     )
@@ -181,6 +182,9 @@ def test_end_to_end_in_a_fresh_venv(tmp_path: Path) -> None:
     assert '<testcase classname="cuship.check.add"' in (results / "check.xml").read_text()
     assert stages["bench"]["reason"] == "no [bench] modules configured, or [ci] bench = false"
     assert 'tests="2"' in (results / "pytest.xml").read_text()  # the test and require-gpu
+    text = (results / "gpu-run.txt").read_text()
+    assert text.startswith("cuship gpu-run: tinypkg on H100 (9.0) (faked); wheel tinypkg-0.1.0")
+    assert text.endswith("exit 0 (passed)\n") and "pytest   passed   0" in text
 
 
 def test_source_shadowing_the_wheel_fails_the_stage_in_place(tmp_path: Path) -> None:

@@ -165,11 +165,11 @@ class GpuRunReport:
 
     @property
     def exit_code(self) -> int:
-        codes = [self.install.exit_code] if self.install.exit_code else []
-        ran = [s.exit_code for s in self.stages if s.exit_code is not None]
-        if self.install.exit_code == 0 and not ran:
-            return 4
-        return overall_exit(codes + ran)
+        """The install step's code when it failed (no stage ran then), else the stages' by
+        :data:`PRECEDENCE`; 4 when no stage ran at all."""
+        if self.install.exit_code:
+            return self.install.exit_code
+        return overall_exit(s.exit_code for s in self.stages if s.exit_code is not None)
 
     @property
     def verdict(self) -> str:

@@ -181,17 +181,18 @@ def _prepare(request: GpuRunRequest, environ: Mapping[str, str], emit: Emit) -> 
     require_gpu(fp)
     notes = _faked(fp, environ, emit)
     results = request.results.resolve()
-    results.mkdir(parents=True, exist_ok=True)
     venv = None if request.in_place else (request.venv or results / "venv").resolve()
     env = {**environ, **stage_env(results, environ)}
     base = probe(python, env=env, cwd=project.root, venv=venv)
+    choice = _choose(project.name, wheels, fp, base, emit)
+    results.mkdir(parents=True, exist_ok=True)  # only now that something will run
     return _Ready(
         project=project,
         fingerprint=fp,
         results=results,
         env=env,
         base=base,
-        choice=_choose(project.name, wheels, fp, base, emit),
+        choice=choice,
         venv=venv,
         notes=notes,
     )
