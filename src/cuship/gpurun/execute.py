@@ -7,6 +7,7 @@ tail as events. Nothing here decides what to run: that is :mod:`cuship.gpurun.pl
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -28,7 +29,7 @@ def _run(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, log: Path) -
     """Run ``argv`` with its output appended to ``log``; 127 when it cannot be started."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a", encoding="utf-8") as out:
-        out.write(f"$ {subprocess.list2cmdline(list(argv))}\n")
+        out.write(f"$ {shlex.join(argv)}\n")
         out.flush()
         try:
             done = subprocess.run(
@@ -113,7 +114,10 @@ def _installed(
     code, reason = _install_steps(plan, env=env, cwd=cwd, log=log)
     if code:
         return code, reason, None
-    dist = probe(plan.python, env=env, cwd=cwd, dist=name).get("dist")
+    try:
+        dist = probe(plan.python, env=env, cwd=cwd, dist=name).get("dist")
+    except ToolMissing as err:  # e.g. the venv cannot import cuship: say so in gpu-run.json
+        return err.exit_code, err.message, None
     code, reason = _judge_install(dist, name)
     return code, reason, dist
 
