@@ -39,7 +39,9 @@ def gpu_run(*args: str | Path, cwd: Path, **env: str) -> subprocess.CompletedPro
     )
 
 
-def _tiny(root: Path, *, check: bool = False, pytest_args: str = '["tests"]') -> Path:
+def _tiny(
+    root: Path, *, check: bool = False, bench: bool = False, pytest_args: str = '["tests"]'
+) -> Path:
     """A src-layout project whose source says "source" and whose wheel says "wheel"."""
     project = root / "tiny"
     (project / "src" / "tinypkg").mkdir(parents=True)
@@ -86,6 +88,14 @@ def _tiny(root: Path, *, check: bool = False, pytest_args: str = '["tests"]') ->
             )
         )
         config += '[check]\nmodules = ["checks/tiny_checks.py"]\n'
+    if bench:
+        (project / "benchmarks").mkdir()
+        (project / "benchmarks" / "bench_tiny.py").write_text(
+            "import tinypkg\nfrom cuship.bench import case\n\n"
+            "assert tinypkg.WHERE == 'wheel', tinypkg.__file__\n\n\n"
+            "@case\ndef noop():\n    return None\n"
+        )
+        config += '[bench]\nmodules = ["benchmarks/bench_tiny.py"]\n'
     (project / "cuship.toml").write_text(config)
     return project
 
@@ -188,18 +198,37 @@ def test_end_to_end_in_a_fresh_venv(tmp_path: Path) -> None:
 
 
 def test_source_shadowing_the_wheel_fails_the_stage_in_place(tmp_path: Path) -> None:
-    """--in-place into another interpreter; pytest_args that put src/ first are caught."""
+    """--in-place into another interpreter; pytest_args that put src/ first are caught (1);
+    bench imports the installed wheel but finds no CUDA timer here (3), which outranks 1."""
     env_dir = tmp_path / "env"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", env_dir], check=True)
+    make_env = [
+        sys.executable,
+        "-m",
+        "venv",
+        "--system-site-packages",
+        "--without-pip",
+        str(env_dir),
+    ]
+    subprocess.run(make_env, check=True)  # pip, pytest and cuship come from the system site
     python = env_dir / "bin" / "python"
     shadowing = '["tests", "-o", "pythonpath=src", "--import-mode=prepend"]'
-    project = _tiny(tmp_path, pytest_args=shadowing)
+    project = _tiny(tmp_path, bench=True, pytest_args=shadowing)
     _wheel(tmp_path / "wheels")
     done = gpu_run(
-        project, "--wheels", tmp_path / "wheels", "--in-place", "--python", python, "-o", "res",
-        "--json", cwd=tmp_path, **FAKE_H100,
-    )  # fmt: skip
-    assert done.returncode == 1, done.stderr
+        project,
+        "--wheels",
+        tmp_path / "wheels",
+        "--in-place",
+        "--python",
+        python,
+        "-o",
+        "res",
+        "--json",
+        cwd=tmp_path,
+        CUDA_VISIBLE_DEVICES="",
+        **FAKE_H100,
+    )  # fmt: skip  (no device for torch, so the bench stage is tool-missing on a GPU box too)
+    assert done.returncode == 3, done.stderr
     doc = json.loads(done.stdout)
     assert doc == _summary(tmp_path / "res")
     assert doc["install"]["mode"] == "in-place" and doc["install"]["python"] == str(python)
@@ -209,6 +238,8 @@ def test_source_shadowing_the_wheel_fails_the_stage_in_place(tmp_path: Path) -> 
         f"pytest imported tinypkg from '{project}/src/tinypkg/__init__.py', not the installed wheel"
     )
     assert list(env_dir.glob("lib/python*/site-packages/tinypkg/__init__.py"))
+    assert [s["verdict"] for s in doc["stages"]] == ["failed", "skipped", "tool-missing"]
+    assert "--timer cuda, but torch sees no CUDA device" in (tmp_path / "res/bench.log").read_text()
 
 
 @pytest.mark.parametrize("requires", ["Requires-Dist: no-such-dependency-xyz>=1\n"])
