@@ -108,7 +108,10 @@ class CiSection:
     pytest_args: tuple[str, ...] = field_doc(
         "Arguments of the GPU jobs' pytest run, relative to the project.", default=()
     )
-    bench: bool = field_doc("Run `cuship bench --assert-floors` in GPU jobs.", default=True)
+    bench: bool = field_doc(
+        "Run `cuship bench --assert-floors` in GPU jobs (the bench stage of `cuship gpu-run`).",
+        default=True,
+    )
     release: bool = field_doc(
         "Generate the release job (GitHub release with a date tag, index on Pages).",
         default=True,

@@ -14,7 +14,7 @@ from cuship.check.availability import Unavailable
 from cuship.check.registry import discover
 from cuship.check.runner import CheckSettings, plan, runnable_engines, skip_unavailable
 from cuship.config import CheckModeSection, CheckOpSection, CheckSection
-from cuship.errors import ConfigError, InputError, NothingToDo, UsageError
+from cuship.errors import ConfigError, InputError, NothingToDo, ToolMissing, UsageError
 
 
 def _ref(x: Any) -> Any:
@@ -208,3 +208,16 @@ def test_groups_of_an_unavailable_engine_are_skipped_with_its_reason() -> None:
     assert reasons["copy/native/float32"] is None
     assert reasons["fast_tanh/triton-interpret/float32"].startswith("uses libdevice")  # type: ignore[union-attr]
     assert runnable_engines(skipped) == ("native",)
+
+
+def test_installed_needs_the_package_installed_and_a_project(tmp_path: Path) -> None:
+    """--installed imports the wheel under test, so it must be installed to begin with."""
+    from cuship.check.project import find_project
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
+    with pytest.raises(ToolMissing, match="'cuvecops' is not installed"):
+        find_project(example, installed=True)
+    module = tmp_path / "ops.py"
+    module.write_text("")
+    with pytest.raises(UsageError, match="--installed needs a project directory"):
+        find_project(module, installed=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import xml.etree.ElementTree as ET
@@ -173,3 +174,11 @@ def test_engines_that_ran_decide_the_verdict_and_junit_lists_the_rest() -> None:
     assert props["unavailable.triton-interpret"] == f"{NO_TORCH.error}; fix: pip install torch"
     skipped = suite.find("testcase/skipped")
     assert skipped is not None and skipped.get("message") == NO_TORCH.reason
+
+
+def test_a_json_report_reads_back_and_renders_the_same_junit() -> None:
+    """cuship gpu-run writes check.json and derives check.xml from it."""
+    gated = dataclasses.replace(REPORT, regressions=(Regression(key="saxpy", message="3x worse"),))
+    again = CheckReport.from_json(json.loads(render_json(gated)))
+    assert again == gated
+    assert render_junit(again) == render_junit(gated)

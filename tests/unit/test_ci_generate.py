@@ -81,9 +81,14 @@ def test_gpu_jobs_use_the_configured_labels_and_skip_pull_requests() -> None:
     assert jobs["gpu-h100"]["runs-on"] == ["self-hosted", "gpu", "h100"]
     assert jobs["gpu-l4"]["runs-on"] == ["self-hosted", "l4"]
     runs = "\n".join(s.get("run", "") for s in jobs["gpu-h100"]["steps"])
-    assert "python -m pytest --require-gpu tests" in runs
-    assert "cuship check . --device cuda" in runs
-    assert "cuship bench . --assert-floors" in runs
+    # One command runs the whole GPU job; the steps are no longer spelled out in YAML.
+    assert 'cuship gpu-run . --wheels wheelhouse -o gpu-h100 --venv "$RUNNER_TEMP/gpu-venv"' in runs
+    assert "uv pip install pytest wheelhouse/*.whl" in runs  # dependencies; gpu-run: the wheel
+    for spelled_out in ("pytest --require-gpu", "cuship check", "cuship bench"):
+        assert spelled_out not in runs
+    upload = jobs["gpu-h100"]["steps"][-1]
+    assert upload["if"] == "always()"
+    assert upload["with"] == {"name": "gpu-h100-results", "path": "gpu-h100"}
     assert jobs["gpu-h100"]["if"] == "github.event_name != 'pull_request'"
     assert ctx.gpu_job is not None
     download = next(
@@ -169,6 +174,15 @@ def test_gitlab_matrix_tags_and_rules() -> None:
     assert [m["JOB"] for m in matrix] == [j.id for j in ctx.jobs]
     assert doc["build"]["image"] == "nvidia/cuda:${CUDA}-devel-ubuntu22.04"
     assert doc["gpu-h100"]["tags"] == ["gpu", "h100"]
+    assert doc["gpu-h100"]["script"] == [
+        "uv pip install pytest wheelhouse/*.whl",
+        "cuship gpu-run . --wheels wheelhouse -o gpu-h100 --venv /tmp/gpu-venv",
+    ]
+    assert doc["gpu-h100"]["artifacts"] == {
+        "when": "always",
+        "paths": ["gpu-h100/"],
+        "reports": {"junit": ["gpu-h100/pytest.xml", "gpu-h100/check.xml"]},
+    }
     assert ctx.gpu_job is not None
     assert doc["gpu-h100"]["needs"][0]["parallel"]["matrix"][0]["JOB"] == ctx.gpu_job.id
     assert doc["check-nightly"]["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "schedule"'}]
@@ -181,8 +195,12 @@ def test_gitlab_matrix_tags_and_rules() -> None:
 def test_skypilot_task() -> None:
     doc = _docs(_ctx(_config(skypilot_accelerators="A100:8", use_spot=False)), "skypilot")
     assert doc["resources"] == {"accelerators": "A100:8", "use_spot": False}
-    assert "pytest --require-gpu tests" in doc["run"]
-    assert "cuship bench . --assert-floors --export json" in doc["run"]
+    assert doc["run"].splitlines() == [
+        "source ~/cuship-venv/bin/activate",
+        "out=~/sky_workdir/cuship-results",
+        'cuship gpu-run . --wheels ~/wheelhouse -o "$out" --venv ~/cuship-gpu-venv',
+    ]
+    assert "~/wheelhouse/*.whl" in doc["setup"]  # cuship, pytest and the wheel's dependencies
     bucket = _docs(_ctx(_config(skypilot_bucket="my-results")), "skypilot")
     assert bucket["file_mounts"]["/cuship-results"] == {"name": "my-results", "mode": "MOUNT"}
     assert "out=/cuship-results" in bucket["run"]

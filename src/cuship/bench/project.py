@@ -6,11 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cuship.config import BenchSection, load_config
-from cuship.errors import NothingToDo
+from cuship.errors import NothingToDo, UsageError
 from cuship.provenance import project_packages
 from cuship.store import store_path
+
+if TYPE_CHECKING:
+    from cuship._installed import InstalledDist
 
 __all__ = ["BenchProject", "find_project"]
 
@@ -23,6 +27,7 @@ class BenchProject:
     config: BenchSection
     pythonpath: tuple[Path, ...]
     packages: tuple[str, ...] = ()  # top-level packages whose provenance a run records
+    installed: InstalledDist | None = None  # --installed: the distribution the cases must import
 
     def store_path(self, environ: Mapping[str, str]) -> Path:
         """The results store: ``CUSHIP_STORE``, else ``[bench] store`` under the project."""
@@ -49,9 +54,18 @@ def _paths(root: Path, entries: tuple[str, ...]) -> tuple[Path, ...]:
     return tuple((root / p).resolve() for p in entries if (root / p).is_dir())
 
 
-def find_project(path: Path) -> BenchProject:
-    """Read the bench configuration for ``path`` (a project directory or a benchmark module)."""
+def find_project(path: Path, *, installed: bool = False) -> BenchProject:
+    """Read the bench configuration for ``path`` (a project directory or a benchmark module).
+
+    ``installed``: the project's package must be imported as installed (a wheel under test), so
+    ``[bench] pythonpath`` directories that hold it (``src/``) are left off ``sys.path``.
+    """
     if path.is_file() and path.suffix == ".py":
+        if installed:
+            raise UsageError(
+                "--installed needs a project directory (its [project] name)",
+                hint=f"pass the project, not {str(path)!r}",
+            )
         root = path.parent.resolve()
         config = BenchSection(modules=(path.name,))
         if (root / "cuship.toml").is_file():  # settings of the module's project, if any
@@ -71,11 +85,19 @@ def find_project(path: Path) -> BenchProject:
             f"{str(loaded.source)!r} names no benchmark modules",
             hint='add [bench] modules = ["benchmarks/bench_ops.py"] to cuship.toml',
         )
+    pythonpath = _paths(loaded.root, config.pythonpath)
+    dist: InstalledDist | None = None
+    if installed:
+        from cuship._installed import project_dist, without_shadowing
+
+        dist = project_dist(loaded.project.name, loaded.source)
+        pythonpath = without_shadowing(pythonpath, dist)
     return BenchProject(
         root=loaded.root,
         name=loaded.project.name or loaded.root.name,
         package=loaded.project.name,
         config=config,
-        pythonpath=_paths(loaded.root, config.pythonpath),
+        pythonpath=pythonpath,
         packages=project_packages(loaded.project.name, config.packages),
+        installed=dist,
     )

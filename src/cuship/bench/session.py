@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -54,6 +55,17 @@ class BenchRequest:
     label: str | None = None
     store: bool = True
     drop_throttled: bool | None = None
+    installed: bool = False  # import the project's package as installed, never from its source
+
+
+def _discover(project: BenchProject) -> tuple[Case, ...]:
+    """The project's cases; with ``--installed``, proven to import the installed package."""
+    cases = discover(project.config.modules, project.root, project.pythonpath)
+    if project.installed is not None:
+        from cuship._installed import check_imported
+
+        check_imported(project.installed, sys.modules)
+    return cases
 
 
 def select(cases_points: Sequence[Point], wanted: Sequence[str]) -> tuple[Point, ...]:
@@ -229,8 +241,8 @@ def run_bench(
     """
     from cuship.bench.env import bench_fingerprint
 
-    project = find_project(request.path)
-    cases = discover(project.config.modules, project.root, project.pythonpath)
+    project = find_project(request.path, installed=request.installed)
+    cases = _discover(project)
     selected = select(points(cases), request.cases)
     if not selected:
         raise NothingToDo(
@@ -338,10 +350,8 @@ def run_burn_in(request: BenchRequest, duration: float, *, environ: Mapping[str,
     """Burn-in of the one point ``request.cases`` selects (a case with one point, or a key)."""
     from cuship.bench.burnin import burn_in
 
-    project = find_project(request.path)
-    selected = select(
-        points(discover(project.config.modules, project.root, project.pythonpath)), request.cases
-    )
+    project = find_project(request.path, installed=request.installed)
+    selected = select(points(_discover(project)), request.cases)
     if len(selected) != 1:
         keys = ", ".join(p.key for p in selected[:8])
         raise UsageError(

@@ -241,3 +241,20 @@ class CheckReport:
             "regressions": [r.to_json() for r in self.regressions],
             "gate_regressions": self.gate_regressions,
         }
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> CheckReport:
+        """The report :meth:`to_json` wrote (e.g. to render a JSON report again as JUnit)."""
+        return cls(
+            target=raw["target"],
+            device=raw["device"],
+            seed=int(raw["seed"]),
+            quick=bool(raw["quick"]),
+            started=float(raw["started"]),
+            finished=float(raw["finished"]),
+            groups=tuple(GroupResult.from_json(g) for g in raw.get("groups", ())),
+            regressions=tuple(
+                Regression(key=r["key"], message=r["message"]) for r in raw.get("regressions", ())
+            ),
+            gate_regressions=bool(raw.get("gate_regressions", True)),
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -49,6 +50,7 @@ class CheckRequest:
     save_baseline: Path | None = None
     fail_on_regression: bool = False
     store: bool = True
+    installed: bool = False  # import the project's package as installed, never from its source
 
 
 def run_check(
@@ -62,8 +64,12 @@ def run_check(
     """
     if request.device == "cuda":
         _require_gpu(environ)
-    project = find_project(request.path)
+    project = find_project(request.path, installed=request.installed)
     ops = discover(project.config.modules, project.root, project.pythonpath)
+    if project.installed is not None:
+        from cuship._installed import check_imported
+
+        check_imported(project.installed, sys.modules)
     the_plan = plan(ops, _settings(request, project))
     emit(
         Event(

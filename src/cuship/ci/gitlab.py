@@ -123,16 +123,15 @@ def _gpu(ctx: CiContext, name: str, tags: tuple[str, ...]) -> Job:
     gpu_job = ctx.gpu_job
     out = f"gpu-{name}"
     script = [
-        "uv pip install wheelhouse/*.whl pytest",
-        f"(cd {ctx.arg} && {shlex.join(['python', '-m', 'pytest', '--require-gpu', *ctx.ci.pytest_args])})",
-        f"mkdir -p {out}",
-        f"cuship check {ctx.arg} --device cuda --format junit -o {out}/check-junit.xml",
+        # The wheel's dependencies (and pytest) come from the network into cuship's venv;
+        # gpu-run installs the wheel itself into a fresh venv layered on it, without deps.
+        "uv pip install pytest wheelhouse/*.whl",
+        f"cuship gpu-run {ctx.arg} --wheels wheelhouse -o {out} --venv /tmp/gpu-venv",
     ]
-    if ctx.ci.bench:
-        script.append(f"cuship bench {ctx.arg} --assert-floors --export json -o {out}")
     needs: list[Any] = []
     if gpu_job is not None:
         needs = [{"job": "build", "parallel": {"matrix": _matrix((gpu_job,))}}]
+    junit = [f"{out}/pytest.xml"] + ([f"{out}/check.xml"] if ctx.config.check.modules else [])
     return {
         "stage": "gpu",
         "tags": list(tags),
@@ -140,11 +139,7 @@ def _gpu(ctx: CiContext, name: str, tags: tuple[str, ...]) -> Job:
         "rules": [{"if": _MR, "when": "never"}, {"when": "on_success"}],
         "before_script": _install(ctx, gpu_job.python if gpu_job else ctx.ci.python),
         "script": script,
-        "artifacts": {
-            "when": "always",
-            "paths": [f"{out}/"],
-            "reports": {"junit": f"{out}/check-junit.xml"},
-        },
+        "artifacts": {"when": "always", "paths": [f"{out}/"], "reports": {"junit": junit}},
     }
 
 

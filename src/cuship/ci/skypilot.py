@@ -31,6 +31,7 @@ def _setup(ctx: CiContext, python: str) -> str:
             "set -euo pipefail",
             "python3 -m pip install -q uv || python3 -m pip install -q --break-system-packages uv",
             f'python3 -m uv venv --python "{python}" ~/cuship-venv',
+            "# cuship, pytest and the wheel's dependencies; gpu-run installs the wheel itself",
             "python3 -m uv pip install --python ~/cuship-venv/bin/python pytest "
             f"{shlex.quote(ctx.ci.cuship)} ~/wheelhouse/*.whl",
         ]
@@ -38,19 +39,13 @@ def _setup(ctx: CiContext, python: str) -> str:
 
 
 def _run(ctx: CiContext) -> str:
-    pytest = shlex.join(["python", "-m", "pytest", "--require-gpu", *ctx.ci.pytest_args])
-    lines = [
-        "source ~/cuship-venv/bin/activate",
-        f"out={_results_dir(ctx)}",
-        'mkdir -p "$out"',
-        "status=0",
-        f'(cd {ctx.arg} && {pytest} --junitxml "$out/pytest-junit.xml") || status=1',
-        f'cuship check {ctx.arg} --device cuda --format junit -o "$out/check-junit.xml" || status=1',
-    ]
-    if ctx.ci.bench:
-        lines.append(f'cuship bench {ctx.arg} --assert-floors --export json -o "$out" || status=1')
-    lines.append('exit "$status"')
-    return "\n".join(lines)
+    return "\n".join(
+        [
+            "source ~/cuship-venv/bin/activate",
+            f"out={_results_dir(ctx)}",
+            f'cuship gpu-run {ctx.arg} --wheels ~/wheelhouse -o "$out" --venv ~/cuship-gpu-venv',
+        ]
+    )
 
 
 def skypilot_task(ctx: CiContext) -> dict[str, Any]:

@@ -48,6 +48,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Install exactly the wheel `resolve` picks, downloaded and hash-pinned.",
     ),
     "check": ("check", "Check kernels against float64 references, on CPU engines or a GPU."),
+    "gpu-run": (
+        "gpu_run",
+        "The GPU job in one command: pick the wheel that fits, install it, test, check, bench.",
+    ),
     "bench": ("bench", "Time benchmark cases, gate regressions and floors, keep every sample."),
     "report": ("report", "Show stored check and bench runs from the results store."),
     "dashboard": ("dashboard", "Write a static site of the bench history, change points marked."),

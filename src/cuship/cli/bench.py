@@ -215,6 +215,7 @@ def _request(path: Path, options: dict[str, Any]) -> Any:
         label=options["label"],
         store=not options["no_store"],
         drop_throttled=True if options["drop_throttled"] else None,
+        installed=options["installed"],
     )
 
 
@@ -265,6 +266,12 @@ _pos = click.FloatRange(min=0, min_open=True)
 @click.option("--label", help="A label stored with the run (e.g. a git describe).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 @click.option("--no-store", is_flag=True, help="Do not record this run in the results store.")
+@click.option(
+    "--installed",
+    is_flag=True,
+    help="Import the project's package as installed (a wheel under test): [bench] pythonpath "
+    "directories holding it are left off sys.path, and importing it from elsewhere fails.",
+)
 @verbose_option
 def run(path: Path, **options: Any) -> None:
     """Time the benchmark cases of the project at PATH (or of one benchmark module .py)."""

@@ -74,6 +74,12 @@ def _device(value: str) -> str:
     "-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the report here."
 )
 @click.option("--no-store", is_flag=True, help="Do not record this run in the results store.")
+@click.option(
+    "--installed",
+    is_flag=True,
+    help="Import the project's package as installed (a wheel under test): [check] pythonpath "
+    "directories holding it are left off sys.path, and importing it from elsewhere fails.",
+)
 @verbose_option
 def command(path: Path, **options: object) -> None:
     """Check the kernels of the project at PATH (or one check module .py) against references."""
@@ -96,6 +102,7 @@ def command(path: Path, **options: object) -> None:
         save_baseline=options["save_baseline"],  # type: ignore[arg-type]
         fail_on_regression=bool(options["fail_on_regression"]),
         store=not options["no_store"],
+        installed=bool(options["installed"]),
     )
     report = run_check(request, environ=os.environ, emit=console.emit)
     _render(console, report, str(options["fmt"]), options["output"])  # type: ignore[arg-type]

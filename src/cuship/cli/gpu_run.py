@@ -1,0 +1,124 @@
+"""``cuship gpu-run``: choose, install and test the wheel on this GPU machine, in one command."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from cuship.cli._common import exit_with, json_option, make_console, verbose_option
+from cuship.errors import UsageError
+
+if TYPE_CHECKING:
+    from cuship._console import Console
+    from cuship.gpurun.results import GpuRunReport
+
+
+def _split(args: tuple[Path, ...], wheels: tuple[Path, ...]) -> tuple[Path, tuple[Path, ...]]:
+    """PATH and the wheels: extra ``.whl`` arguments are wheels (``--wheels dist/*.whl``)."""
+    more = tuple(a for a in args if a.name.endswith(".whl"))
+    paths = [a for a in args if not a.name.endswith(".whl")]
+    if len(paths) > 1:
+        shown = ", ".join(repr(str(p)) for p in paths)
+        raise UsageError(f"one project PATH, got {shown}", hint="cuship gpu-run PATH --wheels DIR")
+    if not wheels:
+        raise UsageError(
+            "--wheels is required", hint="cuship gpu-run PATH --wheels DIR (or wheel files)"
+        )
+    return (paths[0] if paths else Path()), wheels + more
+
+
+@click.command("gpu-run")
+@click.argument("args", nargs=-1, type=click.Path(path_type=Path), metavar="[PATH]")
+@click.option(
+    "--wheels",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="DIR|FILE...",
+    help="A directory of wheels, or wheel files (a glob after it works); the one that fits "
+    "this machine is installed.",
+)
+@click.option("--in-place", is_flag=True, help="Install into the interpreter itself, no venv.")
+@click.option(
+    "-o",
+    "--results",
+    "results",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("gpu-run-results"),
+    show_default=True,
+    help="Directory for logs, JUnit, JSON reports and gpu-run.json.",
+)
+@click.option(
+    "--python",
+    "python",
+    help="Interpreter to install into (--in-place) or to base the venv on; default: cuship's.",
+)
+@click.option(
+    "--venv",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where to make the venv (default: RESULTS/venv); keep it out of uploaded artifacts.",
+)
+@click.option("--skip-bench", is_flag=True, help="Do not run the bench stage.")
+@json_option
+@verbose_option
+def command(
+    args: tuple[Path, ...],
+    wheels: tuple[Path, ...],
+    in_place: bool,
+    results: Path,
+    python: str | None,
+    venv: Path | None,
+    skip_bench: bool,
+    as_json: bool,
+    verbose: bool,
+) -> None:
+    """The GPU job: pick the wheel for this machine, install it, run pytest --require-gpu,
+    cuship check --device cuda and cuship bench --assert-floors against it, and summarise.
+
+    Exit 0 when every stage that ran passed; otherwise the most serious stage code, in the
+    order 2 (usage/config) > 3 (tool or GPU missing) > 1 (failed) > 4 (nothing checked).
+    """
+    from cuship.gpurun.session import GpuRunRequest, gpu_run
+
+    if in_place and venv is not None:
+        raise UsageError("--venv and --in-place exclude each other", hint="pick one")
+    path, wheel_inputs = _split(args, wheels)
+    console = make_console(verbose)
+    request = GpuRunRequest(
+        path=path,
+        wheels=wheel_inputs,
+        results=results,
+        in_place=in_place,
+        python=python,
+        venv=venv,
+        skip_bench=skip_bench,
+    )
+    report = gpu_run(request, environ=os.environ, emit=console.emit)
+    if as_json:
+        console.print_json(report.to_json())
+    else:
+        _render(console, report)
+    exit_with(report.exit_code)
+
+
+def _render(console: Console, report: GpuRunReport) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    machine = report.machine
+    gpus = ", ".join(f"{g['name']} ({g['cc']})" for g in machine["gpus"])
+    faked = " [faked]" if machine["gpu_faked"] else ""
+    table = Table(title=escape(f"cuship gpu-run: {report.name} on {gpus}{faked}"))
+    for column in ("step", "verdict", "exit", "time", "log / reason"):
+        table.add_column(column)
+    for row in report.rows():
+        table.add_row(*(escape(cell) for cell in row))
+    console.out.print(table)
+    wheel = report.wheel
+    console.out.print(f"wheel: {wheel['filename']} ({wheel['why']})", markup=False)
+    console.out.print(
+        f"summary: {report.results / 'gpu-run.json'}; exit {report.exit_code} ({report.verdict})",
+        markup=False,
+    )

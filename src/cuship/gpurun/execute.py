@@ -1,0 +1,270 @@
+"""Run a GPU run's plan: probe interpreters, install the wheel, run the stages, verify imports.
+
+Every command's output goes to a log file in the results directory; failures replay the log's
+tail as events. Nothing here decides what to run: that is :mod:`cuship.gpurun.plan`.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from cuship._files import sha256_file, write_atomic
+from cuship.errors import ToolMissing
+from cuship.events import Emit, Event, Level, discard
+from cuship.gpurun.plan import InstallPlan, StagePlan
+from cuship.gpurun.results import VERDICTS, InstallResult, StageResult, stage_code
+
+__all__ = ["install", "judge_origins", "probe", "run_stage"]
+
+_TAIL = 40
+
+
+def _run(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, log: Path) -> int:
+    """Run ``argv`` with its output appended to ``log``; 127 when it cannot be started."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as out:
+        out.write(f"$ {shlex.join(argv)}\n")
+        out.flush()
+        try:
+            done = subprocess.run(
+                list(argv), env=dict(env), cwd=cwd, stdout=out, stderr=subprocess.STDOUT
+            )
+        except OSError as err:
+            out.write(f"cannot start {argv[0]!r}: {err}\n")
+            return 127
+    return done.returncode
+
+
+def _tail(log: Path) -> str:
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-_TAIL:])
+
+
+def _replay(log: Path, title: str, emit: Emit) -> None:
+    emit(Event(level="group-start", topic="gpu-run", message=title))
+    emit(Event(level="info", topic="gpu-run", message=_tail(log)))
+    emit(Event(level="group-end", topic="gpu-run", message=title))
+
+
+def probe(
+    python: str,
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    dist: str | None = None,
+    venv: Path | None = None,
+) -> dict[str, Any]:
+    """What :mod:`cuship.gpurun._inside` reports from inside ``python``."""
+    argv = [python, "-m", "cuship.gpurun._inside"]
+    argv += ["--dist", dist] if dist else []
+    argv += ["--venv", str(venv)] if venv else []
+    try:
+        done = subprocess.run(argv, env=dict(env), cwd=cwd, capture_output=True, text=True)
+    except OSError as err:
+        raise ToolMissing(f"cannot run the interpreter {python!r}: {err}") from err
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ToolMissing(
+            f"cuship cannot run inside {python!r}: {tail}",
+            hint="install cuship into that interpreter: its stages run `python -m cuship` there",
+        )
+    facts: dict[str, Any] = json.loads(done.stdout)
+    return facts
+
+
+def _judge_install(dist: Mapping[str, Any] | None, name: str) -> tuple[int, str | None]:
+    if dist is None:
+        return 1, f"pip finished but {name!r} is not installed for the stage interpreter"
+    if dist["foreign"]:
+        where = ", ".join(f"{m} -> {dist['origins'][m]!r}" for m in dist["foreign"])
+        return 1, f"the installed wheel would not be imported: {where} (not {dist['location']!r})"
+    if dist["missing"]:
+        return 3, "missing dependencies: " + "; ".join(dist["missing"])
+    return 0, None
+
+
+def _install_steps(
+    plan: InstallPlan, *, env: Mapping[str, str], cwd: Path, log: Path
+) -> tuple[int, str | None]:
+    """Run the install commands; (exit code, reason) of the first that fails, else (0, None)."""
+    for index, command in enumerate(plan.commands):
+        raw = _run(command, env=env, cwd=cwd, log=log)
+        if raw != 0 and index == 0 and plan.mode == "venv":
+            return 3, f"making the venv failed (exit {raw}; python3-venv missing? see {log.name})"
+        if raw != 0:
+            return 1, f"pip install exited {raw} (see {log.name})"
+        if index == 0 and plan.layer is not None:
+            write_atomic(plan.layer[0], plan.layer[1].encode("utf-8"))
+    return 0, None
+
+
+def _installed(
+    plan: InstallPlan, name: str, *, env: Mapping[str, str], cwd: Path, log: Path
+) -> tuple[int, str | None, Mapping[str, Any] | None]:
+    """(exit code, reason, the installed distribution as the stage interpreter sees it)."""
+    code, reason = _install_steps(plan, env=env, cwd=cwd, log=log)
+    if code:
+        return code, reason, None
+    try:
+        dist = probe(plan.python, env=env, cwd=cwd, dist=name).get("dist")
+    except ToolMissing as err:  # e.g. the venv cannot import cuship: say so in gpu-run.json
+        return err.exit_code, err.message, None
+    code, reason = _judge_install(dist, name)
+    return code, reason, dist
+
+
+def install(
+    plan: InstallPlan,
+    wheel: Path,
+    name: str,
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    log: Path,
+    emit: Emit = discard,
+) -> InstallResult:
+    """Install ``wheel`` as planned, then prove it: installed, imported from there, deps met."""
+    started = time.monotonic()
+    where = f"a venv at {plan.venv}" if plan.venv else plan.python
+    emit(Event(level="info", topic="gpu-run", message=f"install: {wheel.name} into {where}"))
+    log.unlink(missing_ok=True)
+    code, reason, dist = _installed(plan, name, env=env, cwd=cwd, log=log)
+    if code:
+        _replay(log, "install log (tail)", emit)
+        emit(Event(level="error", topic="gpu-run", message=f"install: {reason}"))
+    return InstallResult(
+        mode=plan.mode,
+        python=plan.python,
+        venv=plan.venv,
+        wheel=wheel,
+        wheel_sha256=sha256_file(wheel),
+        commands=plan.commands,
+        log=log,
+        exit_code=code,
+        verdict=VERDICTS[code],
+        reason=reason,
+        dist=dist,
+        duration_s=time.monotonic() - started,
+    )
+
+
+def judge_origins(path: Path, dist: Mapping[str, Any]) -> tuple[int, tuple[str, ...]]:
+    """(1 or 0, notes) from the pytest origins record: 1 when a process imported the package
+    from elsewhere than where the probe found the installed copy."""
+    try:
+        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    except (OSError, ValueError):
+        return 0, ("no record of where pytest imported the package from",)
+    errors = [str(line["error"]) for line in lines if "error" in line]
+    if errors:
+        return 1, tuple(f"pytest's interpreter: {e}" for e in dict.fromkeys(errors))
+    seen = [m for line in lines for m in line.get("modules", ())]
+    bad = [m for m in seen if not m["installed"]]
+    if bad:
+        shown = ", ".join(f"{m['module']} from {m['file']!r}" for m in bad)
+        return 1, (f"pytest imported {shown}, not the installed wheel at {dist['location']!r}",)
+    if not seen:
+        return 0, (f"the tests never imported {', '.join(dist['top_level'])}",)
+    files = sorted({str(m["file"]) for m in seen})
+    return 0, (f"imported from the installed wheel: {', '.join(files)}",)
+
+
+def _derive_junit(stage: StagePlan) -> tuple[str, ...]:
+    """check.xml rendered from check.json (cuship check writes one format per run)."""
+    from cuship.check.reports import render_junit
+    from cuship.check.results import CheckReport
+
+    source, target = stage.extra["json"], stage.extra["junit"]
+    if not source.is_file():
+        return ()
+    try:
+        report = CheckReport.from_json(json.loads(source.read_text(encoding="utf-8")))
+    except (ValueError, KeyError, TypeError) as err:
+        return (f"check.json could not be read back for JUnit: {err}",)
+    write_atomic(target, render_junit(report).encode("utf-8"))
+    return ()
+
+
+def _after(
+    stage: StagePlan, code: int, dist: Mapping[str, Any]
+) -> tuple[int, tuple[str, ...], str | None]:
+    """(code, notes, reason) once the stage's own files are read: pytest's import record
+    (importing the package from elsewhere fails the stage, and is its reason), check's JUnit."""
+    if stage.name == "pytest":
+        verified, notes = judge_origins(stage.extra["origins"], dist)
+        if verified:
+            return (verified if code == 0 else code), notes, notes[0]
+        return code, notes, None
+    if stage.name == "check":
+        return code, _derive_junit(stage), None
+    return code, (), None
+
+
+def _skipped(stage: StagePlan) -> StageResult:
+    return StageResult(
+        name=stage.name,
+        command=stage.argv,
+        env=stage.env,
+        cwd=stage.cwd,
+        log=None,
+        exit_code=None,
+        verdict="skipped",
+        reason=stage.skipped,
+    )
+
+
+def _tell(result: StageResult, emit: Emit) -> None:
+    """The stage's outcome as events: its log's tail when it failed, the verdict, the notes."""
+    failed = bool(result.exit_code)
+    if failed and result.log is not None:
+        _replay(result.log, f"{result.name} log (tail)", emit)
+    level: Level = "error" if failed else "info"
+    message = f"{result.name}: {result.verdict} (exit {result.raw_exit_code}, "
+    message += f"{result.duration_s:.1f} s)" + (f": {result.reason}" if result.reason else "")
+    emit(Event(level=level, topic="gpu-run", message=message))
+    for note in result.notes:
+        if note != result.reason:
+            emit(Event(level="info", topic="gpu-run", message=f"{result.name}: {note}"))
+
+
+def run_stage(
+    stage: StagePlan, *, environ: Mapping[str, str], dist: Mapping[str, Any], emit: Emit = discard
+) -> StageResult:
+    """Run one stage (or record why it is skipped) and judge it."""
+    if stage.skipped is not None:
+        message = f"{stage.name}: skipped ({stage.skipped})"
+        emit(Event(level="info", topic="gpu-run", message=message))
+        return _skipped(stage)
+    emit(Event(level="info", topic="gpu-run", message=f"{stage.name}: running (log {stage.log})"))
+    for stale in (stage.log, *stage.extra.values()):
+        if stale.is_file():
+            stale.unlink()
+    started = time.monotonic()
+    raw = _run(stage.argv, env={**environ, **stage.env}, cwd=stage.cwd, log=stage.log)
+    took = time.monotonic() - started
+    code, notes, reason = _after(stage, stage_code(stage.name, raw), dist)
+    result = StageResult(
+        name=stage.name,
+        command=stage.argv,
+        env=stage.env,
+        cwd=stage.cwd,
+        log=stage.log,
+        exit_code=code,
+        raw_exit_code=raw,
+        duration_s=took,
+        verdict=VERDICTS[code],
+        reason=reason,
+        outputs=stage.outputs,
+        notes=notes,
+    )
+    _tell(result, emit)
+    return result

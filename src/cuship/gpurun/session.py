@@ -1,0 +1,250 @@
+"""One ``cuship gpu-run`` from request to report.
+
+Order, so that the cheapest and most fundamental problem is reported first and nothing is
+installed on a machine that cannot run the stages:
+
+1. the project's config and the wheel files (exit 2 on a bad PATH or ``--wheels``);
+2. the machine: no GPU is exit 3, before anything is installed;
+3. the interpreter the wheel is for (its tags, Python, torch; pip and pytest present, else 3);
+4. the wheel that fits (none: exit 1, each wheel listed with why it was rejected);
+5. install, verify, run the stages (:mod:`cuship.gpurun.execute`), write ``gpu-run.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from cuship._files import write_atomic
+from cuship.errors import ToolMissing, UsageError
+from cuship.events import Emit, Event, discard
+from cuship.gpurun.execute import install, probe, run_stage
+from cuship.gpurun.plan import (
+    Interpreter,
+    ProjectFacts,
+    StagePlan,
+    plan_install,
+    plan_stages,
+    project_facts,
+    stage_env,
+)
+from cuship.gpurun.results import GpuRunReport, InstallResult, StageResult
+from cuship.gpurun.wheels import LocalWheels, WheelChoice, choose, read_wheels
+from cuship.machine import Fingerprint
+
+__all__ = ["GpuRunRequest", "gpu_run", "machine_json", "require_gpu"]
+
+SUMMARY = "gpu-run.json"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuRunRequest:
+    """What ``cuship gpu-run`` was asked."""
+
+    path: Path
+    wheels: tuple[Path, ...]
+    results: Path
+    in_place: bool = False
+    python: str | None = None  # default: the interpreter running cuship
+    venv: Path | None = None  # default: RESULTS/venv
+    skip_bench: bool = False
+
+
+def interpreter_path(python: str | None) -> str:
+    """The interpreter to use, as an absolute path (default: the one running cuship)."""
+    if python is None:
+        return sys.executable
+    found = shutil.which(python)
+    if found is None:
+        raise UsageError(
+            f"--python: no interpreter at {python!r}", hint="give a path or a name on PATH"
+        )
+    return str(Path(found).absolute())
+
+
+def require_gpu(fp: Fingerprint) -> None:
+    """:class:`ToolMissing` (exit 3) when this machine shows no GPU."""
+    if not fp.gpus:
+        raise ToolMissing(
+            "no CUDA GPU on this machine (no NVML, nvidia-smi or /proc/driver/nvidia GPU): "
+            "gpu-run installs nothing and runs nothing here",
+            hint="run it on a GPU runner with the NVIDIA driver loaded; CUSHIP_GPUS=H100 fakes "
+            "a GPU for a dry run of the stages",
+        )
+
+
+def machine_json(fp: Fingerprint) -> dict[str, Any]:
+    """The machine part of ``gpu-run.json``."""
+    return {
+        "gpus": [
+            {"name": g.name, "cc": g.cc, "memory_gib": g.memory_gib, "uuid": g.uuid}
+            for g in fp.gpus
+        ],
+        "gpu_source": fp.gpu_source,
+        "gpu_faked": fp.gpu_source == "override",
+        "driver": fp.driver_version,
+        "driver_cuda": fp.driver_cuda,
+        "toolkit": fp.toolkit.version if fp.toolkit else None,
+        "torch": fp.torch.version if fp.torch else None,
+    }
+
+
+def _interpreter(facts: Mapping[str, Any]) -> Interpreter:
+    tools = facts.get("tools", {})
+    if not tools.get("pytest"):
+        raise ToolMissing(
+            f"pytest is not installed for {facts['executable']!r}",
+            hint="install pytest there (a gpu-run venv sees that interpreter's packages)",
+        )
+    return Interpreter(
+        executable=str(facts["executable"]),
+        python=str(facts["python"]),
+        site=tuple(facts.get("site", ())),
+        has_pip=bool(tools.get("pip")),
+        venv_purelib=facts.get("venv_purelib"),
+    )
+
+
+def _choose(
+    name: str, wheels: LocalWheels, fp: Fingerprint, facts: Mapping[str, Any], emit: Emit
+) -> WheelChoice:
+    from cuship.resolve.model import target_of
+
+    torch = facts.get("torch") or {}
+    target = replace(
+        target_of(fp, tags=facts["tags"], python=facts["python"]),
+        torch=torch.get("version"),
+        cxx11abi=torch.get("cxx11abi"),
+    )
+    choice = choose(name, wheels, target)
+    message = f"wheel: {choice.path.name} ({choice.to_json()['why']})"
+    emit(Event(level="info", topic="gpu-run", message=message))
+    for verdict in choice.resolution.rejected:
+        line = f"passed over {verdict.candidate.filename}: {verdict.rule}: {verdict.reason}"
+        emit(Event(level="debug", topic="gpu-run", message=line))
+    return choice
+
+
+def _not_run(stage: StagePlan, why: str) -> StageResult:
+    return StageResult(
+        name=stage.name,
+        command=stage.argv,
+        env=stage.env,
+        cwd=stage.cwd,
+        log=None,
+        exit_code=None,
+        verdict="not-run",
+        reason=why,
+    )
+
+
+def _faked(fp: Fingerprint, environ: Mapping[str, str], emit: Emit) -> tuple[str, ...]:
+    if fp.gpu_source != "override":
+        return ()
+    note = (
+        f"the GPU is faked (CUSHIP_GPUS={environ.get('CUSHIP_GPUS', '')!r}): the stages run "
+        "against that claim, so this is a dry run, not evidence of a GPU run"
+    )
+    emit(Event(level="warning", topic="gpu-run", message=note))
+    return (note,)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Ready:
+    """Everything decided before anything is installed."""
+
+    project: ProjectFacts
+    fingerprint: Fingerprint
+    results: Path
+    env: Mapping[str, str]
+    base: Mapping[str, Any]
+    choice: WheelChoice
+    venv: Path | None
+    notes: tuple[str, ...]
+
+
+def _prepare(request: GpuRunRequest, environ: Mapping[str, str], emit: Emit) -> _Ready:
+    from cuship.config import load_config
+    from cuship.machine import fingerprint
+
+    project = project_facts(load_config(request.path))
+    wheels = read_wheels(request.wheels, emit=emit)  # bad input is exit 2, before the machine
+    python = interpreter_path(request.python)
+    fp = fingerprint(environ)
+    require_gpu(fp)
+    notes = _faked(fp, environ, emit)
+    results = request.results.resolve()
+    venv = None if request.in_place else (request.venv or results / "venv").resolve()
+    env = {**environ, **stage_env(results, environ)}
+    base = probe(python, env=env, cwd=project.root, venv=venv)
+    choice = _choose(project.name, wheels, fp, base, emit)
+    results.mkdir(parents=True, exist_ok=True)  # only now that something will run
+    return _Ready(
+        project=project,
+        fingerprint=fp,
+        results=results,
+        env=env,
+        base=base,
+        choice=choice,
+        venv=venv,
+        notes=notes,
+    )
+
+
+def _run_stages(
+    ready: _Ready,
+    installed: InstallResult,
+    python: str,
+    request: GpuRunRequest,
+    environ: Mapping[str, str],
+    emit: Emit,
+) -> tuple[StageResult, ...]:
+    stages = plan_stages(
+        ready.project, python, ready.results, environ=environ, skip_bench=request.skip_bench
+    )
+    if installed.exit_code:
+        return tuple(_not_run(s, f"the install step: {installed.verdict}") for s in stages)
+    dist = installed.dist or {}
+    return tuple(run_stage(s, environ=environ, dist=dist, emit=emit) for s in stages)
+
+
+def gpu_run(
+    request: GpuRunRequest, *, environ: Mapping[str, str], emit: Emit = discard
+) -> GpuRunReport:
+    """Choose, install and test the wheel on this GPU machine; write ``RESULTS/gpu-run.json``."""
+    started, clock = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.monotonic()
+    ready = _prepare(request, environ, emit)
+    interpreter = _interpreter(ready.base)
+    plan = plan_install(ready.choice.path, interpreter, in_place=request.in_place, venv=ready.venv)
+    installed = install(
+        plan,
+        ready.choice.path,
+        ready.project.name,
+        env=ready.env,
+        cwd=ready.project.root,
+        log=ready.results / "install.log",
+        emit=emit,
+    )
+    report = GpuRunReport(
+        project=ready.project.root,
+        name=ready.project.name,
+        results=ready.results,
+        machine={**machine_json(ready.fingerprint), "python": ready.base["python"]},
+        wheel=ready.choice.to_json(),
+        install=installed,
+        stages=_run_stages(ready, installed, plan.python, request, environ, emit),
+        started=started,
+        duration_s=time.monotonic() - clock,
+        notes=ready.notes,
+    )
+    text = json.dumps(report.to_json(), indent=2, default=str) + "\n"
+    write_atomic(ready.results / SUMMARY, text.encode("utf-8"))
+    write_atomic(ready.results / "gpu-run.txt", report.to_text().encode("utf-8"))
+    return report

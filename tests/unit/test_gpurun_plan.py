@@ -1,0 +1,235 @@
+"""gpu-run's plan (install commands, stage commands and environment) and its exit rule, pure."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from cuship.cli.gpu_run import _split
+from cuship.config import load_config
+from cuship.errors import ConfigError, UsageError
+from cuship.gpurun.execute import judge_origins
+from cuship.gpurun.plan import (
+    LAYER_PTH,
+    Interpreter,
+    ProjectFacts,
+    plan_install,
+    plan_stages,
+    project_facts,
+)
+from cuship.gpurun.results import (
+    PRECEDENCE,
+    VERDICTS,
+    GpuRunReport,
+    InstallResult,
+    StageResult,
+    overall_exit,
+    stage_code,
+)
+from cuship.gpurun.session import interpreter_path
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
+RESULTS = Path("/ci/results")
+PY = "/venv/bin/python"
+
+
+def test_stages_from_the_example_config() -> None:
+    project = project_facts(load_config(EXAMPLE))
+    assert (project.name, project.pytest_args, project.check, project.bench) == (
+        "cuvecops",
+        ("tests",),
+        True,
+        True,
+    )
+    pytest_stage, check, bench = plan_stages(project, PY, RESULTS, environ={})
+    assert pytest_stage.argv[:4] == (PY, "-m", "pytest", "--require-gpu")
+    assert pytest_stage.argv[-1] == "tests"  # [ci] pytest_args last: they may override ours
+    for guard in ("--import-mode=append", "pythonpath=", "no:cacheprovider"):
+        assert guard in pytest_stage.argv
+    assert f"--junitxml={RESULTS / 'pytest.xml'}" in pytest_stage.argv
+    assert "--cuship-origins-dist=cuvecops" in pytest_stage.argv
+    assert check.argv == (
+        PY, "-m", "cuship", "check", str(EXAMPLE), "--installed",
+        "--device", "cuda", "--format", "json", "-o", str(RESULTS / "check.json"),
+    )  # fmt: skip
+    assert check.outputs == (RESULTS / "check.json", RESULTS / "check.xml")
+    assert bench.argv[2:5] == ("cuship", "bench", str(EXAMPLE))
+    for flag in ("--assert-floors", "--installed", "--export"):
+        assert flag in bench.argv
+    assert bench.argv[bench.argv.index("--timer") + 1] == "cuda"
+    for stage in (pytest_stage, check, bench):
+        assert stage.cwd == EXAMPLE and stage.skipped is None
+        assert stage.log == RESULTS / f"{stage.name}.log"
+        assert stage.env == {
+            "TRITON_INTERPRET": "0",
+            "NUMBA_ENABLE_CUDASIM": "0",
+            "PYTHONSAFEPATH": "1",
+            "CUSHIP_STORE": str(RESULTS / "results.db"),
+        }
+
+
+def test_unconfigured_stages_are_skipped_with_a_reason() -> None:
+    tiny = ProjectFacts(root=Path("/p"), name="tiny")
+    _, check, bench = plan_stages(tiny, PY, RESULTS, environ={"CUSHIP_STORE": "/keep.db"})
+    assert check.skipped == "no [check] modules configured"
+    assert bench.skipped is not None and "no [bench] modules" in bench.skipped
+    assert "CUSHIP_STORE" not in check.env  # the caller's store is kept
+    configured = dataclasses.replace(tiny, check=True, bench=True)
+    assert plan_stages(configured, PY, RESULTS, environ={}, skip_bench=True)[2].skipped == (
+        "--skip-bench"
+    )
+
+
+def test_a_project_without_a_name_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "cuship.toml").write_text("[ci]\n")
+    with pytest.raises(ConfigError, match=r"project\.name: no distribution name") as err:
+        project_facts(load_config(tmp_path))
+    assert err.value.exit_code == 2
+
+
+BASE = Interpreter(
+    executable="/ci/venv/bin/python",
+    python="3.12.3",
+    site=("/ci/venv/lib/python3.12/site-packages",),
+    has_pip=True,
+    venv_purelib="/r/venv/lib/python3.12/site-packages",
+)
+WHEEL = Path("/w/tiny-1.0-py3-none-any.whl")
+
+
+def test_venv_install_sees_the_base_packages_and_installs_no_dependencies() -> None:
+    plan = plan_install(WHEEL, BASE, in_place=False, venv=Path("/r/venv"))
+    make, pip = plan.commands
+    assert make == (
+        "/ci/venv/bin/python", "-m", "venv", "--system-site-packages", "--clear",
+        "--without-pip", "/r/venv",
+    )  # fmt: skip
+    assert pip[:4] == ("/r/venv/bin/python", "-m", "pip", "install")
+    assert {"--no-deps", "--ignore-installed"} <= set(pip) and pip[-1] == str(WHEEL)
+    assert plan.python == "/r/venv/bin/python"
+    assert plan.layer == (
+        Path("/r/venv/lib/python3.12/site-packages") / LAYER_PTH,
+        "import site; site.addsitedir('/ci/venv/lib/python3.12/site-packages')\n",
+    )
+    without_pip = plan_install(
+        WHEEL, dataclasses.replace(BASE, has_pip=False), in_place=False, venv=Path("/r/venv")
+    )
+    assert "--without-pip" not in without_pip.commands[0]  # ensurepip gives the venv its own
+
+
+def test_in_place_install_replaces_what_is_there() -> None:
+    plan = plan_install(WHEEL, BASE, in_place=True)
+    assert plan.mode == "in-place" and plan.python == BASE.executable and plan.layer is None
+    ((*argv, wheel),) = plan.commands
+    assert argv[:4] == [BASE.executable, "-m", "pip", "install"]
+    assert {"--no-deps", "--force-reinstall"} <= set(argv) and wheel == str(WHEEL)
+
+
+@pytest.mark.parametrize(
+    ("codes", "overall"),
+    [
+        ([0, 0, 0], 0),
+        ([0, 1, 0], 1),
+        ([1, 3], 3),  # a missing tool or engine outranks a failure
+        ([3, 2, 1], 2),  # bad usage or config outranks everything
+        ([4, 1], 1),  # a real failure says more than an empty stage
+        ([0, 4], 4),  # an empty stage is never green
+        ([], 4),  # nothing ran
+    ],
+)
+def test_exit_precedence(codes: list[int], overall: int) -> None:
+    assert PRECEDENCE == (2, 3, 1, 4, 0)
+    assert overall_exit(codes) == overall
+
+
+@pytest.mark.parametrize(
+    ("stage", "raw", "code"),
+    [
+        ("pytest", 0, 0),
+        ("pytest", 1, 1),
+        ("pytest", 2, 1),  # interrupted: collection errors
+        ("pytest", 4, 2),  # usage error: bad [ci] pytest_args
+        ("pytest", 5, 4),  # no tests collected
+        ("pytest", -11, 1),  # killed by a signal
+        ("check", 3, 3),
+        ("bench", 4, 4),
+        ("bench", 137, 1),
+    ],
+)
+def test_stage_codes(stage: str, raw: int, code: int) -> None:
+    assert stage_code(stage, raw) == code
+
+
+def _stage(name: str, code: int | None) -> StageResult:
+    verdict = "not-run" if code is None else VERDICTS[code]
+    return StageResult(
+        name=name, command=(), env={}, cwd=Path("/p"), log=None, exit_code=code, verdict=verdict
+    )
+
+
+def _report(install_code: int, *stages: StageResult) -> GpuRunReport:
+    install = InstallResult(
+        mode="venv", python=PY, venv=None, wheel=WHEEL, wheel_sha256="0" * 64, commands=(),
+        log=RESULTS / "install.log", exit_code=install_code, verdict="", duration_s=0.0,
+    )  # fmt: skip
+    return GpuRunReport(
+        project=Path("/p"), name="tiny", results=RESULTS, machine={}, wheel={}, install=install,
+        stages=stages,
+    )  # fmt: skip
+
+
+def test_report_exit_code_counts_only_what_ran() -> None:
+    assert _report(0, _stage("pytest", 0), _stage("check", None)).exit_code == 0
+    assert _report(0, _stage("pytest", 1), _stage("check", 3)).exit_code == 3
+    assert _report(0, _stage("check", None)).exit_code == 4
+    assert _report(3, _stage("pytest", None)).exit_code == 3  # missing dependencies
+    report = _report(0, _stage("pytest", 0), _stage("bench", None))
+    doc = report.to_json()
+    assert doc["verdict"] == "passed" and doc["install"]["log"] == "install.log"
+    assert [s["name"] for s in doc["stages"]] == ["pytest", "bench"]
+    text = report.to_text().splitlines()
+    assert text[1].split() == ["step", "verdict", "exit", "time", "log", "/", "reason"]
+    assert text[3].split()[:3] == ["pytest", "passed", "0"]
+    assert text[4].split()[:2] == ["bench", "not-run"]
+    assert text[-1] == "exit 0 (passed)"
+
+
+def _origins(tmp_path: Path, *lines: dict[str, object]) -> Path:
+    path = tmp_path / "pytest-origins.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_pytest_origins_decide_whether_the_wheel_was_tested(tmp_path: Path) -> None:
+    dist = {"location": "/r/venv/site-packages", "top_level": ["tiny"]}
+    good = {"module": "tiny", "file": "/r/venv/site-packages/tiny/__init__.py", "installed": True}
+    bad = {"module": "tiny", "file": "/p/src/tiny/__init__.py", "installed": False}
+    assert judge_origins(_origins(tmp_path, {"modules": [good]}), dist)[0] == 0
+    code, notes = judge_origins(_origins(tmp_path, {"modules": [good]}, {"modules": [bad]}), dist)
+    assert code == 1 and "tiny from '/p/src/tiny/__init__.py'" in notes[0]
+    assert judge_origins(_origins(tmp_path, {"modules": []}), dist) == (
+        0,
+        ("the tests never imported tiny",),
+    )
+    assert judge_origins(_origins(tmp_path, {"error": "'tiny' is not installed"}), dist)[0] == 1
+    assert judge_origins(tmp_path / "missing.jsonl", dist)[0] == 0
+
+
+def test_the_command_line_takes_a_glob_after_wheels_and_one_path() -> None:
+    path, wheels = _split((Path("proj"), Path("w/b.whl")), (Path("w/a.whl"),))
+    assert (path, wheels) == (Path("proj"), (Path("w/a.whl"), Path("w/b.whl")))
+    assert _split((), (Path("w"),)) == (Path(), (Path("w"),))
+    with pytest.raises(UsageError, match="one project PATH"):
+        _split((Path("a"), Path("b")), (Path("w"),))
+    with pytest.raises(UsageError, match="--wheels is required"):
+        _split((Path("proj"),), ())
+
+
+def test_python_must_name_an_interpreter() -> None:
+    assert interpreter_path(None) == sys.executable
+    with pytest.raises(UsageError, match="--python: no interpreter at '/no/such/python'"):
+        interpreter_path("/no/such/python")
