@@ -248,12 +248,15 @@ struct Pointer {
 // The CUDA device all `pointers` live on; ValueError unless every one is device (or managed)
 // memory on the same device.
 bool locate_all(const char* op, const Pointer* pointers, size_t count, int* device) {
-  for (size_t i = 0; i < count; ++i) {
-    const Pointer& p = pointers[i];
-    if (p.address == 0) {
-      PyErr_Format(PyExc_ValueError, "cuvecops.%s: %s is a null device pointer", op, p.name);
+  for (size_t i = 0; i < count; ++i) {  // before any CUDA call: these need no device
+    if (pointers[i].address == 0) {
+      PyErr_Format(PyExc_ValueError, "cuvecops.%s: %s is a null device pointer", op,
+                   pointers[i].name);
       return false;
     }
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const Pointer& p = pointers[i];
     int memory = 0, where = -1;
     int code = cuvecops_pointer_info(reinterpret_cast<const void*>(p.address), &memory, &where);
     if (code != 0) {

@@ -17,6 +17,10 @@ from pathlib import Path
 INTERPRETER_FLAGS = ("TRITON_INTERPRET", "NUMBA_ENABLE_CUDASIM")
 CONTROL_DEVICE = Path("/dev/nvidiactl")
 DRIVER_LIBRARY = "libcuda.so.1"
+_ENGINES = {
+    "TRITON_INTERPRET": ("Triton", "in the interpreter"),
+    "NUMBA_ENABLE_CUDASIM": ("Numba", "in the CUDA simulator"),
+}
 
 Probe = Callable[[], "GpuProbe"]
 
@@ -44,11 +48,14 @@ class Mode:
         return "cpu" if is_set(self.flags["TRITON_INTERPRET"]) else "cuda"
 
     def header(self) -> str:
-        """One line for pytest's report header."""
-        kind = "GPU" if self.gpu else "CPU (Triton interpreter, Numba CUDA simulator)"
-        flags = ", ".join(f"{name}={value}" for name, value in self.flags.items())
-        given = f"; set by the caller: {', '.join(self.from_caller)}" if self.from_caller else ""
-        return f"cuvecops kernels: {kind} mode: {self.reason}; {flags}{given}"
+        """One line for pytest's report header: the reason, then where each engine runs."""
+        parts = []
+        for name, value in self.flags.items():
+            engine, emulated = _ENGINES[name]
+            where = emulated if is_set(value) else "on the GPU"
+            by = ", set by the caller" if name in self.from_caller else ""
+            parts.append(f"{engine} {where} ({name}={value}{by})")
+        return f"cuvecops kernels: {self.reason}; {', '.join(parts)}"
 
 
 def is_set(value: str) -> bool:
@@ -73,7 +80,9 @@ def probe_driver(
     status = int(driver.cuDeviceGetCount(ctypes.byref(count)))
     if status != 0:
         return GpuProbe(devices=0, detail=f"cuDeviceGetCount returned {status}")
-    return GpuProbe(devices=count.value, detail=f"{count.value} CUDA device(s) via {DRIVER_LIBRARY}")
+    return GpuProbe(
+        devices=count.value, detail=f"{count.value} CUDA device(s) via {DRIVER_LIBRARY}"
+    )
 
 
 def decide(environ: Mapping[str, str], probe: Probe = probe_driver) -> Mode:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +43,15 @@ def _cuda_module() -> CudaOps | None:
     return info.module
 
 
+# Host arrays (anything NumPy takes) or arrays already in CUDA memory.
+ArrayIn = npt.ArrayLike | _device.DeviceArrayLike
+
+
+def _host(x: ArrayIn) -> npt.ArrayLike:
+    """``x`` once it is known not to be a device array."""
+    return cast("npt.ArrayLike", x)
+
+
 def _device_module(op: str) -> CudaOps:
     """The extension, for arguments already on the GPU: there is no CPU fallback for those."""
     module = _cuda_module()
@@ -63,7 +72,7 @@ def _host_only(op: str, out: object) -> None:
         raise TypeError(f"cuvecops.{op}: out= is for device arrays; host inputs get a new array")
 
 
-def saxpy(a: float, x: npt.ArrayLike, y: npt.ArrayLike, *, out: Any = None) -> Any:
+def saxpy(a: float, x: ArrayIn, y: ArrayIn, *, out: Any = None) -> Any:
     """``a * x + y`` over float32 arrays of the same shape.
 
     Host inputs give a new float32 NumPy array. Device inputs (float32, C-contiguous) give
@@ -74,24 +83,24 @@ def saxpy(a: float, x: npt.ArrayLike, y: npt.ArrayLike, *, out: Any = None) -> A
     _host_only("saxpy", out)
     module = _cuda_module()
     if module is None:
-        return cpu.saxpy(a, x, y)
-    xs = cpu.as_float32("x", x)
-    ys = cpu.as_float32("y", y)
+        return cpu.saxpy(a, _host(x), _host(y))
+    xs = cpu.as_float32("x", _host(x))
+    ys = cpu.as_float32("y", _host(y))
     if xs.shape != ys.shape:
         raise ValueError(f"saxpy: x has shape {xs.shape} but y has shape {ys.shape}")
     raw = module.saxpy(float(a), xs, ys)
     return np.frombuffer(raw, dtype=np.float32).reshape(xs.shape)
 
 
-def softmax(x: npt.ArrayLike, *, out: Any = None) -> Any:
+def softmax(x: ArrayIn, *, out: Any = None) -> Any:
     """Numerically stable softmax over the last axis (float32); device inputs as for saxpy."""
     if _on_device(x, out):
         return _device.softmax(_device_module("softmax"), x, out)
     _host_only("softmax", out)
     module = _cuda_module()
     if module is None:
-        return cpu.softmax(x)
-    xs = cpu.as_float32("x", x)
+        return cpu.softmax(_host(x))
+    xs = cpu.as_float32("x", _host(x))
     if xs.ndim == 0:
         raise ValueError("softmax: expected at least one dimension, got a scalar")
     cols = xs.shape[-1]
@@ -100,7 +109,7 @@ def softmax(x: npt.ArrayLike, *, out: Any = None) -> Any:
     return np.frombuffer(raw, dtype=np.float32).reshape(xs.shape)
 
 
-def reduce_sum(x: npt.ArrayLike, *, out: Any = None) -> Any:
+def reduce_sum(x: ArrayIn, *, out: Any = None) -> Any:
     """Sum of float32/float64 (-> float, summed in float64) or int32/int64 (-> int) values.
 
     A device input gives a one-element device array instead (float64 or int64): ``out``, or a
@@ -111,8 +120,8 @@ def reduce_sum(x: npt.ArrayLike, *, out: Any = None) -> Any:
     _host_only("reduce_sum", out)
     module = _cuda_module()
     if module is None:
-        return cpu.reduce_sum(x)
-    arr = np.ascontiguousarray(np.asarray(x))
+        return cpu.reduce_sum(_host(x))
+    arr = np.ascontiguousarray(np.asarray(_host(x)))
     if arr.dtype not in cpu.REDUCE_DTYPES:
         return cpu.reduce_sum(arr)  # raises the same TypeError as the CPU path
     return module.reduce_sum(arr)

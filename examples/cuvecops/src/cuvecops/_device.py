@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 
@@ -29,7 +29,10 @@ from cuvecops import _dlpack
 from cuvecops._loader import CudaOps
 
 __all__ = [
+    "CudaArrayInterface",
+    "DLPackArray",
     "DeviceArray",
+    "DeviceArrayLike",
     "Launch",
     "describe",
     "is_device_array",
@@ -41,6 +44,23 @@ __all__ = [
 
 LEGACY_STREAM = 0  # cudaStream_t 0; the array interface spells it 1
 REDUCE_DTYPES = ("float32", "float64", "int32", "int64")
+
+
+class CudaArrayInterface(Protocol):
+    """An array exposing the CUDA Array Interface (torch CUDA tensors, CuPy, Numba, ...)."""
+
+    @property
+    def __cuda_array_interface__(self) -> Mapping[str, Any]: ...
+
+
+class DLPackArray(Protocol):
+    """A DLPack producer; cuvecops takes the ones whose device is CUDA."""
+
+    def __dlpack__(self, *, stream: Any = ...) -> object: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
+
+
+DeviceArrayLike: TypeAlias = CudaArrayInterface | DLPackArray
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,7 +166,7 @@ def _from_interface(obj: Any, name: str) -> DeviceArray:
     typestr = str(interface["typestr"])
     strides = interface.get("strides")
     if not c_contiguous(shape, strides, np.dtype(typestr).itemsize):
-        raise _not_contiguous(name, tuple(strides))
+        raise _not_contiguous(name, strides)
     ptr, readonly = interface["data"]
     return DeviceArray(
         name=name,
@@ -208,9 +228,7 @@ def _require_dtype(op: str, array: DeviceArray, allowed: Sequence[str]) -> None:
 
 def _require_shape(op: str, array: DeviceArray, shape: tuple[int, ...]) -> None:
     if array.shape != shape:
-        raise ValueError(
-            f"cuvecops.{op}: {array.name} has shape {array.shape}, expected {shape}"
-        )
+        raise ValueError(f"cuvecops.{op}: {array.name} has shape {array.shape}, expected {shape}")
 
 
 def _output(op: str, like: object, out: object, shape: tuple[int, ...], dtype: str) -> object:
@@ -227,7 +245,9 @@ def _output(op: str, like: object, out: object, shape: tuple[int, ...], dtype: s
     return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)  # type: ignore[attr-defined]
 
 
-def _writable_out(op: str, out: object, stream: int, dtype: str, shape: tuple[int, ...]) -> DeviceArray:
+def _writable_out(
+    op: str, out: object, stream: int, dtype: str, shape: tuple[int, ...]
+) -> DeviceArray:
     array = describe(out, "out", stream)
     if array.readonly:
         raise TypeError(f"cuvecops.{op}: out is a read-only device array")
