@@ -5,6 +5,8 @@
 
 #include <cfloat>
 #include <cstdint>
+#include <mutex>
+#include <vector>
 
 #include "ops.h"
 
@@ -39,8 +41,37 @@ class DeviceBuffer {
   void* ptr_ = nullptr;
 };
 
-// Scratch memory ordered on a stream: cudaMallocAsync/cudaFreeAsync where the device has memory
-// pools, else cudaMalloc, and a synchronisation of the stream before cudaFree.
+// A stream-ordered memory pool per device that keeps what it holds across synchronisations. The
+// device's default pool gives its memory back at every synchronisation (release threshold 0), so
+// each call would map fresh memory; this one stays at the few KiB the reductions need.
+cudaError_t scratch_pool(int device, cudaMemPool_t* pool) {
+  static std::mutex lock;
+  static std::vector<cudaMemPool_t> pools;  // by device ordinal; nullptr until made
+  std::lock_guard<std::mutex> hold(lock);
+  if (device < 0) return cudaErrorInvalidDevice;
+  if (static_cast<size_t>(device) >= pools.size()) pools.resize(device + 1, nullptr);
+  if (pools[device] == nullptr) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    cudaMemPool_t made = nullptr;
+    CUVECOPS_TRY(cudaMemPoolCreate(&made, &props));
+    uint64_t keep = UINT64_MAX;
+    cudaError_t err = cudaMemPoolSetAttribute(made, cudaMemPoolAttrReleaseThreshold, &keep);
+    if (err != cudaSuccess) {
+      cudaMemPoolDestroy(made);
+      return err;
+    }
+    pools[device] = made;
+  }
+  *pool = pools[device];
+  return cudaSuccess;
+}
+
+// Scratch memory ordered on a stream: from the device's scratch pool where it has memory pools,
+// else cudaMalloc, and a synchronisation of the stream before cudaFree.
 class StreamScratch {
  public:
   explicit StreamScratch(cudaStream_t stream) : stream_(stream) {}
@@ -59,7 +90,10 @@ class StreamScratch {
     int pools = 0;
     CUVECOPS_TRY(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device));
     pooled_ = pools != 0;
-    return pooled_ ? cudaMallocAsync(&ptr_, bytes, stream_) : cudaMalloc(&ptr_, bytes);
+    if (!pooled_) return cudaMalloc(&ptr_, bytes);
+    cudaMemPool_t pool = nullptr;
+    CUVECOPS_TRY(scratch_pool(device, &pool));
+    return cudaMallocFromPoolAsync(&ptr_, bytes, pool, stream_);
   }
   template <typename T>
   T* as() const {
