@@ -26,8 +26,8 @@ import sys  # noqa: E402
 REPO = HERE.parents[1]
 EXAMPLE = REPO / "examples" / "cuvecops"
 NVCC = Path("/usr/local/cuda/bin/nvcc")
-# SASS for sm_80, sm_90, sm_100, sm_120 and PTX for compute_120, in CMake's spelling.
-EXAMPLE_CUDA_ARCHS = "80-real;90-real;100-real;120-real;120-virtual"
+# SASS for sm_80, sm_90, sm_100, sm_120 and PTX for compute_80 and compute_120, in CMake's spelling.
+EXAMPLE_CUDA_ARCHS = "80-real;80-virtual;90-real;100-real;120-real;120-virtual"
 _NOT_SOURCES = {"build", "dist", "tests", "cuship.toml"}
 
 
@@ -61,7 +61,7 @@ def _build_example_wheel(dest: Path) -> None:
 
 @pytest.fixture(scope="session")
 def example_wheel() -> Path:
-    """The cuvecops wheel built with nvcc for sm_80/90/100/120 + compute_120 (cached)."""
+    """The cuvecops wheel built with nvcc for sm_80/90/100/120 + compute_80/120 (cached)."""
     cache = REPO / "build" / "test-cache" / f"cuvecops-{example_source_hash()}"
     wheels = sorted(cache.glob("cuvecops-*.whl"))
     if wheels:

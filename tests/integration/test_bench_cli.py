@@ -47,10 +47,11 @@ def test_example_runs_stores_and_exports_csv(tmp_path: Path) -> None:
 
 def test_planted_slowdown_fails_the_gate_with_slower(tmp_path: Path) -> None:
     env = {"CUSHIP_STORE": str(tmp_path / "r.db")}
-    base = cuship("bench", str(EXAMPLE), "--case", "saxpy", *QUICK, env=env)
+    point = "saxpy[n=262144]"  # one point of the case, by its key
+    base = cuship("bench", str(EXAMPLE), "--case", point, *QUICK, env=env)
     assert base.returncode == 0, base.stderr
     planted = {**env, "CUVECOPS_PLANT_SLOWDOWN": "1"}
-    args = ("--case", "saxpy", *QUICK, "--baseline", "latest", "--fail-on-regression", "--json")
+    args = ("--case", point, *QUICK, "--baseline", "latest", "--fail-on-regression", "--json")
     proc = cuship("bench", str(EXAMPLE), *args, env=planted)
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)

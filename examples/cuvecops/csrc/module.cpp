@@ -1,9 +1,12 @@
-// cuvecops._cuda: the CPython binding (plain C API, buffer protocol). No CUDA headers here:
-// the CUDA work lives in ops.cu behind the C interface of ops.h.
+// cuvecops._cuda: the CPython binding (plain C API, buffer protocol for host arrays, integer
+// addresses for device arrays). No CUDA headers here: the CUDA work lives in ops.cu behind the
+// C interface of ops.h.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "ops.h"
 
@@ -189,6 +192,215 @@ PyObject* py_reduce_sum(PyObject*, PyObject* args, PyObject* kwargs) {
   return PyLong_FromLongLong(total_i);
 }
 
+// ---- device pointers ------------------------------------------------------------------------
+
+// "O&" converter: a Python int holding an address or a stream handle (0 .. 2**64 - 1).
+int parse_address(PyObject* obj, void* address) {
+  if (!PyLong_Check(obj)) {
+    PyErr_Format(PyExc_TypeError, "expected an integer address, got %.200s", Py_TYPE(obj)->tp_name);
+    return 0;
+  }
+  unsigned long long value = PyLong_AsUnsignedLongLong(obj);
+  if (value == static_cast<unsigned long long>(-1) && PyErr_Occurred()) return 0;
+  *static_cast<uintptr_t*>(address) = static_cast<uintptr_t>(value);
+  return 1;
+}
+
+// "O&" converter: the tuple of stream handles to wait on.
+int parse_streams(PyObject* obj, void* streams) {
+  if (!PyTuple_Check(obj)) {
+    PyErr_Format(PyExc_TypeError, "wait: expected a tuple of stream handles, got %.200s",
+                 Py_TYPE(obj)->tp_name);
+    return 0;
+  }
+  auto* out = static_cast<std::vector<uintptr_t>*>(streams);
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(obj); ++i) {
+    uintptr_t handle = 0;
+    if (!parse_address(PyTuple_GET_ITEM(obj, i), &handle)) return 0;
+    out->push_back(handle);
+  }
+  return 1;
+}
+
+bool non_negative(const char* op, const char* name, Py_ssize_t value) {
+  if (value >= 0) return true;
+  PyErr_Format(PyExc_ValueError, "cuvecops.%s: %s must be >= 0, got %zd", op, name, value);
+  return false;
+}
+
+const char* memory_name(int memory) {
+  switch (memory) {
+    case CUVECOPS_MEM_HOST:
+      return "page-locked host memory";
+    case CUVECOPS_MEM_UNREGISTERED:
+      return "host memory unknown to CUDA";
+    default:
+      return "not device memory";
+  }
+}
+
+// A named device address of one call.
+struct Pointer {
+  const char* name;
+  uintptr_t address;
+};
+
+// The CUDA device all `pointers` live on; ValueError unless every one is device (or managed)
+// memory on the same device.
+bool locate_all(const char* op, const Pointer* pointers, size_t count, int* device) {
+  for (size_t i = 0; i < count; ++i) {  // before any CUDA call: these need no device
+    if (pointers[i].address == 0) {
+      PyErr_Format(PyExc_ValueError, "cuvecops.%s: %s is a null device pointer", op,
+                   pointers[i].name);
+      return false;
+    }
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const Pointer& p = pointers[i];
+    int memory = 0, where = -1;
+    int code = cuvecops_pointer_info(reinterpret_cast<const void*>(p.address), &memory, &where);
+    if (code != 0) {
+      raise_cuda(op, code);
+      return false;
+    }
+    if (memory != CUVECOPS_MEM_DEVICE && memory != CUVECOPS_MEM_MANAGED) {
+      PyErr_Format(PyExc_ValueError, "cuvecops.%s: %s (%p) is %s, not CUDA device memory", op,
+                   p.name, reinterpret_cast<void*>(p.address), memory_name(memory));
+      return false;
+    }
+    if (i > 0 && where != *device) {
+      PyErr_Format(PyExc_ValueError, "cuvecops.%s: %s is on CUDA device %d but %s is on device %d",
+                   op, p.name, where, pointers[0].name, *device);
+      return false;
+    }
+    *device = where;
+  }
+  return true;
+}
+
+// Device of the pointers, stream and producer streams of one device-pointer call.
+class Launch {
+ public:
+  Launch(uintptr_t stream, std::vector<uintptr_t>& wait) : wait_(wait) {
+    launch_.device = 0;
+    launch_.stream = stream;
+    launch_.wait = wait_.data();
+    launch_.n_wait = wait_.size();
+  }
+  bool locate(const char* op, const Pointer* pointers, size_t count) {
+    return locate_all(op, pointers, count, &launch_.device);
+  }
+  const cuvecops_launch* get() const { return &launch_; }
+
+ private:
+  std::vector<uintptr_t>& wait_;
+  cuvecops_launch launch_;
+};
+
+PyObject* finish_device(const char* op, int code) {
+  if (code != 0) return raise_cuda(op, code);
+  Py_RETURN_NONE;
+}
+
+PyObject* py_saxpy_device(PyObject*, PyObject* args, PyObject* kwargs) {
+  static const char* kwlist[] = {"a", "x", "y", "out", "n", "stream", "wait", nullptr};
+  float a = 0.0f;
+  uintptr_t x = 0, y = 0, out = 0, stream = 0;
+  Py_ssize_t n = 0;
+  std::vector<uintptr_t> wait;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "fO&O&O&n|O&O&:saxpy_device",
+                                   const_cast<char**>(kwlist), &a, parse_address, &x,
+                                   parse_address, &y, parse_address, &out, &n, parse_address,
+                                   &stream, parse_streams, &wait))
+    return nullptr;
+  if (!non_negative("saxpy_device", "n", n)) return nullptr;
+  if (n == 0) Py_RETURN_NONE;
+  Launch launch(stream, wait);
+  const Pointer pointers[] = {{"x", x}, {"y", y}, {"out", out}};
+  if (!launch.locate("saxpy_device", pointers, 3)) return nullptr;
+  int code;
+  Py_BEGIN_ALLOW_THREADS
+  code = cuvecops_saxpy_device(launch.get(), a, reinterpret_cast<const float*>(x),
+                               reinterpret_cast<const float*>(y), reinterpret_cast<float*>(out),
+                               size_t(n));
+  Py_END_ALLOW_THREADS
+  return finish_device("saxpy_device", code);
+}
+
+PyObject* py_softmax_rows_device(PyObject*, PyObject* args, PyObject* kwargs) {
+  static const char* kwlist[] = {"x", "out", "rows", "cols", "stream", "wait", nullptr};
+  uintptr_t x = 0, out = 0, stream = 0;
+  Py_ssize_t rows = 0, cols = 0;
+  std::vector<uintptr_t> wait;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&O&nn|O&O&:softmax_rows_device",
+                                   const_cast<char**>(kwlist), parse_address, &x, parse_address,
+                                   &out, &rows, &cols, parse_address, &stream, parse_streams,
+                                   &wait))
+    return nullptr;
+  if (!non_negative("softmax_rows_device", "rows", rows) ||
+      !non_negative("softmax_rows_device", "cols", cols))
+    return nullptr;
+  if (rows == 0 || cols == 0) Py_RETURN_NONE;
+  if (rows > PY_SSIZE_T_MAX / cols || rows > 0x7fffffff) {
+    PyErr_Format(PyExc_ValueError, "softmax_rows_device: bad shape rows=%zd cols=%zd", rows, cols);
+    return nullptr;
+  }
+  Launch launch(stream, wait);
+  const Pointer pointers[] = {{"x", x}, {"out", out}};
+  if (!launch.locate("softmax_rows_device", pointers, 2)) return nullptr;
+  int code;
+  Py_BEGIN_ALLOW_THREADS
+  code = cuvecops_softmax_rows_device(launch.get(), reinterpret_cast<const float*>(x),
+                                      reinterpret_cast<float*>(out), size_t(rows), size_t(cols));
+  Py_END_ALLOW_THREADS
+  return finish_device("softmax_rows_device", code);
+}
+
+// "float32" -> CUVECOPS_F32 ...; -1 for any other name.
+int dtype_named(const char* name) {
+  static const struct {
+    const char* name;
+    int dtype;
+  } known[] = {{"float32", CUVECOPS_F32},
+               {"float64", CUVECOPS_F64},
+               {"int32", CUVECOPS_I32},
+               {"int64", CUVECOPS_I64}};
+  for (const auto& entry : known) {
+    if (std::strcmp(name, entry.name) == 0) return entry.dtype;
+  }
+  return -1;
+}
+
+PyObject* py_reduce_sum_device(PyObject*, PyObject* args, PyObject* kwargs) {
+  static const char* kwlist[] = {"dtype", "x", "n", "out", "stream", "wait", nullptr};
+  const char* dtype_name = nullptr;
+  uintptr_t x = 0, out = 0, stream = 0;
+  Py_ssize_t n = 0;
+  std::vector<uintptr_t> wait;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sO&nO&|O&O&:reduce_sum_device",
+                                   const_cast<char**>(kwlist), &dtype_name, parse_address, &x, &n,
+                                   parse_address, &out, parse_address, &stream, parse_streams,
+                                   &wait))
+    return nullptr;
+  int dtype = dtype_named(dtype_name);
+  if (dtype < 0) {
+    PyErr_Format(PyExc_TypeError,
+                 "reduce_sum_device: expected dtype float32, float64, int32 or int64, got '%s'",
+                 dtype_name);
+    return nullptr;
+  }
+  if (!non_negative("reduce_sum_device", "n", n)) return nullptr;
+  Launch launch(stream, wait);
+  const Pointer pointers[] = {{"out", out}, {"x", x}};
+  if (!launch.locate("reduce_sum_device", pointers, n == 0 ? 1 : 2)) return nullptr;
+  int code;
+  Py_BEGIN_ALLOW_THREADS
+  code = cuvecops_reduce_sum_device(launch.get(), dtype, reinterpret_cast<const void*>(x),
+                                    size_t(n), reinterpret_cast<void*>(out));
+  Py_END_ALLOW_THREADS
+  return finish_device("reduce_sum_device", code);
+}
+
 PyMethodDef methods[] = {
     {"device_count", py_device_count, METH_NOARGS,
      "device_count() -> int\n\nNumber of CUDA devices; 0 when there is no GPU or driver."},
@@ -203,6 +415,24 @@ PyMethodDef methods[] = {
     {"reduce_sum", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(py_reduce_sum)),
      METH_VARARGS | METH_KEYWORDS,
      "reduce_sum(x)\n\nSum of a float32/float64 (-> float) or int32/int64 (-> int) buffer."},
+    {"saxpy_device",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(py_saxpy_device)),
+     METH_VARARGS | METH_KEYWORDS,
+     "saxpy_device(a, x, y, out, n, stream=0, wait=())\n\n"
+     "out = a*x + y over n float32 values at device addresses x, y, out, enqueued on `stream`\n"
+     "(a cudaStream_t as an int; 0 or 1: the legacy default stream) after the work pending on\n"
+     "each stream in `wait`. Returns without synchronising."},
+    {"softmax_rows_device",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(py_softmax_rows_device)),
+     METH_VARARGS | METH_KEYWORDS,
+     "softmax_rows_device(x, out, rows, cols, stream=0, wait=())\n\n"
+     "Row softmax of a C-contiguous rows x cols float32 matrix at device address x into out."},
+    {"reduce_sum_device",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(py_reduce_sum_device)),
+     METH_VARARGS | METH_KEYWORDS,
+     "reduce_sum_device(dtype, x, n, out, stream=0, wait=())\n\n"
+     "Sum of n values of dtype (float32, float64, int32, int64) at device address x, written\n"
+     "to device address out as one float64 (float dtypes) or int64 (integer dtypes)."},
     {nullptr, nullptr, 0, nullptr},
 };
 

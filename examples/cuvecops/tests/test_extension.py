@@ -50,8 +50,18 @@ def test_backend_quotes_cuda_when_no_device(no_device: str) -> None:
         lambda e: e.saxpy(1.0, np.ones(3, F32), np.ones(3, F32)),
         lambda e: e.softmax_rows(np.ones(6, F32), 2, 3),
         lambda e: e.reduce_sum(np.ones(3, np.int64)),
+        lambda e: e.saxpy_device(1.0, 0x1000, 0x2000, 0x3000, 3),
+        lambda e: e.softmax_rows_device(0x1000, 0x2000, 2, 3),
+        lambda e: e.reduce_sum_device("float32", 0x1000, 3, 0x2000),
     ],
-    ids=["saxpy", "softmax_rows", "reduce_sum"],
+    ids=[
+        "saxpy",
+        "softmax_rows",
+        "reduce_sum",
+        "saxpy_device",
+        "softmax_rows_device",
+        "reduce_sum_device",
+    ],
 )
 def test_cuda_errors_become_runtime_errors(ext: CudaOps, no_device: str, call: object) -> None:
     with pytest.raises(RuntimeError, match=r"^cuvecops\.\w+: CUDA error \d+: ") as info:
@@ -93,3 +103,35 @@ def test_shape_errors_are_value_errors(ext: CudaOps) -> None:
 def test_read_only_out_is_refused(ext: CudaOps) -> None:
     with pytest.raises(TypeError, match="writable"):
         ext.saxpy(1.0, np.ones(3, F32), np.ones(3, F32), bytes(12))
+
+
+# --- the device-pointer entry points: argument checks that come before any CUDA call ---------
+
+
+def test_device_calls_with_nothing_to_do_need_no_device(ext: CudaOps) -> None:
+    # nothing to launch: they return before asking CUDA anything (which would fail here)
+    ext.saxpy_device(1.0, 0, 0, 0, 0)
+    ext.softmax_rows_device(0, 0, 0, 7)
+    ext.softmax_rows_device(0, 0, 7, 0, stream=2, wait=(5,))
+
+
+def test_device_sizes_and_addresses_are_checked(ext: CudaOps) -> None:
+    with pytest.raises(ValueError, match=r"saxpy_device: n must be >= 0, got -1"):
+        ext.saxpy_device(1.0, 0x1000, 0x2000, 0x3000, -1)
+    with pytest.raises(ValueError, match="cols must be >= 0"):
+        ext.softmax_rows_device(0x1000, 0x2000, 2, -3)
+    with pytest.raises(ValueError, match="y is a null device pointer"):
+        ext.saxpy_device(1.0, 0x1000, 0, 0x3000, 4)
+    with pytest.raises(OverflowError):
+        ext.saxpy_device(1.0, -8, 0x2000, 0x3000, 4)
+    with pytest.raises(TypeError, match="expected an integer address, got float"):
+        ext.saxpy_device(1.0, 4096.0, 0x2000, 0x3000, 4)  # type: ignore[arg-type]
+
+
+def test_device_dtype_and_streams_are_checked(ext: CudaOps) -> None:
+    with pytest.raises(
+        TypeError, match="expected dtype float32, float64, int32 or int64, got 'int16'"
+    ):
+        ext.reduce_sum_device("int16", 0x1000, 3, 0x2000)
+    with pytest.raises(TypeError, match="wait: expected a tuple of stream handles, got list"):
+        ext.saxpy_device(1.0, 0x1000, 0x2000, 0x3000, 4, wait=[1])  # type: ignore[arg-type]

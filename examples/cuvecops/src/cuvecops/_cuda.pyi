@@ -13,3 +13,16 @@ def softmax_rows(x: object, rows: int, cols: int, out: None = None) -> bytearray
 @overload
 def softmax_rows(x: object, rows: int, cols: int, out: _Out) -> _Out: ...
 def reduce_sum(x: object) -> float | int: ...
+
+# Device addresses (ints) of C-contiguous arrays; `stream` is a cudaStream_t as an int (0 or 1:
+# the legacy default stream, 2: per-thread), `wait` the streams whose pending work goes first.
+# The work is enqueued on `stream` and not waited for.
+def saxpy_device(
+    a: float, x: int, y: int, out: int, n: int, stream: int = 0, wait: tuple[int, ...] = ()
+) -> None: ...
+def softmax_rows_device(
+    x: int, out: int, rows: int, cols: int, stream: int = 0, wait: tuple[int, ...] = ()
+) -> None: ...
+def reduce_sum_device(
+    dtype: str, x: int, n: int, out: int, stream: int = 0, wait: tuple[int, ...] = ()
+) -> None: ...

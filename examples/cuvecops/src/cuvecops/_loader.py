@@ -25,7 +25,8 @@ _MISSING_LIB = re.compile(r"^(?P<lib>\S+\.so[.\d]*): cannot open shared object f
 
 
 class CudaOps(Protocol):
-    """What ``cuvecops._cuda`` provides (see ``_cuda.pyi``); buffers are typed ``object``."""
+    """What ``cuvecops._cuda`` provides (see ``_cuda.pyi``): host buffers typed ``object``, and
+    the ``*_device`` entry points taking device addresses and a stream handle as ints."""
 
     def device_count(self) -> int: ...
     def probe(self) -> tuple[int, str]: ...
@@ -38,6 +39,22 @@ class CudaOps(Protocol):
     @overload
     def softmax_rows(self, x: object, rows: int, cols: int, out: _Out) -> _Out: ...
     def reduce_sum(self, x: object) -> float | int: ...
+    def saxpy_device(
+        self,
+        a: float,
+        x: int,
+        y: int,
+        out: int,
+        n: int,
+        stream: int = 0,
+        wait: tuple[int, ...] = (),
+    ) -> None: ...
+    def softmax_rows_device(
+        self, x: int, out: int, rows: int, cols: int, stream: int = 0, wait: tuple[int, ...] = ()
+    ) -> None: ...
+    def reduce_sum_device(
+        self, dtype: str, x: int, n: int, out: int, stream: int = 0, wait: tuple[int, ...] = ()
+    ) -> None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
