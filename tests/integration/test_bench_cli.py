@@ -12,7 +12,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
-QUICK = ("--min-time", "0.1", "--timeout", "2")
+QUICK = ("--timer", "wall", "--min-time", "0.1", "--timeout", "2")  # CPU code: wall clock, GPU or not
 
 
 def cuship(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -126,7 +126,7 @@ def test_burn_in_fails_on_a_leak_and_passes_a_clean_case(tmp_path: Path) -> None
 def test_fixed_protocol_and_interleaved_ab(tmp_path: Path) -> None:
     module = _module(tmp_path)
     fixed = cuship("bench", str(module), "--case", "fine", "--seeds", "3", "--repeats", "4",
-                   "--no-store", "--json")  # fmt: skip
+                   "--timer", "wall", "--no-store", "--json")  # fmt: skip
     assert fixed.returncode == 0, fixed.stderr
     doc = json.loads(fixed.stdout)
     assert doc["run"]["meta"]["seeds"] == 3 and doc["run"]["meta"]["repeats"] == 4

@@ -187,7 +187,8 @@ def test_an_engine_that_cannot_import_is_one_line_and_alone_exits_3(tmp_path: Pa
     (project / "cuship.toml").write_text('[check]\nmodules = ["checks.py"]\nfuzz = 0\n')
     (project / "checks.py").write_text(textwrap.dedent(_WITH_TRITON))
     env = {"PYTHONPATH": f"{SRC}{os.pathsep}{fake.parent}", "CUSHIP_STORE": str(tmp_path / "db")}
-    alone = cuship("check", str(project), "--engine", "triton-interpret", env=env)
+    cpu = ("--device", "cpu")  # the interpreter engine, on a GPU machine too
+    alone = cuship("check", str(project), *cpu, "--engine", "triton-interpret", env=env)
     assert alone.returncode == 3, alone.stderr
     assert (alone.stdout + alone.stderr).count("broken on purpose") == 1
     assert (
@@ -197,7 +198,7 @@ def test_an_engine_that_cannot_import_is_one_line_and_alone_exits_3(tmp_path: Pa
     assert alone.stderr.splitlines()[-1].startswith("unavailable: 2 skipped")
 
     both = cuship(
-        "check", str(project), "--engine", "triton-interpret", "--engine", "native",
+        "check", str(project), *cpu, "--engine", "triton-interpret", "--engine", "native",
         "--format", "json", env=env,
     )  # fmt: skip
     assert both.returncode == 0, both.stderr
