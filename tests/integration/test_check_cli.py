@@ -311,3 +311,12 @@ def test_a_single_check_module_can_be_checked_directly(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     (group,) = json.loads(done.stdout)["groups"]
     assert (group["op"], group["engine"], group["status"]) == ("scale", "native", "passed")
+
+
+def test_auto_device_with_only_cpu_engines_named_is_a_cpu_run(tmp_path: Path) -> None:
+    """On a GPU machine (faked), naming only interpreter/simulator engines means --device cpu."""
+    root = _project(tmp_path, _SCALE.format(error=0.0))
+    env = {"CUSHIP_GPUS": "H100:9.0:80GiB", "CUSHIP_STORE": str(tmp_path / "r.db")}
+    done = cuship("check", str(root), "--engine", "native", "--format", "json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["device"] == "cpu"

@@ -25,10 +25,14 @@ def _seed(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
         raise click.BadParameter(f"{value!r} is not an integer or 'random'") from err
 
 
-def _device(value: str) -> str:
+def _device(value: str, engines: tuple[str, ...] = ()) -> str:
     if value != "auto":
         return value
+    from cuship.check.engines import ENGINES
     from cuship.machine import fingerprint
+
+    if engines and all(name in ENGINES and ENGINES[name].device == "cpu" for name in engines):
+        return "cpu"  # only interpreter/simulator engines named: a CPU run, GPU or not
 
     return "cuda" if fingerprint(os.environ).gpus else "cpu"
 
@@ -90,7 +94,7 @@ def command(path: Path, **options: object) -> None:
         target=str(path),
         path=path,
         quick=bool(options["quick"]),
-        device=_device(str(options["device"])),  # type: ignore[arg-type]
+        device=_device(str(options["device"]), tuple(options["engines"])),  # type: ignore[arg-type]
         ops=tuple(options["ops"]),  # type: ignore[arg-type]
         engines=tuple(options["engines"]),  # type: ignore[arg-type]
         dtypes=tuple(options["dtypes"]),  # type: ignore[arg-type]
