@@ -99,8 +99,21 @@ def test_env_bad_override_exits_2() -> None:
 def test_matrix_explain_on_the_example(example_dir: Path) -> None:
     done = cuship("matrix", str(example_dir), "--explain")
     assert done.returncode == 0, done.stderr
-    assert "cuvecops-0.1.0-cp312-cu128-torch2.8" in done.stdout
-    assert "none for CUDA 13.x" in done.stdout
+    assert "cuvecops-0.1.0-cp312-cu130 " in done.stdout
+    assert "12 jobs" in done.stdout and "0 of 12 combinations pruned" in done.stdout
+    assert "-torch" not in done.stdout  # the example builds against no torch
+
+
+def test_matrix_explain_shows_torch_cuda_pruning(tmp_path: Path) -> None:
+    (tmp_path / "cuship.toml").write_text(
+        '[project]\nname = "demo"\nversion = "1.0"\n[matrix]\npython = ["3.12"]\n'
+        'cuda = ["12.8.1", "13.0.2"]\ntorch = ["2.8", "2.9"]\n'
+    )
+    done = cuship("matrix", str(tmp_path), "--explain")
+    assert done.returncode == 0, done.stderr
+    assert "demo-1.0-cp312-cu128-torch2.8" in done.stdout
+    assert "1 of 4 combinations pruned" in done.stdout
+    assert "torch-cuda" in done.stdout and "none for CUDA 13.x" in done.stdout
 
 
 def test_matrix_github_output_is_one_json_line(example_dir: Path) -> None:
@@ -108,7 +121,7 @@ def test_matrix_github_output_is_one_json_line(example_dir: Path) -> None:
     assert done.returncode == 0, done.stderr
     (line,) = done.stdout.splitlines()
     include = json.loads(line)["include"]
-    assert 0 < len(include) < 32
+    assert len(include) == 6  # half of 4 Pythons x 3 CUDA versions
 
 
 def test_matrix_empty_after_pruning_exits_4_with_reasons(tmp_path: Path) -> None:

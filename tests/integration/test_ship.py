@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,10 @@ def test_ship_builds_indexes_and_the_install_line_works(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
     built = [j for j in report["jobs"] if j["status"] == "built"]
-    assert built, "this host builds at least its own Python x CUDA"
+    # one wheel: this host's Python x its nvcc's CUDA, labelled by CUDA alone (no torch axis)
+    (job,) = built
+    assert re.fullmatch(r"cuvecops-0\.1\.0-cp3\d+-cu1\d\d", job["job"]), job["job"]
+    assert re.fullmatch(r"cuvecops-0\.1\.0\+cu1\d\d-cp3\d+-.*\.whl", Path(job["wheel"]).name)
     assert all(j["status"] in ("built", "needs-runner") for j in report["jobs"])
     assert report["index"]["wheels"] == len(built)
     assert set(report["stages"]) == {"plan", "build", "check", "index"}

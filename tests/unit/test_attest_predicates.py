@@ -25,10 +25,10 @@ from cuship.cli import main
 from cuship.errors import InputError
 from cuship.wheel.audit import ObjectReport, WheelReport
 
-WHEEL = "cuvecops-0.1.0+cu128torch2.8-cp311-cp311-linux_x86_64.whl"
+WHEEL = "torchops-0.1.0+cu128torch2.8-cp311-cp311-linux_x86_64.whl"
 MATRIX_JOB = {
-    "id": "cuvecops-0.1.0-cp311-cu128-torch2.8",
-    "project": "cuvecops",
+    "id": "torchops-0.1.0-cp311-cu128-torch2.8",
+    "project": "torchops",
     "wheel_version": "0.1.0+cu128torch2.8",
     "python": "3.11",
     "python_tag": "cp311",
@@ -52,7 +52,7 @@ BENCH_EXPORT = {
 
 def _report() -> WheelReport:
     extension = ObjectReport(
-        path="cuvecops/_cuda.cpython-311-x86_64-linux-gnu.so",
+        path="torchops/_cuda.cpython-311-x86_64-linux-gnu.so",
         size=1000,
         machine="x86_64",
         soname=None,
@@ -69,7 +69,7 @@ def _report() -> WheelReport:
     return WheelReport(
         path=WHEEL,
         filename=WHEEL,
-        name="cuvecops",
+        name="torchops",
         version="0.1.0+cu128torch2.8",
         local="cu128torch2.8",
         tags=("cp311-cp311-linux_x86_64",),

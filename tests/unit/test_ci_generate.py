@@ -206,9 +206,32 @@ def test_skypilot_task() -> None:
     assert "out=/cuship-results" in bucket["run"]
 
 
+def test_gpu_job_is_the_newest_cuda_or_the_one_named() -> None:
+    ctx = _ctx()
+    assert ctx.gpu_job is not None and ctx.gpu_job.id == "cuvecops-0.1.0-cp312-cu130"
+    assert ctx.gpu_wheel_artifact() == "wheel-cuvecops-0.1.0-cp312-cu130"
+    named = _ctx(_config(gpu_job="cuvecops-0.1.0-cp311-cu128"))
+    assert named.gpu_job is not None and named.gpu_job.label == "cu128"
+
+
+def test_gpu_job_of_a_torch_matrix_is_the_newest_cuda_then_torch(tmp_path: Path) -> None:
+    (tmp_path / "cuship.toml").write_text(
+        '[project]\nname = "demo"\nversion = "1.0"\n[matrix]\npython = ["3.12"]\n'
+        'cuda = ["12.8.1", "13.0.2"]\ntorch = ["2.8", "2.9", "2.10"]\n'
+        '[ci]\ngpu_runners = { h100 = ["self-hosted", "gpu", "h100"] }\n'
+    )
+    ctx = _ctx(load_config(tmp_path))
+    assert ctx.gpu_job is not None and ctx.gpu_job.id == "demo-1.0-cp312-cu130-torch2.10"
+    doc = _docs(ctx, "github")["jobs"]["gpu-h100"]
+    download = next(s for s in doc["steps"] if "download-artifact" in s.get("uses", ""))
+    assert download["with"]["name"] == "wheel-demo-1.0-cp312-cu130-torch2.10"
+
+
 def test_unknown_gpu_job_names_the_nearest() -> None:
-    with pytest.raises(UsageError, match=re.escape("no job 'cuvecops-0.1.0-cp312-cu130-torch2.1'")):
-        _ctx(_config(gpu_job="cuvecops-0.1.0-cp312-cu130-torch2.1"))
+    stale = "cuvecops-0.1.0-cp312-cu130-torch2.10"  # an ID from before the example dropped torch
+    with pytest.raises(UsageError, match=re.escape(f"no job {stale!r}")) as err:
+        _ctx(_config(gpu_job=stale))
+    assert (err.value.hint or "").startswith("nearest: cuvecops-0.1.0-cp312-cu130,")
 
 
 def test_ci_section_validation(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ def test_example_config_loads_with_pyproject_defaults(example_dir: Path) -> None
     assert config.project.name == "cuvecops"
     assert config.project.version == "0.1.0"
     assert config.matrix.cuda == ("12.8.1", "12.9.1", "13.0.2")
+    assert config.matrix.torch == ()  # a plain CUDA extension: it builds against no torch
     assert config.matrix.arch == ("8.0+PTX;9.0;10.0;12.0+PTX",)
     assert config.build.cache == "sccache"
 

@@ -6,9 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from cuship.compat import load
+from cuship.config import load_config
 from cuship.errors import InputError
 from cuship.gpurun.wheels import LocalWheels, NoWheelFits, choose, read_wheels
 from cuship.machine import fingerprint
+from cuship.matrix import expand
 from cuship.resolve.model import Candidate, Target, WheelFacts, target_of
 from tests.unit.test_machine import FakeProbe
 from tests.wheel_factory import make_wheel
@@ -51,6 +54,20 @@ def test_the_newest_wheel_that_fits_wins_and_the_rest_say_why(tmp_path: Path) ->
     )
     assert rejected["tinypkg-0.4.0-py3-none-any.whl"][0] == "unreadable"
     assert doc["sha256"] and doc["path"] == str(new.resolve())
+
+
+def test_the_examples_wheels_fit_whatever_torch_is_installed(
+    tmp_path: Path, example_dir: Path
+) -> None:
+    """cuvecops links libcudart only: its labels name no torch, so torch 2.11 does not reject it."""
+    labels = sorted({job.label for job in expand(load_config(example_dir), load()).jobs})
+    assert labels == ["cu128", "cu129", "cu130"]
+    for label in labels:
+        make_wheel(tmp_path, "cuvecops", f"0.1.0+{label}")
+    for torch in ("none", "2.11.0+cu130"):
+        choice = choose("cuvecops", read_wheels([tmp_path]), _target(CUSHIP_TORCH=torch))
+        assert choice.path.name == "cuvecops-0.1.0+cu130-py3-none-any.whl"
+        assert not [r for r in choice.to_json()["rejected"] if r["rule"] == "torch"]
 
 
 def test_no_fitting_wheel_is_exit_1_listing_each_wheel_and_why(tmp_path: Path) -> None:

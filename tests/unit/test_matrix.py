@@ -18,22 +18,44 @@ def project(tmp_path: Path, matrix: str, extra: str = "") -> Path:
     return tmp_path
 
 
-def test_example_matrix_jobs_ids_and_pruning(example_dir: Path) -> None:
+def test_example_matrix_is_python_by_cuda_without_torch(example_dir: Path) -> None:
+    """The example links libcudart only, so its wheels are labelled by CUDA alone."""
     matrix = expand(load_config(example_dir), load())
     ids = [job.id for job in matrix.jobs]
-    assert "cuvecops-0.1.0-cp312-cu128-torch2.8" in ids
+    assert len(ids) == len(set(ids)) == matrix.considered == 4 * 3
+    assert not matrix.pruned
+    assert {job.torch for job in matrix.jobs} == {None}
+    assert {job.label for job in matrix.jobs} == {"cu128", "cu129", "cu130"}
+    job = matrix.job("cuvecops-0.1.0-cp312-cu130")
+    assert str(job.wheel_version) == "0.1.0+cu130"
+    assert job.arch.cmake == "80;90-real;100-real;120"  # 80: SASS and PTX
+
+
+TORCH_MATRIX = (
+    'python = ["3.10", "3.11", "3.12", "3.13"]\n'
+    'cuda = ["12.8.1", "12.9.1", "13.0.2"]\n'
+    'torch = ["2.8", "2.9", "2.10"]\n'
+    'arch = "8.0+PTX;9.0;10.0;12.0+PTX"'
+)
+
+
+def test_torch_matrix_jobs_ids_and_pruning(tmp_path: Path) -> None:
+    matrix = expand(load_config(project(tmp_path, TORCH_MATRIX)), load())
+    ids = [job.id for job in matrix.jobs]
+    assert "demo-1.0-cp312-cu128-torch2.8" in ids
     assert len(ids) == len(set(ids))
     # torch 2.8 has no CUDA 13 build: 4 pythons x (13.0.2, 2.8) pruned, with the reason
     torch_cuda = [p for p in matrix.pruned if p.rule == "torch-cuda"]
+    assert len(torch_cuda) == 4
     assert {p.combination["torch"] for p in torch_cuda} == {"2.8"}
     assert {p.combination["cuda"] for p in torch_cuda} == {"13.0.2"}
     assert all("none for CUDA 13.x" in p.reason for p in torch_cuda)
     assert matrix.considered == 4 * 3 * 3
     assert len(matrix.jobs) + len(matrix.pruned) == matrix.considered
-    job = next(j for j in matrix.jobs if j.id == "cuvecops-0.1.0-cp312-cu128-torch2.8")
+    job = matrix.job("demo-1.0-cp312-cu128-torch2.8")
     assert job.label == "cu128torch2.8"
-    assert str(job.wheel_version) == "0.1.0+cu128torch2.8"
-    assert job.arch.cmake == "80;90-real;100-real;120"  # 80: SASS and PTX
+    assert str(job.wheel_version) == "1.0+cu128torch2.8"
+    assert job.arch.cmake == "80;90-real;100-real;120"
 
 
 def test_cuda13_cannot_target_sm70_dropped_per_job_with_reason(tmp_path: Path) -> None:
@@ -132,11 +154,15 @@ def test_ci_renderers(example_dir: Path) -> None:
     assert gitlab["parallel"]["matrix"][0]["CUDA"] == [str(jobs[0].cuda)]
 
 
-def test_job_lookup_suggests_nearest(example_dir: Path) -> None:
-    matrix = expand(load_config(example_dir), load())
+def test_job_lookup_suggests_nearest(tmp_path: Path, example_dir: Path) -> None:
+    matrix = expand(load_config(project(tmp_path, TORCH_MATRIX)), load())
     with pytest.raises(UsageError) as err:
-        matrix.job("cuvecops-0.1.0-cp312-cu128-torch2.7")
-    assert "cuvecops-0.1.0-cp312-cu128-torch2.8" in (err.value.hint or "")
+        matrix.job("demo-1.0-cp312-cu128-torch2.7")
+    assert "demo-1.0-cp312-cu128-torch2.8" in (err.value.hint or "")
+    example = expand(load_config(example_dir), load())
+    with pytest.raises(UsageError) as err:
+        example.job("cuvecops-0.1.0-cp312-cu130-torch2.10")  # a label the example no longer has
+    assert (err.value.hint or "").startswith("nearest: cuvecops-0.1.0-cp312-cu130,")
 
 
 def test_big_matrix_expands_quickly_enough_to_not_matter(tmp_path: Path) -> None:
