@@ -241,3 +241,51 @@ def test_bench_times_the_installed_build_and_says_where_it_came_from(
     assert [e["loaded"] for e in package["extensions"]] == [True]
     text = cuship("bench", ".", "--timer", "wall", "--no-store", env=env, cwd=project)
     assert "package: tinyext 0.3.0 from" in text.stdout and "_native loaded" in text.stdout
+
+
+_WITH_TRITON_KERNEL = """
+    from cuship.check import Impl, Op, Tensor
+
+    def ref(x):
+        return 2 * x
+
+    def tri(x, out):
+        import triton
+        out.copy_(2 * x)
+
+    double = Op(name="double", reference=ref, inputs=(Tensor(name="x", dims=("n",)),),
+                outputs=(Tensor(name="out", dims=("n",)),), shapes=({"n": 5}, {"n": 9}),
+                impls=(Impl(kind="triton", fn=tri),))
+"""
+
+# Like numba-cuda 0.30 under NumPy 2.5 on the H100: the engine imports, its first kernel fails
+# (there: AttributeError: module 'numpy' has no attribute 'row_stack').
+_LATE_BREAKING_TRITON = """
+class _Kernel:
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            raise RuntimeError("PassManager::run failed (planted)")
+        return launch
+
+def jit(fn=None, **kwargs):
+    return _Kernel()
+"""
+
+
+def test_an_engine_whose_first_kernel_fails_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    fake = tmp_path / "fake" / "triton"
+    (fake / "language").mkdir(parents=True)
+    (fake / "__init__.py").write_text(_LATE_BREAKING_TRITON)
+    (fake / "language" / "__init__.py").write_text("def store(*args):\n    pass\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "cuship.toml").write_text('[check]\nmodules = ["checks.py"]\nfuzz = 4\n')
+    (project / "checks.py").write_text(textwrap.dedent(_WITH_TRITON_KERNEL))
+    env = {"PYTHONPATH": f"{SRC}{os.pathsep}{fake.parent}", "CUSHIP_STORE": str(tmp_path / "db")}
+    done = cuship("check", str(project), "--device", "cpu", "--engine", "triton-interpret", env=env)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert (done.stdout + done.stderr).count("PassManager::run failed") == 1
+    assert (
+        "engine triton-interpret unavailable: its first kernel failed (triton): RuntimeError: "
+        "PassManager::run failed (planted); fix: install a triton release"
+    ) in done.stdout

@@ -75,6 +75,10 @@ def _prepare(engine: str) -> dict[str, Any]:
     from cuship.check.engines import engine_imports
 
     problem = import_problem(engine_imports(engine))
+    if problem is None:
+        from cuship.check.smoke import launch_problem
+
+        problem = launch_problem(engine)
     if problem is not None:
         return {"prepared": False, "problem": problem}
     return {"prepared": True}

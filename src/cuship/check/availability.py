@@ -80,7 +80,10 @@ def unavailable(engine: str, problem: Mapping[str, Any]) -> Unavailable:
     """What to tell the user about ``problem`` (from :func:`import_problem`) for ``engine``."""
     module = str(problem["module"])
     missing = problem.get("missing")
-    error = f"importing {module} failed: {problem['error']}"
+    if problem.get("stage") == "launch":
+        error = f"its first kernel failed ({module}): {problem['error']}"
+    else:
+        error = f"importing {module} failed: {problem['error']}"
     if missing:
         top = str(missing).partition(".")[0]
         return Unavailable(
