@@ -14,34 +14,34 @@ from tests.bench_reports import report_of
 from tests.fake_cuda import FakeDevice
 
 
-def test_n_is_sized_for_a_millisecond_replay_within_bounds() -> None:
-    assert calls_for(4e-6) == 250
+def test_n_is_sized_for_a_fifth_of_a_millisecond_replay_within_bounds() -> None:
+    assert calls_for(4e-6) == 50
     assert calls_for(2e-3) == 1  # a long kernel: one call per replay
-    assert calls_for(1e-9) == 1000 and calls_for(0.0) == 1000  # capped
-    assert replays_for(1e-3) == 10 and replays_for(0.05) == 3
+    assert calls_for(1e-9) == 100 and calls_for(0.0) == 100  # capped
+    assert replays_for(1e-4) == 20 and replays_for(0.05) == 5
 
 
 def test_hot_per_call_is_replay_time_over_n_from_a_cuda_graph() -> None:
     gpu = FakeDevice(launch_s=4e-6, kernel_s=1e-6)
     hot = measure_hot(gpu.torch(), gpu.launch, estimate=4e-6)
-    # N from the cold estimate (250) made a 250 µs replay: sized again on the measured time.
-    assert gpu.captures == [250, 1000]
-    assert hot.method == "cuda-graph" and hot.calls == 1000 and hot.note is None
+    # N from the cold estimate (50) made a 50 µs replay: sized again on the measured time.
+    assert gpu.captures == [50, 100]
+    assert hot.method == "cuda-graph" and hot.calls == 100 and hot.note is None
     assert hot.per_call == pytest.approx(1e-6)
-    assert len(hot.samples) == 10 and all(s == pytest.approx(1e-6) for s in hot.samples)
-    # each graph: one untimed replay (upload), then timed ones; the 250-call one timed once
-    assert gpu.replays == [250, 250] + [1000] * 11
+    assert len(hot.samples) == 20 and all(s == pytest.approx(1e-6) for s in hot.samples)
+    # each graph: one untimed replay (upload), then timed ones; the 50-call one timed once
+    assert gpu.replays == [50, 50] + [100] * 21
     assert gpu.streams_set == []
 
 
 def test_a_call_that_cannot_be_captured_falls_back_to_a_batch_and_says_so() -> None:
     gpu = FakeDevice(launch_s=4e-6, kernel_s=1e-6, capture_error="operation not permitted")
     hot = measure_hot(gpu.torch(), gpu.launch, estimate=4e-6)
-    assert hot.method == "batch" and hot.calls == 250
+    assert hot.method == "batch" and hot.calls == 50
     assert hot.per_call == pytest.approx(4e-6)
     assert hot.note is not None
     assert "CUDA graph capture failed (RuntimeError: operation not permitted)" in hot.note
-    assert "timed 250 launches between two events instead" in hot.note
+    assert "timed 50 launches between two events instead" in hot.note
     assert [getattr(s, "name", None) for s in gpu.streams_set] == ["default"]  # stream restored
 
 
@@ -82,7 +82,7 @@ def test_cold_and_hot_side_by_side_and_a_launch_bound_case_is_flagged() -> None:
     entry = to_json(report_of(result))["results"][0]
     assert entry["timing"]["cold_median"] == pytest.approx(4e-6)
     assert entry["timing"]["hot_per_call"] == pytest.approx(1e-6)
-    assert entry["timing"]["hot_method"] == "cuda-graph" and entry["timing"]["hot_calls"] == 1000
+    assert entry["timing"]["hot_method"] == "cuda-graph" and entry["timing"]["hot_calls"] == 100
     assert entry["timing"]["launch_bound"] is True
     assert entry["payload"]["hot"]["method"] == "cuda-graph"
     row = to_csv(report_of(result)).splitlines()[1].split(",")
