@@ -209,7 +209,8 @@ def _after(
     return code, (), None
 
 
-def _skipped(stage: StagePlan) -> StageResult:
+def unrun(stage: StagePlan, verdict: str, reason: str | None) -> StageResult:
+    """The result of a stage that did not run: ``skipped`` (by plan) or ``not-run``."""
     return StageResult(
         name=stage.name,
         command=stage.argv,
@@ -217,8 +218,8 @@ def _skipped(stage: StagePlan) -> StageResult:
         cwd=stage.cwd,
         log=None,
         exit_code=None,
-        verdict="skipped",
-        reason=stage.skipped,
+        verdict=verdict,
+        reason=reason,
     )
 
 
@@ -243,7 +244,7 @@ def run_stage(
     if stage.skipped is not None:
         message = f"{stage.name}: skipped ({stage.skipped})"
         emit(Event(level="info", topic="gpu-run", message=message))
-        return _skipped(stage)
+        return unrun(stage, "skipped", stage.skipped)
     emit(Event(level="info", topic="gpu-run", message=f"{stage.name}: running (log {stage.log})"))
     for stale in (stage.log, *stage.extra.values()):
         if stale.is_file():

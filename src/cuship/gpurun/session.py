@@ -25,11 +25,10 @@ from typing import Any
 from cuship._files import write_atomic
 from cuship.errors import ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
-from cuship.gpurun.execute import install, probe, run_stage
+from cuship.gpurun.execute import install, probe, run_stage, unrun
 from cuship.gpurun.plan import (
     Interpreter,
     ProjectFacts,
-    StagePlan,
     plan_install,
     plan_stages,
     project_facts,
@@ -132,19 +131,6 @@ def _choose(
     return choice
 
 
-def _not_run(stage: StagePlan, why: str) -> StageResult:
-    return StageResult(
-        name=stage.name,
-        command=stage.argv,
-        env=stage.env,
-        cwd=stage.cwd,
-        log=None,
-        exit_code=None,
-        verdict="not-run",
-        reason=why,
-    )
-
-
 def _faked(fp: Fingerprint, environ: Mapping[str, str], emit: Emit) -> tuple[str, ...]:
     if fp.gpu_source != "override":
         return ()
@@ -210,7 +196,7 @@ def _run_stages(
         ready.project, python, ready.results, environ=environ, skip_bench=request.skip_bench
     )
     if installed.exit_code:
-        return tuple(_not_run(s, f"the install step: {installed.verdict}") for s in stages)
+        return tuple(unrun(s, "not-run", f"the install step: {installed.verdict}") for s in stages)
     dist = installed.dist or {}
     return tuple(run_stage(s, environ=environ, dist=dist, emit=emit) for s in stages)
 
