@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from gpu_mode import GpuProbe, Mode, decide, probe_driver
-from optional import import_or_skip
+from optional import first_kernel_or_skip, import_or_skip
 
 
 def probing(devices: int, detail: str) -> Any:
@@ -137,3 +137,12 @@ def test_a_module_that_fails_to_import_is_skipped_with_its_error(
 
 def test_an_importable_module_is_returned() -> None:
     assert import_or_skip("json").__name__ == "json"
+
+
+def test_a_kernel_that_fails_at_its_first_compile_skips_the_module_with_its_error() -> None:
+    def compile_fails() -> None:
+        raise AttributeError("module 'numpy' has no attribute 'row_stack'")
+
+    with pytest.raises(pytest.skip.Exception, match="numba cannot compile a kernel here: Attr"):
+        first_kernel_or_skip("numba", compile_fails)
+    first_kernel_or_skip("numba", lambda: None)  # a kernel that runs: nothing happens

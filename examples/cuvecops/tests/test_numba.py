@@ -1,17 +1,21 @@
 """Numba CUDA kernels against references (the CUDA simulator without a GPU: tiny grids).
 
-Skipped, with the import error, where numba or numba.cuda cannot import (e.g. numba-cuda 0.30
-under NumPy 2.5).
+Skipped, with the error, where numba or numba.cuda cannot import or cannot compile a kernel
+(numba-cuda 0.30 under NumPy 2.5 imports, then fails at its first compile).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from optional import import_or_skip
+from optional import first_kernel_or_skip, import_or_skip
 from references import saxpy_ref
 
 numba_kernels = import_or_skip("cuvecops.numba_kernels")
+first_kernel_or_skip(
+    "numba",
+    lambda: numba_kernels.saxpy(1.0, np.zeros(1, np.float32), np.zeros(1, np.float32), blocks=1),
+)
 
 
 @pytest.mark.parametrize("n", [1, 100, 257])
