@@ -292,7 +292,7 @@ def _torch_saxpy(module: CudaOps, torch: Any, a: float, x: Any, y: Any, out: Any
         return None
     stream = _torch_stream(torch, x)
     module.saxpy_device(
-        float(a), x.data_ptr(), y.data_ptr(), result.data_ptr(), x.numel(), stream=stream
+        float(a), x.data_ptr(), y.data_ptr(), result.data_ptr(), x.numel(), stream=stream, wait=()
     )
     return result
 
@@ -308,7 +308,24 @@ def _torch_softmax(module: CudaOps, torch: Any, x: Any, out: Any) -> Any:
     cols = int(x.shape[-1])
     rows = x.numel() // cols if cols else 0
     stream = _torch_stream(torch, x)
-    module.softmax_rows_device(x.data_ptr(), result.data_ptr(), rows, cols, stream=stream)
+    module.softmax_rows_device(x.data_ptr(), result.data_ptr(), rows, cols, stream=stream, wait=())
+    return result
+
+
+def _torch_reduce_sum(module: CudaOps, torch: Any, x: Any, out: Any) -> Any:
+    """reduce_sum on plain torch tensors (see :func:`_plain_torch`); None: the general path."""
+    if not _plain_torch(torch, (torch.float32, torch.float64, torch.int32, torch.int64), x):
+        return None
+    total = torch.float64 if x.is_floating_point() else torch.int64
+    result = torch.empty((), dtype=total, device=x.device) if out is None else out
+    plain_out = _plain_torch(torch, (total,), result) and result.get_device() == x.get_device()
+    if not (plain_out and result.numel() == 1):
+        return None
+    dtype = str(x.dtype).removeprefix("torch.")
+    stream = _torch_stream(torch, x)
+    module.reduce_sum_device(
+        dtype, x.data_ptr(), x.numel(), result.data_ptr(), stream=stream, wait=()
+    )
     return result
 
 
@@ -358,6 +375,11 @@ def softmax(module: CudaOps, x: object, out: object = None) -> object:
 def reduce_sum(module: CudaOps, x: object, out: object = None) -> object:
     """Sum of a device array into a one-element device array (float64 for float inputs, int64
     for integer inputs); returns ``out``, a 0-d tensor for torch inputs."""
+    torch = _torch_of(x)
+    if torch is not None:
+        done = _torch_reduce_sum(module, torch, x, out)
+        if done is not None:
+            return done
     xd = describe(x, "x")
     _require_dtype("reduce_sum", xd, REDUCE_DTYPES)
     total = "float64" if xd.dtype.startswith("float") else "int64"
