@@ -156,6 +156,9 @@ def cuship_timing(torch: Any, rows: list[Row], calls: dict[str, Call]) -> None:
             cuship_wall_s=time.perf_counter() - started,
         )
         print(f"  cuship {row.spec.name}: {len(m.samples)} samples", flush=True)
+    # as cuship bench does: every point checked for device work after all were timed
+    for row in rows:
+        row.extra["check_notes"] = list(timer.check(calls[row.spec.name]))
 
 
 def ncu_child(spec_name: str) -> int:
@@ -300,7 +303,7 @@ def print_table(rows: list[Row]) -> None:
 
 
 def probe_effect(torch: Any, calls: dict[str, Call], before: float | None) -> dict[str, Any]:
-    """do_bench of the smallest add again, after cuship's torch.profiler warm-up checks."""
+    """do_bench of the smallest add again, after cuship's torch.profiler checks."""
     after = do_bench(calls[SPECS[0].name])
     ratio = _ratio(after, before)
     return {"case": SPECS[0].name, "before": before, "after": after, "after_over_before": ratio}

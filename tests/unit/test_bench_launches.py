@@ -1,6 +1,6 @@
-"""Host code timed with the CUDA timer is refused: a case that launches no kernel during its
-warm-up is an errored point saying "timed host code"; one that launches kernels is timed; a
-profiler that cannot see the device is a note, never a refusal."""
+"""Host code timed with the CUDA timer is refused: a case that launches no kernel when checked
+(after the run's points were timed) is an errored point saying "timed host code"; one that
+launches kernels is timed; a profiler that cannot see the device is a note, never a refusal."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from cuship.bench.launches import (
     check_launches,
 )
 from cuship.bench.registry import Point, points
-from cuship.bench.runner import Protocol, run_interleaved, run_point
+from cuship.bench.runner import Protocol, run_interleaved, run_point, run_points
 from cuship.bench.timer import StopRule
 from tests.fake_cuda import FakeDevice
 
@@ -58,11 +58,11 @@ def test_a_case_that_launches_no_kernel_is_refused_as_timed_host_code() -> None:
     gpu = FakeDevice()
     probe = FakeProbe(0)
     timer = CudaTimer(gpu.torch(), warmup_s=0.0, probe=probe)
-    result = run_point(_point(gpu, on_device=False), timer, Protocol(rule=RULE))
+    (result,) = run_points([_point(gpu, on_device=False)], lambda: timer, Protocol(rule=RULE))
     assert result.status == "errored" and result.measurement is None
     assert result.error is not None
     assert result.error.startswith(
-        "timed host code: saxpy[n=1024] launched no CUDA kernel during warm-up; it runs on the CPU ("
+        "timed host code: saxpy[n=1024] launched no CUDA kernel when checked; it runs on the CPU ("
     )
     assert "--timer wall" in result.error
     assert probe.calls == 1
@@ -72,17 +72,20 @@ def test_a_case_that_launches_kernels_is_timed_and_checked_once() -> None:
     gpu = FakeDevice()
     probe = FakeProbe(1)
     timer = CudaTimer(gpu.torch(), warmup_s=0.0, probe=probe)
-    result = run_point(_point(gpu, on_device=True), timer, Protocol(rule=RULE))
+    timed = run_point(_point(gpu, on_device=True), timer, Protocol(rule=RULE))
+    assert timed.status == "ok" and probe.calls == 0  # never while points are being timed
+    (result,) = run_points([_point(gpu, on_device=True)], lambda: timer, Protocol(rule=RULE))
     assert result.status == "ok" and len(result.samples) >= 5
-    assert probe.calls == 1  # during warm-up, never during the timed samples
-    fixed = run_point(_point(gpu, on_device=True), timer, Protocol(rule=RULE, seeds=3, repeats=2))
+    assert probe.calls == 1  # once, after the run's points were timed
+    fixed_protocol = Protocol(rule=RULE, seeds=3, repeats=2)
+    (fixed,) = run_points([_point(gpu, on_device=True)], lambda: timer, fixed_protocol)
     assert fixed.status == "ok" and len(fixed.samples) == 6 and probe.calls == 2
 
 
 def test_without_a_profiler_the_case_is_timed_with_a_note() -> None:
     gpu = FakeDevice()
     timer = CudaTimer(gpu.torch(), warmup_s=0.0, probe=FakeProbe(None))
-    result = run_point(_point(gpu, on_device=False), timer, Protocol(rule=RULE))
+    (result,) = run_points([_point(gpu, on_device=False)], lambda: timer, Protocol(rule=RULE))
     assert result.status == "ok"
     assert any(n.startswith("not checked for CUDA kernels: torch.profiler") for n in result.notes())
 

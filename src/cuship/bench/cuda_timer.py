@@ -2,8 +2,9 @@
 
 * cold sample: the L2 flushed by writing a buffer twice its size, then one launch between two
   CUDA events; the SM clock is read from NVML after it (the maximum once, at start).
-* check (once per point, after the warm-up): the call must launch device work
-  (:mod:`cuship.bench.launches`), else the point is refused as "timed host code".
+* check (once per point, after every point was timed; see :class:`cuship.bench.timer.Timer`):
+  the call must launch device work (:mod:`cuship.bench.launches`), else the point is refused
+  as "timed host code".
 * hot (once per point, after the samples): N back-to-back calls (:mod:`cuship.bench.hot`).
 """
 

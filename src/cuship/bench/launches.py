@@ -2,9 +2,10 @@
 
 A case timed with the CUDA timer that launches no GPU work (a NumPy fallback, inputs left on the
 host by a CPU build) would be reported as a CUDA-event measurement of host code. Once per point,
-after the warm-up and before the timed samples, the timer runs the call once under a
-:class:`KernelProbe`, which counts the device activities (kernels, copies, sets) the call caused.
-None is an error; a probe that cannot see device activity at all is a note, never a refusal.
+after every point of the run was timed (the profiler slows every later launch of the process),
+the runner runs the call once more under a :class:`KernelProbe`, which counts the device
+activities (kernels, copies, sets) the call caused. None makes the point an error, its samples
+discarded; a probe that cannot see device activity at all is a note, never a refusal.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class HostCodeTimed(Exception):
         """The error text for the case (or point) named ``key``."""
         name = f"{key} ({self.which})" if self.which else key
         return (
-            f"timed host code: {name} launched no CUDA kernel during warm-up; "
+            f"timed host code: {name} launched no CUDA kernel when checked; "
             f"it runs on the CPU ({HOST_CODE_FIX})"
         )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cuship.bench.launches import HostCodeTimed
@@ -25,7 +25,7 @@ from cuship.bench.timer import (
 )
 from cuship.events import Emit, Event, discard
 
-__all__ = ["Protocol", "run_interleaved", "run_point", "run_points"]
+__all__ = ["Protocol", "checked", "run_interleaved", "run_point", "run_points"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,7 +108,47 @@ def run_points(
         result = run_point(point, timer_for(), protocol)
         results.append(result)
         emit(_progress(index, len(points), result))
-    return tuple(results)
+    return checked(points, results, timer_for, emit)
+
+
+def _check_one(point: Point, timer: Timer, which: str = "") -> tuple[str, ...]:
+    """The timer's check of one point, on fresh inputs (seed 0); raises HostCodeTimed."""
+    try:
+        return timer.check(_call(point, 0))
+    except HostCodeTimed as err:
+        err.which = which
+        raise
+
+
+def checked(
+    points: Sequence[Point],
+    results: Sequence[PointResult],
+    timer_for: Callable[[], Timer],
+    emit: Emit = discard,
+    others: Mapping[str, Point] | None = None,
+) -> tuple[PointResult, ...]:
+    """Each timed point checked once more, after all points were timed (see ``Timer``): a
+    point that launched no device work becomes ``errored`` ("timed host code"), and what the
+    timer could not check becomes a note. ``others``: interleaved partners, checked too."""
+    out = []
+    for point, result in zip(points, results, strict=True):
+        if result.measurement is None:
+            out.append(result)
+            continue
+        timer = timer_for()
+        try:
+            notes = _check_one(point, timer)
+            other = (others or {}).get(point.key)
+            if other is not None:
+                notes += _check_one(other, timer, "the build it is compared with")
+        except Exception as err:  # a refusal, or a call that fails now: the point errored
+            errored = _errored(point, err)
+            emit(Event(level="warning", topic="bench", message=f"{point.key}: {errored.error}"))
+            out.append(errored)
+            continue
+        measurement = replace(result.measurement, notes=result.measurement.notes + notes)
+        out.append(replace(result, measurement=measurement))
+    return tuple(out)
 
 
 def _progress(index: int, total: int, result: PointResult) -> Event:
@@ -143,7 +183,9 @@ def run_interleaved(
             result = _interleave_one(point, other, timer, rule, partners)
         results.append(result)
         emit(_progress(index, len(points), result))
-    return tuple(results), partners
+    final = checked(points, results, timer_for, emit, others)
+    kept = {r.key for r in final if r.measurement is not None}
+    return final, {key: samples for key, samples in partners.items() if key in kept}
 
 
 def _interleave_one(
