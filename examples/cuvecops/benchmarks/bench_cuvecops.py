@@ -61,6 +61,7 @@ def _saxpy_inputs(rng: np.random.Generator, n: int) -> dict[str, Any]:
     setup=_saxpy_inputs,
     bytes=lambda n: 3 * 4 * n,
     flops=lambda n: 2 * n,
+    peak_dtype="fp32",
 )
 def saxpy(a: float, x: Any, y: Any, out: Any = None) -> Any:
     """a * x + y in float32: reads x and y, writes the result."""
@@ -81,6 +82,7 @@ def _softmax_inputs(rng: np.random.Generator, rows: int, cols: int) -> dict[str,
     setup=_softmax_inputs,
     bytes=lambda rows, cols: 2 * 4 * rows * cols,
     flops=lambda rows, cols: 5 * rows * cols,
+    peak_dtype="fp32",
 )
 def softmax(x: Any, out: Any = None) -> Any:
     """Row softmax in float32."""
