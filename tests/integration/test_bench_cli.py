@@ -12,7 +12,14 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
-QUICK = ("--timer", "wall", "--min-time", "0.1", "--timeout", "2")  # CPU code: wall clock, GPU or not
+QUICK = (
+    "--timer",
+    "wall",
+    "--min-time",
+    "0.1",
+    "--timeout",
+    "2",
+)  # CPU code: wall clock, GPU or not
 
 
 def cuship(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,120 @@
+"""Reading compute-sanitizer's text report: each error with its kernel, source line and thread,
+and the tool's own totals.
+
+compute-sanitizer prefixes every line it writes with ``=========``; a record starts one space
+after the prefix and its details are indented further. What the program under test prints
+itself has no prefix and is ignored here. racecheck and initcheck exit 0 even when they report
+(without ``--error-exitcode``), so a run is judged by this report, never by the exit code.
+Recorded outputs of the three tools over planted bugs, taken on an H100, are the fixtures
+(tests/fixtures/h100/). Running the tool and mapping kernels back to check cases is the
+``--sanitize`` work still to come; this module is its parser.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Finding", "SanitizerReport", "parse"]
+
+_PREFIX = "========="
+_NOT_FINDINGS = ("COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY", "Target application")
+_AT = re.compile(r"\bat (?P<kernel>.+?)\+0x[0-9a-fA-F]+ in (?P<where>\S+)")
+_BY = re.compile(r"by thread \((?P<thread>[\d,]+)\) in block \((?P<block>[\d,]+)\)")
+_HAZARDS = re.compile(r"\[(?P<count>\d+) hazards?\]")
+_ERRORS = re.compile(r"ERROR SUMMARY: (?P<count>\d+) errors?$")
+_NOT_PRINTED = re.compile(r"ERROR SUMMARY: (?P<count>\d+) errors? were not printed")
+_RACE_SUMMARY = re.compile(
+    r"RACECHECK SUMMARY: (?P<hazards>\d+) hazards? displayed "
+    r"\((?P<errors>\d+) errors?, (?P<warnings>\d+) warnings?\)"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finding:
+    """One reported error: its first line, where it happened (device code, when it was there),
+    and the sanitizer's own lines for it."""
+
+    kind: str  # "Invalid __global__ write of size 4 bytes", "Error: Race reported between ..."
+    lines: tuple[str, ...]
+    kernel: str | None = None  # "oob_write(float *, int)"; None for a failed CUDA API call
+    where: str | None = None  # "planted.cu:8" (needs -lineinfo), else the binary's name
+    thread: str | None = None  # "232,0,0"
+    block: str | None = None
+    hazards: int | None = None  # racecheck: hazards behind this report
+
+    @property
+    def kernel_name(self) -> str | None:
+        """The kernel without its parameter list (``oob_write``), to map back to check cases."""
+        return None if self.kernel is None else self.kernel.partition("(")[0].strip()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SanitizerReport:
+    """A whole report: the findings printed, and the totals the tool gave."""
+
+    findings: tuple[Finding, ...]
+    errors: int | None  # "ERROR SUMMARY: N errors", or racecheck's "(N errors, ...)"
+    warnings: int = 0
+    not_printed: int = 0  # errors past --print-limit
+
+    @property
+    def clean(self) -> bool:
+        """No error reported: a summary of 0 errors and nothing printed."""
+        return self.errors == 0 and not self.findings
+
+    def kernels(self) -> tuple[str, ...]:
+        """The kernels the findings name, in order of first appearance."""
+        names = (f.kernel_name for f in self.findings)
+        return tuple(dict.fromkeys(n for n in names if n is not None))
+
+
+def _records(text: str) -> list[list[str]]:
+    """The prefixed lines grouped into records: a line one space in starts one."""
+    records: list[list[str]] = []
+    for raw in text.splitlines():
+        if not raw.startswith(_PREFIX):
+            continue
+        body = raw[len(_PREFIX) :]
+        line = body.strip()
+        if not line:
+            continue
+        if body.startswith(" ") and not body.startswith("  "):
+            records.append([line])
+        elif records:
+            records[-1].append(line)
+    return records
+
+
+def _finding(lines: list[str]) -> Finding:
+    joined = "\n".join(lines)
+    at, by, hazards = _AT.search(joined), _BY.search(joined), _HAZARDS.search(joined)
+    return Finding(
+        kind=lines[0],
+        lines=tuple(lines),
+        kernel=at["kernel"] if at else None,
+        where=at["where"] if at else None,
+        thread=by["thread"] if by else None,
+        block=by["block"] if by else None,
+        hazards=int(hazards["count"]) if hazards else None,
+    )
+
+
+def parse(text: str) -> SanitizerReport:
+    """Read one compute-sanitizer run's output (memcheck, racecheck, initcheck or synccheck)."""
+    findings: list[Finding] = []
+    errors: int | None = None
+    warnings = not_printed = 0
+    for record in _records(text):
+        head = record[0]
+        if (match := _NOT_PRINTED.search(head)) is not None:
+            not_printed = int(match["count"])
+        elif (match := _ERRORS.search(head)) is not None:
+            errors = int(match["count"])
+        elif (match := _RACE_SUMMARY.search(head)) is not None:
+            errors, warnings = int(match["errors"]), int(match["warnings"])
+        elif not head.startswith(_NOT_FINDINGS):
+            findings.append(_finding(record))
+    return SanitizerReport(
+        findings=tuple(findings), errors=errors, warnings=warnings, not_printed=not_printed
+    )
