@@ -26,6 +26,7 @@ __all__ = [
     "check_imported",
     "find_installed",
     "imported_problems",
+    "installed_dist",
     "missing_requirements",
     "origin_of",
     "project_dist",
@@ -42,6 +43,7 @@ class InstalledDist:
     location: Path  # the site directory that holds its .dist-info
     top_level: tuple[str, ...]
     files: frozenset[Path]  # resolved paths of the files its RECORD lists (empty: no RECORD)
+    editable_root: str | None = None  # the source directory of an editable install (real path)
 
     def owns(self, file: str | Path) -> bool:
         """Whether ``file`` is one of this distribution's installed files."""
@@ -69,6 +71,34 @@ def _top_level(dist: metadata.Distribution) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def _editable_root(dist: metadata.Distribution) -> str | None:
+    """The source directory of an editable install (PEP 610 ``direct_url.json``), else None."""
+    import json
+    import os
+    from urllib.parse import unquote, urlparse
+
+    try:
+        raw = json.loads(dist.read_text("direct_url.json") or "{}")
+    except ValueError:
+        return None
+    if not raw.get("dir_info", {}).get("editable"):
+        return None
+    url = urlparse(str(raw.get("url", "")))
+    return os.path.realpath(unquote(url.path)) if url.scheme == "file" else None
+
+
+def installed_dist(dist: metadata.Distribution, name: str = "") -> InstalledDist:
+    """``dist`` (from importlib.metadata) as an :class:`InstalledDist`."""
+    return InstalledDist(
+        name=dist.metadata["Name"] or name,
+        version=dist.version,
+        location=Path(str(dist.locate_file(""))).resolve(),
+        top_level=_top_level(dist),
+        files=frozenset(Path(str(dist.locate_file(f))).resolve() for f in dist.files or ()),
+        editable_root=_editable_root(dist),
+    )
+
+
 def find_installed(name: str) -> InstalledDist:
     """The distribution ``name`` as installed for this interpreter (:class:`ToolMissing` if not)."""
     try:
@@ -78,15 +108,7 @@ def find_installed(name: str) -> InstalledDist:
             f"{name!r} is not installed for this interpreter",
             hint="install the wheel under test first (cuship gpu-run does), or drop --installed",
         ) from err
-    location = Path(str(dist.locate_file(""))).resolve()
-    files = frozenset(Path(str(dist.locate_file(f))).resolve() for f in dist.files or ())
-    return InstalledDist(
-        name=dist.metadata["Name"] or name,
-        version=dist.version,
-        location=location,
-        top_level=_top_level(dist),
-        files=files,
-    )
+    return installed_dist(dist, name)
 
 
 def project_dist(name: str | None, source: str | Path) -> InstalledDist:

@@ -20,13 +20,15 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.utils import canonicalize_name
 
+if TYPE_CHECKING:  # imported where distributions are read: packaging.requirements is not cheap
+    from cuship._installed import InstalledDist
+
 __all__ = [
     "Extension",
-    "InstalledDist",
     "Origin",
     "PackageOrigin",
     "Provenance",
@@ -207,16 +209,6 @@ def require_built(provenance: Provenance, pythonpath_key: str) -> None:
 # --- classification (pure) ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class InstalledDist:
-    """An installed distribution as far as provenance needs it."""
-
-    name: str
-    version: str
-    files: frozenset[str]  # real absolute paths of the files its RECORD lists
-    editable_root: str | None = None  # the source directory of an editable install
-
-
 def _under(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
@@ -226,8 +218,9 @@ def classify(
 ) -> tuple[Origin, InstalledDist | None]:
     """Where ``file`` (a real path) comes from: a RECORD that lists it, an editable install
     whose source holds it, a site directory without a RECORD, or else a source tree."""
+    path = Path(file)
     for dist in dists:
-        if file in dist.files:
+        if path in dist.files:
             return "installed", dist
     for dist in dists:
         if dist.editable_root is not None and _under(file, dist.editable_root):
@@ -272,37 +265,15 @@ def _site_dirs() -> tuple[str, ...]:
     return tuple(dict.fromkeys(os.path.realpath(d) for d in dirs))
 
 
-def _editable_root(dist: Any) -> str | None:
-    import json
-    from urllib.parse import unquote, urlparse
-
-    try:
-        raw = json.loads(dist.read_text("direct_url.json") or "{}")
-    except ValueError:
-        return None
-    if not raw.get("dir_info", {}).get("editable"):
-        return None
-    url = urlparse(str(raw.get("url", "")))
-    return os.path.realpath(unquote(url.path)) if url.scheme == "file" else None
-
-
-def _installed(dist: Any) -> InstalledDist:
-    files = frozenset(os.path.realpath(str(dist.locate_file(f))) for f in dist.files or ())
-    return InstalledDist(
-        name=str(dist.metadata["Name"]),
-        version=str(dist.version),
-        files=files,
-        editable_root=_editable_root(dist),
-    )
-
-
 def _dists(names: Iterable[str]) -> list[InstalledDist]:
     from importlib import metadata
+
+    from cuship._installed import installed_dist
 
     found = []
     for name in dict.fromkeys(names):
         try:
-            found.append(_installed(metadata.distribution(name)))
+            found.append(installed_dist(metadata.distribution(name), name))
         except metadata.PackageNotFoundError:
             continue
     return found

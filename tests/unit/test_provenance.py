@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from cuship._installed import InstalledDist
 from cuship.provenance import (
     Extension,
-    InstalledDist,
     PackageOrigin,
     Provenance,
     classify,
@@ -21,10 +21,19 @@ from cuship.provenance import (
 
 SITE = "/venv/lib/python3.12/site-packages"
 WHEEL = InstalledDist(
-    name="cuvecops", version="0.1.0", files=frozenset({f"{SITE}/cuvecops/__init__.py"})
+    name="cuvecops",
+    version="0.1.0",
+    location=Path(SITE),
+    top_level=("cuvecops",),
+    files=frozenset({Path(f"{SITE}/cuvecops/__init__.py")}),
 )
 EDITABLE = InstalledDist(
-    name="cuvecops", version="0.2.0", files=frozenset(), editable_root="/work/cuvecops"
+    name="cuvecops",
+    version="0.2.0",
+    location=Path(SITE),
+    top_level=("cuvecops",),
+    files=frozenset(),
+    editable_root="/work/cuvecops",
 )
 
 
