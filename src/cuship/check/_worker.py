@@ -3,8 +3,9 @@
 Protocol, one JSON document per line: the parent sends a hello (modules, root, pythonpath and,
 optionally, the project ``packages`` to trace), the worker answers ``{"ready": true}`` (with
 ``"provenance"`` when packages were asked for) or ``{"fatal": message}``. Then
-``{"prepare": engine}`` imports an engine's modules, answering ``{"prepared": true}`` or
-``{"prepared": false, "problem": {...}}``, and ``{"batch": [case, ...]}`` runs cases back to
+``{"prepare": engine}`` imports an engine's modules (``"launch": true``, sent once per engine
+and run by the probe, also launches its one-element kernel), answering ``{"prepared": true}``
+or ``{"prepared": false, "problem": {...}}``, and ``{"batch": [case, ...]}`` runs cases back to
 back, answering one line per case as each finishes (the parent times each case by its answer's
 arrival). Stray prints from kernels go to stderr, so stdout carries only the protocol.
 
@@ -54,7 +55,7 @@ def _serve(channel: IO[str], hello: dict[str, Any]) -> int:
     for line in sys.stdin:
         request = json.loads(line)
         if "prepare" in request:
-            _send(channel, _prepare(request["prepare"]))
+            _send(channel, _prepare(request["prepare"], launch=bool(request.get("launch"))))
             continue
         for one in request["batch"]:
             _send(channel, _run(ops, one))
@@ -70,12 +71,14 @@ def _provenance(packages: list[str]) -> dict[str, Any]:
         return Provenance(note=f"provenance not collected: {one_line(err)}").to_json()
 
 
-def _prepare(engine: str) -> dict[str, Any]:
+def _prepare(engine: str, *, launch: bool) -> dict[str, Any]:
+    """Import the engine's modules; with ``launch`` (the run's one probe of the engine) also
+    compile and launch its one-element kernel."""
     from cuship.check.availability import import_problem
     from cuship.check.engines import engine_imports
 
     problem = import_problem(engine_imports(engine))
-    if problem is None:
+    if problem is None and launch:
         from cuship.check.smoke import launch_problem
 
         problem = launch_problem(engine)

@@ -74,7 +74,7 @@ class EngineProbe:
             return
         try:
             answer = self.worker.request(
-                {"prepare": engine},
+                {"prepare": engine, "launch": True},
                 timeout=self.timeout,
                 what=f"importing {', '.join(modules)} for engine {engine}",
             )
