@@ -51,7 +51,7 @@ class ScriptedTimer:
     def prepare(self, call: Any) -> None:
         return None
 
-    def check(self, call: Any) -> tuple[str, ...]:
+    def check(self, make_call: Any) -> tuple[str, ...]:
         self.checked += 1
         return ()
 

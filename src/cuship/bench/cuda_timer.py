@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from cuship.bench.hot import Hot, measure_hot
@@ -57,9 +58,9 @@ class CudaTimer:
             call()
             sync()
 
-    def check(self, call: Call) -> tuple[str, ...]:
+    def check(self, make_call: Callable[[], Call]) -> tuple[str, ...]:
         """Refuse a call that launches no device work (HostCodeTimed); notes if unchecked."""
-        return check_launches(self.probe, call)
+        return check_launches(self.probe, make_call())
 
     def sample(self, call: Call) -> tuple[float, int | None]:
         cuda = self.torch.cuda

@@ -114,7 +114,7 @@ def run_points(
 def _check_one(point: Point, timer: Timer, which: str = "") -> tuple[str, ...]:
     """The timer's check of one point, on fresh inputs (seed 0); raises HostCodeTimed."""
     try:
-        return timer.check(_call(point, 0))
+        return timer.check(lambda: _call(point, 0))
     except HostCodeTimed as err:
         err.which = which
         raise

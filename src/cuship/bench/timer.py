@@ -176,7 +176,8 @@ def throttled_indices(
 class Timer(Protocol):
     """Takes one sample of ``call``: (seconds per call, SM clock in MHz or None).
 
-    ``prepare`` warms the call up; ``check`` runs the call once more to see whether it can be
+    ``prepare`` warms the call up; ``check`` builds the call (``make_call``: the case's setup
+    runs again) when it has something to check and runs it once more, to see whether it can be
     timed as asked (it raises when not, and returns notes on what it could not check): the
     runner calls it for every point after all points are timed, because the CUDA timer's check
     profiles the call and the profiler leaves every later kernel launch of the process slower
@@ -188,7 +189,7 @@ class Timer(Protocol):
 
     def prepare(self, call: Call) -> None: ...
 
-    def check(self, call: Call) -> tuple[str, ...]: ...
+    def check(self, make_call: Callable[[], Call]) -> tuple[str, ...]: ...
 
     def sample(self, call: Call) -> tuple[float, int | None]: ...
 
@@ -226,8 +227,8 @@ class WallTimer:
             spent = self._batch(call, calls)
         self.calls_per_sample = calls
 
-    def check(self, call: Call) -> tuple[str, ...]:
-        return ()
+    def check(self, make_call: Callable[[], Call]) -> tuple[str, ...]:
+        return ()  # wall-clock time is what it is: nothing to check, no inputs to build
 
     def sample(self, call: Call) -> tuple[float, int | None]:
         return self._batch(call, self.calls_per_sample) / self.calls_per_sample, None
