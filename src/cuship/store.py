@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,14 +96,7 @@ class Store:
             path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            with _transaction(conn):
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            _retry_locked(lambda: _set_up(conn), busy_timeout_s)
         except (sqlite3.DatabaseError, OSError) as err:
             raise InputError(
                 f"cannot open the results store {str(path)!r}: {err}",
@@ -185,6 +179,35 @@ class Store:
             ResultRow(key=r[0], status=r[1], payload=json.loads(r[2]), numbers=json.loads(r[3]))
             for r in rows
         )
+
+
+def _set_up(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    with _transaction(conn):
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _retry_locked(step: Callable[[], None], timeout_s: float) -> None:
+    """Run ``step``, again while SQLite says the database is locked, for up to ``timeout_s``.
+
+    Writers that open a new store at the same moment race on switching it to WAL; SQLite can
+    answer that race with "database is locked" at once, without its busy handler (seen with four
+    processes creating one store).
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 @contextmanager
