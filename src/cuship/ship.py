@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cuship.attest.keys import SigningKey
-from cuship.build.plan import BuildPlan, Host, plan_job
-from cuship.build.run import Outcome, build_all, require_buildable
+from cuship.builder.batch import Outcome, build_all, require_buildable
+from cuship.builder.plan import BuildPlan, Host, plan_job
 from cuship.compat import load
 from cuship.config import Config
 from cuship.errors import ToolMissing
@@ -112,7 +112,7 @@ def ship(
     with clock.run("build", emit):
         outcomes = build_all(plans, environ=environ, emit=emit)
         if cpu_only:
-            from cuship.build.cpu import plan_cpu, run_cpu
+            from cuship.builder.cpu import plan_cpu, run_cpu
 
             cpu = run_cpu(
                 plan_cpu(config, host, out_dir=out_dir / "wheels"), environ=environ, emit=emit

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from cuship._ci_section import CiSection
 from cuship.ci import CiContext, GeneratedFile, context_for, generate, write_files
 from cuship.compat import load
 from cuship.config import Config, load_config
+from cuship.config.ci import CiSection
 from cuship.errors import ConfigError, InputError, UsageError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import io
 
-from cuship._console import Console, in_github_actions
+from cuship.cli._console import Console, in_github_actions
 from cuship.events import Event
 
 

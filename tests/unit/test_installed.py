@@ -9,7 +9,9 @@ from types import SimpleNamespace
 import packaging
 import pytest
 
-from cuship._installed import (
+from cuship.errors import CheckFailed, ToolMissing
+from cuship.gpurun.origins import record
+from cuship.provenance.installed import (
     InstalledDist,
     check_imported,
     find_installed,
@@ -17,8 +19,6 @@ from cuship._installed import (
     missing_requirements,
     without_shadowing,
 )
-from cuship.errors import CheckFailed, ToolMissing
-from cuship.gpurun.origins import record
 
 
 def _dist(tmp_path: Path) -> InstalledDist:

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from cuship._probe import NvmlAnswer, NvmlGpu
 from cuship.errors import UsageError
 from cuship.machine import fingerprint, parse_gpus_override
+from cuship.machine.probe import NvmlAnswer, NvmlGpu
 
 SMI_QUERY = "0, NVIDIA H100 80GB HBM3, 9.0, 81559, 570.124.06, GPU-abc\n1, NVIDIA H100 80GB HBM3, 9.0, 81559, 570.124.06, GPU-def\n"
 SMI_HEADER_OLD = "| NVIDIA-SMI 570.124.06   Driver Version: 570.124.06   CUDA Version: 12.8     |\n"

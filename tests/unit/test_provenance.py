@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from cuship._installed import InstalledDist
 from cuship.provenance import (
     Extension,
     PackageOrigin,
@@ -18,6 +17,7 @@ from cuship.provenance import (
     project_packages,
     unbuilt,
 )
+from cuship.provenance.installed import InstalledDist
 
 SITE = "/venv/lib/python3.12/site-packages"
 WHEEL = InstalledDist(

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from cuship._gpu_machine import GpuMachine, card_memory_mib, unmet, worker_share
-from cuship._gpu_markers import SHORTHAND_MARKERS, GpuRequirement, describe, parse_marker
-from cuship._gpu_session import read_settings
-from cuship._probe import NvmlAnswer, NvmlGpu
 from cuship.compat import load
 from cuship.errors import UsageError
 from cuship.machine import Gpu, fingerprint
+from cuship.machine.probe import NvmlAnswer, NvmlGpu
+from cuship.pytest_plugin.machine import GpuMachine, card_memory_mib, unmet, worker_share
+from cuship.pytest_plugin.markers import SHORTHAND_MARKERS, GpuRequirement, describe, parse_marker
+from cuship.pytest_plugin.session import read_settings
 
 COMPAT = load()
 

@@ -274,7 +274,7 @@ def test_the_table_shows_markup_in_names_as_text(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setenv("COLUMNS", "400")  # the whole name on one line, whatever the terminal
 
-    from cuship._console import Console
+    from cuship.cli._console import Console
     from cuship.cli.resolve import render
 
     evil = Candidate(filename="[bold red]<script>alert(1)</script>.whl", url="u")

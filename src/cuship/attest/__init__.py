@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cuship._files import write_atomic
+from cuship._fs import write_atomic
 from cuship.attest.dsse import (
     IN_TOTO_PAYLOAD_TYPE,
     STATEMENT_TYPE,

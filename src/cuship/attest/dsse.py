@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuship import _files
+from cuship import _fs
 from cuship.attest.keys import SigningKey
 from cuship.errors import InputError
 
@@ -79,7 +79,7 @@ def pae(payload_type: str, body: bytes) -> bytes:
 def sha256_file(path: Path) -> str:
     """Hex sha256 of a file, read in chunks; unreadable files are an :class:`InputError`."""
     try:
-        return _files.sha256_file(path)
+        return _fs.sha256_file(path)
     except OSError as err:
         raise InputError(f"cannot read {str(path)!r}: {err.strerror or err}") from err
 

@@ -212,7 +212,7 @@ def _check_target(site: Path) -> None:
 
 def write_site(site: Path, files: Mapping[str, str], emit: Emit = discard) -> Path:
     """Write ``files`` as the whole content of directory ``site``, replacing it in one step."""
-    from cuship.index._atomic import exchange, locked, recover, staging_dir
+    from cuship._fs import exchange, locked, recover, staging_dir
 
     site = site.absolute()
     _check_target(site)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cuship._gpu_peaks import GpuPeak
+from cuship.compat.peaks import GpuPeak
 
 __all__ = ["DtypeOrigin", "PeakShare", "case_dtype", "normalise_dtype", "peak_share"]
 

@@ -62,7 +62,7 @@ def _discover(project: BenchProject) -> tuple[Case, ...]:
     """The project's cases; with ``--installed``, proven to import the installed package."""
     cases = discover(project.config.modules, project.root, project.pythonpath)
     if project.installed is not None:
-        from cuship._installed import check_imported
+        from cuship.provenance.installed import check_imported
 
         check_imported(project.installed, sys.modules)
     return cases

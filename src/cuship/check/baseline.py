@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cuship import __version__
-from cuship._files import write_atomic
+from cuship._fs import write_atomic
 from cuship.check.results import CheckReport, Regression, json_number
 from cuship.errors import InputError
 

@@ -14,7 +14,7 @@ from cuship.provenance import project_packages
 from cuship.store import store_path
 
 if TYPE_CHECKING:
-    from cuship._installed import InstalledDist
+    from cuship.provenance.installed import InstalledDist
 
 __all__ = ["CheckProject", "find_project"]
 
@@ -66,7 +66,7 @@ def find_project(path: Path, *, installed: bool = False) -> CheckProject:
     pythonpath = _paths(loaded.root, config.pythonpath)
     dist: InstalledDist | None = None
     if installed:
-        from cuship._installed import project_dist, without_shadowing
+        from cuship.provenance.installed import project_dist, without_shadowing
 
         dist = project_dist(loaded.project.name, loaded.source)
         pythonpath = without_shadowing(pythonpath, dist)

@@ -67,7 +67,7 @@ def run_check(
     project = find_project(request.path, installed=request.installed)
     ops = discover(project.config.modules, project.root, project.pythonpath)
     if project.installed is not None:
-        from cuship._installed import check_imported
+        from cuship.provenance.installed import check_imported
 
         check_imported(project.installed, sys.modules)
     the_plan = plan(ops, _settings(request, project))

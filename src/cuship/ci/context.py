@@ -6,9 +6,9 @@ import shlex
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from cuship._ci_section import CiSection
 from cuship.compat import Compat
 from cuship.config import Config
+from cuship.config.ci import CiSection
 from cuship.errors import ConfigError, NothingToDo
 from cuship.matrix import BuildJob, expand_all, unknown_job
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from cuship._files import write_atomic
+from cuship._fs import write_atomic
 from cuship.ci._yaml import dump
 from cuship.ci.context import CiContext
 from cuship.ci.github import ACTIONLINT_CONFIG, WORKFLOW, actionlint_config, github_workflow

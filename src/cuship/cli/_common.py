@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cuship._console import Console
+from cuship.cli._console import Console
 from cuship.errors import CushipError
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -8,9 +8,7 @@ from pathlib import Path
 
 import click
 
-from cuship._console import Console
-from cuship.build.plan import BuildPlan, Host, host_of, plan_job
-from cuship.build.run import (
+from cuship.builder.batch import (
     Outcome,
     build_all,
     engine_answers,
@@ -19,7 +17,9 @@ from cuship.build.run import (
     require_buildable,
     sccache_stats,
 )
+from cuship.builder.plan import BuildPlan, Host, host_of, plan_job
 from cuship.cli._common import exit_with, json_option, make_console, verbose_option
+from cuship.cli._console import Console
 from cuship.compat import load
 from cuship.config import Config, load_config
 from cuship.errors import ToolMissing

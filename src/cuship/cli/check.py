@@ -114,9 +114,9 @@ def command(path: Path, **options: object) -> None:
 
 
 def _render(console: object, report: object, fmt: str, output: Path | None) -> None:
-    from cuship._console import Console
     from cuship.check.reports import failure_text, render, summary_line
     from cuship.check.results import CheckReport
+    from cuship.cli._console import Console
 
     assert isinstance(console, Console) and isinstance(report, CheckReport)
     document = render(report, fmt)

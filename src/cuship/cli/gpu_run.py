@@ -12,7 +12,7 @@ from cuship.cli._common import exit_with, json_option, make_console, verbose_opt
 from cuship.errors import UsageError
 
 if TYPE_CHECKING:
-    from cuship._console import Console
+    from cuship.cli._console import Console
     from cuship.gpurun.results import GpuRunReport
 
 

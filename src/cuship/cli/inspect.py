@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from cuship._console import Console
 from cuship.cli._common import json_option, make_console
+from cuship.cli._console import Console
 from cuship.wheel.audit import ObjectReport, WheelReport, inspect_path
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from cuship._console import Console
 from cuship.cli._common import make_console
+from cuship.cli._console import Console
 from cuship.compat import load
 from cuship.config import load_config
 from cuship.errors import NothingToDo

@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 
 import click
 
-from cuship._console import Console
 from cuship.cli._common import json_option, make_console, verbose_option
+from cuship.cli._console import Console
 from cuship.errors import CheckFailed
 from cuship.resolve.select import Resolution, Verdict
 

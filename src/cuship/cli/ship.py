@@ -11,7 +11,7 @@ import click
 from cuship.cli._common import exit_with, json_option, make_console, verbose_option
 
 if TYPE_CHECKING:
-    from cuship._console import Console
+    from cuship.cli._console import Console
     from cuship.ship import ShipReport
 
 

@@ -29,8 +29,8 @@ def _tools() -> dict[str, bool]:
 
 
 def _torch() -> dict[str, Any] | None:
-    from cuship._probe import SystemProbe
     from cuship.machine import _torch as torch_of
+    from cuship.machine.probe import SystemProbe
 
     found = torch_of(os.environ, SystemProbe())
     return None if found is None else {"version": found.version, "cxx11abi": found.cxx11abi}
@@ -53,8 +53,8 @@ def _venv_purelib(venv: str) -> str:
 def _dist(name: str) -> dict[str, Any] | None:
     from importlib import metadata
 
-    from cuship._installed import find_installed, missing_requirements, origin_of
     from cuship.errors import ToolMissing
+    from cuship.provenance.installed import find_installed, missing_requirements, origin_of
 
     try:
         dist = find_installed(name)

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cuship._files import sha256_file, write_atomic
+from cuship._fs import sha256_file, write_atomic
 from cuship.errors import ToolMissing
 from cuship.events import Emit, Event, Level, discard
 from cuship.gpurun.plan import InstallPlan, StagePlan

@@ -29,8 +29,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def record(dist_name: str, modules: dict[str, Any]) -> dict[str, Any]:
     """The line for this process: each of the distribution's modules found in ``modules``."""
-    from cuship._installed import find_installed
     from cuship.errors import ToolMissing
+    from cuship.provenance.installed import find_installed
 
     line: dict[str, Any] = {"pid": os.getpid(), "worker": os.environ.get("PYTEST_XDIST_WORKER")}
     try:

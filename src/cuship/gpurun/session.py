@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from cuship._files import write_atomic
+from cuship._fs import write_atomic
 from cuship.errors import ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.gpurun.execute import install, probe, run_stage, unrun

@@ -22,7 +22,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from cuship._files import sha256_file
+from cuship._fs import sha256_file
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, ScanCache

@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuship import _fs
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
-from cuship.index import _atomic
 from cuship.index._cache import ScanCache
 from cuship.index.attached import find_attestations
 from cuship.index.keep import Kept, read_existing
@@ -85,10 +85,10 @@ def write(
     """
     base = check_base_url(base_url)
     out = Path(out)
-    with _atomic.locked(out, emit):
-        _atomic.recover(out, emit)
+    with _fs.locked(out, emit):
+        _fs.recover(out, emit)
         _refuse_foreign(out)
-        staging = _atomic.staging_dir(out)
+        staging = _fs.staging_dir(out)
         try:
             summary = _build(
                 list(wheels_or_paths),
@@ -97,7 +97,7 @@ def write(
                 _Options(base_url=base, describe=describe, yanked=yanked or {}, keep=keep_existing),
                 emit,
             )
-            _atomic.exchange(staging, out)
+            _fs.exchange(staging, out)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise

@@ -22,7 +22,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from packaging.utils import canonicalize_name
 
-from cuship._files import sha256_file
+from cuship._fs import sha256_file
 from cuship.errors import CheckFailed, InputError
 from cuship.events import Emit, Event, discard
 from cuship.resolve._http import (

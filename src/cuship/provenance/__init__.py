@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from packaging.utils import canonicalize_name
 
 if TYPE_CHECKING:  # imported where distributions are read: packaging.requirements is not cheap
-    from cuship._installed import InstalledDist
+    from cuship.provenance.installed import InstalledDist
 
 __all__ = [
     "Extension",
@@ -268,7 +268,7 @@ def _site_dirs() -> tuple[str, ...]:
 def _dists(names: Iterable[str]) -> list[InstalledDist]:
     from importlib import metadata
 
-    from cuship._installed import installed_dist
+    from cuship.provenance.installed import installed_dist
 
     found = []
     for name in dict.fromkeys(names):

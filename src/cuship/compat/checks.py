@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
-from cuship._tomlrows import Row
+from cuship.compat.rows import Row
 
 if TYPE_CHECKING:
     from cuship.compat import CudaToolkit, GpuModel, TorchRelease

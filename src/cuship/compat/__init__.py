@@ -18,9 +18,9 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from cuship._compat_checks import check_gpus, check_toolkits, check_torch
-from cuship._gpu_peaks import GpuPeak, check_peaks, parse_peak
-from cuship._tomlrows import Row, read_rows
+from cuship.compat.checks import check_gpus, check_toolkits, check_torch
+from cuship.compat.peaks import GpuPeak, check_peaks, parse_peak
+from cuship.compat.rows import Row, read_rows
 from cuship.errors import UsageError
 
 __all__ = [
@@ -34,7 +34,7 @@ __all__ = [
     "load",
 ]
 
-DATA_DIR = Path(__file__).parent / "data"
+DATA_DIR = Path(__file__).parent.parent / "data"
 
 _SM_PREFIX = re.compile(r"^(?:sm_|compute_|sm)")
 _CU_LABEL = re.compile(r"^cu(\d{2,3})$")

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from cuship._gpu_markers import GpuRequirement, article, cc_key, describe, format_gib
 from cuship.machine import Fingerprint, Gpu
+from cuship.pytest_plugin.markers import GpuRequirement, article, cc_key, describe, format_gib
 
 if TYPE_CHECKING:
     from cuship.compat import GpuModel

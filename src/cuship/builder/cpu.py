@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuship.build.local import build_job
-from cuship.build.plan import Host, Step, wheel_step
-from cuship.build.run import Outcome, outcome_of
+from cuship.builder.batch import Outcome, outcome_of
+from cuship.builder.execute import build_job
+from cuship.builder.plan import Host, Step, wheel_step
 from cuship.config import Config
 from cuship.events import Emit, discard
 

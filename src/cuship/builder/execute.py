@@ -1,4 +1,4 @@
-"""Run a :class:`~cuship.build.plan.BuildPlan`: its commands, then repair → retag → verify → smoke.
+"""Run a :class:`~cuship.builder.plan.BuildPlan`: its commands, then repair → retag → verify → smoke.
 
 Output of each command is captured into the job's log and replayed (the compiler's own lines) when a
 step fails. Writes go to a job's own directories; the finished wheel is moved into place last.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from packaging.utils import parse_wheel_filename
 
-from cuship.build.plan import BuildPlan, Step
+from cuship.builder.plan import BuildPlan, Step
 from cuship.errors import CheckFailed, CushipError
 from cuship.events import Emit, Event, discard
 from cuship.wheel.audit import WheelReport
@@ -207,7 +207,7 @@ def build_job(
     )
     smoke = None
     if test_import:
-        from cuship.build.smoke import smoke_test
+        from cuship.builder.smoke import smoke_test
 
         smoke = smoke_test(wheel, test_import, log=log, environ=env)
     return JobResult(

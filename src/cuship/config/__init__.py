@@ -17,10 +17,10 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from cuship import _typedload
-from cuship._ci_section import CiSection
-from cuship._typedload import field_doc
 from cuship.arch import parse_arch_list
+from cuship.config import typedload as _typedload
+from cuship.config.ci import CiSection
+from cuship.config.typedload import field_doc
 from cuship.errors import ConfigError, CushipError
 
 if sys.version_info >= (3, 11):

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from cuship.build.local import JobResult, run_plan
-from cuship.build.plan import BuildPlan
+from cuship.builder.execute import JobResult, run_plan
+from cuship.builder.plan import BuildPlan
 from cuship.errors import CushipError, NothingToDo
 from cuship.events import Emit, Event, discard
 

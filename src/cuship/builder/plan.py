@@ -204,7 +204,7 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
     raw_dir = out_dir / "raw" / job.id
     log = out_dir / "logs" / f"{job.id}.log"
     if mode == "container":
-        from cuship.build.container import container_steps
+        from cuship.builder.container import container_steps
 
         blocker = None if host.engine else "no container engine (docker or podman) on PATH"
         steps = container_steps(job, config, host, raw_dir)

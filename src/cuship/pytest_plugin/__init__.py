@@ -53,8 +53,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from cuship._gpu_markers import SHORTHAND_MARKERS, article, describe
-from cuship._gpu_session import (
+from cuship.errors import UsageError
+from cuship.pytest_plugin.markers import SHORTHAND_MARKERS, article, describe
+from cuship.pytest_plugin.session import (
     GPU_ITEM,
     MACHINE,
     REQUIRE_NODEID,
@@ -70,11 +71,10 @@ from cuship._gpu_session import (
     require_problem,
     requirements,
 )
-from cuship.errors import UsageError
 
 if TYPE_CHECKING:
-    from cuship._gpu_machine import GpuMachine
-    from cuship._gpu_markers import GpuRequirement
+    from cuship.pytest_plugin.machine import GpuMachine
+    from cuship.pytest_plugin.markers import GpuRequirement
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -126,7 +126,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _take_worker_share(config: pytest.Config, handed: Mapping[str, Any]) -> None:
-    from cuship._gpu_machine import GpuMachine
+    from cuship.pytest_plugin.machine import GpuMachine
 
     config.stash[MACHINE] = GpuMachine.from_json(handed["machine"])
     if handed.get("cuda_visible_devices") is not None:
@@ -210,7 +210,7 @@ def _judge(
     *,
     listing: bool,
 ) -> None:
-    from cuship._gpu_machine import unmet
+    from cuship.pytest_plugin.machine import unmet
 
     item.stash[GPU_ITEM] = True
     reason = None

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
-from cuship._gpu_markers import GPU_MARKER, SHORTHAND_MARKERS, marker_text, parse_marker
 from cuship.errors import CushipError, UsageError
+from cuship.pytest_plugin.markers import GPU_MARKER, SHORTHAND_MARKERS, marker_text, parse_marker
 
 if TYPE_CHECKING:
-    from cuship._gpu_machine import GpuMachine
-    from cuship._gpu_markers import GpuRequirement
     from cuship.compat import GpuModel
+    from cuship.pytest_plugin.machine import GpuMachine
+    from cuship.pytest_plugin.markers import GpuRequirement
 
 __all__ = [
     "GPU_ITEM",
@@ -140,8 +140,8 @@ def machine_of(config: pytest.Config) -> GpuMachine:
     if MACHINE not in config.stash:
         try:
             with gc_paused():
-                from cuship._gpu_machine import GpuMachine
                 from cuship.machine import fingerprint
+                from cuship.pytest_plugin.machine import GpuMachine
 
                 fp = fingerprint(os.environ)
         except CushipError as err:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
-from cuship._tomlrows import Row
+from cuship.compat.rows import Row
 
 __all__ = ["PRECISIONS", "GpuPeak", "check_peaks", "parse_peak"]
 

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from cuship._probe import Probe, SystemProbe
 from cuship.errors import UsageError
+from cuship.machine.probe import Probe, SystemProbe
 
 __all__ = ["Fingerprint", "Gpu", "Toolkit", "TorchInfo", "fingerprint", "parse_gpus_override"]
 

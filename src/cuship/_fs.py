@@ -1,9 +1,10 @@
-"""Replace a directory tree as one step, under a lock, so a crash leaves the old tree intact.
+"""File operations cuship does in many places: hash a file, replace a file atomically, and
+replace a whole directory tree as one step under a lock.
 
-The new tree is built in a temporary directory beside the target. On Linux the two are swapped
-with ``renameat2(RENAME_EXCHANGE)``, which is atomic. Where that call is missing the swap takes
-two renames; a crash between them leaves the old tree under ``.NAME.old-*``, which the next run
-puts back before doing anything else.
+A tree is built in a staging directory beside its target. On Linux the two are swapped with
+``renameat2(RENAME_EXCHANGE)``, which is atomic. Where that call is missing the swap takes two
+renames; a crash between them leaves the old tree under ``.NAME.old-*``, which the next run puts
+back before doing anything else.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import hashlib
 import os
 import shutil
 import tempfile
@@ -20,7 +22,37 @@ from pathlib import Path
 
 from cuship.events import Emit, Event, discard
 
-__all__ = ["exchange", "locked", "recover", "staging_dir"]
+__all__ = ["exchange", "locked", "recover", "sha256_file", "staging_dir", "write_atomic"]
+
+_CHUNK = 1 << 20
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of the file at ``path``, read in 1 MiB chunks (OSError propagates)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` in one rename: readers see the old file or the new one.
+
+    The temporary file is unique (two writers never share it) and removed on failure;
+    OSError propagates for the caller to name the path and the fix.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            os.fchmod(handle.fileno(), mode)
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
