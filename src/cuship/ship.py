@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from cuship.attest.keys import SigningKey
 from cuship.builder.batch import Outcome, build_all, require_buildable
-from cuship.builder.plan import BuildPlan, Host, plan_job
+from cuship.builder.model import BuildPlan, Host
+from cuship.builder.plan import plan_job
 from cuship.compat import load
 from cuship.config import Config
 from cuship.errors import ToolMissing

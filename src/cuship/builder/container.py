@@ -11,7 +11,7 @@ import re
 import shlex
 from pathlib import Path
 
-from cuship.builder.plan import Host, Step, job_env, pip_wheel_argv
+from cuship.builder.model import Host, Step, job_env, pip_wheel_argv
 from cuship.config import Config
 from cuship.matrix import BuildJob
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from cuship.builder.batch import Outcome, outcome_of
 from cuship.builder.execute import build_job
-from cuship.builder.plan import Host, Step, wheel_step
+from cuship.builder.model import Host, Step, wheel_step
 from cuship.config import Config
 from cuship.events import Emit, discard
 

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import parse_wheel_filename
 
-from cuship.builder.plan import BuildPlan, Step
-from cuship.errors import CheckFailed, CushipError
+from cuship.builder.commands import BuildFailed, run_step
+from cuship.builder.model import BuildPlan, Step
+from cuship.builder.smoke import smoke_test
+from cuship.errors import CushipError
 from cuship.events import Emit, Event, discard
 from cuship.wheel.audit import WheelReport
 
@@ -33,14 +32,6 @@ __all__ = [
     "single_wheel",
 ]
 
-# compiler diagnostics first ("ops.cu(193): error: ...", "x.cpp:3:1: error: ..."), then any error line
-_DIAGNOSTIC = re.compile(r"(\(\d+\)|:\d+(:\d+)?):\s*(fatal )?error|CMake Error|undefined reference")
-_ERROR_LINE = re.compile(r"\b(error|ERROR|fatal)\b")
-
-
-class BuildFailed(CheckFailed):
-    """A build step failed; the message carries the tool's own error lines."""
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobResult:
@@ -50,39 +41,6 @@ class JobResult:
     verify_problems: tuple[str, ...]
     smoke: str | None
     seconds: float
-
-
-def _error_excerpt(log: str, limit: int = 25) -> str:
-    """The tool's own error lines: compiler diagnostics with two lines of context, else error lines."""
-    lines = log.splitlines()
-    hits = [i for i, line in enumerate(lines) if _DIAGNOSTIC.search(line)]
-    if hits:
-        picked = sorted({j for i in hits for j in range(i, min(i + 3, len(lines)))})
-        return "\n".join(lines[j].strip() for j in picked[:limit])
-    errors = [line.strip() for line in lines if _ERROR_LINE.search(line)]
-    return "\n".join(errors[:limit] or lines[-limit:])
-
-
-def run_step(step: Step, log_path: Path, environ: Mapping[str, str], emit: Emit = discard) -> str:
-    """Run one command step, appending its output to ``log_path``; raise BuildFailed on failure."""
-    env = {**environ, **step.env}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    emit(Event(level="debug", topic="build", message=step.shell()))
-    try:
-        done = subprocess.run(
-            list(step.argv), env=env, cwd=step.cwd, capture_output=True, text=True, check=False
-        )
-    except FileNotFoundError as err:
-        raise BuildFailed(f"{step.name}: cannot run {step.argv[0]!r}: {err.strerror}") from err
-    output = done.stdout + done.stderr
-    with log_path.open("a", encoding="utf-8") as log:
-        log.write(f"$ {step.shell()}\n{output}\n")
-    if done.returncode != 0:
-        raise BuildFailed(
-            f"{step.name} failed (exit {done.returncode}); the tool said:\n{_error_excerpt(output)}",
-            hint=f"full log: {log_path}",
-        )
-    return output
 
 
 def single_wheel(directory: Path, job_id: str) -> Path:
@@ -207,8 +165,6 @@ def build_job(
     )
     smoke = None
     if test_import:
-        from cuship.builder.smoke import smoke_test
-
         smoke = smoke_test(wheel, test_import, log=log, environ=env)
     return JobResult(
         job_id=job_id,

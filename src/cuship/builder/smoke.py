@@ -7,8 +7,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from cuship.builder.execute import run_step
-from cuship.builder.plan import Step
+from cuship.builder.commands import run_step
+from cuship.builder.model import Step
 
 __all__ = ["smoke_test"]
 

@@ -38,15 +38,15 @@ def command(
     path: Path, out_dir: Path, no_check: bool, sign_key: Path | None, as_json: bool, verbose: bool
 ) -> None:
     """Plan, build what this host can, repair/label/verify, quick-check, index, and summarise."""
-    from cuship.cli.build import _host, _preflight
+    from cuship.builder.hosttools import detect_host, preflight
     from cuship.config import load_config
     from cuship.ship import ship
 
     console = make_console(verbose)
     config = load_config(path)
-    host = _host(config)
+    host = detect_host(config)
     if host.nvcc is not None:
-        _preflight(host, config, "local")
+        preflight(host, config, "local")
     report = ship(
         path,
         out_dir.resolve(),
@@ -86,9 +86,9 @@ def _as_json(report: ShipReport, line: str) -> dict[str, object]:
 
 
 def _render(console: Console, report: ShipReport, line: str) -> None:
-    from cuship.cli.build import _summary
+    from cuship.cli._buildtable import render_build_summary
 
-    _summary(console, report.outcomes, None)
+    render_build_summary(console, report.outcomes, None)
     if report.cpu_only:
         console.out.print(
             "[yellow]CPU-only:[/] no nvcc on this host, so the wheel above has no CUDA kernels; "

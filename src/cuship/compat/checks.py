@@ -5,14 +5,11 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
+from cuship.compat.models import CudaToolkit, GpuModel, TorchRelease
 from cuship.compat.rows import Row
-
-if TYPE_CHECKING:
-    from cuship.compat import CudaToolkit, GpuModel, TorchRelease
 
 __all__ = ["check_gpus", "check_toolkits", "check_torch"]
 

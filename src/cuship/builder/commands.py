@@ -1,0 +1,61 @@
+"""Run one command step of a build, its output appended to the job's log; a failure carries the
+tool's own error lines (compiler diagnostics first)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from cuship.builder.model import Step
+from cuship.errors import CheckFailed
+from cuship.events import Emit, Event, discard
+
+__all__ = ["BuildFailed", "run_step"]
+
+
+# compiler diagnostics first ("ops.cu(193): error: ...", "x.cpp:3:1: error: ..."), then any error line
+_DIAGNOSTIC = re.compile(r"(\(\d+\)|:\d+(:\d+)?):\s*(fatal )?error|CMake Error|undefined reference")
+
+
+_ERROR_LINE = re.compile(r"\b(error|ERROR|fatal)\b")
+
+
+class BuildFailed(CheckFailed):
+    """A build step failed; the message carries the tool's own error lines."""
+
+
+def _error_excerpt(log: str, limit: int = 25) -> str:
+    """The tool's own error lines: compiler diagnostics with two lines of context, else error lines."""
+    lines = log.splitlines()
+    hits = [i for i, line in enumerate(lines) if _DIAGNOSTIC.search(line)]
+    if hits:
+        picked = sorted({j for i in hits for j in range(i, min(i + 3, len(lines)))})
+        return "\n".join(lines[j].strip() for j in picked[:limit])
+    errors = [line.strip() for line in lines if _ERROR_LINE.search(line)]
+    return "\n".join(errors[:limit] or lines[-limit:])
+
+
+def run_step(step: Step, log_path: Path, environ: Mapping[str, str], emit: Emit = discard) -> str:
+    """Run one command step, appending its output to ``log_path``; raise BuildFailed on failure."""
+    env = {**environ, **step.env}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    emit(Event(level="debug", topic="build", message=step.shell()))
+    try:
+        done = subprocess.run(
+            list(step.argv), env=env, cwd=step.cwd, capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError as err:
+        raise BuildFailed(f"{step.name}: cannot run {step.argv[0]!r}: {err.strerror}") from err
+    output = done.stdout + done.stderr
+    with log_path.open("a", encoding="utf-8") as log:
+        log.write(f"$ {step.shell()}\n{output}\n")
+    if done.returncode != 0:
+        raise BuildFailed(
+            f"{step.name} failed (exit {done.returncode}); the tool said:\n{_error_excerpt(output)}",
+            hint=f"full log: {log_path}",
+        )
+    return output

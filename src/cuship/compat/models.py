@@ -1,0 +1,138 @@
+"""The compatibility tables' rows as frozen dataclasses: a CUDA toolkit, a torch release, a GPU model."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+__all__ = ["CudaToolkit", "GpuModel", "TorchRelease", "format_driver"]
+
+_SM_PREFIX = re.compile(r"^(?:sm_|compute_|sm)")
+
+
+def format_driver(version: Version) -> str:
+    """A driver version as NVIDIA writes it: ``Version("570.124.6")`` → ``"570.124.06"``."""
+    parts = version.release
+    return ".".join([str(p) for p in parts[:2]] + [f"{p:02d}" for p in parts[2:]])
+
+
+def _sm_of(sm: str) -> str:
+    """``"sm_90a"``, ``"compute_90"``, ``"9.0"`` or ``"90"`` → ``"90a"``/``"90"``."""
+    text = _SM_PREFIX.sub("", sm.strip().lower())
+    return text.replace(".", "")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CudaToolkit:
+    """One CUDA toolkit release (``12.8.1``): driver minimums and the SASS targets nvcc accepts."""
+
+    version: Version
+    released: str
+    min_driver_linux: Version
+    family_min_driver_linux: Version
+    sms: tuple[str, ...]
+    dropped: tuple[str, ...]
+    source: str
+    note: str = ""
+
+    @property
+    def major_minor(self) -> str:
+        """``"12.8"``."""
+        return f"{self.version.major}.{self.version.minor}"
+
+    @property
+    def variant(self) -> str:
+        """The PyTorch-style label of this toolkit's minor version: ``"cu128"``."""
+        return f"cu{self.version.major}{self.version.minor}"
+
+    def can_target(self, sm: str) -> bool:
+        """True if this nvcc can emit SASS for ``sm`` (``"80"``, ``"90a"``, ``"sm_100f"``)."""
+        return _sm_of(sm) in self.sms
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "version": str(self.version),
+            "variant": self.variant,
+            "released": self.released,
+            "min_driver_linux": format_driver(self.min_driver_linux),
+            "family_min_driver_linux": format_driver(self.family_min_driver_linux),
+            "sms": list(self.sms),
+            "dropped": list(self.dropped),
+            "source": self.source,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TorchRelease:
+    """One torch minor release (``2.8``) and the wheels published for it."""
+
+    version: Version
+    latest: Version
+    released: str
+    cuda: tuple[str, ...]
+    pypi_cuda: str
+    pythons: tuple[str, ...]
+    cxx11_abi: tuple[bool, ...]
+    source: str
+    note: str = ""
+
+    @property
+    def minor(self) -> str:
+        """``"2.8"``."""
+        return f"{self.version.major}.{self.version.minor}"
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """The index labels of :attr:`cuda`: ``("cu126", "cu128", "cu129")``."""
+        return tuple("cu" + c.replace(".", "") for c in self.cuda)
+
+    def has_cuda(self, cuda: str) -> bool:
+        """True if a wheel for ``cuda`` (``"12.8"`` or ``"cu128"``) is on the PyTorch index."""
+        text = cuda.strip().lower()
+        return text in self.variants or text in self.cuda
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "version": self.minor,
+            "latest": str(self.latest),
+            "released": self.released,
+            "cuda": list(self.cuda),
+            "pypi_cuda": self.pypi_cuda,
+            "pythons": list(self.pythons),
+            "cxx11_abi": list(self.cxx11_abi),
+            "source": self.source,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuModel:
+    """A GPU model, the names NVML/nvidia-smi report for it, and its compute capability."""
+
+    name: str
+    aliases: tuple[str, ...]
+    cc: str
+    memory_gib: tuple[int, ...]
+    arch_family: str
+    source: str
+    note: str = ""
+
+    @property
+    def sm(self) -> str:
+        """The compute capability as an nvcc target number: ``"9.0"`` → ``"90"``."""
+        return self.cc.replace(".", "")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "aliases": list(self.aliases),
+            "cc": self.cc,
+            "sm": self.sm,
+            "memory_gib": list(self.memory_gib),
+            "arch_family": self.arch_family,
+            "source": self.source,
+            "note": self.note,
+        }
