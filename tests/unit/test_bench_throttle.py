@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from cuship.bench.changepoints import collect_series
 from cuship.bench.gate import Baseline
-from cuship.bench.history import collect_series
 from cuship.bench.results import PointResult, to_csv, to_json
 from cuship.bench.session import record
 from cuship.bench.timer import Measurement, StopRule, measure, measure_fixed, rel_noise

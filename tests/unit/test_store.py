@@ -78,7 +78,7 @@ def test_unusable_path_is_an_input_error(tmp_path: Path) -> None:
 def test_bench_commands_read_the_bench_store_and_report_the_check_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cuship.cli.report import _store_path
+    from cuship.store.read import store_for as _store_path
 
     monkeypatch.delenv("CUSHIP_STORE", raising=False)
     (tmp_path / "cuship.toml").write_text(
@@ -90,3 +90,15 @@ def test_bench_commands_read_the_bench_store_and_report_the_check_store(
     monkeypatch.setenv("CUSHIP_STORE", str(tmp_path / "env.db"))
     assert _store_path(tmp_path, None, "bench") == tmp_path / "env.db"
     assert _store_path(tmp_path, tmp_path / "given.db", "bench") == tmp_path / "given.db"
+
+
+def test_a_broken_config_is_an_error_not_the_default_store(tmp_path: Path) -> None:
+    from cuship.errors import ConfigError
+    from cuship.store.read import store_for
+
+    (tmp_path / "cuship.toml").write_text('[project]\nname = "p"\n[check]\nstroe = "c.db"\n')
+    with pytest.raises(ConfigError, match="stroe"):
+        store_for(tmp_path, None)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert store_for(empty, None, environ={}) == empty / ".cuship" / "results.db"

@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from html import escape
 
-from cuship.bench.history import History, Point
+from cuship.bench.changepoints import History, Point
 from cuship.bench.hot import LAUNCH_BOUND_RATIO
 
 __all__ = [

@@ -27,10 +27,10 @@ from cuship.bench._plot import (
     history_svg,
     when,
 )
-from cuship.bench.history import History, Step, histories, machine_of
-from cuship.bench.stored import BenchRun
+from cuship.bench.changepoints import History, Step, histories, machine_of
 from cuship.errors import UsageError
 from cuship.events import Emit, Event, discard
+from cuship.store.read import BenchRun
 
 __all__ = ["MARKER", "bench_page_name", "build_site", "write_site"]
 

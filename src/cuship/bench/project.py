@@ -1,16 +1,15 @@
 """Where the benchmarks of a project come from: a project directory (its ``[bench]`` config) or
-a single benchmark module given as a ``.py`` path."""
+a single benchmark module given as a ``.py`` path (read by :func:`cuship.project.locate`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cuship.config import BenchSection, load_config
-from cuship.errors import NothingToDo, UsageError
-from cuship.provenance import project_packages
+from cuship.config import BenchSection
+from cuship.project import locate
 from cuship.store import store_path
 
 if TYPE_CHECKING:
@@ -50,54 +49,15 @@ class BenchProject:
         return self.config.floors
 
 
-def _paths(root: Path, entries: tuple[str, ...]) -> tuple[Path, ...]:
-    return tuple((root / p).resolve() for p in entries if (root / p).is_dir())
-
-
 def find_project(path: Path, *, installed: bool = False) -> BenchProject:
-    """Read the bench configuration for ``path`` (a project directory or a benchmark module).
-
-    ``installed``: the project's package must be imported as installed (a wheel under test), so
-    ``[bench] pythonpath`` directories that hold it (``src/``) are left off ``sys.path``.
-    """
-    if path.is_file() and path.suffix == ".py":
-        if installed:
-            raise UsageError(
-                "--installed needs a project directory (its [project] name)",
-                hint=f"pass the project, not {str(path)!r}",
-            )
-        root = path.parent.resolve()
-        config = BenchSection(modules=(path.name,))
-        if (root / "cuship.toml").is_file():  # settings of the module's project, if any
-            config = replace(load_config(root).bench, modules=(path.name,))
-        return BenchProject(
-            root=root,
-            name=path.stem,
-            package=None,
-            config=config,
-            pythonpath=_paths(root, config.pythonpath),
-            packages=project_packages(None, config.packages),
-        )
-    loaded = load_config(path)
-    config = loaded.bench
-    if not config.modules:
-        raise NothingToDo(
-            f"{str(loaded.source)!r} names no benchmark modules",
-            hint='add [bench] modules = ["benchmarks/bench_ops.py"] to cuship.toml',
-        )
-    pythonpath = _paths(loaded.root, config.pythonpath)
-    dist: InstalledDist | None = None
-    if installed:
-        from cuship.provenance.installed import project_dist, without_shadowing
-
-        dist = project_dist(loaded.project.name, loaded.source)
-        pythonpath = without_shadowing(pythonpath, dist)
+    """The bench configuration for ``path`` (a project directory or a benchmark module file)."""
+    found = locate(path, "bench", BenchSection(), installed=installed)
     return BenchProject(
-        root=loaded.root,
-        name=loaded.project.name or loaded.root.name,
-        package=loaded.project.name,
-        config=config,
-        pythonpath=pythonpath,
-        packages=project_packages(loaded.project.name, config.packages),
-        installed=dist,
+        root=found.root,
+        name=found.name,
+        package=found.package,
+        config=found.config,
+        pythonpath=found.pythonpath,
+        packages=found.packages,
+        installed=found.installed,
     )

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
-from cuship import _declared
-from cuship._declared import Kind
+from cuship.project import declared
+from cuship.project.declared import Kind
 
 __all__ = ["Case", "Point", "case", "case_key", "code_hash", "discover", "points"]
 
@@ -183,4 +183,4 @@ def discover(
     modules: Sequence[str], root: Path, pythonpath: Sequence[Path] = ()
 ) -> tuple[Case, ...]:
     """Import the benchmark modules and return their cases in declaration order, names unique."""
-    return _declared.discover(modules, root, pythonpath, Case, KIND)
+    return declared.discover(modules, root, pythonpath, Case, KIND)

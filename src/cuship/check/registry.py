@@ -12,8 +12,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
-from cuship import _declared
-from cuship._declared import Kind
+from cuship.project import declared
+from cuship.project.declared import Kind
 
 __all__ = [
     "DISTRIBUTIONS",
@@ -147,9 +147,9 @@ KIND = Kind(
 
 def load_module(entry: str, root: Path) -> ModuleType:
     """Import a check module: a path (``checks/ops.py``) or a dotted name, relative to ``root``."""
-    return _declared.load_module(entry, root, KIND)
+    return declared.load_module(entry, root, KIND)
 
 
 def discover(modules: Sequence[str], root: Path, pythonpath: Sequence[Path] = ()) -> tuple[Op, ...]:
     """Import the check modules and return their ops, in declaration order, names unique."""
-    return _declared.discover(modules, root, pythonpath, Op, KIND)
+    return declared.discover(modules, root, pythonpath, Op, KIND)

@@ -14,7 +14,7 @@ from cuship.cli._common import json_option, make_console
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from cuship.bench.history import History, Step
+    from cuship.bench.changepoints import History, Step
 
 
 def _when(epoch: float) -> str:
@@ -60,13 +60,12 @@ def command(
     path: Path, store: Path | None, case: str | None, machine: str | None, seed: int, as_json: bool
 ) -> None:
     """Find step changes in the stored bench history of the project at PATH, and the first run after each."""
-    from cuship.bench.history import histories
-    from cuship.bench.stored import load_bench_runs
-    from cuship.cli.report import _store_path
+    from cuship.bench.changepoints import histories
     from cuship.errors import NothingToDo
+    from cuship.store.read import load_bench_runs, store_for
 
     console = make_console()
-    where = _store_path(path, store, "bench")
+    where = store_for(path, store, "bench")
     found = histories(load_bench_runs(where), case=case, machine=machine, seed=seed)
     if not found:
         raise NothingToDo(

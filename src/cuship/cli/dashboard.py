@@ -28,10 +28,9 @@ from cuship.cli._common import make_console
 def command(path: Path, store: Path | None, site: Path, title: str) -> None:
     """Write a static dashboard of the bench runs stored for the project at PATH."""
     from cuship.bench.dashboard import build_site, write_site
-    from cuship.bench.stored import load_bench_runs
-    from cuship.cli.report import _store_path
+    from cuship.store.read import load_bench_runs, store_for
 
     console = make_console()
-    runs = load_bench_runs(_store_path(path, store, "bench"))
+    runs = load_bench_runs(store_for(path, store, "bench"))
     written = write_site(site, build_site(runs, title=title), emit=console.emit)
     console.print_text(str(written / "index.html"))

@@ -2,33 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
-from typing import Literal
 
 import click
 
 from cuship.cli._common import make_console
-
-
-def _store_path(
-    path: Path, store: Path | None, section: Literal["check", "bench"] = "check"
-) -> Path:
-    """``--store``, else ``CUSHIP_STORE``, else ``[check] store`` (or ``[bench] store``) of PATH."""
-    from cuship.store import DEFAULT_PATH, store_path
-
-    if store is not None:
-        return store
-    from cuship.config import load_config
-    from cuship.errors import ConfigError
-
-    try:
-        config = load_config(path)
-    except ConfigError:
-        return store_path(path, DEFAULT_PATH, os.environ)
-    configured = config.bench.store if section == "bench" else config.check.store
-    return store_path(config.root, configured, os.environ)
 
 
 @click.command("report")
@@ -59,11 +38,12 @@ def command(
     store: Path | None,
 ) -> None:
     """Show the runs recorded in the results store of the project at PATH."""
-    from cuship.check.history import load_history, render_history
+    from cuship.store.read import load_runs, store_for
+    from cuship.store.report import render_history
 
     console = make_console()
     since = time.time() - since_hours * 3600 if since_hours is not None else None
-    runs = load_history(_store_path(path, store), since=since, kind=kind)  # type: ignore[arg-type]
+    runs = load_runs(store_for(path, store), since=since, kind=kind)  # type: ignore[arg-type]
     document = render_history(runs, fmt)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)

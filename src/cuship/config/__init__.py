@@ -42,6 +42,7 @@ __all__ = [
     "MatrixSection",
     "PackageSpec",
     "ProjectSection",
+    "has_config",
     "json_schema",
     "load_config",
     "package_configs",
@@ -537,6 +538,17 @@ def _find(path: Path) -> tuple[Path | None, Path | None]:
         toml = pyproject if has_table else None  # type: ignore[assignment]
     packages = path / "config" / "packages.yml"
     return toml, packages if packages.is_file() else None
+
+
+def has_config(path: str | Path) -> bool:
+    """Whether ``path`` (a directory or a file) holds a cuship configuration (valid or not)."""
+    path = Path(path)
+    if path.is_file():
+        return True
+    if not path.is_dir():
+        return False
+    toml, packages = _find(path)
+    return toml is not None or packages is not None
 
 
 def load_config(path: str | Path = ".") -> Config:

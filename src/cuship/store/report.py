@@ -1,56 +1,20 @@
-"""Reading the results store back: runs in a time window, as text, JSON or JUnit (``cuship report``)."""
+"""Stored runs as ``cuship report`` prints them: text, JSON or JUnit; a check run as its report."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from cuship.check.availability import Unavailable
 from cuship.check.reports import render_junit
 from cuship.check.results import CheckReport, GroupResult
-from cuship.errors import NothingToDo
 from cuship.provenance import Provenance
-from cuship.store import ResultRow, RunKind, RunRecord, Store
+from cuship.store.read import StoredRun
 
-__all__ = ["StoredRun", "as_check_report", "load_history", "render_history"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StoredRun:
-    run: RunRecord
-    results: tuple[ResultRow, ...]
-
-    def counts(self) -> Mapping[str, int]:
-        out: dict[str, int] = {}
-        for row in self.results:
-            out[row.status or "?"] = out.get(row.status or "?", 0) + 1
-        return out
-
-
-def load_history(
-    path: Path, *, since: float | None = None, kind: RunKind | None = None
-) -> tuple[StoredRun, ...]:
-    """Runs stored at ``path`` since ``since`` (epoch seconds); NothingToDo when there are none."""
-    if not path.is_file():
-        raise NothingToDo(
-            f"no results store at {str(path)!r}",
-            hint="run `cuship check` first, or point --store / CUSHIP_STORE at the store",
-        )
-    with Store.open(path) as store:
-        runs = tuple(
-            StoredRun(run=run, results=store.results(run.id or 0))
-            for run in store.runs(kind=kind, since=since)
-        )
-    if not runs:
-        raise NothingToDo(
-            f"no runs in {str(path)!r} in the time asked for", hint="widen --since-hours"
-        )
-    return runs
+__all__ = ["as_check_report", "render_history"]
 
 
 def as_check_report(stored: StoredRun) -> CheckReport:

@@ -1,0 +1,109 @@
+"""A project's user code that ``cuship check`` and ``cuship bench`` run: where it is, and how it is
+imported.
+
+:func:`locate` reads a project directory (its ``[check]`` or ``[bench]`` section) or a single
+module given as a ``.py`` path, and answers the same questions for both commands: the project's
+root and name, its section, the directories put on ``sys.path``, the packages whose provenance a
+run records, and — with ``installed`` — the installed distribution the code must import instead
+of the source tree. :mod:`cuship.project.declared` imports the declaration modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
+
+from cuship.config import BenchSection, CheckSection, load_config
+from cuship.errors import ConfigError, NothingToDo, UsageError
+from cuship.provenance import project_packages
+
+if TYPE_CHECKING:
+    from cuship.provenance.installed import InstalledDist
+
+__all__ = ["Located", "locate"]
+
+Section = TypeVar("Section", CheckSection, BenchSection)
+
+_EXAMPLE = {
+    "check": ("check modules", '[check] modules = ["checks/my_checks.py"]'),
+    "bench": ("benchmark modules", '[bench] modules = ["benchmarks/bench_ops.py"]'),
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Located(Generic[Section]):
+    """What check and bench need to know of a project before importing any of its code."""
+
+    root: Path
+    name: str
+    package: str | None  # [project] name; None for a lone module
+    config: Section
+    pythonpath: tuple[Path, ...]
+    packages: tuple[str, ...] = ()  # top-level packages whose provenance a run records
+    installed: InstalledDist | None = None  # --installed: the distribution the code must import
+
+
+def _paths(root: Path, entries: tuple[str, ...]) -> tuple[Path, ...]:
+    return tuple((root / p).resolve() for p in entries if (root / p).is_dir())
+
+
+def _section(kind: Literal["check", "bench"], path: Path) -> CheckSection | BenchSection:
+    loaded = load_config(path)
+    return loaded.check if kind == "check" else loaded.bench
+
+
+def locate(
+    path: Path, kind: Literal["check", "bench"], default: Section, *, installed: bool = False
+) -> Located[Section]:
+    """Read the ``[kind]`` configuration for ``path`` (a project directory or one module file).
+
+    ``default`` is the empty section of that kind (its type is the section's type). A lone module
+    takes the settings of a ``cuship.toml`` beside it, if any, with itself as the only module.
+    ``installed``: the project's package must be imported as installed (a wheel under test), so
+    ``pythonpath`` directories that hold it (``src/``) are left off ``sys.path``.
+    """
+    if path.is_file() and path.suffix == ".py":
+        if installed:
+            raise UsageError(
+                "--installed needs a project directory (its [project] name)",
+                hint=f"pass the project, not {str(path)!r}",
+            )
+        root = path.parent.resolve()
+        config = default
+        if (root / "cuship.toml").is_file():  # settings of the module's project, if any
+            config = _section(kind, root)  # type: ignore[assignment]
+        config = replace(config, modules=(path.name,))
+        return Located(
+            root=root,
+            name=path.stem,
+            package=None,
+            config=config,
+            pythonpath=_paths(root, config.pythonpath),
+            packages=project_packages(None, config.packages),
+        )
+    loaded = load_config(path)
+    section: Section = loaded.check if kind == "check" else loaded.bench  # type: ignore[assignment]
+    what, example = _EXAMPLE[kind]
+    if not section.modules:
+        raise NothingToDo(
+            f"{str(loaded.source)!r} names no {what}", hint=f"add {example} to cuship.toml"
+        )
+    if kind == "check" and not section.pythonpath:  # the check worker runs from it
+        raise ConfigError(str(loaded.source), f"{kind}.pythonpath", "is empty", hint='use ["."]')
+    pythonpath = _paths(loaded.root, section.pythonpath)
+    dist: InstalledDist | None = None
+    if installed:
+        from cuship.provenance.installed import project_dist, without_shadowing
+
+        dist = project_dist(loaded.project.name, loaded.source)
+        pythonpath = without_shadowing(pythonpath, dist)
+    return Located(
+        root=loaded.root,
+        name=loaded.project.name or loaded.root.name,
+        package=loaded.project.name,
+        config=section,
+        pythonpath=pythonpath,
+        packages=project_packages(loaded.project.name, section.packages),
+        installed=dist,
+    )
