@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -15,7 +15,7 @@ from cuship.ci.gitlab import GITLAB_CI, gitlab_ci
 from cuship.ci.skypilot import SKYPILOT_TASK, skypilot_header, skypilot_task
 from cuship.errors import InputError, UsageError
 
-__all__ = ["PROVIDERS", "GeneratedFile", "Provider", "generate", "write_files"]
+__all__ = ["PROVIDERS", "RENDERERS", "GeneratedFile", "Provider", "generate", "write_files"]
 
 Provider = Literal["github", "gitlab", "skypilot"]
 PROVIDERS: tuple[Provider, ...] = ("github", "gitlab", "skypilot")
@@ -55,15 +55,23 @@ def _github(ctx: CiContext) -> tuple[GeneratedFile, ...]:
     return tuple(files)
 
 
-def _render(ctx: CiContext, provider: Provider) -> tuple[GeneratedFile, ...]:
-    if provider == "github":
-        return _github(ctx)
-    if provider == "gitlab":
-        text = dump(gitlab_ci(ctx), header=_header(ctx, "GitLab CI pipeline"))
-        return (GeneratedFile(provider=provider, path=GITLAB_CI, text=text),)
+def _gitlab(ctx: CiContext) -> tuple[GeneratedFile, ...]:
+    text = dump(gitlab_ci(ctx), header=_header(ctx, "GitLab CI pipeline"))
+    return (GeneratedFile(provider="gitlab", path=GITLAB_CI, text=text),)
+
+
+def _skypilot(ctx: CiContext) -> tuple[GeneratedFile, ...]:
     header = _header(ctx, "SkyPilot task", builds=False) + skypilot_header(ctx)
     text = dump(skypilot_task(ctx), header=header)
-    return (GeneratedFile(provider=provider, path=SKYPILOT_TASK, text=text),)
+    return (GeneratedFile(provider="skypilot", path=SKYPILOT_TASK, text=text),)
+
+
+RENDERERS: Mapping[Provider, Callable[[CiContext], tuple[GeneratedFile, ...]]] = {
+    "github": _github,
+    "gitlab": _gitlab,
+    "skypilot": _skypilot,
+}
+"""Every CI provider and the files it gets; ``cuship ci init --provider`` offers these."""
 
 
 def generate(ctx: CiContext, providers: Sequence[Provider]) -> tuple[GeneratedFile, ...]:
@@ -73,7 +81,7 @@ def generate(ctx: CiContext, providers: Sequence[Provider]) -> tuple[GeneratedFi
         raise UsageError(
             f"unknown CI provider {unknown[0]!r}", hint=f"choose from {', '.join(PROVIDERS)}"
         )
-    return tuple(f for p in dict.fromkeys(providers) for f in _render(ctx, p))
+    return tuple(f for p in dict.fromkeys(providers) for f in RENDERERS[p](ctx))
 
 
 def write_files(

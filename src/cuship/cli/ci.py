@@ -7,6 +7,7 @@ from pathlib import Path, PurePath
 
 import click
 
+from cuship.ci.generate import PROVIDERS
 from cuship.cli._common import json_option, make_console
 
 
@@ -26,7 +27,7 @@ def _project_arg(root: Path, out_dir: Path) -> str:
     "--provider",
     "providers",
     multiple=True,
-    type=click.Choice(["github", "gitlab", "skypilot"]),
+    type=click.Choice(PROVIDERS),
     help="Which files to write (repeatable). Default: github.",
 )
 @click.option(
