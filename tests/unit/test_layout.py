@@ -1,0 +1,131 @@
+"""The package's shape: no import cycle among cuship's modules (lazy and type-checking imports
+included), no private module at the top of ``src/cuship`` that only one package uses, and a README
+layout section that names every top-level module and package."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import cuship
+
+SRC = Path(cuship.__file__).resolve().parent
+README = SRC.parents[1] / "README.md"
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in SRC.rglob("*.py"):
+        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _owner(name: str, modules: Mapping[str, Path]) -> str | None:
+    """The module ``name`` refers to: itself, else its nearest enclosing package or module."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str, path: Path, modules: Mapping[str, Path]) -> Iterator[str]:
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            targets = [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            owner = _owner(target, modules) if target.startswith("cuship") else None
+            if owner is not None and owner != module:
+                yield owner
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every cuship module and the cuship modules it imports anywhere in its source."""
+    modules = _modules()
+    return {name: set(_imports(name, path, modules)) for name, path in modules.items()}
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_planted_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_among_cuships_modules() -> None:
+    graph = import_graph()
+    assert len(graph) > 100  # the walk saw the whole package
+    assert cycles(graph) == []
+
+
+def test_no_top_level_private_module_serves_one_package_only() -> None:
+    graph = import_graph()
+    private = [m for m in graph if m.count(".") == 1 and m.split(".")[1].startswith("_")]
+    private = [m for m in private if m not in ("cuship.__main__", "cuship.__init__")]
+    for module in private:
+        users = {
+            ".".join(user.split(".")[:2]) for user, targets in graph.items() if module in targets
+        }
+        assert len(users) >= 2, f"{module} is used only by {sorted(users)}: move it there"
+
+
+def test_the_readme_layout_names_every_top_level_module_and_package() -> None:
+    text = README.read_text(encoding="utf-8").split("## Layout", 1)[1].split("\n## ", 1)[0]
+    for path in sorted(SRC.iterdir()):
+        name = path.name
+        if name.startswith("__") or name == "py.typed" or name.endswith(".egg-info"):
+            continue
+        shown = f"`{name}/`" if path.is_dir() else f"`{name}`"
+        assert shown in text, f"README's Layout section does not mention {shown}"
