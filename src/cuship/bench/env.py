@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from importlib import metadata
 from typing import Any
 
+from cuship import settings
+
 __all__ = ["PACKAGES", "TIMER_NAMES", "bench_fingerprint", "cpu_model", "machine_id"]
 
 # Versions recorded with every run (besides the project's own distribution).
@@ -89,7 +91,7 @@ def bench_fingerprint(
     cuda = fp.toolkit.version if fp.toolkit and fp.toolkit.version else fp.driver_cuda
     clocks = (
         _nvml_clocks()
-        if gpu and "CUSHIP_GPUS" not in environ
+        if gpu and settings.GPUS not in environ
         else {"sm_clock_mhz": None, "max_sm_clock_mhz": None, "power_limit_w": None}
     )
     doc: dict[str, Any] = {

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuship import settings
 from cuship.builder.batch import Outcome, outcome_of
 from cuship.builder.execute import build_job
 from cuship.builder.model import Host, Step, wheel_step
@@ -40,7 +41,7 @@ def plan_cpu(config: Config, host: Host, *, out_dir: Path) -> CpuPlan:
     version = config.project.version or "0"
     job_id = f"{name}-{version}-cp{host.python.replace('.', '')}-{CPU_LABEL}"
     raw_dir = out_dir / "raw" / job_id
-    env = {"CUSHIP_CPU_ONLY": "1", "CUSHIP_LOCAL_VERSION": CPU_LABEL, **config.build.cpu_env}
+    env = {settings.CPU_ONLY: "1", settings.LOCAL_VERSION: CPU_LABEL, **config.build.cpu_env}
     step = wheel_step(job_id, config, host.python_exe, raw_dir)
     return CpuPlan(
         job_id=job_id,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from cuship import settings
 from cuship.config import BuildSection, Config
 from cuship.machine import Fingerprint
 from cuship.matrix import BuildJob
@@ -110,14 +111,14 @@ def job_env(job: BuildJob, build: BuildSection, host: Host) -> dict[str, str]:
     )
     cmake_args = [f"-DCMAKE_CUDA_ARCHITECTURES={job.arch.cmake}"]
     env = {
-        "CUSHIP_CUDA_ARCHS": job.arch.cmake,
+        settings.CUDA_ARCHS: job.arch.cmake,
         "CUDAARCHS": job.arch.cmake,
         "TORCH_CUDA_ARCH_LIST": job.arch.torch,
         "MAX_JOBS": str(jobs),
         "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs),
         "NVCC_THREADS": str(build.nvcc_threads),
         "NVCC_APPEND_FLAGS": f"--threads={build.nvcc_threads}",
-        "CUSHIP_LOCAL_VERSION": job.label,
+        settings.LOCAL_VERSION: job.label,
     }
     if host.nvcc:
         env["CUDACXX"] = host.nvcc

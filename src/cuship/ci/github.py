@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from cuship import settings
 from cuship.ci.context import CiContext
 
 __all__ = ["ACTIONLINT_CONFIG", "WORKFLOW", "actionlint_config", "github_workflow"]
@@ -284,7 +285,7 @@ def _release(ctx: CiContext) -> Job:
                 "id": "release",
                 "env": {
                     "GH_TOKEN": "${{ github.token }}",
-                    "CUSHIP_SIGNING_KEY": "${{ secrets.CUSHIP_SIGNING_KEY }}",
+                    settings.SIGNING_KEY: "${{ secrets.CUSHIP_SIGNING_KEY }}",
                 },
                 "run": _release_script(ctx),
             },

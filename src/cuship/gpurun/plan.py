@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from cuship import settings
 from cuship.config import Config
 from cuship.errors import ConfigError
 
@@ -174,8 +175,8 @@ class StagePlan:
 def stage_env(results: Path, environ: Mapping[str, str]) -> dict[str, str]:
     """:data:`STAGE_ENV`, plus the results store in the results directory unless one is set."""
     env = dict(STAGE_ENV)
-    if "CUSHIP_STORE" not in environ:
-        env["CUSHIP_STORE"] = str(results / "results.db")
+    if settings.STORE not in environ:
+        env[settings.STORE] = str(results / "results.db")
     return env
 
 

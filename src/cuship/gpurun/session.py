@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from cuship import settings
 from cuship._fs import write_atomic
 from cuship.errors import ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
@@ -135,7 +136,7 @@ def _faked(fp: Fingerprint, environ: Mapping[str, str], emit: Emit) -> tuple[str
     if fp.gpu_source != "override":
         return ()
     note = (
-        f"the GPU is faked (CUSHIP_GPUS={environ.get('CUSHIP_GPUS', '')!r}): the stages run "
+        f"the GPU is faked (CUSHIP_GPUS={environ.get(settings.GPUS, '')!r}): the stages run "
         "against that claim, so this is a dry run, not evidence of a GPU run"
     )
     emit(Event(level="warning", topic="gpu-run", message=note))

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from cuship import settings
 from cuship.errors import UsageError
 from cuship.machine.probe import Probe, SystemProbe
 
@@ -104,7 +105,7 @@ def _memory_mib(text: str, var: str) -> int:
     return int(float(match["n"]) * _UNITS_MIB[unit])
 
 
-def parse_gpus_override(text: str, var: str = "CUSHIP_GPUS") -> tuple[Gpu, ...]:
+def parse_gpus_override(text: str, var: str = settings.GPUS) -> tuple[Gpu, ...]:
     """``"H100:9.0:80GiB,A100"`` → GPUs; a missing cc comes from the compatibility data."""
     if text.strip().lower() in ("", "none", "0"):
         return ()
@@ -190,8 +191,8 @@ def _gpus(
     env: Mapping[str, str], probe: Probe, notes: list[str]
 ) -> tuple[tuple[Gpu, ...], str, str | None, str | None]:
     """(gpus, source, driver version, CUDA the driver supports)."""
-    if "CUSHIP_GPUS" in env:
-        return parse_gpus_override(env["CUSHIP_GPUS"]), "override", None, None
+    if settings.GPUS in env:
+        return parse_gpus_override(env[settings.GPUS]), "override", None, None
     answer = probe.nvml()
     if answer is not None:
         gpus = tuple(
@@ -228,7 +229,7 @@ def _cuda_home(nvcc: str, env: Mapping[str, str], probe: Probe) -> str | None:
 
 
 def _toolkit(env: Mapping[str, str], probe: Probe) -> Toolkit | None:
-    override = env.get("CUSHIP_NVCC")
+    override = env.get(settings.NVCC)
     if override is not None and override.strip().lower() in ("", "none"):
         return None
     home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
@@ -245,8 +246,8 @@ def _toolkit(env: Mapping[str, str], probe: Probe) -> Toolkit | None:
 
 
 def _torch(env: Mapping[str, str], probe: Probe) -> TorchInfo | None:
-    override = env.get("CUSHIP_TORCH")
-    abi_override = env.get("CUSHIP_TORCH_CXX11ABI")
+    override = env.get(settings.TORCH)
+    abi_override = env.get(settings.TORCH_CXX11ABI)
     abi = None if abi_override is None else abi_override.strip().lower() in ("1", "true", "yes")
     if override is not None:
         if override.strip().lower() in ("", "none"):
@@ -308,7 +309,7 @@ def fingerprint(
     # from their variables, never from this machine's driver files.
     real_driver = source != "override" and (bool(gpus) or source == "none")
     driver = (
-        env.get("CUSHIP_CUDA_DRIVER_VERSION")
+        env.get(settings.CUDA_DRIVER_VERSION)
         or driver
         or (_driver_from_files(probe) if real_driver else None)
     )
@@ -316,7 +317,7 @@ def fingerprint(
         raise UsageError(
             f"CUSHIP_CUDA_DRIVER_VERSION={driver!r} is not a driver version", hint="e.g. 570.124.06"
         )
-    driver_cuda = env.get("CUSHIP_DRIVER_CUDA") or driver_cuda or _driver_cuda(driver, notes)
+    driver_cuda = env.get(settings.DRIVER_CUDA) or driver_cuda or _driver_cuda(driver, notes)
     sys_tags = tuple(str(t) for t in tags.sys_tags())
     total, available = _meminfo(probe)
     glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None

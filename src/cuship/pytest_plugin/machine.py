@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from cuship import settings
 from cuship.machine import Fingerprint, Gpu
 from cuship.pytest_plugin.markers import GpuRequirement, article, cc_key, describe, format_gib
 
@@ -27,7 +28,7 @@ __all__ = ["GpuMachine", "card_memory_mib", "unmet", "worker_share"]
 
 FindModel = Callable[[str], "GpuModel | None"]
 _SOURCES = {
-    "override": "CUSHIP_GPUS",
+    "override": settings.GPUS,
     "nvml": "NVML",
     "nvidia-smi": "nvidia-smi",
     "procfs": "/proc/driver/nvidia",

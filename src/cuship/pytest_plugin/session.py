@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
+from cuship import settings
 from cuship.errors import CushipError, UsageError
 from cuship.pytest_plugin.markers import GPU_MARKER, SHORTHAND_MARKERS, marker_text, parse_marker
 
@@ -97,10 +98,10 @@ REQS = pytest.StashKey[tuple[int, tuple["GpuRequirement", ...]]]()
 
 def read_settings(option: Any, environ: Mapping[str, str]) -> Settings:
     """The plugin's settings from parsed options and the environment; conflicts are errors."""
-    env = environ.get("CUSHIP_REQUIRE_GPU", "").strip().lower()
+    env = environ.get(settings.REQUIRE_GPU, "").strip().lower()
     if env not in _TRUE + _FALSE:
         raise UsageError(
-            f"CUSHIP_REQUIRE_GPU={environ['CUSHIP_REQUIRE_GPU']!r} is not a yes/no value",
+            f"CUSHIP_REQUIRE_GPU={environ[settings.REQUIRE_GPU]!r} is not a yes/no value",
             hint="set it to 1 or 0",
         )
     require = bool(option.require_gpu) or env in _TRUE

@@ -39,6 +39,7 @@ from urllib.parse import unquote
 
 from packaging.utils import parse_wheel_filename
 
+from cuship import settings
 from cuship.errors import CheckFailed, CushipError
 from cuship.events import Emit, Event, discard
 from cuship.resolve._http import DEFAULT_OPTIONS, FetchOptions, get
@@ -99,10 +100,10 @@ def decide(
     emit: Emit = discard,
 ) -> Decision:
     """Prebuilt or source? Network and index trouble mean source (said in ``why``)."""
-    if _flag(environ, "CUSHIP_FORCE_BUILD"):
+    if _flag(environ, settings.FORCE_BUILD):
         return Decision(candidate=None, why="CUSHIP_FORCE_BUILD=1")
     requirement = config.requirement
-    index = environ.get("CUSHIP_PREBUILT_INDEX") or config.index
+    index = environ.get(settings.PREBUILT_INDEX) or config.index
     try:
         if index:
             _, resolution = resolve_index(
@@ -151,7 +152,7 @@ class Prebuilt:
 
     def _source(self, config: PrebuiltConfig, decision: Decision) -> Any:
         """The real backend, after saying why it builds (or refusing under CUSHIP_NO_BUILD)."""
-        if _flag(self.environ, "CUSHIP_NO_BUILD"):
+        if _flag(self.environ, settings.NO_BUILD):
             raise CheckFailed(
                 f"CUSHIP_NO_BUILD=1 and {decision.why}; refusing to build {config.name} "
                 "from source",

@@ -17,6 +17,7 @@ from typing import Literal
 
 import packaging
 
+from cuship import settings
 from cuship.errors import CheckFailed, NothingToDo, ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.machine import fingerprint
@@ -56,13 +57,13 @@ def target_from_env(
         return target_of(fp, tags=tags, python=version)
     if not tags_from_env:
         return target_of(fp)
-    text = environ.get("CUSHIP_TAGS", "")
+    text = environ.get(settings.TAGS, "")
     tags = tuple(t.strip() for t in text.replace(" ", ",").split(",") if t.strip())
     if not tags:
         raise UsageError(
             "--tags-from-env needs CUSHIP_TAGS", hint="e.g. CUSHIP_TAGS=cp312-cp312-linux_x86_64"
         )
-    return target_of(fp, tags=tags, python=environ.get("CUSHIP_PYTHON_VERSION"))
+    return target_of(fp, tags=tags, python=environ.get(settings.PYTHON_VERSION))
 
 
 def interpreter_target(python: str, environ: Mapping[str, str]) -> tuple[str, tuple[str, ...]]:

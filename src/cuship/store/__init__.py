@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from cuship import settings
 from cuship.errors import InputError
 
 __all__ = ["DEFAULT_PATH", "ResultRow", "RunRecord", "Store", "store_path"]
@@ -73,7 +74,7 @@ class RunRecord:
 
 def store_path(root: Path, configured: str | Path, environ: Mapping[str, str]) -> Path:
     """The results store: ``CUSHIP_STORE``, else the configured path under the project ``root``."""
-    override = environ.get("CUSHIP_STORE")
+    override = environ.get(settings.STORE)
     return Path(override) if override else root / configured
 
 

@@ -1,0 +1,133 @@
+"""Every ``CUSHIP_*`` environment variable: its name, who sets it, what it means and its default.
+
+Code reads or sets a variable through the constants below, never a literal spelling;
+:func:`render_markdown` writes the table the README shows (a test keeps the two equal).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["SETTINGS", "Setting", "render_markdown"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Setting:
+    """One environment variable. ``by``: ``user`` (cuship reads it) or ``cuship`` (cuship sets it
+    for the project's build or tests to read)."""
+
+    name: str
+    by: Literal["user", "cuship"]
+    meaning: str
+    default: str = "unset"
+
+
+_TABLE: list[Setting] = []
+
+
+def _setting(name: str, by: Literal["user", "cuship"], meaning: str, default: str = "unset") -> str:
+    _TABLE.append(Setting(name=name, by=by, meaning=meaning, default=default))
+    return name
+
+
+# -- this machine, as cuship sees it (tests, dry runs, users who know better) ----------------------
+GPUS = _setting(
+    "CUSHIP_GPUS",
+    "user",
+    'The GPUs here instead of NVML/nvidia-smi/procfs: `"H100:9.0:80GiB,A100"`, `none` for no GPU.',
+    "probed",
+)
+CUDA_DRIVER_VERSION = _setting(
+    "CUSHIP_CUDA_DRIVER_VERSION", "user", "The NVIDIA driver version (`570.124.06`).", "probed"
+)
+DRIVER_CUDA = _setting(
+    "CUSHIP_DRIVER_CUDA",
+    "user",
+    "The newest CUDA the driver runs (`12.8`).",
+    "from the driver version",
+)
+TORCH = _setting(
+    "CUSHIP_TORCH",
+    "user",
+    "The installed torch (`2.8.0+cu128`, `none`); read from its files, never imported.",
+    "probed",
+)
+TORCH_CXX11ABI = _setting(
+    "CUSHIP_TORCH_CXX11ABI", "user", "Whether that torch uses the C++11 ABI (`1`/`0`).", "probed"
+)
+NVCC = _setting(
+    "CUSHIP_NVCC", "user", "The nvcc to use (`none`: act as if there were none).", "CUDA_HOME, PATH"
+)
+TAGS = _setting(
+    "CUSHIP_TAGS",
+    "user",
+    "`resolve --tags-from-env`: the Python tags to judge wheels for, best first "
+    "(`cp312-cp312-linux_x86_64`).",
+)
+PYTHON_VERSION = _setting(
+    "CUSHIP_PYTHON_VERSION",
+    "user",
+    "`resolve --tags-from-env`: the Python version those tags belong to (`3.12`).",
+)
+# -- results, gating ---------------------------------------------------------------------------
+STORE = _setting(
+    "CUSHIP_STORE",
+    "user",
+    "The results store (SQLite) of check, bench, report, dashboard.",
+    "`[check]`/`[bench] store`",
+)
+REQUIRE_GPU = _setting(
+    "CUSHIP_REQUIRE_GPU",
+    "user",
+    "pytest plugin: as `--require-gpu` (`1`): a skipped or unselected gpu test fails the run.",
+    "off",
+)
+# -- the prebuilt-or-build backend -------------------------------------------------------------
+FORCE_BUILD = _setting(
+    "CUSHIP_FORCE_BUILD", "user", "`cuship.backend`: always build from source (`1`).", "off"
+)
+NO_BUILD = _setting(
+    "CUSHIP_NO_BUILD",
+    "user",
+    "`cuship.backend`: fail instead of compiling when no prebuilt wheel fits (`1`).",
+    "off",
+)
+PREBUILT_INDEX = _setting(
+    "CUSHIP_PREBUILT_INDEX",
+    "user",
+    "`cuship.backend`: the index to take prebuilt wheels from.",
+    "`[tool.cuship.prebuilt] index`",
+)
+# -- CI ----------------------------------------------------------------------------------------
+SIGNING_KEY = _setting(
+    "CUSHIP_SIGNING_KEY",
+    "user",
+    "Generated GitHub workflow: the ed25519 key (a secret) that signs build attestations.",
+)
+# -- set by cuship for the project it builds or tests --------------------------------------------
+CUDA_ARCHS = _setting(
+    "CUSHIP_CUDA_ARCHS",
+    "cuship",
+    "The job's arch list in CMake spelling (`80-real;90-real;90-virtual`); also `CUDAARCHS`, "
+    "`TORCH_CUDA_ARCH_LIST`.",
+)
+LOCAL_VERSION = _setting(
+    "CUSHIP_LOCAL_VERSION", "cuship", "The job's local version label (`cu130`)."
+)
+CPU_ONLY = _setting(
+    "CUSHIP_CPU_ONLY",
+    "cuship",
+    "`1` for the CPU-only build (`[build] cpu_fallback`): build without CUDA.",
+)
+
+SETTINGS: tuple[Setting, ...] = tuple(_TABLE)
+"""Every variable, in the order above."""
+
+
+def render_markdown() -> str:
+    """The README's table of environment variables."""
+    rows = ["| variable | set by | meaning | default |", "|---|---|---|---|"]
+    for item in SETTINGS:
+        rows.append(f"| `{item.name}` | {item.by} | {item.meaning} | {item.default} |")
+    return "\n".join(rows) + "\n"

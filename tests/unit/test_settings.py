@@ -1,0 +1,44 @@
+"""The settings table is the one place a ``CUSHIP_*`` variable is spelled, and the README shows it."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import cuship
+from cuship import settings
+
+SRC = Path(cuship.__file__).resolve().parent
+README = SRC.parents[1] / "README.md"
+NAME = re.compile(r"\bCUSHIP_[A-Z0-9_]*[A-Z0-9]\b")
+
+
+def test_the_readme_shows_the_settings_table_as_it_is() -> None:
+    assert settings.render_markdown() in README.read_text(encoding="utf-8")
+
+
+def test_every_variable_is_listed_once_with_a_meaning() -> None:
+    names = [s.name for s in settings.SETTINGS]
+    assert len(names) == len(set(names)) >= 15
+    assert all(s.meaning and s.name.startswith("CUSHIP_") for s in settings.SETTINGS)
+
+
+def test_code_names_variables_by_their_constants_only() -> None:
+    spelled = []
+    for path in SRC.rglob("*.py"):
+        if path == SRC / "settings.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if NAME.fullmatch(node.value):
+                    spelled.append(f"{path.relative_to(SRC)}:{node.lineno} {node.value}")
+    assert spelled == []
+
+
+def test_every_variable_mentioned_anywhere_is_in_the_table() -> None:
+    known = {s.name for s in settings.SETTINGS}
+    mentioned = set()
+    for path in [*SRC.rglob("*.py"), *SRC.rglob("*.json"), README]:
+        mentioned |= set(NAME.findall(path.read_text(encoding="utf-8")))
+    assert mentioned - known == set()
