@@ -110,3 +110,28 @@ def test_cli_exit_codes(wheel: Path, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["inspect", str(not_zip)]) == 2
     assert main(["verify", str(not_zip)]) == 2
     assert "is not a readable wheel" in capsys.readouterr().err
+
+
+def test_retag_writes_the_torch_pin_replacing_an_unconditional_torch_requirement(
+    tmp_path: Path,
+) -> None:
+    metadata = (
+        b"Metadata-Version: 2.1\nName: my-pkg\nVersion: 1.2.0\nRequires-Dist: numpy\n"
+        b"Requires-Dist: torch>=2.0\nRequires-Dist: torch[cuda]; extra == 'gpu'\n\nbody\n"
+    )
+    source = write_wheel(
+        tmp_path,
+        "my_pkg-1.2.0-cp311-cp311-linux_x86_64.whl",
+        {f"{DIST}/METADATA": metadata, f"{DIST}/RECORD": b""},
+    )
+    out = retag(source, local="cu130", out_dir=tmp_path / "out", requires=["torch==2.13.*"])
+    with zipfile.ZipFile(out) as archive:
+        head = archive.read("my_pkg-1.2.0+cu130.dist-info/METADATA").decode().split("\n\n")[0]
+    requires = [line for line in head.splitlines() if line.startswith("Requires-Dist:")]
+    assert requires == [
+        "Requires-Dist: numpy",
+        "Requires-Dist: torch[cuda]; extra == 'gpu'",
+        "Requires-Dist: torch==2.13.*",
+    ]
+    with pytest.raises(UsageError, match="not a requirement"):
+        plan_retag(source.name, "cu130", requires=["torch=="])

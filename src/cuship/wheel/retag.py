@@ -13,9 +13,11 @@ import io
 import os
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
@@ -38,10 +40,19 @@ class RetagPlan:
     new_version: str
     old_prefix: str  # "pkg-0.1.0" as used in "pkg-0.1.0.dist-info"
     new_prefix: str
+    requires: tuple[str, ...] = ()  # Requires-Dist lines to set (e.g. the torch pin)
 
 
-def plan_retag(filename: str, local: str) -> RetagPlan:
-    """Plan the retag of wheel ``filename`` to local label ``local`` (replacing any label)."""
+def plan_retag(filename: str, local: str, *, requires: Sequence[str] = ()) -> RetagPlan:
+    """Plan the retag of wheel ``filename`` to local label ``local`` (replacing any label).
+
+    ``requires``: requirements written into METADATA as ``Requires-Dist``, each replacing the
+    unconditional requirements on the same project (``torch>=2`` gives way to ``torch==2.8.*``).
+    """
+    try:
+        parsed = tuple(Requirement(r) for r in requires)
+    except InvalidRequirement as err:
+        raise UsageError(f"not a requirement: {err}", hint="write it like torch==2.8.*") from err
     try:
         name, version, build, tags = parse_wheel_filename(filename)
     except InvalidWheelFilename as err:
@@ -62,6 +73,7 @@ def plan_retag(filename: str, local: str) -> RetagPlan:
         new_version=str(new_version),
         old_prefix=f"{dist}-{version}",
         new_prefix=f"{dist}-{new_version}",
+        requires=tuple(str(r) for r in parsed),
     )
 
 
@@ -93,9 +105,17 @@ def record_hash(data: bytes) -> str:
     return f"sha256={digest.decode('ascii')}"
 
 
-def retag(wheel: Path, *, local: str, out_dir: Path | None = None, emit: Emit = discard) -> Path:
-    """Write a copy of ``wheel`` labelled ``local`` into ``out_dir`` (default: next to it)."""
-    plan = plan_retag(wheel.name, local)
+def retag(
+    wheel: Path,
+    *,
+    local: str,
+    out_dir: Path | None = None,
+    requires: Sequence[str] = (),
+    emit: Emit = discard,
+) -> Path:
+    """Write a copy of ``wheel`` labelled ``local`` (and ``requires`` in its METADATA, see
+    :func:`plan_retag`) into ``out_dir`` (default: next to it)."""
+    plan = plan_retag(wheel.name, local, requires=requires)
     target_dir = wheel.parent if out_dir is None else out_dir
     target_dir.mkdir(parents=True, exist_ok=True)
     target = target_dir / plan.new_filename
@@ -197,7 +217,27 @@ def _set_version(data: bytes, plan: RetagPlan, where: str) -> bytes:
     if index is None:
         raise InputError(f"{where!r} has no 'Version:' header", hint="rebuild the wheel")
     lines[index] = f"Version: {plan.new_version}"
+    lines = _with_requires(lines, plan.requires)
     return ("\n".join(lines) + blank + body).encode("utf-8")
+
+
+def _with_requires(lines: list[str], requires: tuple[str, ...]) -> list[str]:
+    """Header lines with ``requires`` added, replacing unconditional ones on the same projects."""
+    if not requires:
+        return lines
+    names = {canonicalize_name(Requirement(r).name) for r in requires}
+
+    def replaced(line: str) -> bool:
+        if not line.startswith("Requires-Dist:"):
+            return False
+        try:
+            old = Requirement(line.partition(":")[2].strip())
+        except InvalidRequirement:
+            return False
+        return old.marker is None and canonicalize_name(old.name) in names
+
+    kept = [line for line in lines if not replaced(line)]
+    return kept + [f"Requires-Dist: {r}" for r in requires]
 
 
 def _like(info: zipfile.ZipInfo, name: str) -> zipfile.ZipInfo:
