@@ -27,8 +27,13 @@ def make_wheel(
     extra_metadata: str = "",
     modules: Mapping[str, str] | None = None,
     filename: str | None = None,
+    files: Mapping[str, bytes] | None = None,
 ) -> Path:
-    """Write an installable pure-Python wheel for ``name`` ``version``; return its path."""
+    """Write an installable wheel for ``name`` ``version``; return its path.
+
+    ``modules`` are Python sources by module name; ``files`` are other members (shared objects,
+    data) by their path in the wheel.
+    """
     dist = canonicalize_name(name).replace("-", "_")
     stem = f"{dist}-{Version(version)}"
     info = f"{stem}.dist-info"
@@ -36,18 +41,19 @@ def make_wheel(
     if requires_python is not None:
         metadata += f"Requires-Python: {requires_python}\n"
     metadata += extra_metadata
-    files: dict[str, bytes] = {
+    members: dict[str, bytes] = {
         f"{k}.py": v.encode() for k, v in (modules or {dist: f"VERSION = {version!r}\n"}).items()
     }
-    files[f"{info}/METADATA"] = metadata.encode()
-    files[f"{info}/WHEEL"] = (
+    members.update(files or {})
+    members[f"{info}/METADATA"] = metadata.encode()
+    members[f"{info}/WHEEL"] = (
         f"Wheel-Version: 1.0\nGenerator: cuship-tests\nRoot-Is-Purelib: true\nTag: {tag}\n"
     ).encode()
-    record = "".join(f"{p},{_record_hash(d)},{len(d)}\n" for p, d in files.items())
-    files[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
+    record = "".join(f"{p},{_record_hash(d)},{len(d)}\n" for p, d in members.items())
+    members[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
     path = directory / (filename or f"{stem}-{tag}.whl")
     directory.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for member, data in files.items():
+        for member, data in members.items():
             archive.writestr(member, data)
     return path

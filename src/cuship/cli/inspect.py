@@ -1,4 +1,5 @@
-"""`cuship inspect WHEEL|SO`: SASS/PTX arches, compression, needed and bundled libraries, tags."""
+"""`cuship inspect WHEEL|SO`: SASS/PTX arches, compression, needed and bundled libraries, tags,
+and the torch ABI (none / stable / exact) with the torch a wheel was built against."""
 
 from __future__ import annotations
 
@@ -33,16 +34,27 @@ def _render_wheel(console: Console, report: WheelReport) -> None:
         f"  tags {', '.join(report.tags)}\n"
         f"  SASS {_join(report.sass)}   PTX {_join(report.ptx)}\n"
         f"  bundled libraries: {_join(report.bundled_libs)}\n"
-        f"  bundled CUDA/torch libraries: {_join(report.bundled_cuda_libs)}"
+        f"  bundled CUDA/torch libraries: {_join(report.bundled_cuda_libs)}\n"
+        f"  torch ABI {report.torch_abi}   {_torch_line(report)}"
     )
     _render_objects(console, report.extensions)
+
+
+def _torch_line(report: WheelReport) -> str:
+    pin = report.torch_requirement
+    requires = f"requires {pin.requirement}" if pin is not None else "no torch requirement"
+    if report.torch_built is None:
+        return f"{requires}; built against: unknown"
+    source = "local label" if report.torch_label else "Requires-Dist"
+    return f"{requires}; built against torch {report.torch_built} (from the {source})"
 
 
 def _render_objects(console: Console, objects: tuple[ObjectReport, ...]) -> None:
     from rich.table import Table
 
     table = Table(show_lines=False)
-    for column in ("shared object", "size", "SASS", "PTX", "PTX zstd/lz4", "needed"):
+    columns = ("shared object", "size", "SASS", "PTX", "PTX zstd/lz4", "torch ABI", "needed")
+    for column in columns:
         table.add_column(column)
     for obj in objects:
         table.add_row(
@@ -51,9 +63,12 @@ def _render_objects(console: Console, objects: tuple[ObjectReport, ...]) -> None
             _join(obj.sass),
             _join(obj.ptx) + (f" (LTO {_join(obj.lto)})" if obj.lto else ""),
             "yes" if obj.ptx_compressed else "no",
+            obj.torch_abi,
             ", ".join(obj.needed),
         )
     console.out.print(table)
+    reasons = [f"{obj.path}: torch ABI {obj.torch_abi}: {obj.torch.reason}" for obj in objects]
+    console.print_text("\n".join(reasons))
 
 
 def _join(items: tuple[str, ...]) -> str:

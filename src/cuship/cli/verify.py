@@ -1,4 +1,5 @@
-"""`cuship verify WHEEL`: configured arches present, no CUDA library bundled, label as expected."""
+"""`cuship verify WHEEL`: configured arches present, no CUDA library bundled, label as expected,
+and a torch requirement that fits the torch ABI of the wheel's shared objects."""
 
 from __future__ import annotations
 
@@ -6,21 +7,30 @@ from pathlib import Path
 
 import click
 
+from cuship._console import Console
 from cuship.cli._common import exit_with, json_option, make_console
 from cuship.errors import NothingToDo
 from cuship.wheel.audit import inspect_path
-from cuship.wheel.verify import verify
+from cuship.wheel.verify import VerifyResult, verify
 
 
 @click.command("verify")
 @click.argument("target", type=click.Path(path_type=Path))
 @click.option("--arch", "arches", default="", help='Arch list, e.g. "8.0;9.0;10.0;12.0+PTX".')
 @click.option("--local", default=None, help="Expected local version label, e.g. cu128torch2.8.")
+@click.option(
+    "--torch",
+    "torch_version",
+    default=None,
+    help="The torch X.Y the wheel was built against (default: its local label's, if any).",
+)
 @json_option
-def command(target: Path, arches: str, local: str | None, as_json: bool) -> None:
+def command(
+    target: Path, arches: str, local: str | None, torch_version: str | None, as_json: bool
+) -> None:
     """Check a wheel (or .so) against its build promise; exit 1 listing what is missing."""
     console = make_console()
-    result = verify(inspect_path(target), arches=arches, local=local)
+    result = verify(inspect_path(target), arches=arches, local=local, torch=torch_version)
     if not result.checks:
         raise NothingToDo(
             f"nothing to verify in {str(target)!r}",
@@ -28,10 +38,16 @@ def command(target: Path, arches: str, local: str | None, as_json: bool) -> None
         )
     if as_json:
         console.print_json(result.to_json())
-    elif result.ok:
-        console.print_text(f"ok: {result.target}: {'; '.join(result.checks)}")
     else:
-        for problem in result.problems:
-            console.error(f"{result.target}: {problem}")
+        _render(console, result)
     if not result.ok:
         exit_with(1)
+
+
+def _render(console: Console, result: VerifyResult) -> None:
+    for note in result.notes:
+        console.print_text(f"note: {result.target}: {note}")
+    if result.ok:
+        console.print_text(f"ok: {result.target}: {'; '.join(result.checks)}")
+    for problem in result.problems:
+        console.error(f"{result.target}: {problem}")

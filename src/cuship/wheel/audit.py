@@ -13,10 +13,20 @@ from typing import Any
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from cuship.errors import InputError
+from cuship.errors import CushipError, InputError
 from cuship.wheel.cudalibs import is_cuda_lib
 from cuship.wheel.elf import ElfFacts, elf_facts, is_elf
 from cuship.wheel.fatbin import FATBIN_SECTIONS, Buffer, FatbinEntry, parse_sections
+from cuship.wheel.names import parse_label
+from cuship.wheel.torchabi import (
+    TorchAbi,
+    TorchAbiFacts,
+    TorchPin,
+    classify,
+    strictest,
+    torch_pin,
+    torch_requirements,
+)
 
 __all__ = [
     "ObjectReport",
@@ -58,6 +68,11 @@ class ObjectReport:
     fatbin_size: int
     entries: int
     containers: int
+    torch: TorchAbiFacts = TorchAbiFacts()  # what it imports from torch, and the ABI that makes
+
+    @property
+    def torch_abi(self) -> TorchAbi:
+        return self.torch.abi
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -74,6 +89,8 @@ class ObjectReport:
             "fatbin_size": self.fatbin_size,
             "entries": self.entries,
             "containers": self.containers,
+            "torch_abi": self.torch_abi,
+            "torch": self.torch.to_json(),
         }
 
 
@@ -91,6 +108,29 @@ class WheelReport:
     extensions: tuple[ObjectReport, ...]
     bundled_libs: tuple[str, ...]
     bundled_cuda_libs: tuple[str, ...]
+    torch_requirement: TorchPin | None = None  # its Requires-Dist on torch, if any
+
+    @property
+    def torch_abi(self) -> TorchAbi:
+        """The strictest torch ABI of its shared objects (a wheel loads only where all do)."""
+        return strictest(x.torch_abi for x in self.extensions)
+
+    @property
+    def torch_label(self) -> str | None:
+        """The torch X.Y its local version label names (``+cu130torch2.13``), if any."""
+        if self.local is None:
+            return None
+        try:
+            variant = parse_label(self.local)
+        except CushipError:  # a label cuship's default template cannot read names no torch
+            return None
+        return None if variant.torch is None else str(variant.torch)
+
+    @property
+    def torch_built(self) -> str | None:
+        """The torch X.Y it was built against, when known: from the label, else the pin."""
+        pin = self.torch_requirement
+        return self.torch_label or (pin.built_against if pin is not None else None)
 
     @property
     def sass(self) -> tuple[str, ...]:
@@ -114,6 +154,11 @@ class WheelReport:
             "extensions": [x.to_json() for x in self.extensions],
             "bundled_libs": list(self.bundled_libs),
             "bundled_cuda_libs": list(self.bundled_cuda_libs),
+            "torch_abi": self.torch_abi,
+            "torch_requirement": (
+                None if self.torch_requirement is None else self.torch_requirement.to_json()
+            ),
+            "torch_built": self.torch_built,
         }
 
 
@@ -156,6 +201,7 @@ def _object_report(where: str, size: int, facts: ElfFacts, data: Buffer) -> Obje
         fatbin_size=sum(span.size for span in spans if span is not None),
         entries=len(entries),
         containers=len({e.container for e in entries}),
+        torch=classify(facts.needed, facts.undefined),
     )
 
 
@@ -168,7 +214,7 @@ def inspect_wheel(path: Path) -> WheelReport:
             f"{path.name!r} is not a valid wheel file name: {err}",
             hint="wheel names look like name-1.0-cp311-cp311-linux_x86_64.whl",
         ) from err
-    extensions, libs = _scan_zip(path)
+    extensions, libs, requirements = _scan_zip(path)
     return WheelReport(
         path=str(path),
         filename=path.name,
@@ -180,20 +226,38 @@ def inspect_wheel(path: Path) -> WheelReport:
         extensions=extensions,
         bundled_libs=libs,
         bundled_cuda_libs=tuple(lib for lib in libs if is_cuda_lib(lib)),
+        torch_requirement=torch_pin(requirements),
     )
 
 
-def _scan_zip(path: Path) -> tuple[tuple[ObjectReport, ...], tuple[str, ...]]:
+def _scan_zip(
+    path: Path,
+) -> tuple[tuple[ObjectReport, ...], tuple[str, ...], tuple[str, ...]]:
+    """The wheel's shared objects, its bundled libraries and its Requires-Dist entries on torch."""
     try:
         with zipfile.ZipFile(path) as archive:
             objects = list(_shared_objects(archive, path))
+            requirements = _torch_requirements(archive, path)
     except (zipfile.BadZipFile, EOFError) as err:
         raise InputError(
             f"{str(path)!r} is not a readable wheel (zip): {err}",
             hint="the download may be cut short; fetch or build the wheel again",
         ) from err
     libs = tuple(sorted(member for member, _ in objects if _is_library(member)))
-    return tuple(report for _, report in objects if report is not None), libs
+    reports = tuple(report for _, report in objects if report is not None)
+    return reports, libs, requirements
+
+
+def _torch_requirements(archive: zipfile.ZipFile, path: Path) -> tuple[str, ...]:
+    """Requires-Dist on torch in the top-level ``*.dist-info/METADATA`` (none without one)."""
+    member = next(
+        (n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")),
+        None,
+    )
+    if member is None:
+        return ()
+    text = archive.read(member).decode("utf-8", "replace")
+    return torch_requirements(text, source=f"{path.name}:{member}")
 
 
 def _shared_objects(

@@ -1,7 +1,9 @@
-"""ELF facts via pyelftools: machine, SONAME, DT_NEEDED and where named sections lie in the file.
+"""ELF facts via pyelftools: machine, SONAME, DT_NEEDED, the undefined dynamic symbols and where
+named sections lie in the file.
 
-Only headers are read; section contents stay in the caller's buffer (an mmap for files on disk),
-so a 1 GB shared object costs a few page faults, not a copy.
+Only headers, the dynamic symbol table and its string table are read; other section contents
+stay in the caller's buffer (an mmap for files on disk), so a 1 GB shared object costs a few
+page faults, not a copy.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
+from elftools.elf.sections import Section, SymbolTableSection
 
 from cuship.errors import InputError
 
@@ -42,6 +45,7 @@ class ElfFacts:
     soname: str | None
     needed: tuple[str, ...]
     sections: tuple[SectionSpan, ...]
+    undefined: tuple[str, ...] = ()  # names of the undefined (imported) dynamic symbols
 
     def section(self, name: str) -> SectionSpan | None:
         return next((s for s in self.sections if s.name == name), None)
@@ -63,6 +67,7 @@ def elf_facts(stream: BinaryIO, *, source: str, wanted: Iterable[str] = ()) -> E
         elf = ELFFile(stream)
         needed, soname = _dynamic(elf)
         spans = tuple(_spans(elf, frozenset(wanted), size, source))
+        undefined = _undefined_symbols(elf, size, source)
         machine = str(elf["e_machine"])
     except (ELFError, struct.error, ValueError, OSError) as err:
         raise InputError(
@@ -70,7 +75,12 @@ def elf_facts(stream: BinaryIO, *, source: str, wanted: Iterable[str] = ()) -> E
             hint="is it truncated or not a shared object? rebuild it or download it again",
         ) from err
     return ElfFacts(
-        machine=machine, bits=elf.elfclass, soname=soname, needed=needed, sections=spans
+        machine=machine,
+        bits=elf.elfclass,
+        soname=soname,
+        needed=needed,
+        sections=spans,
+        undefined=undefined,
     )
 
 
@@ -107,6 +117,52 @@ def _spans(elf: ELFFile, wanted: frozenset[str], size: int, source: str) -> Iter
                 hint="the file is truncated; rebuild it or download it again",
             )
         yield SectionSpan(name=section.name, offset=offset, size=length)
+
+
+# Elf32_Sym: name, value, size, info, other, shndx; Elf64_Sym: name, info, other, shndx, value, size.
+_SYMBOL_LAYOUT = {32: ("IIIBBH", 0, 5), 64: ("IBBHQQ", 0, 3)}  # format, name index, shndx index
+
+
+def _undefined_symbols(elf: ELFFile, size: int, source: str) -> tuple[str, ...]:
+    """Names of the dynamic symbols with section index SHN_UNDEF (what the object imports).
+
+    The table is unpacked with ``struct`` in one pass: pyelftools' per-symbol objects cost
+    about 100 times more, which a torch extension's thousands of symbols would feel.
+    """
+    table = next(
+        (
+            s
+            for s in elf.iter_sections()
+            if isinstance(s, SymbolTableSection) and s.name == ".dynsym"
+        ),
+        None,
+    )
+    if table is None:
+        return ()
+    strings = elf.get_section(int(table["sh_link"]))
+    data, names = _contents(table, size, source), _contents(strings, size, source)
+    layout, name_at, shndx_at = _SYMBOL_LAYOUT[elf.elfclass]
+    entry = struct.Struct(("<" if elf.little_endian else ">") + layout)
+    usable = len(data) - len(data) % entry.size
+    found: list[str] = []
+    for fields in entry.iter_unpack(data[:usable]):
+        start = fields[name_at]
+        if fields[shndx_at] != 0 or start == 0:  # defined, or the null symbol
+            continue
+        end = names.find(b"\0", start)
+        found.append(names[start : end if end >= 0 else len(names)].decode("utf-8", "replace"))
+    return tuple(found)
+
+
+def _contents(section: Section, size: int, source: str) -> bytes:
+    offset, length = int(section["sh_offset"]), int(section["sh_size"])
+    if offset + length > size:
+        raise InputError(
+            f"{source!r}: section {section.name!r} at offset {offset:#x} runs {length} bytes "
+            f"past the end of the file ({size} bytes)",
+            hint="the file is truncated; rebuild it or download it again",
+        )
+    return bytes(section.data())
 
 
 def glibc_needed(path: Path) -> tuple[int, int] | None:

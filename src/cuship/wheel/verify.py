@@ -6,8 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from cuship.arch import ArchTarget, parse_arch_list
+from cuship.errors import UsageError
 from cuship.wheel.audit import ObjectReport, WheelReport, sm_key
+from cuship.wheel.torchabi import TorchAbi, TorchPin
 
 __all__ = ["VerifyResult", "satisfies", "verify"]
 
@@ -19,6 +23,7 @@ class VerifyResult:
     target: str
     checks: tuple[str, ...]
     problems: tuple[str, ...]
+    notes: tuple[str, ...] = ()  # worth saying, not wrong
 
     @property
     def ok(self) -> bool:
@@ -30,6 +35,7 @@ class VerifyResult:
             "ok": self.ok,
             "checks": list(self.checks),
             "problems": list(self.problems),
+            "notes": list(self.notes),
         }
 
 
@@ -52,25 +58,116 @@ def verify(
     *,
     arches: Sequence[str] | str = (),
     local: str | None = None,
+    torch: str | None = None,
 ) -> VerifyResult:
-    """Check configured arches (SASS, and PTX for ``+PTX``), bundled CUDA libraries and the label.
+    """Check configured arches (SASS, and PTX for ``+PTX``), bundled CUDA libraries, the label,
+    and a wheel's torch requirement against the torch ABI of its shared objects.
 
-    ``arches`` is an arch spec (``"8.0;9.0;12.0+PTX"``) or a sequence of such items.
+    ``arches`` is an arch spec (``"8.0;9.0;12.0+PTX"``) or a sequence of such items. ``torch``
+    is the torch X.Y the wheel was built against, when the caller knows it; else its local
+    label says, if it names one.
     """
     spec = arches if isinstance(arches, str) else ";".join(arches)
     targets = parse_arch_list(spec).targets if spec.strip() else ()
     extensions = report.extensions if isinstance(report, WheelReport) else (report,)
     sass = tuple({sm for x in extensions for sm in x.sass})
     ptx = tuple({sm for x in extensions for sm in x.ptx})
+    built = _torch_minor(torch)
     checks: list[str] = []
     problems: list[str] = []
+    notes: list[str] = []
     _check_arches(targets, sass, ptx, checks, problems)
     if isinstance(report, WheelReport):
         _check_wheel(report, local, checks, problems)
-    elif local is not None:
-        problems.append(f"--local {local!r} given, but {report.path!r} is not a wheel")
+        built = built or report.torch_label
+        _check_torch(report, built, checks, problems, notes)
+    else:
+        for option, value in (("--local", local), ("--torch", torch)):
+            if value is not None:
+                problems.append(f"{option} {value!r} given, but {report.path!r} is not a wheel")
     target = report.filename if isinstance(report, WheelReport) else report.path
-    return VerifyResult(target=target, checks=tuple(checks), problems=tuple(problems))
+    return VerifyResult(
+        target=target, checks=tuple(checks), problems=tuple(problems), notes=tuple(notes)
+    )
+
+
+def _torch_minor(torch: str | None) -> str | None:
+    if torch is None:
+        return None
+    try:
+        release = Version(torch).release
+    except InvalidVersion as err:
+        raise UsageError(
+            f"torch version {torch!r} is not a version", hint="pass the torch X.Y, e.g. 2.13"
+        ) from err
+    return f"{release[0]}.{release[1] if len(release) > 1 else 0}"
+
+
+def _check_torch(
+    report: WheelReport,
+    built: str | None,
+    checks: list[str],
+    problems: list[str],
+    notes: list[str],
+) -> None:
+    """The wheel's torch requirement against what its binaries import from torch.
+
+    exact: ``torch==X.Y.*`` (X.Y = ``built`` when known), or pip installs a torch the wheel
+    cannot load; stable: some torch requirement (its objects need libtorch at import); none:
+    nothing to check.
+    """
+    abi, pin = report.torch_abi, report.torch_requirement
+    note = _torch_note(abi, pin)
+    if note is not None:
+        notes.append(note)
+    if abi == "none":
+        return
+    checks.append(f"torch requirement for torch ABI {abi!r}")
+    culprit = next(x for x in report.extensions if x.torch_abi == abi)
+    why = f"{culprit.path} {culprit.torch.reason}"
+    problem = (
+        _exact_problem(pin, built, why) if abi == "exact" else _stable_problem(pin, built, why)
+    )
+    if problem is not None:
+        problems.append(problem)
+
+
+def _exact_problem(pin: TorchPin | None, built: str | None, why: str) -> str | None:
+    want = f"Requires-Dist: torch=={built or 'X.Y'}.*"
+    if pin is None or pin.exact is None:
+        have = f"Requires-Dist: {pin.requirement}" if pin is not None else "no torch requirement"
+        return (
+            f"exact torch ABI ({why}) but {have}: pip may install a torch it cannot load "
+            f"(undefined symbol _ZN3c10... at import); the wheel needs {want}"
+        )
+    if built is not None and pin.exact != built:
+        return (
+            f"built against torch {built} (exact torch ABI) but Requires-Dist pins "
+            f"{pin.requirement!r}; the wheel needs {want}"
+        )
+    return None
+
+
+def _stable_problem(pin: TorchPin | None, built: str | None, why: str) -> str | None:
+    if pin is not None:
+        return None
+    return (
+        f"stable torch ABI ({why}) but no torch requirement: its shared objects need libtorch "
+        f"at import; the wheel needs Requires-Dist: torch>={built or 'X.Y'}"
+    )
+
+
+def _torch_note(abi: TorchAbi, pin: TorchPin | None) -> str | None:
+    if pin is None:
+        return None
+    if abi == "none":
+        return f"requires {pin.requirement!r} though no shared object imports anything from torch"
+    if abi == "stable" and pin.exact is not None:
+        return (
+            f"pins {pin.requirement!r} though its torch ABI is stable: torch>={pin.exact} "
+            "would let it install next to newer torch releases"
+        )
+    return None
 
 
 def _check_arches(

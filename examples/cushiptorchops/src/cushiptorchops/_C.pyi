@@ -1,0 +1,1 @@
+# The compiled library: an empty module whose import registers torch.ops.cushiptorchops.*.

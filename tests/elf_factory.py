@@ -1,0 +1,132 @@
+"""Synthetic ELF shared objects: the headers, DT_NEEDED entries and dynamic symbols a test asks for.
+
+Enough of an ELF for pyelftools and for the loader-facing facts cuship reads (no code, no
+program headers): sections ``.dynstr``, ``.dynsym``, ``.dynamic`` and ``.shstrtab``, in the
+32- or 64-bit layout, little- or big-endian.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+SHT_DYNAMIC, SHT_STRTAB, SHT_DYNSYM = 6, 3, 11
+DT_NULL, DT_NEEDED, DT_SONAME = 0, 1, 14
+_MACHINE = {(64, "<"): 62, (64, ">"): 21, (32, "<"): 3, (32, ">"): 20}  # x86-64, PPC64, 386, PPC
+
+
+@dataclass(frozen=True)
+class _Layout:
+    bits: int
+    endian: str
+
+    def pack(self, fmt: str, *values: int) -> bytes:
+        return struct.pack(self.endian + fmt, *values)
+
+    @property
+    def word(self) -> str:
+        return "Q" if self.bits == 64 else "I"
+
+    @property
+    def sym_size(self) -> int:
+        return 24 if self.bits == 64 else 16
+
+    @property
+    def shdr_size(self) -> int:
+        return 64 if self.bits == 64 else 40
+
+    def symbol(self, name: int, shndx: int) -> bytes:
+        info = 0x12  # STB_GLOBAL, STT_FUNC
+        if self.bits == 64:
+            return self.pack("IBBHQQ", name, info, 0, shndx, 0, 0)
+        return self.pack("IIIBBH", name, 0, 0, info, 0, shndx)
+
+    def dyn(self, tag: int, value: int) -> bytes:
+        return self.pack("qQ" if self.bits == 64 else "iI", tag, value)
+
+    def section_header(
+        self, name: int, kind: int, offset: int, size: int, link: int, entsize: int
+    ) -> bytes:
+        w = self.word
+        return self.pack(
+            f"II{w}{w}{w}{w}II{w}{w}", name, kind, 0, 0, offset, size, link, 0, 1, entsize
+        )
+
+    def elf_header(self, shoff: int, shnum: int, shstrndx: int) -> bytes:
+        ident = b"\x7fELF" + bytes([2 if self.bits == 64 else 1, 1 if self.endian == "<" else 2, 1])
+        ident = ident.ljust(16, b"\0")
+        w = self.word
+        ehsize = 64 if self.bits == 64 else 52
+        phentsize = 56 if self.bits == 64 else 32
+        machine = _MACHINE[(self.bits, self.endian)]
+        rest = self.pack(
+            f"HHI{w}{w}{w}IHHHHHH",
+            3,  # ET_DYN
+            machine,
+            1,
+            0,
+            0,
+            shoff,
+            0,
+            ehsize,
+            phentsize,
+            0,
+            self.shdr_size,
+            shnum,
+            shstrndx,
+        )
+        return ident + rest
+
+
+class _Strings:
+    def __init__(self) -> None:
+        self.data = bytearray(b"\0")
+
+    def add(self, text: str) -> int:
+        offset = len(self.data)
+        self.data += text.encode() + b"\0"
+        return offset
+
+
+def make_elf(
+    *,
+    needed: Sequence[str] = (),
+    undefined: Sequence[str] = (),
+    defined: Sequence[str] = (),
+    soname: str | None = None,
+    bits: int = 64,
+    endian: str = "<",
+) -> bytes:
+    """The bytes of a shared object that needs ``needed`` and imports ``undefined``."""
+    layout = _Layout(bits, endian)
+    dynstr, shstr = _Strings(), _Strings()
+    symbols = layout.symbol(0, 0)  # the null symbol
+    symbols += b"".join(layout.symbol(dynstr.add(n), 0) for n in undefined)
+    symbols += b"".join(layout.symbol(dynstr.add(n), 1) for n in defined)  # defined in section 1
+    dynamic = b"".join(layout.dyn(DT_NEEDED, dynstr.add(lib)) for lib in needed)
+    if soname is not None:
+        dynamic += layout.dyn(DT_SONAME, dynstr.add(soname))
+    dynamic += layout.dyn(DT_NULL, 0)
+    names = {n: shstr.add(n) for n in (".dynstr", ".dynsym", ".dynamic", ".shstrtab")}
+    header_size = 64 if bits == 64 else 52
+    blobs = [bytes(dynstr.data), symbols, dynamic, bytes(shstr.data)]
+    offsets, position = [], header_size
+    for blob in blobs:
+        offsets.append(position)
+        position += len(blob)
+    shoff = position + (-position % 8)
+    dyn_entsize = 16 if bits == 64 else 8
+    headers = [
+        b"\0" * layout.shdr_size,
+        layout.section_header(names[".dynstr"], SHT_STRTAB, offsets[0], len(blobs[0]), 0, 0),
+        layout.section_header(
+            names[".dynsym"], SHT_DYNSYM, offsets[1], len(blobs[1]), 1, layout.sym_size
+        ),
+        layout.section_header(
+            names[".dynamic"], SHT_DYNAMIC, offsets[2], len(blobs[2]), 1, dyn_entsize
+        ),
+        layout.section_header(names[".shstrtab"], SHT_STRTAB, offsets[3], len(blobs[3]), 0, 0),
+    ]
+    body = b"".join(blobs).ljust(shoff - header_size, b"\0")
+    return layout.elf_header(shoff, len(headers), 4) + body + b"".join(headers)
