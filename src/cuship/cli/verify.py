@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cuship._console import Console
+from cuship.cli._console import Console
 from cuship.cli._common import exit_with, json_option, make_console
 from cuship.errors import NothingToDo
 from cuship.wheel.audit import inspect_path
