@@ -41,3 +41,33 @@ def test_local_and_container_plans_build_with_the_same_pip_wheel(tmp_path: Path)
         shlex.join(["pip", "wheel", "--no-deps", "-w", "/out", "--no-build-isolation", "/src"])
         in script
     )
+
+
+def test_the_torch_a_wheel_builds_against_is_the_matrix_s_else_the_host_s(tmp_path: Path) -> None:
+    import dataclasses
+
+    from packaging.version import Version
+
+    config, job = next(
+        (c, j)
+        for c, j in jobs_with_configs(load_config(EXAMPLE), load())
+        if j.python == "3.11" and j.cuda.major == 13
+    )
+    host = dataclasses.replace(HOST, torch="2.13.0+cpu")
+    assert not config.build.isolation and job.torch is None
+    assert plan_job(job, config, host, mode="local", out_dir=tmp_path).torch == "2.13.0+cpu"
+    assert plan_job(job, config, host, mode="container", out_dir=tmp_path).torch is None
+    isolated = dataclasses.replace(config, build=dataclasses.replace(config.build, isolation=True))
+    assert plan_job(job, isolated, host, mode="local", out_dir=tmp_path).torch is None
+    pinned = dataclasses.replace(job, torch=Version("2.8"))
+    assert plan_job(pinned, config, host, mode="local", out_dir=tmp_path).torch == "2.8"
+
+
+def test_a_wheel_linking_torch_gets_the_pin_its_abi_needs() -> None:
+    from cuship.builder.execute import _torch_pin
+
+    assert _torch_pin("none", "2.13.0+cpu", "w.whl") == ((), ())
+    assert _torch_pin("exact", "2.13.0+cpu", "w.whl") == (("torch==2.13.*",), ())
+    assert _torch_pin("stable", "2.8", "w.whl") == (("torch>=2.8",), ())
+    requires, problems = _torch_pin("exact", None, "w.whl")
+    assert requires == () and "cannot be pinned" in problems[0]

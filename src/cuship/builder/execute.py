@@ -21,6 +21,7 @@ from cuship.builder.smoke import smoke_test
 from cuship.errors import CushipError
 from cuship.events import Emit, Event, discard
 from cuship.wheel.audit import WheelReport
+from cuship.wheel.torchabi import TorchAbi, pin_for
 
 __all__ = [
     "BuildFailed",
@@ -60,12 +61,14 @@ def finish_wheel(
     label: str,
     arches: str,
     environ: Mapping[str, str],
+    torch: str | None = None,
     emit: Emit = discard,
 ) -> tuple[Path, WheelReport, tuple[str, ...]]:
     """Repair (unless pure), label, inspect and verify ``raw``; the final wheel lands in ``out_dir``.
 
     ``arches`` is the arch spec the wheel must cover; empty for a CPU-only wheel, which must then
-    hold no device code at all.
+    hold no device code at all. ``torch``: the torch it was built against; a wheel that links
+    torch gets the pin its torch ABI needs (``torch==X.Y.*`` exact, ``torch>=X.Y`` stable).
     """
     from cuship.wheel.audit import inspect_wheel
     from cuship.wheel.repair import repair
@@ -87,9 +90,12 @@ def finish_wheel(
         repaired = raw
     else:
         repaired = repair(raw, out_dir=work, env=environ, emit=emit).output
-    labelled = retag(repaired, local=label, out_dir=work_dir / "labelled", emit=emit)
+    requires, unpinned = _torch_pin(inspect_wheel(repaired).torch_abi, torch, repaired.name)
+    labelled = retag(
+        repaired, local=label, out_dir=work_dir / "labelled", requires=requires, emit=emit
+    )
     report = inspect_wheel(labelled)
-    problems = verify(report, arches=arches, local=label).problems
+    problems = unpinned + verify(report, arches=arches, local=label, torch=torch).problems
     if not arches:
         problems += tuple(
             f"{x.path}: CUDA device code in a CPU-only wheel"
@@ -99,6 +105,21 @@ def finish_wheel(
     final = out_dir / labelled.name
     labelled.replace(final)
     return final, dataclasses.replace(report, path=str(final)), problems
+
+
+def _torch_pin(
+    abi: TorchAbi, torch: str | None, name: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(requirements to write, problems): the pin ``abi`` needs, or why there can be none."""
+    if abi == "none":
+        return (), ()
+    if torch is None:
+        return (), (
+            f"{name} links torch ({abi} ABI) but the torch it builds against is unknown, so it "
+            "cannot be pinned: add torch to [matrix] torch, or build without isolation",
+        )
+    pin = pin_for(abi, torch)
+    return ((pin,) if pin else ()), ()
 
 
 def run_plan(
@@ -121,6 +142,7 @@ def run_plan(
         arches=plan.job.arch.torch,
         test_import=test_import,
         environ=environ,
+        torch=plan.torch,
         emit=emit,
     )
 
@@ -136,6 +158,7 @@ def build_job(
     arches: str,
     test_import: str | None,
     environ: Mapping[str, str] | None = None,
+    torch: str | None = None,
     emit: Emit = discard,
 ) -> JobResult:
     """Run ``steps`` (a fresh ``raw_dir`` and log), then finish, label and smoke-test the wheel.
@@ -161,6 +184,7 @@ def build_job(
         label=label,
         arches=arches,
         environ=env,
+        torch=torch,
         emit=emit,
     )
     smoke = None

@@ -44,6 +44,7 @@ class Host:
     memory_available_gib: float | None
     sccache: str | None = None
     engine: str | None = None
+    torch: str | None = None  # the installed torch's version ("2.13.0+cpu"), if any
 
 
 def host_of(fp: Fingerprint, *, python_exe: str, sccache: str | None, engine: str | None) -> Host:
@@ -58,6 +59,7 @@ def host_of(fp: Fingerprint, *, python_exe: str, sccache: str | None, engine: st
         memory_available_gib=fp.memory_available_gib,
         sccache=sccache,
         engine=engine,
+        torch=fp.torch.version if fp.torch else None,
     )
 
 
@@ -89,6 +91,9 @@ class BuildPlan:
     out_dir: Path
     log: Path
     test_import: str | None = None
+    torch: str | None = (
+        None  # the torch the wheel builds against, when known (its pin comes from it)
+    )
 
 
 def max_jobs(

@@ -85,6 +85,16 @@ MODES: Mapping[Mode, Callable[[BuildJob, Config, Host, Path], ModeSteps]] = {
 follow the same in all of them."""
 
 
+def _built_against(job: BuildJob, config: Config, host: Host, mode: Mode) -> str | None:
+    """The torch a job's wheel builds against: the matrix's, else (a local build without build
+    isolation) the host's own; None where cuship cannot know (isolated or container builds)."""
+    if job.torch is not None:
+        return str(job.torch)
+    if mode == "local" and not config.build.isolation and host.torch is not None:
+        return host.torch
+    return None
+
+
 def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: Path) -> BuildPlan:
     """Every step of building ``job`` on ``host`` in ``mode``; pure."""
     raw_dir = out_dir / "raw" / job.id
@@ -100,4 +110,5 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         out_dir=out_dir,
         log=log,
         test_import=config.build.test_import,
+        torch=_built_against(job, config, host, mode),
     )

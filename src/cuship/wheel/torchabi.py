@@ -39,6 +39,7 @@ __all__ = [
     "TorchAbiFacts",
     "TorchPin",
     "classify",
+    "pin_for",
     "strictest",
     "torch_pin",
     "torch_requirements",
@@ -223,3 +224,13 @@ def _minimum(specifiers: Sequence[Specifier]) -> tuple[int, int] | None:
 
 def _minimum_minor(specifiers: Sequence[Specifier]) -> str | None:
     return _text(_minimum(specifiers))
+
+
+def pin_for(abi: TorchAbi, built: str) -> str | None:
+    """The ``Requires-Dist`` a wheel of ``abi`` built against torch ``built`` (X.Y) must carry:
+    ``torch==X.Y.*`` (exact, the torchvision convention), ``torch>=X.Y`` (stable), None (none)."""
+    minor = _minor(built)
+    if minor is None:
+        raise InputError(f"{built!r} is not a torch version", hint="write it like 2.13")
+    text = f"{minor[0]}.{minor[1]}"
+    return {"exact": f"torch=={text}.*", "stable": f"torch>={text}", "none": None}[abi]
