@@ -302,3 +302,41 @@ def test_tags_from_env_judge_another_platform() -> None:
     assert chosen(select("pkg", [wheel("1.0+cu128"), arm], other)) == arm.filename
     with pytest.raises(UsageError, match="--tags-from-env needs CUSHIP_TAGS"):
         target_from_env({**env, "CUSHIP_TAGS": ""}, tags_from_env=True)
+
+
+def _abi_wheel(label: str, torch_abi: str, torch_built: str | None = None) -> Candidate:
+    name = f"pkg-1.0+{label}-{CP311}.whl"
+    facts = WheelFacts(cuda="12.8", sass=("90",), torch_abi=torch_abi, torch_built=torch_built)
+    return Candidate(filename=name, url=f"http://x/{name}", sha256="0" * 64, facts=facts)
+
+
+@pytest.mark.parametrize("torch", [None, "2.8.0+cu128", "2.11.0", "2.13.0+cpu"])
+def test_a_wheel_linking_no_torch_fits_any_torch(torch: str | None) -> None:
+    none = _abi_wheel("cu128", "none")
+    labelled = _abi_wheel("cu128torch2.10", "none")  # an old label naming torch: the ABI decides
+    res = select("pkg", [labelled], target(torch=torch))
+    assert chosen(res) == labelled.filename
+    assert select("pkg", [none], target(torch=torch)).chosen is not None
+
+
+def test_a_stable_wheel_needs_its_torch_or_newer_and_says_what_it_brings_in() -> None:
+    stable = _abi_wheel("cu128", "stable", torch_built="2.9")
+    assert chosen(select("pkg", [stable], target(torch="2.11.0"))) == stable.filename
+    older = reasons(select("pkg", [stable], target(torch="2.8.0")))
+    assert older[stable.filename] == (
+        "torch",
+        "built for torch>=2.9 (stable ABI); installed torch is 2.8.0",
+    )
+    none_installed = select("pkg", [stable], target(torch=None))
+    assert none_installed.chosen is not None
+    assert "installing it brings in torch>=2.9" in " ".join(none_installed.chosen.notes)
+
+
+def test_an_exact_wheel_is_refused_on_another_torch_naming_both() -> None:
+    exact = _abi_wheel("cu128", "exact", torch_built="2.13")
+    got = reasons(select("pkg", [exact], target(torch="2.11.0")))
+    assert got[exact.filename] == ("torch", "built for torch 2.13; installed torch is 2.11.0")
+    assert chosen(select("pkg", [exact], target(torch="2.13.0+cpu"))) == exact.filename
+    bare = select("pkg", [exact], target(torch=None))
+    assert bare.chosen is not None
+    assert "installing it brings in torch 2.13.*" in " ".join(bare.chosen.notes)

@@ -15,7 +15,8 @@ __all__ = ["describe_wheel"]
 
 
 def describe_wheel(path: Path) -> Mapping[str, object]:
-    """Label parts (CUDA, torch, C++ ABI) and the SASS/PTX arches of every extension inside."""
+    """Label parts (CUDA, torch, C++ ABI), the SASS/PTX arches of every extension inside, and the
+    torch ABI its binaries need (with the torch it was built against, when known)."""
     _, version, _, _ = parse_wheel_filename(path.name)
     doc: dict[str, object] = {"label": version.local}
     if version.local:
@@ -31,4 +32,7 @@ def describe_wheel(path: Path) -> Mapping[str, object]:
     doc["sass"] = sorted({sm for x in report.extensions for sm in x.sass}, key=sm_key)
     doc["ptx"] = sorted({sm for x in report.extensions for sm in x.ptx}, key=sm_key)
     doc["bundled_cuda_libs"] = list(report.bundled_cuda_libs)
+    doc["torch_abi"] = report.torch_abi
+    if report.torch_built is not None:
+        doc["torch_built"] = report.torch_built
     return doc

@@ -20,6 +20,8 @@ class WheelFacts:
     cxx11abi: bool | None = None
     sass: tuple[str, ...] = ()
     ptx: tuple[str, ...] = ()
+    torch_abi: str | None = None  # "none" | "stable" | "exact"; None: an older manifest
+    torch_built: str | None = None  # the torch X.Y it was built against (label or pin)
 
     @classmethod
     def from_describe(cls, record: Mapping[str, object]) -> WheelFacts:
@@ -40,6 +42,8 @@ class WheelFacts:
             cxx11abi=abi if isinstance(abi, bool) else None,
             sass=arches("sass"),
             ptx=arches("ptx"),
+            torch_abi=text("torch_abi"),
+            torch_built=text("torch_built"),
         )
 
 

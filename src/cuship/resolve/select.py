@@ -7,8 +7,12 @@ Rules, in the order a file is judged (the first that fails is its reason):
 3. ``yanked``: yanked files are skipped unless the requirement pins them with ``==``/``===``;
 4. ``requires-python``: the file's Requires-Python holds for the target Python;
 5. ``tags``: one of the wheel's tags is among the target's (``packaging.tags.sys_tags()``);
-6. ``torch``: a label naming torch X.Y needs torch X.Y installed, and the same C++ ABI when the
-   label names one (torch's ABI unknown: accepted with a note);
+6. ``torch``, by the torch ABI the manifest read from the wheel's binaries: ``none`` (links no
+   torch) fits any torch or none; ``stable`` (torch's stable C shim) needs torch X.Y or newer;
+   ``exact`` (libtorch's C++ API) needs torch X.Y and the same C++ ABI when the label names one
+   (torch's ABI unknown: accepted with a note). With no torch installed, a stable or exact wheel
+   is accepted with a note naming the torch its pin brings in. Without a manifest ABI (an older
+   index, or none at all) a label naming torch X.Y needs torch X.Y installed, as for exact;
 7. ``cuda``: the driver runs the wheel's CUDA (see :mod:`cuship.resolve._gpu`: minor-version
    compatibility for SASS, the exact minor for PTX JIT);
 8. ``gpu``: every GPU is covered by SASS of the same major and a lower-or-equal minor (``a``:
@@ -91,6 +95,7 @@ class _Judging:
     cuda: Version | None = None
     torch: Version | None = None
     cxx11abi: bool | None = None
+    torch_abi: str | None = None
     coverage: str = "cpu"
     tag_rank: int = 0
 
@@ -154,8 +159,10 @@ def _label_facts(j: _Judging) -> None:
     assert j.version is not None
     if facts is not None:
         j.cuda = _version(facts.cuda) if facts.cuda else None
-        j.torch = _version(facts.torch) if facts.torch else None
+        built = facts.torch or facts.torch_built
+        j.torch = _version(built) if built else None
         j.cxx11abi = facts.cxx11abi
+        j.torch_abi = facts.torch_abi
         return
     j.notes.append("arches unknown (the index has no cuship manifest)")
     if j.version.local:
@@ -168,10 +175,28 @@ def _label_facts(j: _Judging) -> None:
 
 
 def _check_torch(j: _Judging, target: Target) -> None:
+    if j.torch_abi == "none":
+        if j.torch is not None:
+            j.notes.append("links no torch: fits any torch")
+        return
     if j.torch is None:
+        if j.torch_abi in ("stable", "exact"):
+            j.notes.append(f"links torch ({j.torch_abi} ABI); the torch it needs is unknown")
         return
     want = f"{j.torch.major}.{j.torch.minor}"
+    if j.torch_abi == "stable":
+        _check_stable_torch(j, target, want)
+    else:
+        _check_exact_torch(j, target, want)
+
+
+def _check_exact_torch(j: _Judging, target: Target, want: str) -> None:
+    """An exact-ABI wheel (or one judged by its label alone) needs torch X.Y and its C++ ABI."""
+    assert j.torch is not None
     if target.torch is None:
+        if j.torch_abi == "exact":
+            j.notes.append(f"torch is not installed; installing it brings in torch {want}.*")
+            return
         raise _Reject("torch", f"built for torch {want}; torch is not installed")
     have = _version(target.torch)
     if (have.major, have.minor) != (j.torch.major, j.torch.minor):
@@ -185,6 +210,20 @@ def _check_torch(j: _Judging, target: Target) -> None:
             "torch",
             f"built for cxx11abi={j.cxx11abi}; installed torch has cxx11abi={target.cxx11abi}",
         )
+
+
+def _check_stable_torch(j: _Judging, target: Target, want: str) -> None:
+    """A stable-ABI wheel loads into the torch it was built against and every newer one."""
+    assert j.torch is not None
+    if target.torch is None:
+        j.notes.append(f"torch is not installed; installing it brings in torch>={want}")
+        return
+    have = _version(target.torch)
+    if (have.major, have.minor) < (j.torch.major, j.torch.minor):
+        raise _Reject(
+            "torch", f"built for torch>={want} (stable ABI); installed torch is {target.torch}"
+        )
+    j.notes.append(f"stable torch ABI: torch>={want} fits torch {target.torch}")
 
 
 def _driver_text(target: Target) -> str:
