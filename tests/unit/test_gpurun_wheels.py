@@ -13,6 +13,7 @@ from cuship.gpurun.wheels import LocalWheels, NoWheelFits, choose, read_wheels
 from cuship.machine import fingerprint
 from cuship.matrix import expand
 from cuship.resolve.model import Candidate, Target, WheelFacts, target_of
+from tests.elf_factory import make_elf
 from tests.unit.test_machine import FakeProbe
 from tests.wheel_factory import make_wheel
 
@@ -33,7 +34,9 @@ def test_the_newest_wheel_that_fits_wins_and_the_rest_say_why(tmp_path: Path) ->
     wheels = tmp_path / "wheels"
     old = make_wheel(wheels, "tinypkg", "0.1.0")
     new = make_wheel(wheels, "tinypkg", "0.2.0.dev3+cu130")  # a local pre-release build
-    make_wheel(wheels, "tinypkg", "0.3.0+cu130torch2.8")  # needs torch, which is not installed
+    exact = make_elf(needed=["libc10.so"], undefined=["_ZN3c1019UndefinedTensorImpl10_singletonE"])
+    # links torch's C++ ABI for torch 2.8 (its label), which is not installed
+    make_wheel(wheels, "tinypkg", "0.3.0+cu130torch2.8", files={"tinypkg/_ops.so": exact})
     make_wheel(wheels, "other", "9.0")
     (wheels / "tinypkg-0.4.0-py3-none-any.whl").write_bytes(b"<html>not a zip</html>")
 

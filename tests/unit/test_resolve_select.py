@@ -304,9 +304,17 @@ def test_tags_from_env_judge_another_platform() -> None:
         target_from_env({**env, "CUSHIP_TAGS": ""}, tags_from_env=True)
 
 
-def _abi_wheel(label: str, torch_abi: str, torch_built: str | None = None) -> Candidate:
+def _abi_wheel(
+    label: str, torch_abi: str, torch_built: str | None = None, pin: str | None = None
+) -> Candidate:
     name = f"pkg-1.0+{label}-{CP311}.whl"
-    facts = WheelFacts(cuda="12.8", sass=("90",), torch_abi=torch_abi, torch_built=torch_built)
+    facts = WheelFacts(
+        cuda="12.8",
+        sass=("90",),
+        torch_abi=torch_abi,
+        torch_built=torch_built,
+        torch_requirement=pin,
+    )
     return Candidate(filename=name, url=f"http://x/{name}", sha256="0" * 64, facts=facts)
 
 
@@ -320,7 +328,7 @@ def test_a_wheel_linking_no_torch_fits_any_torch(torch: str | None) -> None:
 
 
 def test_a_stable_wheel_needs_its_torch_or_newer_and_says_what_it_brings_in() -> None:
-    stable = _abi_wheel("cu128", "stable", torch_built="2.9")
+    stable = _abi_wheel("cu128", "stable", torch_built="2.9", pin="torch>=2.9")
     assert chosen(select("pkg", [stable], target(torch="2.11.0"))) == stable.filename
     older = reasons(select("pkg", [stable], target(torch="2.8.0")))
     assert older[stable.filename] == (
@@ -333,10 +341,15 @@ def test_a_stable_wheel_needs_its_torch_or_newer_and_says_what_it_brings_in() ->
 
 
 def test_an_exact_wheel_is_refused_on_another_torch_naming_both() -> None:
-    exact = _abi_wheel("cu128", "exact", torch_built="2.13")
+    exact = _abi_wheel("cu128", "exact", torch_built="2.13", pin="torch==2.13.*")
     got = reasons(select("pkg", [exact], target(torch="2.11.0")))
     assert got[exact.filename] == ("torch", "built for torch 2.13; installed torch is 2.11.0")
     assert chosen(select("pkg", [exact], target(torch="2.13.0+cpu"))) == exact.filename
     bare = select("pkg", [exact], target(torch=None))
     assert bare.chosen is not None
-    assert "installing it brings in torch 2.13.*" in " ".join(bare.chosen.notes)
+    assert "installing it brings in torch==2.13.*" in " ".join(bare.chosen.notes)
+    unpinned = _abi_wheel("cu128torch2.13", "exact", torch_built="2.13")
+    assert reasons(select("pkg", [unpinned], target(torch=None)))[unpinned.filename] == (
+        "torch",
+        "built for torch 2.13; torch is not installed",
+    )

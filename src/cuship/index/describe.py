@@ -35,4 +35,6 @@ def describe_wheel(path: Path) -> Mapping[str, object]:
     doc["torch_abi"] = report.torch_abi
     if report.torch_built is not None:
         doc["torch_built"] = report.torch_built
+    if report.torch_requirement is not None:
+        doc["torch_requirement"] = report.torch_requirement.requirement
     return doc

@@ -22,6 +22,7 @@ class WheelFacts:
     ptx: tuple[str, ...] = ()
     torch_abi: str | None = None  # "none" | "stable" | "exact"; None: an older manifest
     torch_built: str | None = None  # the torch X.Y it was built against (label or pin)
+    torch_requirement: str | None = None  # its Requires-Dist on torch ("torch==2.13.*"), if any
 
     @classmethod
     def from_describe(cls, record: Mapping[str, object]) -> WheelFacts:
@@ -44,6 +45,7 @@ class WheelFacts:
             ptx=arches("ptx"),
             torch_abi=text("torch_abi"),
             torch_built=text("torch_built"),
+            torch_requirement=text("torch_requirement"),
         )
 
 

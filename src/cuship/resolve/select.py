@@ -11,7 +11,7 @@ Rules, in the order a file is judged (the first that fails is its reason):
    torch) fits any torch or none; ``stable`` (torch's stable C shim) needs torch X.Y or newer;
    ``exact`` (libtorch's C++ API) needs torch X.Y and the same C++ ABI when the label names one
    (torch's ABI unknown: accepted with a note). With no torch installed, a stable or exact wheel
-   is accepted with a note naming the torch its pin brings in. Without a manifest ABI (an older
+   whose METADATA requires torch is accepted with a note naming the torch that brings in. Without a manifest ABI (an older
    index, or none at all) a label naming torch X.Y needs torch X.Y installed, as for exact;
 7. ``cuda``: the driver runs the wheel's CUDA (see :mod:`cuship.resolve._gpu`: minor-version
    compatibility for SASS, the exact minor for PTX JIT);
@@ -96,6 +96,7 @@ class _Judging:
     torch: Version | None = None
     cxx11abi: bool | None = None
     torch_abi: str | None = None
+    torch_requirement: str | None = None
     coverage: str = "cpu"
     tag_rank: int = 0
 
@@ -163,6 +164,7 @@ def _label_facts(j: _Judging) -> None:
         j.torch = _version(built) if built else None
         j.cxx11abi = facts.cxx11abi
         j.torch_abi = facts.torch_abi
+        j.torch_requirement = facts.torch_requirement
         return
     j.notes.append("arches unknown (the index has no cuship manifest)")
     if j.version.local:
@@ -194,8 +196,8 @@ def _check_exact_torch(j: _Judging, target: Target, want: str) -> None:
     """An exact-ABI wheel (or one judged by its label alone) needs torch X.Y and its C++ ABI."""
     assert j.torch is not None
     if target.torch is None:
-        if j.torch_abi == "exact":
-            j.notes.append(f"torch is not installed; installing it brings in torch {want}.*")
+        if j.torch_abi == "exact" and j.torch_requirement:
+            j.notes.append(f"torch is not installed; installing it brings in {j.torch_requirement}")
             return
         raise _Reject("torch", f"built for torch {want}; torch is not installed")
     have = _version(target.torch)
@@ -216,7 +218,9 @@ def _check_stable_torch(j: _Judging, target: Target, want: str) -> None:
     """A stable-ABI wheel loads into the torch it was built against and every newer one."""
     assert j.torch is not None
     if target.torch is None:
-        j.notes.append(f"torch is not installed; installing it brings in torch>={want}")
+        if not j.torch_requirement:
+            raise _Reject("torch", f"needs torch>={want} (stable ABI); torch is not installed")
+        j.notes.append(f"torch is not installed; installing it brings in {j.torch_requirement}")
         return
     have = _version(target.torch)
     if (have.major, have.minor) < (j.torch.major, j.torch.minor):
