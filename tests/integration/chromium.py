@@ -26,8 +26,8 @@ import pytest
 
 INSTALL_HINT = (
     "chromium not found on PATH: the dashboard test needs headless Chromium; the README's test "
-    "command installs it (tools/test-deps, with apt-get on Debian/Ubuntu as root); elsewhere "
-    "install Chromium so that `chromium` is on PATH"
+    "command installs it (tools/test-deps runs `apt-get install -y --no-install-recommends "
+    "chromium` on Debian/Ubuntu as root); elsewhere install Chromium so that `chromium` is on PATH"
 )
 
 
