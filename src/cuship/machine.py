@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from cuship._probe import Probe, SystemProbe
+from cuship._probe import NvmlFailure, Probe, SystemProbe
 from cuship.errors import UsageError
 
 __all__ = ["Fingerprint", "Gpu", "Toolkit", "TorchInfo", "fingerprint", "parse_gpus_override"]
@@ -193,7 +193,9 @@ def _gpus(
     if "CUSHIP_GPUS" in env:
         return parse_gpus_override(env["CUSHIP_GPUS"]), "override", None, None
     answer = probe.nvml()
-    if answer is not None:
+    if isinstance(answer, NvmlFailure):
+        notes.append(f"nvml: {answer.message}; GPUs looked for with nvidia-smi and /proc instead")
+    elif answer is not None:
         gpus = tuple(
             Gpu(index=g.index, name=g.name, cc=g.cc, memory_mib=g.memory_mib, uuid=g.uuid)
             for g in answer.gpus
