@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
@@ -55,6 +53,8 @@ INTERNAL_ERROR = 70  # EX_SOFTWARE in sysexits.h
 
 def _internal_error(err: Exception, argv: list[str]) -> int:
     """Write the traceback to a file and say, in one line, what broke and where that file is."""
+    import traceback  # the error path only: `cuship --help` stays quick
+
     report = "".join(traceback.format_exception(err))
     header = f"cuship {__version__} on Python {sys.version.split()[0]}\nargv: {argv!r}\n\n"
     where = _write_crash_report(header + report)
@@ -68,6 +68,8 @@ def _internal_error(err: Exception, argv: list[str]) -> int:
 
 def _write_crash_report(text: str) -> str:
     """``$XDG_CACHE_HOME/cuship/crash-*.txt`` (~/.cache by default), else the temp directory."""
+    import tempfile
+
     folders = [Path(tempfile.gettempdir())]
     with suppress(RuntimeError):  # no home directory to find
         cache = os.environ.get("XDG_CACHE_HOME")
