@@ -1,7 +1,8 @@
 """The one exception hierarchy of cuship; every class carries the exit code the CLI uses.
 
 Exit codes (DESIGN.md): 0 success; 1 something checked failed; 2 bad usage, config or input;
-3 a required tool or environment is missing; 4 nothing was checked or built.
+3 a required tool or environment is missing; 4 nothing was checked or built. Anything else that
+escapes a command is a bug: the CLI exits 70 and writes the traceback to a file (cli/_common.py).
 """
 
 from __future__ import annotations

@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 
 INSTALL_HINT = (
-    "chromium not found on PATH: the dashboard test needs Debian's headless Chromium; "
-    "install it with `apt-get install -y --no-install-recommends chromium` (.ci/run does this)"
+    "chromium not found on PATH: the dashboard test needs headless Chromium; the README's test "
+    "command installs it (tools/test-deps runs `apt-get install -y --no-install-recommends "
+    "chromium` on Debian/Ubuntu as root); elsewhere install Chromium so that `chromium` is on PATH"
 )
 
 

@@ -1,14 +1,12 @@
-"""Helpers for the resolver tests: a clean environment, the cuship CLI, a misbehaving server."""
+"""Helpers for the resolver tests: a clean environment and a misbehaving server."""
 
 from __future__ import annotations
 
 import http.server
 import os
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -32,18 +30,6 @@ def clean_env(tmp: Path, **extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
-
-
-def cuship(args: list[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m cuship ARGS`` and return what happened (never raises on exit codes)."""
-    return subprocess.run(
-        [sys.executable, "-m", "cuship", *args],
-        env=dict(env),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 class _Bad(http.server.BaseHTTPRequestHandler):

@@ -24,6 +24,7 @@ from cuship.index import write
 from cuship.index.serve import serve
 from tests import wheel_factory
 from tests.integration import cudawheel
+from tests.integration.clirun import cuship
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -40,17 +41,6 @@ def _env(tmp: Path) -> dict[str, str]:
         UV_PYTHON_DOWNLOADS="never",
     )
     return env
-
-
-def _cuship(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cuship", *args],
-        capture_output=True,
-        text=True,
-        env=_env(tmp),
-        check=False,
-        timeout=300,
-    )
 
 
 def _ok(done: subprocess.CompletedProcess[str]) -> str:
@@ -76,8 +66,8 @@ def wheel(work: Path) -> Path:
 @pytest.fixture(scope="module")
 def attested(work: Path, wheel: Path) -> Path:
     key = work / "keys" / "release"
-    _ok(_cuship(work, "keygen", "-o", str(key)))
-    out = _ok(_cuship(work, "attest", str(wheel), "--key", str(key), "--json"))
+    _ok(cuship("keygen", "-o", str(key), base=_env(work)))
+    out = _ok(cuship("attest", str(wheel), "--key", str(key), "--json", base=_env(work)))
     (envelope,) = json.loads(out)["envelopes"]
     return Path(envelope)
 
@@ -93,7 +83,7 @@ def test_build_attestation_carries_the_arches_inspect_finds_and_verifies(
     work: Path, wheel: Path, attested: Path
 ) -> None:
     assert attested == wheel.with_name(wheel.name + ".intoto.jsonl")
-    inspected = json.loads(_ok(_cuship(work, "inspect", str(wheel), "--json")))
+    inspected = json.loads(_ok(cuship("inspect", str(wheel), "--json", base=_env(work))))
     payload = _payload(attested)
     assert payload["predicateType"] == "https://slsa.dev/provenance/v1"
     (arches,) = payload["predicate"]["runDetails"]["byproducts"]
@@ -105,7 +95,9 @@ def test_build_attestation_carries_the_arches_inspect_finds_and_verifies(
         f"{sys.version_info[0]}.{sys.version_info[1]}",
     )
     key = work / "keys" / "release.pub"
-    done = _cuship(work, "verify-attestation", str(attested), str(wheel), "--key", str(key))
+    done = cuship(
+        "verify-attestation", str(attested), str(wheel), "--key", str(key), base=_env(work)
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"ok: {attested}: signed by key id ")
 
@@ -125,7 +117,7 @@ def test_each_tampering_exits_1_with_its_reason(work: Path, wheel: Path, atteste
     data = bytearray(copy.read_bytes())
     data[len(data) // 2] ^= 0xFF
     copy.write_bytes(bytes(data))
-    done = _cuship(work, "verify-attestation", str(envelope), str(copy), "--key", key)
+    done = cuship("verify-attestation", str(envelope), str(copy), "--key", key, base=_env(work))
     assert done.returncode == 1
     assert f"sha256 of {str(copy)!r} is " in done.stderr and "the statement says" in done.stderr
 
@@ -134,19 +126,23 @@ def test_each_tampering_exits_1_with_its_reason(work: Path, wheel: Path, atteste
     text = base64.b64decode(document["payload"]).replace(b'"13.0"', b'"12.8"')
     document["payload"] = base64.b64encode(text).decode()
     envelope.write_text(json.dumps(document))
-    done = _cuship(work, "verify-attestation", str(envelope), str(copy), "--key", key)
+    done = cuship("verify-attestation", str(envelope), str(copy), "--key", key, base=_env(work))
     assert (done.returncode, "signature invalid" in done.stderr) == (1, True), done.stderr
 
-    _ok(_cuship(work, "keygen", "-o", str(work / "keys" / "other")))
-    done = _cuship(work, "verify-attestation", str(attested), "--key", f"{work}/keys/other.pub")
+    _ok(cuship("keygen", "-o", str(work / "keys" / "other"), base=_env(work)))
+    done = cuship(
+        "verify-attestation", str(attested), "--key", f"{work}/keys/other.pub", base=_env(work)
+    )
     assert (done.returncode, "signed by key id" in done.stderr) == (1, True), done.stderr
 
     envelope, copy = _tampered(work, attested, wheel, "truncated")
     envelope.write_bytes(envelope.read_bytes()[:200])
-    done = _cuship(work, "verify-attestation", str(envelope), "--key", key)
+    done = cuship("verify-attestation", str(envelope), "--key", key, base=_env(work))
     assert (done.returncode, "cut short" in done.stderr) == (1, True), done.stderr
 
-    done = _cuship(work, "verify-attestation", str(attested), "--key", f"{work}/keys/none.pub")
+    done = cuship(
+        "verify-attestation", str(attested), "--key", f"{work}/keys/none.pub", base=_env(work)
+    )
     assert (done.returncode, "cannot read the public key" in done.stderr) == (2, True)
 
 
@@ -154,7 +150,7 @@ def test_index_links_the_attestation_and_pip_and_uv_install_through_the_page(
     work: Path, wheel: Path, attested: Path
 ) -> None:
     site = work / "site"
-    _ok(_cuship(work, "index", str(wheel.parent), "-o", str(site)))
+    _ok(cuship("index", str(wheel.parent), "-o", str(site), base=_env(work)))
     with serve(site) as server:
         page = urllib.request.urlopen(f"{server.url}simple/cudaxpy/", timeout=10).read()
         assert b">attestation</a>" in page

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 import textwrap
+from functools import partial
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+from tests.integration import clirun
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 QUICK = (
     "--timer",
@@ -22,17 +21,9 @@ QUICK = (
 )  # CPU code: wall clock, GPU or not
 
 
-def cuship(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "CUSHIP_STORE")}
-    base.pop("CUVECOPS_PLANT_SLOWDOWN", None)
-    return subprocess.run(
-        [sys.executable, "-m", "cuship", *args],
-        capture_output=True,
-        text=True,
-        env={**base, "PYTHONPATH": str(SRC), "COLUMNS": "200", **(env or {})},
-        check=False,
-        timeout=300,
-    )
+cuship = partial(
+    clirun.cuship, drop=("GITHUB_ACTIONS", "CUSHIP_STORE", "CUVECOPS_PLANT_SLOWDOWN"), columns=200
+)
 
 
 def test_example_runs_stores_and_exports_csv(tmp_path: Path) -> None:

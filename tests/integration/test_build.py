@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import zipfile
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -16,19 +14,12 @@ from cuship.compat import load
 from cuship.config import load_config
 from cuship.machine import fingerprint
 from cuship.matrix import expand
+from tests.integration import clirun
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 
 
-def cuship(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cuship", *args],
-        capture_output=True,
-        text=True,
-        env=env or dict(os.environ),
-        check=False,
-        timeout=900,
-    )
+cuship = partial(clirun.cuship, timeout=900)
 
 
 def host_job_id() -> str:
@@ -90,9 +81,7 @@ def test_unknown_job_lists_the_nearest() -> None:
 
 
 def test_missing_nvcc_exits_3_with_how_to_get_one(tmp_path: Path) -> None:
-    done = cuship(
-        "build", str(EXAMPLE), "-o", str(tmp_path), env={**os.environ, "CUSHIP_NVCC": "none"}
-    )
+    done = cuship("build", str(EXAMPLE), "-o", str(tmp_path), env={"CUSHIP_NVCC": "none"})
     assert done.returncode == 3, done.stderr
     assert "no nvcc found" in done.stderr and "CUDA toolkit" in done.stderr
     assert not list(tmp_path.iterdir()), "nothing written"

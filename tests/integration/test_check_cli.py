@@ -3,33 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
-import sys
 import textwrap
 import xml.etree.ElementTree as ET
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+from tests.integration import clirun
 
-
-def cuship(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
-    return subprocess.run(
-        [sys.executable, "-m", "cuship", *args],
-        capture_output=True,
-        text=True,
-        env={**base, "PYTHONPATH": str(SRC), **(env or {})},
-        cwd=cwd,
-        check=False,
-        timeout=300,
-    )
+cuship = partial(clirun.cuship, drop=("GITHUB_ACTIONS",))
 
 
 def _project(tmp_path: Path, checks: str, config: str = "") -> Path:

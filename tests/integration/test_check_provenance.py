@@ -9,10 +9,13 @@ import subprocess
 import sys
 import textwrap
 import xml.etree.ElementTree as ET
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.integration import clirun
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 FAKE_GPU = {"CUSHIP_GPUS": "H100:9.0:80GiB"}
@@ -50,19 +53,7 @@ _CHECKS = """
 """
 
 
-def cuship(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "CUSHIP_GPUS")}
-    return subprocess.run(
-        [sys.executable, "-m", "cuship", *args],
-        capture_output=True,
-        text=True,
-        env={**base, "PYTHONPATH": str(SRC), **(env or {})},
-        cwd=cwd,
-        check=False,
-        timeout=300,
-    )
+cuship = partial(clirun.cuship, drop=("GITHUB_ACTIONS", "CUSHIP_GPUS"))
 
 
 def _tiny_project(root: Path) -> Path:

@@ -23,23 +23,12 @@ from tests.integration.ci_validators import (
     lint_workflow,
     sky_load,
 )
+from tests.integration.clirun import cuship
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "cuvecops"
 WORKFLOW = Path(".github/workflows/cuship.yml")
 LINT_CONFIG = Path(".github/actionlint.yaml")
-
-
-def cuship(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    return subprocess.run(
-        [sys.executable, "-m", "cuship", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-        cwd=cwd,
-    )
 
 
 @pytest.fixture(scope="session")

@@ -6,22 +6,15 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from cuship.errors import ConfigError, NothingToDo, UsageError
+from tests.integration import clirun
 
-
-def cuship(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cuship", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        check=False,
-        timeout=120,
-    )
+cuship = partial(clirun.cuship, timeout=120)
 
 
 def test_env_json_on_this_machine_does_not_import_torch() -> None:
@@ -76,13 +69,7 @@ def test_env_reads_a_real_nvidia_smi_that_prints_garbage(tmp_path: Path) -> None
     fake.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUSHIP_")}
     env["PATH"] = f"{tmp_path}:{env['PATH']}"
-    done = subprocess.run(
-        [sys.executable, "-m", "cuship", "env", "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    done = cuship("env", "--json", base=env)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["gpus"] == []

@@ -6,9 +6,6 @@ injection attempt) goes through the real CLI; Chromium then opens the site from 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +14,8 @@ import pytest
 from cuship.bench._plot import LINE_COLOUR, STEP_COLOUR
 from tests.bench_factory import synthetic_runs, write_store
 from tests.integration.chromium import Page, chromium, chromium_path, decode_png
+from tests.integration.clirun import cuship
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 EVIL = "<img src=x onerror=alert(1)>"
 
 _FACTS = """JSON.stringify({
@@ -47,13 +44,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     runs += synthetic_runs(8, step_at=99, seed=12, case=EVIL)
     store = write_store(root / "results.db", runs)
     out = root / "site"
-    done = subprocess.run(
-        [sys.executable, "-m", "cuship", "dashboard", "--store", str(store), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(SRC)},
-        check=False,
-    )
+    done = cuship("dashboard", "--store", str(store), "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(out / "index.html")
     return out

@@ -8,15 +8,16 @@ faked, so a dry run is never mistaken for a GPU run.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.integration import clirun
 from tests.integration.cudawheel import build_so
 from tests.integration.cudawheel import make_wheel as make_cuda_wheel
 from tests.wheel_factory import make_wheel
@@ -27,16 +28,7 @@ FAKE_H100 = {"CUSHIP_GPUS": "H100:9.0:80GiB", "CUSHIP_DRIVER_CUDA": "13.0"}
 _DROP = ("CUSHIP_GPUS", "CUSHIP_DRIVER_CUDA", "CUSHIP_STORE", "TRITON_INTERPRET", "PYTEST_ADDOPTS")
 
 
-def gpu_run(*args: str | Path, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k not in _DROP}
-    return subprocess.run(
-        [sys.executable, "-m", "cuship", "gpu-run", *map(str, args)],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=cwd,
-        env={**base, "PYTHONPATH": str(REPO / "src"), **env},
-    )
+gpu_run = partial(clirun.cuship, "gpu-run", drop=_DROP, timeout=None)
 
 
 def _tiny(
@@ -118,7 +110,13 @@ def _summary(results: Path) -> dict[str, Any]:
 def test_a_machine_without_gpu_exits_3_and_installs_nothing(tmp_path: Path) -> None:
     _wheel(tmp_path / "wheels")
     done = gpu_run(
-        EXAMPLE, "--wheels", tmp_path / "wheels", "-o", "res", cwd=tmp_path, CUSHIP_GPUS="none"
+        EXAMPLE,
+        "--wheels",
+        tmp_path / "wheels",
+        "-o",
+        "res",
+        cwd=tmp_path,
+        env={"CUSHIP_GPUS": "none"},
     )
     assert done.returncode == 3, done.stderr
     first, hint = done.stderr.splitlines()
@@ -129,10 +127,10 @@ def test_a_machine_without_gpu_exits_3_and_installs_nothing(tmp_path: Path) -> N
 
 def test_bad_inputs_exit_2_naming_them(tmp_path: Path) -> None:
     _wheel(tmp_path / "wheels")
-    missing = gpu_run(EXAMPLE, "--wheels", "nowhere", cwd=tmp_path, **FAKE_H100)
+    missing = gpu_run(EXAMPLE, "--wheels", "nowhere", cwd=tmp_path, env=FAKE_H100)
     assert missing.returncode == 2
     assert "--wheels: no such file or directory: 'nowhere'" in missing.stderr
-    no_project = gpu_run("no-project", "--wheels", "wheels", cwd=tmp_path, **FAKE_H100)
+    no_project = gpu_run("no-project", "--wheels", "wheels", cwd=tmp_path, env=FAKE_H100)
     assert (
         no_project.returncode == 2 and "no-project: no such file or directory" in no_project.stderr
     )
@@ -148,7 +146,7 @@ def test_no_fitting_wheel_exits_1_with_each_wheel_and_why(tmp_path: Path) -> Non
     cuda = make_cuda_wheel(wheels, so, name="tinypkg", tag=f"{tag}-{tag}-linux_x86_64")
     pure = make_wheel(wheels, "tinypkg", "0.0.9", tag="py2-none-any")
     done = gpu_run(
-        _tiny(tmp_path), "--wheels", *sorted(wheels.glob("*.whl")), cwd=tmp_path, **FAKE_H100
+        _tiny(tmp_path), "--wheels", *sorted(wheels.glob("*.whl")), cwd=tmp_path, env=FAKE_H100
     )
     assert done.returncode == 1, done.stderr
     assert "no wheel of 'tinypkg' fits this machine (H100 (9.0), driver CUDA 13.0" in done.stderr
@@ -156,7 +154,7 @@ def test_no_fitting_wheel_exits_1_with_each_wheel_and_why(tmp_path: Path) -> Non
     assert f"  {pure.name}: tags: tags py2-none-any do not fit" in done.stderr
     assert not list(tmp_path.glob("gpu-run-results*"))  # nothing ran, nothing written
     on_a100 = gpu_run(
-        _tiny(tmp_path / "a"), "--wheels", wheels, cwd=tmp_path, CUSHIP_GPUS="A100:8.0"
+        _tiny(tmp_path / "a"), "--wheels", wheels, cwd=tmp_path, env={"CUSHIP_GPUS": "A100:8.0"}
     )
     assert f"wheel: {cuda.name} (best fit: SASS for every GPU" in on_a100.stderr
 
@@ -164,7 +162,9 @@ def test_no_fitting_wheel_exits_1_with_each_wheel_and_why(tmp_path: Path) -> Non
 def test_end_to_end_in_a_fresh_venv(tmp_path: Path) -> None:
     project = _tiny(tmp_path, check=True)
     wheel = _wheel(tmp_path / "wheels")
-    done = gpu_run(project, "--wheels", tmp_path / "wheels", "-o", "res", cwd=tmp_path, **FAKE_H100)
+    done = gpu_run(
+        project, "--wheels", tmp_path / "wheels", "-o", "res", cwd=tmp_path, env=FAKE_H100
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "the GPU is faked (CUSHIP_GPUS='H100:9.0:80GiB')" in done.stderr
     results = tmp_path / "res"
@@ -225,8 +225,7 @@ def test_source_shadowing_the_wheel_fails_the_stage_in_place(tmp_path: Path) -> 
         "res",
         "--json",
         cwd=tmp_path,
-        CUDA_VISIBLE_DEVICES="",
-        **FAKE_H100,
+        env={"CUDA_VISIBLE_DEVICES": "", **FAKE_H100},
     )  # fmt: skip  (no device for torch, so the bench stage is tool-missing on a GPU box too)
     assert done.returncode == 3, done.stderr
     doc = json.loads(done.stdout)
@@ -246,7 +245,7 @@ def test_source_shadowing_the_wheel_fails_the_stage_in_place(tmp_path: Path) -> 
 def test_missing_dependencies_exit_3_and_run_nothing(tmp_path: Path, requires: str) -> None:
     _wheel(tmp_path / "wheels", requires=requires)
     done = gpu_run(
-        _tiny(tmp_path), "--wheels", tmp_path / "wheels", "-o", "res", cwd=tmp_path, **FAKE_H100
+        _tiny(tmp_path), "--wheels", tmp_path / "wheels", "-o", "res", cwd=tmp_path, env=FAKE_H100
     )
     assert done.returncode == 3, done.stderr
     doc = _summary(tmp_path / "res")

@@ -15,7 +15,8 @@ from cuship.index import write
 from cuship.index.describe import describe_wheel
 from cuship.index.serve import IndexServer, serve
 from cuship.wheel.retag import retag
-from tests.integration.indexsite import bad_server, clean_env, cuship
+from tests.integration.clirun import cuship
+from tests.integration.indexsite import bad_server, clean_env
 from tests.wheel_factory import make_wheel
 
 # The example wheel is built by the interpreter running the tests.
@@ -49,8 +50,12 @@ def server(workdir: Path, example_wheel: Path) -> Iterator[IndexServer]:
 
 def _resolve(server: IndexServer, workdir: Path, **env: str) -> tuple[int, dict[str, object]]:
     done = cuship(
-        ["resolve", "cuvecops", "--index", f"{server.url}simple", "--json"],
-        clean_env(workdir, CUSHIP_TORCH="none", **env),
+        "resolve",
+        "cuvecops",
+        "--index",
+        f"{server.url}simple",
+        "--json",
+        base=clean_env(workdir, CUSHIP_TORCH="none", **env),
     )
     return done.returncode, json.loads(done.stdout)
 
@@ -81,8 +86,11 @@ def test_resolve_follows_the_driver(server: IndexServer, workdir: Path) -> None:
 
 def test_resolve_explains_when_no_gpu_is_covered(server: IndexServer, workdir: Path) -> None:
     done = cuship(
-        ["resolve", "cuvecops", "--index", f"{server.url}simple"],
-        clean_env(workdir, CUSHIP_GPUS="T4", CUSHIP_DRIVER_CUDA="13.0", CUSHIP_TORCH="none"),
+        "resolve",
+        "cuvecops",
+        "--index",
+        f"{server.url}simple",
+        base=clean_env(workdir, CUSHIP_GPUS="T4", CUSHIP_DRIVER_CUDA="13.0", CUSHIP_TORCH="none"),
     )
     assert done.returncode == 1, done.stderr
     assert "no file of 'cuvecops' fits this machine: 2 rejected (gpu)" in done.stderr
@@ -126,12 +134,12 @@ def test_install_takes_exactly_the_chosen_file(
     python = _venv(workdir / f"venv-{installer}", installer, env)
     index = f"{server.url}simple"
     common = ["--index", index, "--installer", installer, "--python", str(python)]
-    dry = cuship(["install", "cuvecops", *common, "--dry-run"], env)
+    dry = cuship("install", "cuvecops", *common, "--dry-run", base=env)
     assert dry.returncode == 0, dry.stderr
     command = dry.stdout.strip().splitlines()[-1]
     assert "#sha256=" in command and "--index-url" in command and index in command
     assert "PackageNotFoundError" in _version(python, "cuvecops")  # dry run: nothing
-    done = cuship(["install", "cuvecops", *common], env)
+    done = cuship("install", "cuvecops", *common, base=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (_version(python, "cuvecops"), _version(python, "numpy")) == (expected, "2.3.0")
 
@@ -147,7 +155,7 @@ def test_install_refuses_a_tampered_file(workdir: Path, example_wheel: Path) -> 
     with serve(site, "127.0.0.1", 0) as running:
         index = f"{running.url}simple"
         args = ["--installer", "uv", "--python", str(python), "--download-dir", str(downloads)]
-        done = cuship(["install", "cuvecops", "--index", index, *args], env)
+        done = cuship("install", "cuvecops", "--index", index, *args, base=env)
     assert done.returncode == 1, done.stderr
     assert "sha256 mismatch for 'cuvecops-0.1.0+cu128" in done.stderr
     assert list(downloads.iterdir()) == []
@@ -167,8 +175,15 @@ def test_a_bad_index_is_exit_2_naming_the_url(workdir: Path, mode: str, said: st
     with bad_server(mode) as (url, hits):
         started = time.monotonic()
         done = cuship(
-            ["resolve", "cuvecops", "--index", url, "--timeout", "0.5", "--retries", "1"],
-            clean_env(workdir, CUSHIP_GPUS="none"),
+            "resolve",
+            "cuvecops",
+            "--index",
+            url,
+            "--timeout",
+            "0.5",
+            "--retries",
+            "1",
+            base=clean_env(workdir, CUSHIP_GPUS="none"),
         )
         took = time.monotonic() - started
     assert done.returncode == 2, done.stdout + done.stderr

@@ -9,18 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.integration.clirun import cuship
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 
 
 def test_ship_builds_indexes_and_the_install_line_works(tmp_path: Path) -> None:
     out = tmp_path / "shipped"
-    done = subprocess.run(
-        [sys.executable, "-m", "cuship", "ship", str(EXAMPLE), "-o", str(out), "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=1200,
-    )
+    done = cuship("ship", str(EXAMPLE), "-o", str(out), "--json", timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
     built = [j for j in report["jobs"] if j["status"] == "built"]
@@ -69,44 +65,25 @@ def test_ship_with_nothing_buildable_exits_4(tmp_path: Path) -> None:
     (tmp_path / "cuship.toml").write_text(
         '[project]\nname = "x"\nversion = "1"\n[matrix]\npython = ["3.13"]\ncuda = ["12.8"]\n'
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "cuship", "ship", str(tmp_path), "-o", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = cuship("ship", str(tmp_path), "-o", str(tmp_path / "out"))
     assert done.returncode == 4
     assert "needs Python 3.13" in done.stderr
-
-
-def _cuship(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cuship", *args], capture_output=True, text=True, check=False
-    )
 
 
 def test_ship_without_nvcc_takes_the_cpu_only_path_and_says_so(tmp_path: Path) -> None:
     """Also signs: --sign attests the wheel, the index links it, and verification passes."""
     out = tmp_path / "shipped"
     key = tmp_path / "key.pem"
-    assert _cuship("keygen", "-o", str(key)).returncode == 0
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cuship",
-            "ship",
-            str(EXAMPLE),
-            "-o",
-            str(out),
-            "--json",
-            "--sign",
-            str(key),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "CUSHIP_NVCC": "none"},
+    assert cuship("keygen", "-o", str(key)).returncode == 0
+    done = cuship(
+        "ship",
+        str(EXAMPLE),
+        "-o",
+        str(out),
+        "--json",
+        "--sign",
+        str(key),
+        env={"CUSHIP_NVCC": "none"},
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -123,7 +100,7 @@ def test_ship_without_nvcc_takes_the_cpu_only_path_and_says_so(tmp_path: Path) -
     assert report["check"]["verdict"] == "passed"
     assert record["attestation"] is not None
     wheel = Path(built[0]["wheel"])
-    verified = _cuship(
+    verified = cuship(
         "verify-attestation", f"{wheel}.intoto.jsonl", str(wheel), "--key", f"{key}.pub"
     )
     assert verified.returncode == 0, verified.stderr
@@ -134,13 +111,7 @@ def test_ship_without_nvcc_and_without_cpu_fallback_exits_3(tmp_path: Path) -> N
     (tmp_path / "cuship.toml").write_text(
         '[project]\nname = "x"\nversion = "1"\n[matrix]\npython = ["3.11"]\ncuda = ["13.0"]\n'
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "cuship", "ship", str(tmp_path), "-o", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "CUSHIP_NVCC": "none"},
-    )
+    done = cuship("ship", str(tmp_path), "-o", str(tmp_path / "out"), env={"CUSHIP_NVCC": "none"})
     assert done.returncode == 3, done.stderr
     assert "no nvcc found" in done.stderr and "cpu_fallback = true" in done.stderr
 
@@ -148,7 +119,7 @@ def test_ship_without_nvcc_and_without_cpu_fallback_exits_3(tmp_path: Path) -> N
 def test_ship_with_an_unreadable_key_exits_2_before_building(tmp_path: Path) -> None:
     bad = tmp_path / "key.pem"
     bad.write_text("not a key")
-    done = _cuship("ship", str(EXAMPLE), "-o", str(tmp_path / "out"), "--sign", str(bad))
+    done = cuship("ship", str(EXAMPLE), "-o", str(tmp_path / "out"), "--sign", str(bad))
     assert done.returncode == 2, done.stderr
     assert "key.pem" in done.stderr
     assert not (tmp_path / "out" / "wheels").exists()

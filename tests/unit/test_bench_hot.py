@@ -66,7 +66,7 @@ def _timed_point(gpu: FakeDevice, probe_count: int = 1) -> PointResult:
 
 @pytest.fixture(autouse=True)
 def _no_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cuda_timer, "_nvml_handle", lambda device: None)
+    monkeypatch.setattr(cuda_timer, "_nvml_handle", lambda device: (None, ()))
 
 
 def test_cold_and_hot_side_by_side_and_a_launch_bound_case_is_flagged() -> None:

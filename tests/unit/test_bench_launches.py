@@ -40,7 +40,7 @@ class FakeProbe:
 
 @pytest.fixture(autouse=True)
 def _no_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cuda_timer, "_nvml_handle", lambda device: None)
+    monkeypatch.setattr(cuda_timer, "_nvml_handle", lambda device: (None, ()))
 
 
 def _point(gpu: FakeDevice, *, on_device: bool) -> Point:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -8,7 +9,7 @@ import pytest
 
 from cuship.errors import UsageError
 from cuship.machine import fingerprint, parse_gpus_override
-from cuship.machine.probe import NvmlAnswer, NvmlGpu
+from cuship.machine.probe import NvmlAnswer, NvmlFailure, NvmlGpu
 
 SMI_QUERY = "0, NVIDIA H100 80GB HBM3, 9.0, 81559, 570.124.06, GPU-abc\n1, NVIDIA H100 80GB HBM3, 9.0, 81559, 570.124.06, GPU-def\n"
 SMI_HEADER_OLD = "| NVIDIA-SMI 570.124.06   Driver Version: 570.124.06   CUDA Version: 12.8     |\n"
@@ -22,7 +23,7 @@ class FakeProbe:
     commands: Mapping[str, str | None] = field(default_factory=dict)
     files: Mapping[str, str] = field(default_factory=dict)
     tools: Mapping[str, str] = field(default_factory=dict)
-    nvml_answer: NvmlAnswer | None = None
+    nvml_answer: NvmlAnswer | NvmlFailure | None = None
     ran: list[tuple[str, ...]] = field(default_factory=list)
 
     def run(self, argv: Sequence[str], timeout: float = 10.0) -> str | None:
@@ -46,7 +47,7 @@ class FakeProbe:
             sorted({p[len(prefix) :].split("/")[0] for p in self.files if p.startswith(prefix)})
         )
 
-    def nvml(self) -> NvmlAnswer | None:
+    def nvml(self) -> NvmlAnswer | NvmlFailure | None:
         return self.nvml_answer
 
 
@@ -197,3 +198,18 @@ def test_gpus_override_is_hermetic_on_a_machine_with_a_real_driver() -> None:
     with_driver = {"CUSHIP_GPUS": "H100", "CUSHIP_CUDA_DRIVER_VERSION": "570.124.06"}
     fp = fingerprint({**with_driver, "CUSHIP_TORCH": "none"}, _real_driver_probe())
     assert (fp.driver_version, fp.driver_cuda) == ("570.124.06", "12.8")
+
+
+def test_a_failing_nvml_is_a_note_not_silence() -> None:
+    """NVML installed but broken: the GPUs come from /proc, and the fingerprint says why."""
+    probe = FakeProbe(
+        nvml_answer=NvmlFailure("nvmlInit failed: NVMLError_DriverNotLoaded: Driver Not Loaded"),
+        files={"/proc/driver/nvidia/gpus/0000:01:00.0/information": "Model: \t NVIDIA L4\n"},
+    )
+    fp = fingerprint({"CUSHIP_TORCH": "none"}, probe)
+    assert fp.gpu_source == "procfs"
+    assert (
+        "nvml: nvmlInit failed: NVMLError_DriverNotLoaded: Driver Not Loaded; "
+        "GPUs looked for with nvidia-smi and /proc instead"
+    ) in fp.notes
+    assert json.loads(json.dumps(fp.to_json()))["notes"] == list(fp.notes)  # `env --json`

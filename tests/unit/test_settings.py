@@ -30,9 +30,10 @@ def test_code_names_variables_by_their_constants_only() -> None:
         if path == SRC / "settings.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            value = node.value if isinstance(node, ast.Constant) else None
-            if isinstance(value, str) and NAME.fullmatch(value):
-                spelled.append(f"{path.relative_to(SRC)}:{node.lineno} {value}")
+            if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+                continue
+            if NAME.fullmatch(node.value):
+                spelled.append(f"{path.relative_to(SRC)}:{node.lineno} {node.value}")
     assert spelled == []
 
 

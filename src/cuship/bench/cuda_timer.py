@@ -46,7 +46,7 @@ class CudaTimer:
         props = torch.cuda.get_device_properties(device)
         size = l2_flush_bytes(int(props.L2_cache_size))
         self.flush = torch.empty(size // 4, dtype=torch.int32, device=f"cuda:{device}")
-        self._nvml = _nvml_handle(device)
+        self._nvml, self._nvml_notes = _nvml_handle(device)
         self._max_clock = self._read_max_clock()  # a constant: asked once, not per sample
 
     def prepare(self, call: Call) -> None:
@@ -59,8 +59,9 @@ class CudaTimer:
             sync()
 
     def check(self, make_call: Callable[[], Call]) -> tuple[str, ...]:
-        """Refuse a call that launches no device work (HostCodeTimed); notes if unchecked."""
-        return check_launches(self.probe, make_call())
+        """Refuse a call that launches no device work (HostCodeTimed); notes if unchecked
+        (a failing NVML among them: no SM clocks, so throttling went unseen)."""
+        return check_launches(self.probe, make_call()) + self._nvml_notes
 
     def sample(self, call: Call) -> tuple[float, int | None]:
         cuda = self.torch.cuda
@@ -96,11 +97,15 @@ class CudaTimer:
         return int(pynvml.nvmlDeviceGetMaxClockInfo(self._nvml, pynvml.NVML_CLOCK_SM))
 
 
-def _nvml_handle(device: int) -> Any:
+def _nvml_handle(device: int) -> tuple[Any, tuple[str, ...]]:
+    """NVML's handle of ``device`` (None without nvidia-ml-py) and a note when NVML fails."""
     try:
         import pynvml
-
+    except ImportError:
+        return None, ()
+    try:
         pynvml.nvmlInit()
-        return pynvml.nvmlDeviceGetHandleByIndex(device)
-    except Exception:
-        return None
+        return pynvml.nvmlDeviceGetHandleByIndex(device), ()
+    except Exception as err:
+        note = f"nvml: {type(err).__name__}: {err}; no SM clocks, so throttling went unseen"
+        return None, (note,)

@@ -10,6 +10,7 @@ import hashlib
 import json
 import platform
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from importlib import metadata
 from typing import Any
 
@@ -57,14 +58,18 @@ def _versions(names: Sequence[str]) -> dict[str, str]:
     return found
 
 
-def _nvml_clocks() -> dict[str, Any]:
-    """SM clock now and at most, and the power limit, of GPU 0 (None each when NVML is absent)."""
+def _nvml_clocks(notes: list[str]) -> dict[str, Any]:
+    """SM clock now and at most, and the power limit, of GPU 0 (None each when NVML is absent;
+    an NVML that is installed but fails also adds a note to ``notes``)."""
     out: dict[str, Any] = {"sm_clock_mhz": None, "max_sm_clock_mhz": None, "power_limit_w": None}
     try:
         import pynvml
-
+    except ImportError:
+        return out
+    try:
         pynvml.nvmlInit()
-    except Exception:
+    except Exception as err:
+        notes.append(f"nvml: nvmlInit failed: {type(err).__name__}: {err}; no clocks recorded")
         return out
     try:
         handle = pynvml.nvmlDeviceGetHandleByIndex(0)
@@ -73,24 +78,27 @@ def _nvml_clocks() -> dict[str, Any]:
             pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)
         )
         out["power_limit_w"] = pynvml.nvmlDeviceGetPowerManagementLimit(handle) / 1000.0
-    except Exception:
-        pass
+    except Exception as err:
+        notes.append(f"nvml: reading GPU 0's clocks failed: {type(err).__name__}: {err}")
     finally:
-        pynvml.nvmlShutdown()
+        with suppress(Exception):
+            pynvml.nvmlShutdown()
     return out
 
 
 def bench_fingerprint(
     environ: Mapping[str, str], *, timer: str, project_package: str | None = None
 ) -> dict[str, Any]:
-    """The contract's fingerprint dict for this machine and ``timer`` (cuda, wall, instructions)."""
+    """The contract's fingerprint dict for this machine and ``timer`` (cuda, wall, instructions);
+    ``notes`` holds the machine's notes (an NVML that fails among them)."""
     from cuship.machine import fingerprint
 
     fp = fingerprint(environ)
     gpu = fp.gpus[0].name if fp.gpus else None
     cuda = fp.toolkit.version if fp.toolkit and fp.toolkit.version else fp.driver_cuda
+    notes = list(fp.notes)
     clocks = (
-        _nvml_clocks()
+        _nvml_clocks(notes)
         if gpu and settings.GPUS not in environ
         else {"sm_clock_mhz": None, "max_sm_clock_mhz": None, "power_limit_w": None}
     )
@@ -105,6 +113,7 @@ def bench_fingerprint(
         "python": platform.python_version(),
         "packages": _versions((*PACKAGES, *([project_package] if project_package else []))),
         "timer": TIMER_NAMES.get(timer, timer),
+        "notes": notes,
     }
     doc["machine_id"] = machine_id(doc)
     return doc

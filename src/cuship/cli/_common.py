@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from collections.abc import Callable
+from contextlib import suppress
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from cuship import __version__
 from cuship.cli._console import Console
 from cuship.errors import CushipError
 
@@ -17,7 +22,8 @@ __all__ = ["json_option", "make_console", "run_cli", "verbose_option"]
 
 
 def run_cli(group: click.Group, argv: list[str]) -> int:
-    """Run ``group`` with ``argv``; map cuship errors to their exit codes and click's usage errors to 2."""
+    """Run ``group`` with ``argv``; map cuship errors to their exit codes, click's usage errors
+    to 2, an interrupt to 130 and anything else (a bug) to 70 with its traceback in a file."""
     try:
         # Without standalone mode click returns (not raises) the code of an explicit Exit.
         result = group.main(args=argv, prog_name="cuship", standalone_mode=False)
@@ -34,7 +40,51 @@ def run_cli(group: click.Group, argv: list[str]) -> int:
         return int(done.exit_code)
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+    except Exception as err:  # the last resort: a bug, told in one line, not a traceback
+        return _internal_error(err, argv)
     return result if isinstance(result, int) else 0
+
+
+INTERNAL_ERROR = 70  # EX_SOFTWARE in sysexits.h
+
+
+def _internal_error(err: Exception, argv: list[str]) -> int:
+    """Write the traceback to a file and say, in one line, what broke and where that file is."""
+    import traceback  # the error path only: `cuship --help` stays quick
+
+    report = "".join(traceback.format_exception(err))
+    header = f"cuship {__version__} on Python {sys.version.split()[0]}\nargv: {argv!r}\n\n"
+    where = _write_crash_report(header + report)
+    said = " ".join(str(err).split()) or "(no message)"
+    Console().error(
+        f"internal error: {type(err).__name__}: {said} "
+        f"(a bug in cuship; the traceback is in {where}; please report it with that file)"
+    )
+    return INTERNAL_ERROR
+
+
+def _write_crash_report(text: str) -> str:
+    """``$XDG_CACHE_HOME/cuship/crash-*.txt`` (~/.cache by default), else the temp directory."""
+    import tempfile
+
+    folders = [Path(tempfile.gettempdir())]
+    with suppress(RuntimeError):  # no home directory to find
+        cache = os.environ.get("XDG_CACHE_HOME")
+        folders.insert(0, (Path(cache) if cache else Path.home() / ".cache") / "cuship")
+    prefix = time.strftime("crash-%Y%m%d-%H%M%S-")
+    for folder in folders:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, path = tempfile.mkstemp(prefix=prefix, suffix=".txt", dir=folder, text=True)
+            with os.fdopen(fd, "w") as out:
+                out.write(text)
+        except OSError:
+            continue
+        return path
+    return "nowhere (neither the cache nor the temp directory is writable)"
 
 
 def json_option(func: F) -> F:

@@ -23,7 +23,7 @@ from typing import Any
 
 from cuship import settings
 from cuship.errors import UsageError
-from cuship.machine.probe import Probe, SystemProbe
+from cuship.machine.probe import NvmlFailure, Probe, SystemProbe
 
 __all__ = ["Fingerprint", "Gpu", "Toolkit", "TorchInfo", "fingerprint", "parse_gpus_override"]
 
@@ -194,7 +194,9 @@ def _gpus(
     if settings.GPUS in env:
         return parse_gpus_override(env[settings.GPUS]), "override", None, None
     answer = probe.nvml()
-    if answer is not None:
+    if isinstance(answer, NvmlFailure):
+        notes.append(f"nvml: {answer.message}; GPUs looked for with nvidia-smi and /proc instead")
+    elif answer is not None:
         gpus = tuple(
             Gpu(index=g.index, name=g.name, cc=g.cc, memory_mib=g.memory_mib, uuid=g.uuid)
             for g in answer.gpus

@@ -1,7 +1,7 @@
 """The only place machine.py touches the outside world: run a command, read a file, find a tool.
 
 Tests replace a :class:`Probe` with canned answers; the real one never raises for a missing tool
-or file, it answers ``None``.
+or file, it answers ``None``; an NVML that is installed but fails answers :class:`NvmlFailure`.
 """
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["NvmlAnswer", "NvmlGpu", "Probe", "SystemProbe"]
+__all__ = ["NvmlAnswer", "NvmlFailure", "NvmlGpu", "Probe", "SystemProbe"]
 
 _DRIVER_NODES = ("/dev/nvidiactl", "/dev/dxg", "/proc/driver/nvidia")
 
@@ -34,13 +35,20 @@ class NvmlAnswer:
     gpus: tuple[NvmlGpu, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class NvmlFailure:
+    """NVML is installed and a driver node exists, but NVML failed: ``message`` says how."""
+
+    message: str
+
+
 class Probe(Protocol):
     def run(self, argv: Sequence[str], timeout: float = 10.0) -> str | None: ...
     def read(self, path: str) -> str | None: ...
     def read_bytes(self, path: str) -> bytes | None: ...
     def which(self, name: str, path: str | None = None) -> str | None: ...
     def listdir(self, path: str) -> tuple[str, ...]: ...
-    def nvml(self) -> NvmlAnswer | None: ...
+    def nvml(self) -> NvmlAnswer | NvmlFailure | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +85,10 @@ class SystemProbe:
         except OSError:
             return ()
 
-    def nvml(self) -> NvmlAnswer | None:
-        """Ask NVML (nvidia-ml-py) when it is installed and a driver answers; else None.
+    def nvml(self) -> NvmlAnswer | NvmlFailure | None:
+        """Ask NVML (nvidia-ml-py) when it is installed and a driver node exists; else None.
+        An NVML that is there but fails (init or a query) is an :class:`NvmlFailure`, not None:
+        a broken NVML must not read as "no GPU".
 
         Without an NVIDIA driver node NVML could only fail, and importing pynvml just to fail
         slows every later garbage collection of a big process (a pytest session: 2-4x), so it
@@ -92,14 +102,19 @@ class SystemProbe:
             return None
         try:
             pynvml.nvmlInit()
-        except Exception:
-            return None
+        except Exception as err:
+            return NvmlFailure(f"nvmlInit failed: {_error(err)}")
         try:
             return _nvml_answer(pynvml)
-        except Exception:
-            return None
+        except Exception as err:
+            return NvmlFailure(f"asking for the GPUs failed: {_error(err)}")
         finally:
-            pynvml.nvmlShutdown()
+            with suppress(Exception):
+                pynvml.nvmlShutdown()
+
+
+def _error(err: Exception) -> str:
+    return f"{type(err).__name__}: {err}"
 
 
 def _text(value: object) -> str:

@@ -43,6 +43,8 @@ _PROBE = (
     "import json, platform; from packaging import tags; "
     "print(json.dumps([platform.python_version(), [str(t) for t in tags.sys_tags()]]))"
 )
+_PROBE_TIMEOUT = 60.0
+_PROBE_HINT = "give --python a working Python interpreter (it must run `python -I -c ...` at once)"
 
 
 def target_from_env(
@@ -76,17 +78,28 @@ def interpreter_target(python: str, environ: Mapping[str, str]) -> tuple[str, tu
             capture_output=True,
             text=True,
             env=env,
-            timeout=60,
+            timeout=_PROBE_TIMEOUT,
             check=False,
         )
+    except subprocess.TimeoutExpired as err:
+        raise UsageError(
+            f"--python {python!r} did not report its tags within {err.timeout:g} s",
+            hint=_PROBE_HINT,
+        ) from err
     except OSError as err:
         raise UsageError(f"cannot run --python {python!r}: {err}") from err
     if done.returncode != 0:
         raise UsageError(
             f"--python {python!r} failed to report its tags: {done.stderr.strip()[-300:]}"
         )
-    version, tags = json.loads(done.stdout)
-    return str(version), tuple(str(t) for t in tags)
+    try:
+        version, tags = json.loads(done.stdout)
+        return str(version), tuple(str(t) for t in tags)
+    except (ValueError, TypeError) as err:  # not JSON, or not [version, [tags]]
+        raise UsageError(
+            f"--python {python!r} answered the tag probe with {done.stdout.strip()[-300:]!r}",
+            hint=_PROBE_HINT,
+        ) from err
 
 
 def resolve_index(
