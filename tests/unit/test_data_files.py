@@ -12,14 +12,11 @@ import jsonschema  # type: ignore[import-untyped]  # no stubs in [dev]
 import pytest
 
 from cuship.compat import DATA_DIR, load
-from cuship.compat.files import data_schemas
 from cuship.errors import ConfigError
 from cuship.schema import read_toml
+from cuship.schema.data import FILES, data_schemas
 
-REGENERATE = (
-    "run: python -c 'from pathlib import Path; from cuship.compat.files import write_schemas; "
-    'write_schemas(Path("src/cuship/schema"))\''
-)
+REGENERATE = "run: python -c 'import cuship.schema.data as d; d.write_schemas()'"
 
 
 def _published(repo_root: Path) -> dict[str, Any]:
@@ -35,7 +32,7 @@ def test_published_data_schemas_are_current(repo_root: Path) -> None:
     assert _published(repo_root) == data_schemas(), REGENERATE
 
 
-@pytest.mark.parametrize("name", ["cuda", "torch", "gpus", "cuda_libs"])
+@pytest.mark.parametrize("name", list(FILES))
 def test_shipped_data_files_follow_their_schema(name: str) -> None:
     doc = data_schemas()[f"{name}.schema.json"]
     jsonschema.Draft202012Validator.check_schema(doc)

@@ -139,24 +139,17 @@ class _Loader:
         return ConfigError(self.source, key or None, problem, hint=hint)
 
     def value(self, tp: Any, raw: Any, key: str) -> Any:
-        origin = get_origin(tp)
-        if tp is Any or tp is object:
+        if type(raw) is tp:  # the common case: a plain value of the plain type asked for
             return raw
-        if origin in (Union, types.UnionType):
-            return self._union(tp, raw, key)
-        if origin is Literal:
-            if raw not in get_args(tp):
-                raise self.fail(key, f"{raw!r} is not one of {_type_name(tp)}")
-            return raw
-        if origin is tuple:
-            return self._tuple(tp, raw, key)
-        if origin in (dict, Mapping, typing.Mapping):
-            return self._mapping(tp, raw, key)
-        if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-            return self.dataclass(tp, raw, key)
-        if tp in _FROM_STRING:
-            return self._parsed(tp, raw, key)
-        return self._scalar(tp, raw, key)
+        return _reader(tp)(self, tp, raw, key)
+
+    def _any(self, tp: Any, raw: Any, key: str) -> Any:
+        return raw
+
+    def _literal(self, tp: Any, raw: Any, key: str) -> Any:
+        if raw not in get_args(tp):
+            raise self.fail(key, f"{raw!r} is not one of {_type_name(tp)}")
+        return raw
 
     def _union(self, tp: Any, raw: Any, key: str) -> Any:
         options = [a for a in get_args(tp) if a is not type(None)]
@@ -176,6 +169,8 @@ class _Loader:
 
     def _tuple(self, tp: Any, raw: Any, key: str) -> tuple[Any, ...]:
         (item_tp, *_rest) = get_args(tp)
+        if isinstance(raw, list) and all(type(item) is item_tp for item in raw):
+            return tuple(raw)
         if not self.strict:
             items = raw if isinstance(raw, list | tuple) else [raw]
             return tuple(self.value(item_tp, item, _key(key, i)) for i, item in enumerate(items))
@@ -268,8 +263,9 @@ class _Loader:
             field = fields.by_key.get(str(name))
             if field is None:
                 raise self._unknown(fields, str(name), key, missing)
-            value = self.value(fields.hints[field.name], raw_value, _key(key, str(name)))
-            self._check(fields, field, value, _key(key, str(name)))
+            field_key = _key(key, str(name))
+            value = self.value(fields.hints[field.name], raw_value, field_key)
+            self._check(fields, field, value, field_key)
             kwargs[field.name] = value
         if missing:
             raise self._missing(fields, missing[0], _key(key, missing[0].name))
@@ -277,6 +273,30 @@ class _Loader:
             return cls(**kwargs)
         except TypeError as err:  # pragma: no cover - every required field is checked above
             raise self.fail(key, f"missing required key: {err}") from err
+
+
+_Reader = Callable[[_Loader, Any, Any, str], Any]
+
+
+@functools.cache
+def _reader(tp: Any) -> _Reader:
+    """The loader's reader for values of type ``tp``, worked out once per type."""
+    origin = get_origin(tp)
+    if tp is Any or tp is object:
+        return _Loader._any
+    if origin in (Union, types.UnionType):
+        return _Loader._union
+    if origin is Literal:
+        return _Loader._literal
+    if origin is tuple:
+        return _Loader._tuple
+    if origin in (dict, Mapping, typing.Mapping):
+        return _Loader._mapping
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return _Loader.dataclass
+    if tp in _FROM_STRING:
+        return _Loader._parsed
+    return _Loader._scalar
 
 
 def load(cls: type[T], raw: Any, *, source: str, key: str = "", strict: bool = False) -> T:
