@@ -89,7 +89,7 @@ class TorchRelease:
         'CPython versions with Linux wheels, ascending: "3.12".', non_empty=True
     )
     cxx11_abi: tuple[bool, ...] = field_doc(
-        "C++ ABI of the Linux pip wheels: false = pre-cxx11, true = cxx11 (both: both exist).",
+        "C++ ABI of the Linux pip wheels: [false] pre-cxx11, [true] cxx11, [false, true] both.",
         non_empty=True,
     )
     source: str = field_doc("https URL of the page the row comes from.")

@@ -245,9 +245,12 @@ class _Loader:
             hint = f"add [[{key}]] tables"
         return self.fail(key, "missing or empty: must be a non-empty list", hint=hint)
 
-    def _unknown(self, fields: _Fields, name: str, key: str, missing: list[Any]) -> ConfigError:
+    def _unknown(
+        self, fields: _Fields, name: str, key: str, missing: list[dataclasses.Field[Any]]
+    ) -> ConfigError:
+        """A key the class does not have; unless it looks like a typo, a missing key comes first."""
         near = difflib.get_close_matches(name, fields.known, n=1)
-        if not near and missing:  # not a typo of a key: what is missing is the bigger problem
+        if not near and missing:
             return self._missing(fields, missing[0], _key(key, missing[0].name))
         hint = f"did you mean {near[0]!r}?" if near else f"known keys: {', '.join(fields.known)}"
         return self.fail(_key(key, name), "unknown key", hint=hint)
@@ -269,10 +272,7 @@ class _Loader:
             kwargs[field.name] = value
         if missing:
             raise self._missing(fields, missing[0], _key(key, missing[0].name))
-        try:
-            return cls(**kwargs)
-        except TypeError as err:  # pragma: no cover - every required field is checked above
-            raise self.fail(key, f"missing required key: {err}") from err
+        return cls(**kwargs)
 
 
 _Reader = Callable[[_Loader, Any, Any, str], Any]
