@@ -13,15 +13,15 @@ import difflib
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
 from cuship.compat.checks import check_gpus, check_toolkits, check_torch
+from cuship.compat.files import CudaFile, GpusFile, TorchFile, read
 from cuship.compat.models import CudaToolkit, GpuModel, TorchRelease, format_driver
-from cuship.compat.peaks import GpuPeak, check_peaks, parse_peak
-from cuship.compat.rows import Row, read_rows
+from cuship.compat.peaks import GpuPeak, check_peaks
 from cuship.errors import UsageError
 
 __all__ = [
@@ -218,52 +218,6 @@ def _check_patch_and_label(release: TorchRelease, wanted: Version, spec: str) ->
 
 # --- loading ---------------------------------------------------------------------------------
 
-_TOOLKIT_KEYS = tuple(f.name for f in fields(CudaToolkit))
-_TORCH_KEYS = tuple(f.name for f in fields(TorchRelease))
-_GPU_KEYS = tuple(f.name for f in fields(GpuModel))
-
-
-def _toolkit(row: Row) -> CudaToolkit:
-    row.only(_TOOLKIT_KEYS)
-    return CudaToolkit(
-        version=row.version("version"),
-        released=row.text("released"),
-        min_driver_linux=row.version("min_driver_linux"),
-        family_min_driver_linux=row.version("family_min_driver_linux"),
-        sms=row.texts("sms"),
-        dropped=row.texts("dropped"),
-        source=row.text("source"),
-        note=row.text("note", default=""),
-    )
-
-
-def _release(row: Row) -> TorchRelease:
-    row.only(_TORCH_KEYS)
-    return TorchRelease(
-        version=row.version("version"),
-        latest=row.version("latest"),
-        released=row.text("released"),
-        cuda=row.texts("cuda"),
-        pypi_cuda=row.text("pypi_cuda"),
-        pythons=row.texts("pythons"),
-        cxx11_abi=row.bools("cxx11_abi"),
-        source=row.text("source"),
-        note=row.text("note", default=""),
-    )
-
-
-def _gpu(row: Row) -> GpuModel:
-    row.only(_GPU_KEYS)
-    return GpuModel(
-        name=row.text("name"),
-        aliases=row.texts("aliases"),
-        cc=row.text("cc"),
-        memory_gib=row.ints("memory_gib"),
-        arch_family=row.text("arch_family"),
-        source=row.text("source"),
-        note=row.text("note", default=""),
-    )
-
 
 def load(data_dir: Path | None = None) -> Compat:
     """Load and check the data files in ``data_dir`` (default: the ones shipped with cuship).
@@ -282,23 +236,13 @@ def _load_default() -> Compat:
 
 
 def _load(data_dir: Path) -> Compat:
-    toolkit_rows = read_rows(data_dir / "cuda.toml", "toolkit")
-    torch_rows = read_rows(data_dir / "torch.toml", "release")
-    gpu_rows = read_rows(data_dir / "gpus.toml", "gpu")
-    toolkits = [(row, _toolkit(row)) for row in toolkit_rows]
-    releases = [(row, _release(row)) for row in torch_rows]
-    gpus = [(row, _gpu(row)) for row in gpu_rows]
-    check_toolkits(toolkits)
-    known_minors = {t.major_minor for _, t in toolkits}
-    check_torch(releases, known_minors)
-    known_sms = {sm for _, t in toolkits for sm in t.sms}
-    check_gpus(gpus, known_sms, gpu_key)
-    peaks = [(row, parse_peak(row)) for row in read_rows(data_dir / "gpus.toml", "peak")]
-    names_of = {g.name: {gpu_key(n) for n in (g.name, *g.aliases)} for _, g in gpus}
-    check_peaks(peaks, names_of, gpu_key)
-    return Compat(
-        toolkits=tuple(t for _, t in toolkits),
-        torch=tuple(r for _, r in releases),
-        gpus=tuple(g for _, g in gpus),
-        peaks=tuple(p for _, p in peaks),
-    )
+    cuda_file, cuda = read(data_dir / "cuda.toml", CudaFile)
+    torch_file, torch = read(data_dir / "torch.toml", TorchFile)
+    gpus_file, gpus = read(data_dir / "gpus.toml", GpusFile)
+    check_toolkits(cuda_file.at("toolkit").each(cuda.toolkit))
+    check_torch(torch_file.at("release").each(torch.release), {t.major_minor for t in cuda.toolkit})
+    known_sms = {sm for t in cuda.toolkit for sm in t.sms}
+    check_gpus(gpus_file.at("gpu").each(gpus.gpu), known_sms, gpu_key)
+    names_of = {g.name: {gpu_key(n) for n in (g.name, *g.aliases)} for g in gpus.gpu}
+    check_peaks(gpus_file.at("peak").each(gpus.peak), names_of, gpu_key)
+    return Compat(toolkits=cuda.toolkit, torch=torch.release, gpus=gpus.gpu, peaks=gpus.peak)

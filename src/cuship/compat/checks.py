@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from packaging.version import InvalidVersion, Version
 
 from cuship.compat.models import CudaToolkit, GpuModel, TorchRelease
-from cuship.compat.rows import Row
+from cuship.schema import Place
 
 __all__ = ["check_gpus", "check_toolkits", "check_torch"]
 
@@ -18,7 +18,7 @@ MONTH_PATTERN = re.compile(r"^(19|20)[0-9]{2}-(0[1-9]|1[0-2])$")
 CC_PATTERN = re.compile(r"^[1-9][0-9]?\.[0-9]$")
 
 
-def _common(row: Row, released: str | None, source: str) -> None:
+def _common(row: Place, released: str | None, source: str) -> None:
     if released is not None and not MONTH_PATTERN.match(released):
         raise row.fail("released", f"{released!r} is not a month", hint='write it like "2025-03"')
     if not source.startswith("https://"):
@@ -27,7 +27,7 @@ def _common(row: Row, released: str | None, source: str) -> None:
         )
 
 
-def _ascending(rows: Sequence[tuple[Row, Version]], name: str) -> None:
+def _ascending(rows: Sequence[tuple[Place, Version]], name: str) -> None:
     for (_, before), (row, after) in itertools.pairwise(rows):
         if after == before:
             raise row.fail(name, f"duplicate {str(after)!r}")
@@ -37,7 +37,7 @@ def _ascending(rows: Sequence[tuple[Row, Version]], name: str) -> None:
             )
 
 
-def _check_sms(row: Row, sms: Sequence[str], name: str) -> None:
+def _check_sms(row: Place, sms: Sequence[str], name: str) -> None:
     seen: set[str] = set()
     for sm in sms:
         if not SM_PATTERN.match(sm):
@@ -51,7 +51,7 @@ def _check_sms(row: Row, sms: Sequence[str], name: str) -> None:
         seen.add(sm)
 
 
-def _check_toolkit(row: Row, toolkit: CudaToolkit, previous: CudaToolkit | None) -> None:
+def _check_toolkit(row: Place, toolkit: CudaToolkit, previous: CudaToolkit | None) -> None:
     _common(row, toolkit.released, toolkit.source)
     _check_sms(row, toolkit.sms, "sms")
     _check_sms(row, toolkit.dropped, "dropped")
@@ -70,7 +70,7 @@ def _check_toolkit(row: Row, toolkit: CudaToolkit, previous: CudaToolkit | None)
         raise row.fail("family_min_driver_linux", f"differs from {previous.version}'s")
 
 
-def check_toolkits(rows: Sequence[tuple[Row, CudaToolkit]]) -> None:
+def check_toolkits(rows: Sequence[tuple[Place, CudaToolkit]]) -> None:
     """Versions unique and ascending, SMs well formed, drops consistent with the row before."""
     _ascending([(row, t.version) for row, t in rows], "version")
     previous: CudaToolkit | None = None
@@ -79,7 +79,7 @@ def check_toolkits(rows: Sequence[tuple[Row, CudaToolkit]]) -> None:
         previous = toolkit
 
 
-def _check_pythons(row: Row, pythons: Sequence[str]) -> None:
+def _check_pythons(row: Place, pythons: Sequence[str]) -> None:
     try:
         versions = [Version(p) for p in pythons]
     except InvalidVersion as err:
@@ -88,7 +88,7 @@ def _check_pythons(row: Row, pythons: Sequence[str]) -> None:
         raise row.fail("pythons", "must be non-empty, sorted, without duplicates")
 
 
-def _check_release(row: Row, release: TorchRelease, known_cuda: set[str]) -> None:
+def _check_release(row: Place, release: TorchRelease, known_cuda: set[str]) -> None:
     _common(row, release.released, release.source)
     if (release.latest.major, release.latest.minor) != (
         release.version.major,
@@ -107,7 +107,7 @@ def _check_release(row: Row, release: TorchRelease, known_cuda: set[str]) -> Non
     _check_pythons(row, release.pythons)
 
 
-def check_torch(rows: Sequence[tuple[Row, TorchRelease]], known_cuda: set[str]) -> None:
+def check_torch(rows: Sequence[tuple[Place, TorchRelease]], known_cuda: set[str]) -> None:
     """Releases unique and ascending; their CUDA variants name toolkits that exist."""
     _ascending([(row, r.version) for row, r in rows], "version")
     for row, release in rows:
@@ -115,7 +115,7 @@ def check_torch(rows: Sequence[tuple[Row, TorchRelease]], known_cuda: set[str]) 
 
 
 def check_gpus(
-    rows: Sequence[tuple[Row, GpuModel]], known_sms: set[str], key: Callable[[str], str]
+    rows: Sequence[tuple[Place, GpuModel]], known_sms: set[str], key: Callable[[str], str]
 ) -> None:
     """Compute capabilities known to some toolkit; no name or alias claimed by two models."""
     owner: dict[str, str] = {}
@@ -123,8 +123,6 @@ def check_gpus(
         _common(row, None, gpu.source)
         if not CC_PATTERN.match(gpu.cc) or gpu.cc.replace(".", "") not in known_sms:
             raise row.fail("cc", f"{gpu.cc!r} is not a compute capability any toolkit targets")
-        if not gpu.memory_gib:
-            raise row.fail("memory_gib", "must not be empty")
         for label in (gpu.name, *gpu.aliases):
             normal = key(label)
             if not normal:

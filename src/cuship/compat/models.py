@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
+from cuship.schema import field_doc
+
 __all__ = ["CudaToolkit", "GpuModel", "TorchRelease", "format_driver"]
 
 _SM_PREFIX = re.compile(r"^(?:sm_|compute_|sm)")
@@ -28,14 +30,21 @@ def _sm_of(sm: str) -> str:
 class CudaToolkit:
     """One CUDA toolkit release (``12.8.1``): driver minimums and the SASS targets nvcc accepts."""
 
-    version: Version
-    released: str
-    min_driver_linux: Version
-    family_min_driver_linux: Version
-    sms: tuple[str, ...]
-    dropped: tuple[str, ...]
-    source: str
-    note: str = ""
+    version: Version = field_doc("The toolkit release, e.g. 12.8.1; rows ascend by version.")
+    released: str = field_doc("Month of the release, YYYY-MM.")
+    min_driver_linux: Version = field_doc(
+        "The release notes' Toolkit Driver Version for Linux x86_64, e.g. 570.124.06."
+    )
+    family_min_driver_linux: Version = field_doc(
+        "Minimum driver for minor-version compatibility within the major, e.g. 525.60.13."
+    )
+    sms: tuple[str, ...] = field_doc(
+        'Real targets nvcc -arch=sm_XX accepts, with "a" and "f" variants: "90", "90a", "100f".',
+        non_empty=True,
+    )
+    dropped: tuple[str, ...] = field_doc("Targets this release removed against the row before.")
+    source: str = field_doc("https URL of the page the row comes from.")
+    note: str = field_doc("Free text for people.", default="")
 
     @property
     def major_minor(self) -> str:
@@ -69,15 +78,22 @@ class CudaToolkit:
 class TorchRelease:
     """One torch minor release (``2.8``) and the wheels published for it."""
 
-    version: Version
-    latest: Version
-    released: str
-    cuda: tuple[str, ...]
-    pypi_cuda: str
-    pythons: tuple[str, ...]
-    cxx11_abi: tuple[bool, ...]
-    source: str
-    note: str = ""
+    version: Version = field_doc("The minor release, e.g. 2.8; rows ascend by version.")
+    latest: Version = field_doc("Its newest patch release, e.g. 2.8.0.")
+    released: str = field_doc("Month of the minor release, YYYY-MM.")
+    cuda: tuple[str, ...] = field_doc(
+        'CUDA versions with wheels on the PyTorch index (Linux x86_64): "12.8".', non_empty=True
+    )
+    pypi_cuda: str = field_doc("The CUDA version of the default wheel on PyPI.")
+    pythons: tuple[str, ...] = field_doc(
+        'CPython versions with Linux wheels, ascending: "3.12".', non_empty=True
+    )
+    cxx11_abi: tuple[bool, ...] = field_doc(
+        "C++ ABI of the Linux pip wheels: [false] pre-cxx11, [true] cxx11, [false, true] both.",
+        non_empty=True,
+    )
+    source: str = field_doc("https URL of the page the row comes from.")
+    note: str = field_doc("Free text for people.", default="")
 
     @property
     def minor(self) -> str:
@@ -112,13 +128,15 @@ class TorchRelease:
 class GpuModel:
     """A GPU model, the names NVML/nvidia-smi report for it, and its compute capability."""
 
-    name: str
-    aliases: tuple[str, ...]
-    cc: str
-    memory_gib: tuple[int, ...]
-    arch_family: str
-    source: str
-    note: str = ""
+    name: str = field_doc('The model, e.g. "H100"; unique with its aliases once normalised.')
+    aliases: tuple[str, ...] = field_doc("Other names nvidia-smi / NVML report for it.")
+    cc: str = field_doc('Compute capability, e.g. "9.0".')
+    memory_gib: tuple[int, ...] = field_doc(
+        "Memory sizes in GiB as sold (rounded).", non_empty=True
+    )
+    arch_family: str = field_doc('Architecture name, e.g. "Hopper".')
+    source: str = field_doc("https URL of the page the row comes from.")
+    note: str = field_doc("Free text for people.", default="")
 
     @property
     def sm(self) -> str:

@@ -4,27 +4,52 @@ dense TFLOP/s per precision, each row citing the NVIDIA page it comes from."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 
-from cuship.compat.rows import Row
+from cuship.schema import Place, field_doc
 
-__all__ = ["PRECISIONS", "GpuPeak", "check_peaks", "parse_peak"]
+__all__ = ["PRECISIONS", "GpuPeak", "check_peaks"]
 
 # The precisions a row may give, and the tensor-core twin looked at beside each.
 PRECISIONS = ("fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8")
+
+
+def _positive(value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"must be a positive number, got {value!r}")
+
+
+def _tflops(table: Mapping[str, float]) -> None:
+    for key, value in table.items():
+        if key not in PRECISIONS:
+            raise ValueError(f"{key!r} is an unknown precision (known: {', '.join(PRECISIONS)})")
+        if not value > 0:
+            raise ValueError(f"{key} must be a positive number, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GpuPeak:
     """One GPU variant's datasheet peaks: ``memory_gbps`` (GB/s) and dense TFLOP/s by precision."""
 
-    gpu: str
-    variant: str
-    names: tuple[str, ...]
-    memory_gbps: float
-    tflops: Mapping[str, float] = field(default_factory=dict)
-    source: str
-    note: str = ""
+    gpu: str = field_doc("The [[gpu]] model this variant is one of.")
+    variant: str = field_doc('The variant, e.g. "H100 SXM5 80GB".')
+    names: tuple[str, ...] = field_doc(
+        "The names NVML reports for this variant (names of its model).", non_empty=True
+    )
+    memory_gbps: float = field_doc(
+        "Peak memory bandwidth in GB/s.", validate=_positive, schema={"exclusiveMinimum": 0}
+    )
+    tflops: Mapping[str, float] = field_doc(
+        "Dense (not sparse) peak TFLOP/s by precision.",
+        validate=_tflops,
+        schema={
+            "propertyNames": {"enum": list(PRECISIONS)},
+            "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
+        },
+        default_factory=dict,
+    )
+    source: str = field_doc("https URL of the datasheet the figures come from.")
+    note: str = field_doc("Free text for people.", default="")
 
     def flops_peak(self, dtype: str) -> tuple[str, float] | None:
         """The highest dense figure for ``dtype`` (its own or its tensor-core one) and its name."""
@@ -43,45 +68,8 @@ class GpuPeak:
         }
 
 
-_KEYS = tuple(f.name for f in fields(GpuPeak))
-
-
-def _positive(row: Row, name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise row.fail(name, f"must be a positive number, got {value!r}")
-    return float(value)
-
-
-def _tflops(row: Row) -> dict[str, float]:
-    raw = row.data.get("tflops", {})
-    if not isinstance(raw, dict):
-        raise row.fail("tflops", f"must be a table of precision = TFLOP/s, got {raw!r}")
-    out = {}
-    for key, value in raw.items():
-        if key not in PRECISIONS:
-            raise row.fail(
-                f"tflops.{key}", "unknown precision", hint=f"known: {', '.join(PRECISIONS)}"
-            )
-        out[key] = _positive(row, f"tflops.{key}", value)
-    return out
-
-
-def parse_peak(row: Row) -> GpuPeak:
-    """A ``[[peak]]`` row as a :class:`GpuPeak`."""
-    row.only(_KEYS)
-    return GpuPeak(
-        gpu=row.text("gpu"),
-        variant=row.text("variant"),
-        names=row.texts("names"),
-        memory_gbps=_positive(row, "memory_gbps", row.data.get("memory_gbps")),
-        tflops=_tflops(row),
-        source=row.text("source"),
-        note=row.text("note", default=""),
-    )
-
-
 def check_peaks(
-    rows: Sequence[tuple[Row, GpuPeak]],
+    rows: Sequence[tuple[Place, GpuPeak]],
     names_of: Mapping[str, set[str]],
     key: Callable[[str], str],
 ) -> None:
@@ -95,8 +83,6 @@ def check_peaks(
             )
         if peak.gpu not in names_of:
             raise row.fail("gpu", f"{peak.gpu!r} is no [[gpu]] model")
-        if not peak.names:
-            raise row.fail("names", "must not be empty")
         for name in peak.names:
             normal = key(name)
             if normal not in names_of[peak.gpu]:

@@ -3,22 +3,48 @@
 from __future__ import annotations
 
 import re
-import sys
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from importlib import resources
+from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from cuship import schema
+from cuship.schema import field_doc
 
-__all__ = ["CUDA_LIB_PATTERNS", "auditwheel_excludes", "is_cuda_lib", "library_stem"]
+__all__ = [
+    "CUDA_LIB_PATTERNS",
+    "CudaLibGroup",
+    "CudaLibsFile",
+    "auditwheel_excludes",
+    "is_cuda_lib",
+    "library_stem",
+]
+
+DATA_FILE = Path(__file__).parent.parent / "data" / "cuda_libs.toml"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CudaLibGroup:
+    """Libraries that come from one place (the driver, a toolkit wheel, torch)."""
+
+    name: str = field_doc("What the libraries are.")
+    source: str = field_doc("Where users get them instead, and what bundling them broke.")
+    patterns: tuple[str, ...] = field_doc(
+        'fnmatch globs on a library\'s stem (the file name before ".so"): "libcublas*".',
+        non_empty=True,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CudaLibsFile:
+    """cuda_libs.toml: the shared libraries a CUDA wheel must never bundle."""
+
+    group: tuple[CudaLibGroup, ...] = field_doc("One table per group.", non_empty=True)
 
 
 def _load_patterns() -> tuple[str, ...]:
-    text = resources.files("cuship").joinpath("data", "cuda_libs.toml").read_text("utf-8")
-    groups = tomllib.loads(text)["group"]
-    return tuple(pattern for group in groups for pattern in group["patterns"])
+    raw = schema.read_toml(DATA_FILE)
+    file = schema.load(CudaLibsFile, raw, source=str(DATA_FILE), strict=True)
+    return tuple(pattern for group in file.group for pattern in group.patterns)
 
 
 CUDA_LIB_PATTERNS: tuple[str, ...] = _load_patterns()

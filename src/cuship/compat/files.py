@@ -1,0 +1,49 @@
+"""The data files as dataclasses: what ``data/{cuda,torch,gpus}.toml`` hold, read by the strict
+loader of :mod:`cuship.schema` (their JSON Schemas: :mod:`cuship.schema.data`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from cuship import schema
+from cuship.compat.models import CudaToolkit, GpuModel, TorchRelease
+from cuship.compat.peaks import GpuPeak
+from cuship.schema import Place, field_doc
+
+__all__ = ["CudaFile", "GpusFile", "TorchFile", "read"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CudaFile:
+    """cuda.toml: the CUDA toolkits, their driver minimums and the SASS targets nvcc accepts."""
+
+    toolkit: tuple[CudaToolkit, ...] = field_doc(
+        "One table per toolkit release, sorted by version.", non_empty=True
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TorchFile:
+    """torch.toml: the torch releases and the wheels published for each."""
+
+    release: tuple[TorchRelease, ...] = field_doc(
+        "One table per torch minor release, sorted by version.", non_empty=True
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpusFile:
+    """gpus.toml: the GPU models with the names NVML reports, and datasheet peaks by variant."""
+
+    gpu: tuple[GpuModel, ...] = field_doc("One table per GPU model.", non_empty=True)
+    peak: tuple[GpuPeak, ...] = field_doc("One table per GPU variant with peaks.", non_empty=True)
+
+
+def read(path: Path, cls: type[T]) -> tuple[Place, T]:
+    """The data file at ``path`` as ``cls``, and its place for the checks' errors."""
+    place = Place(str(path))
+    return place, schema.load(cls, schema.read_toml(path), source=place.source, strict=True)
