@@ -17,11 +17,11 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from cuship import schema as typed
 from cuship.arch import parse_arch_list
-from cuship.config import typedload as _typedload
 from cuship.config.ci import CiSection
-from cuship.config.typedload import field_doc
 from cuship.errors import ConfigError, CushipError
+from cuship.schema import field_doc
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -463,7 +463,7 @@ def package_configs(config: Config) -> tuple[Config, ...]:
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of cuship.toml, for editors (``cuship config --schema``)."""
-    doc = _typedload.schema(_ConfigFile)
+    doc = typed.schema(_ConfigFile)
     doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     doc["$id"] = "https://cuship.dev/schema/cuship.schema.json"
     doc["title"] = "cuship.toml"
@@ -493,7 +493,7 @@ def _read_yaml(path: Path) -> Any:
 
 def _load_packages(path: Path) -> tuple[PackageSpec, ...]:
     raw = _read_yaml(path)
-    top = _typedload.load(_PackagesFile, raw if raw is not None else {}, source=str(path))
+    top = typed.load(_PackagesFile, raw if raw is not None else {}, source=str(path))
     specs = []
     for name, entry in top.packages.items():
         try:
@@ -503,7 +503,7 @@ def _load_packages(path: Path) -> tuple[PackageSpec, ...]:
         if not isinstance(entry, Mapping):
             raise ConfigError(str(path), f"packages.{name}", f"expected a table, got {entry!r}")
         specs.append(
-            _typedload.load(
+            typed.load(
                 PackageSpec, {"name": name, **entry}, source=str(path), key=f"packages.{name}"
             )
         )
@@ -573,7 +573,7 @@ def load_config(path: str | Path = ".") -> Config:
             if toml_path.name == "pyproject.toml"
             else document
         )
-    file = _typedload.load(_ConfigFile, raw, source=str(toml_path or path))
+    file = typed.load(_ConfigFile, raw, source=str(toml_path or path))
     pyproject_path = root / "pyproject.toml"
     project = file.project
     build_requires: tuple[str, ...] = ()

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from cuship.config.typedload import field_doc
+from cuship.schema import field_doc
 
 __all__ = ["CiSection"]
 
