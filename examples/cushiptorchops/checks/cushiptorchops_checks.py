@@ -25,7 +25,7 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 # --- references: float64 on the CPU -------------------------------------------------------------
 def bias_gelu_ref(x: F64, bias: F64) -> F64:
     v = x + bias
-    out: F64 = 0.5 * v * (1.0 + _erf(v / math.sqrt(2.0)).astype(np.float64))
+    out: F64 = 0.5 * v * (1.0 + np.asarray(_erf(v / math.sqrt(2.0)), dtype=np.float64))
     return out
 
 

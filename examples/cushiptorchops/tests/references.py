@@ -15,7 +15,7 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 def bias_gelu_ref(x: Any, bias: Any) -> F64:
     """gelu(x + bias), the exact (erf) form, in float64."""
     v = np.asarray(x, dtype=np.float64) + np.asarray(bias, dtype=np.float64)
-    out: F64 = 0.5 * v * (1.0 + _erf(v / math.sqrt(2.0)).astype(np.float64))
+    out: F64 = 0.5 * v * (1.0 + np.asarray(_erf(v / math.sqrt(2.0)), dtype=np.float64))
     return out
 
 

@@ -58,7 +58,7 @@ def test_runs_on_the_current_stream(rng: np.random.Generator) -> None:
         cuda_tensor(rng, (1024,), torch.float32),
     )
     expected = rms_norm_ref(x.double().cpu().numpy(), weight.double().cpu().numpy(), 1e-6)
-    side = torch.cuda.Stream()
+    side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         out = cushiptorchops.rms_norm(x, weight)

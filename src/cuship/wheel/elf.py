@@ -65,11 +65,12 @@ def elf_facts(stream: BinaryIO, *, source: str, wanted: Iterable[str] = ()) -> E
     size = _stream_size(stream)
     try:
         elf = ELFFile(stream)
-        needed, soname = _dynamic(elf)
-        spans = tuple(_spans(elf, frozenset(wanted), size, source))
-        undefined = _undefined_symbols(elf, size, source)
+        sections = list(elf.iter_sections())  # pyelftools parses each header on every pass
+        needed, soname = _dynamic(sections)
+        spans = tuple(_spans(sections, frozenset(wanted), size, source))
+        undefined = _undefined_symbols(elf, sections, size, source)
         machine = str(elf["e_machine"])
-    except (ELFError, struct.error, ValueError, OSError) as err:
+    except (ELFError, struct.error, ValueError, IndexError, OSError) as err:
         raise InputError(
             f"{source!r} is not a readable ELF file: {err}",
             hint="is it truncated or not a shared object? rebuild it or download it again",
@@ -91,10 +92,10 @@ def _stream_size(stream: BinaryIO) -> int:
     return end
 
 
-def _dynamic(elf: ELFFile) -> tuple[tuple[str, ...], str | None]:
+def _dynamic(sections: list[Section]) -> tuple[tuple[str, ...], str | None]:
     needed: list[str] = []
     soname: str | None = None
-    for section in elf.iter_sections():
+    for section in sections:
         if not isinstance(section, DynamicSection):
             continue
         for tag in section.iter_tags():
@@ -105,8 +106,10 @@ def _dynamic(elf: ELFFile) -> tuple[tuple[str, ...], str | None]:
     return tuple(needed), soname
 
 
-def _spans(elf: ELFFile, wanted: frozenset[str], size: int, source: str) -> Iterable[SectionSpan]:
-    for section in elf.iter_sections():
+def _spans(
+    sections: list[Section], wanted: frozenset[str], size: int, source: str
+) -> Iterable[SectionSpan]:
+    for section in sections:
         if section.name not in wanted or section["sh_type"] == "SHT_NOBITS":
             continue
         offset, length = int(section["sh_offset"]), int(section["sh_size"])
@@ -123,23 +126,20 @@ def _spans(elf: ELFFile, wanted: frozenset[str], size: int, source: str) -> Iter
 _SYMBOL_LAYOUT = {32: ("IIIBBH", 0, 5), 64: ("IBBHQQ", 0, 3)}  # format, name index, shndx index
 
 
-def _undefined_symbols(elf: ELFFile, size: int, source: str) -> tuple[str, ...]:
+def _undefined_symbols(
+    elf: ELFFile, sections: list[Section], size: int, source: str
+) -> tuple[str, ...]:
     """Names of the dynamic symbols with section index SHN_UNDEF (what the object imports).
 
     The table is unpacked with ``struct`` in one pass: pyelftools' per-symbol objects cost
     about 100 times more, which a torch extension's thousands of symbols would feel.
     """
     table = next(
-        (
-            s
-            for s in elf.iter_sections()
-            if isinstance(s, SymbolTableSection) and s.name == ".dynsym"
-        ),
-        None,
+        (s for s in sections if isinstance(s, SymbolTableSection) and s.name == ".dynsym"), None
     )
     if table is None:
         return ()
-    strings = elf.get_section(int(table["sh_link"]))
+    strings = sections[int(table["sh_link"])]
     data, names = _contents(table, size, source), _contents(strings, size, source)
     layout, name_at, shndx_at = _SYMBOL_LAYOUT[elf.elfclass]
     entry = struct.Struct(("<" if elf.little_endian else ">") + layout)
