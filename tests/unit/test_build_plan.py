@@ -71,3 +71,29 @@ def test_a_wheel_linking_torch_gets_the_pin_its_abi_needs() -> None:
     assert _torch_pin("stable", "2.8", "w.whl") == (("torch>=2.8",), ())
     requires, problems = _torch_pin("exact", None, "w.whl")
     assert requires == () and "cannot be pinned" in problems[0]
+
+
+def test_a_torch_job_builds_here_only_against_its_own_torch(tmp_path: Path) -> None:
+    import dataclasses
+
+    from packaging.version import Version
+
+    config, job = next(
+        (c, j)
+        for c, j in jobs_with_configs(load_config(EXAMPLE), load())
+        if j.python == "3.11" and j.cuda.major == 13
+    )
+    host = dataclasses.replace(HOST, torch="2.13.0+cpu")
+    same = dataclasses.replace(job, torch=Version("2.13"))
+    assert plan_job(same, config, host, mode="local", out_dir=tmp_path).runnable
+    other = dataclasses.replace(job, torch=Version("2.11"))
+    blocked = plan_job(other, config, host, mode="local", out_dir=tmp_path)
+    assert not blocked.runnable
+    assert blocked.reason == (
+        "needs torch 2.11 to build against; this host has torch 2.13.0+cpu "
+        "(add torch to [build] extra_deps and cuship installs each job's)"
+    )
+    installs = dataclasses.replace(
+        config, build=dataclasses.replace(config.build, extra_deps=("torch",))
+    )
+    assert plan_job(other, installs, host, mode="local", out_dir=tmp_path).runnable

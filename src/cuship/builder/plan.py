@@ -6,6 +6,7 @@ host can build a job locally is decided here too, with the reason when it cannot
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -48,13 +49,39 @@ def _post_steps(job: BuildJob, config: Config) -> tuple[Step, ...]:
     return tuple(steps)
 
 
+def _installs_torch(config: Config) -> bool:
+    """Whether the build installs the job's torch itself (torch among ``[build] extra_deps``)."""
+    names = (
+        re.split(r"[\s=<>!~;\[]", dep.strip(), maxsplit=1)[0] for dep in config.build.extra_deps
+    )
+    return any(name.lower() == "torch" for name in names)
+
+
+def _torch_blocker(job: BuildJob, config: Config, host: Host) -> str | None:
+    """A job for torch X.Y builds against the torch in its build environment: the host's own
+    unless cuship installs X.Y first, so the host's must then be X.Y."""
+    if job.torch is None or _installs_torch(config):
+        return None
+    want = f"{job.torch.major}.{job.torch.minor}"
+    try:
+        have = Version(host.torch) if host.torch else None
+    except InvalidVersion:
+        have = None
+    if have is not None and (have.major, have.minor) == (job.torch.major, job.torch.minor):
+        return None
+    found = f"this host has torch {host.torch}" if host.torch else "this host has no torch"
+    return (
+        f"needs torch {want} to build against; {found} "
+        "(add torch to [build] extra_deps and cuship installs each job's)"
+    )
+
+
 def _deps_step(job: BuildJob, config: Config, python: str) -> Step | None:
     deps = list(config.build.extra_deps)
     if not deps:
         return None
     argv = [python, "-m", "pip", "install"]
-    wants_torch = any(d.split("=")[0].split(">")[0].split("<")[0].strip() == "torch" for d in deps)
-    if wants_torch and job.torch_version is not None and job.torch_cuda is not None:
+    if _installs_torch(config) and job.torch_version is not None and job.torch_cuda is not None:
         deps = [d for d in deps if not d.startswith("torch")] + [f"torch=={job.torch_version}"]
         variant = "cu" + job.torch_cuda.replace(".", "")
         argv += ["--extra-index-url", config.build.torch_index.format(variant=variant)]
@@ -66,7 +93,7 @@ def _local_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> Mo
     deps = _deps_step(job, config, host.python_exe)
     local = (*((deps,) if deps else ()), wheel_step(job.id, config, host.python_exe, raw_dir))
     steps = tuple(Step(name=s.name, description=s.description, argv=s.argv, env=env) for s in local)
-    return steps, _local_blocker(job, host)
+    return steps, _local_blocker(job, host) or _torch_blocker(job, config, host)
 
 
 def _container_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> ModeSteps:
