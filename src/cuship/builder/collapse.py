@@ -240,23 +240,20 @@ class Collapser:
     def _relabel(self, job: BuildJob, result: JobResult) -> JobResult:
         from cuship.wheel.audit import inspect_wheel
         from cuship.wheel.retag import retag
-        from cuship.wheel.verify import verify
 
         free = without_torch(job, self.policy.template)
         if free.label == job.label:
             return result
+        # only the label changes: the binaries, and so their verification, stay as they were
         wheel = retag(result.wheel, local=free.label, out_dir=result.wheel.parent)
         result.wheel.unlink()
         report = inspect_wheel(wheel)
-        problems = verify(report, arches=free.arch.torch, local=free.label).problems
         self._event(
             "info",
             f"{job.id}: {wheel.name} serves every torch of the matrix "
             f"(torch_abi {report.torch_abi}): relabelled +{free.label}",
         )
-        return dataclasses.replace(
-            result, job_id=free.id, wheel=wheel, report=report, verify_problems=problems
-        )
+        return dataclasses.replace(result, job_id=free.id, wheel=wheel, report=report)
 
     def _warn_blocked(self, wheel: str, verdict: AbiRecord) -> None:
         if self._warned:
