@@ -261,7 +261,7 @@ def test_a_build_collapses_after_its_first_torch_free_wheel(
         project="demo",
         version="1.0",
         torch_abi="none",
-        wheel="demo-1.0+cu130torch2.9-cp311-cp311-linux_x86_64.whl",
+        wheel=wheel.name,
         job="demo-1.0-cp311-cu130-torch2.9",
     )
     again, _ = build(config, tmp_path / "second")

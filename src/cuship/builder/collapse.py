@@ -204,28 +204,30 @@ class Collapser:
         return plan if free == plan.job else relabel_plan(plan, free)
 
     def settle(self, plan: BuildPlan, result: JobResult) -> JobResult:
-        """After ``plan`` built ``result``: decide (first wheel of its project), record, relabel."""
+        """After ``plan`` built ``result``: decide (first wheel of its project), relabel, record."""
         if not self.policy.active:
             return result
         job, abi = plan.job, result.report.torch_abi
-        key = (job.project, job.version)
-        verdict = self.verdicts.get(key)
-        if verdict is None or verdict.torch_free != collapses(abi):
-            if verdict is not None:
-                self._event(
-                    "warning",
-                    f"{result.wheel.name}: torch_abi {abi}, but the record "
-                    f"said {verdict.torch_abi}; recorded again",
-                )
-            verdict = AbiRecord(
-                project=job.project,
-                version=job.version,
-                torch_abi=abi,
-                wheel=result.wheel.name,
-                job=job.id,
+        verdict = self.verdicts.get((job.project, job.version))
+        if verdict is not None and verdict.torch_free == collapses(abi):
+            return self._serve(job, result, verdict)
+        if verdict is not None:
+            self._event(
+                "warning",
+                f"{result.wheel.name}: torch_abi {abi}, but the record said "
+                f"{verdict.torch_abi}; recorded again",
             )
-            self.verdicts[key] = verdict
-            write_record(self.policy.root, verdict)
+        verdict = AbiRecord(
+            project=job.project, version=job.version, torch_abi=abi, wheel="", job=job.id
+        )
+        result = self._serve(job, result, verdict)
+        verdict = dataclasses.replace(verdict, wheel=result.wheel.name)
+        self.verdicts[(job.project, job.version)] = verdict
+        write_record(self.policy.root, verdict)
+        return result
+
+    def _serve(self, job: BuildJob, result: JobResult, verdict: AbiRecord) -> JobResult:
+        """Relabel a torch-free wheel and let it serve its group."""
         if not verdict.torch_free:
             return result
         if self.policy.blocked is not None:
@@ -233,7 +235,7 @@ class Collapser:
             return result
         result = self._relabel(job, result)
         self.served[torch_free_key(job)] = Served(
-            wheel=result.wheel.name, job=result.job_id, torch_abi=abi
+            wheel=result.wheel.name, job=result.job_id, torch_abi=verdict.torch_abi
         )
         return result
 
