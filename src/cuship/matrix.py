@@ -7,13 +7,16 @@ that job and noted. Renderers produce GitHub Actions and GitLab CI matrices.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import itertools
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from cuship.arch import ArchSpec, parse_arch_list
@@ -21,11 +24,14 @@ from cuship.compat import Compat, CudaToolkit, TorchRelease
 from cuship.config import Config, MatrixRule
 from cuship.errors import ConfigError, CushipError, UsageError
 from cuship.wheel.names import Variant, default_template, format_label, with_label
+from cuship.wheel.torchabi import TorchAbi
 
 __all__ = [
+    "AbiRecord",
     "BuildJob",
     "Matrix",
     "Pruned",
+    "TorchFreeKey",
     "expand",
     "expand_all",
     "jobs_with_configs",
@@ -33,7 +39,10 @@ __all__ = [
     "shard",
     "to_github",
     "to_gitlab",
+    "torch_bound_fields",
+    "torch_free_key",
     "unknown_job",
+    "without_torch",
 ]
 
 
@@ -103,12 +112,83 @@ class Matrix:
     pruned: tuple[Pruned, ...]
     arch_drops: tuple[Pruned, ...]
     considered: int
+    notes: tuple[str, ...] = ()  # what happened to the torch axis, and why
 
     def job(self, job_id: str) -> BuildJob:
         for job in self.jobs:
             if job.id == job_id:
                 return job
         raise unknown_job(job_id, [j.id for j in self.jobs])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AbiRecord:
+    """What a built wheel showed about torch (``.cuship/torch-abi.json``), so a later run knows
+    without building whether the torch axis means anything."""
+
+    project: str
+    version: str
+    torch_abi: TorchAbi
+    wheel: str
+    job: str
+
+    def matches(self, project: str | None, version: str | None) -> bool:
+        """Whether the record speaks for this project name and version."""
+        return canonicalize_name(self.project) == canonicalize_name(
+            project or "project"
+        ) and self.version == (version or "0")
+
+    @property
+    def torch_free(self) -> bool:
+        """A none or stable wheel serves every torch (and either C++ ABI)."""
+        return self.torch_abi in ("none", "stable")
+
+    @property
+    def why(self) -> str:
+        return {
+            "none": "links no torch",
+            "stable": "uses only torch's stable C ABI",
+            "exact": "links libtorch's C++ ABI",
+        }[self.torch_abi]
+
+
+TorchFreeKey = tuple[str, str, str, str, str, str]
+"""A job without torch: project, version, python, CUDA, arch and platform."""
+
+_TORCH_FIELDS = ("torch", "torch_short", "abi")
+_TORCH_ID_PART = re.compile(r"torch\d.*|cxx11abi(TRUE|FALSE)")
+
+
+def torch_bound_fields(template: str | None) -> tuple[str, ...]:
+    """The torch fields (``{torch}``, ``{torch_short}``, ``{abi}``) a custom label template names;
+    a label that names them cannot lose the torch axis."""
+    if template is None:
+        return ()
+    return tuple(f for f in _TORCH_FIELDS if "{" + f + "}" in template)
+
+
+def torch_free_key(job: BuildJob) -> TorchFreeKey:
+    """What ``job`` shares with every job that differs from it only in torch and the C++ ABI."""
+    return (job.project, job.version, job.python, str(job.cuda), job.arch.torch, job.platform)
+
+
+def without_torch(job: BuildJob, template: str | None = None) -> BuildJob:
+    """``job`` with an ID and label that name no torch and no C++ ABI (``+cu130``); it still
+    builds against its torch. ``template``: the config's ``[label] template`` (None: default)."""
+    bound = torch_bound_fields(template)
+    if bound:
+        raise UsageError(
+            f"label template {template!r} names {{{bound[0]}}}: its labels cannot drop torch",
+            hint="remove the torch fields from [label] template, or set [matrix] torch_axis "
+            '= "always"',
+        )
+    head = f"{job.project}-{job.version}-{job.python_tag}-{job.cuda_variant}"
+    tail = job.id.removeprefix(head).split("-")[1:] if job.id.startswith(head) else []
+    kept = [part for part in tail if not _TORCH_ID_PART.fullmatch(part)]
+    label = format_label(
+        Variant(cuda=job.cuda), template or default_template(torch=False, abi=False)
+    )
+    return dataclasses.replace(job, id="-".join([head, *kept]), label=label)
 
 
 def unknown_job(job_id: str, known: Sequence[str]) -> UsageError:
@@ -350,8 +430,14 @@ def _make_job(ex: _Expander, combo: _Combo, drops: list[Pruned]) -> BuildJob | P
     )
 
 
-def expand(config: Config, compat: Compat) -> Matrix:
-    """All jobs of the config's matrix, with every pruned combination and its reason."""
+def expand(config: Config, compat: Compat, *, torch_abi: AbiRecord | None = None) -> Matrix:
+    """All jobs of the config's matrix, with every pruned combination and its reason.
+
+    ``torch_abi``: what an earlier build of this project showed (see
+    :func:`cuship.builder.collapse.load_record`). A none or stable record for this project and
+    version collapses the torch axis (unless ``[matrix] torch_axis = "always"``): one job per
+    combination without torch, built against the lowest torch of the axis.
+    """
     ex = _Expander(config, compat)
     jobs: dict[str, BuildJob] = {}
     pruned: list[Pruned] = []
@@ -371,31 +457,69 @@ def expand(config: Config, compat: Compat) -> Matrix:
             pruned.append(made)
         elif made.id not in jobs:
             jobs[made.id] = made
-    return Matrix(
+    matrix = Matrix(
         jobs=tuple(jobs.values()),
         pruned=tuple(pruned),
         arch_drops=tuple(drops),
         considered=considered,
     )
+    return _collapse_axis(matrix, config, torch_abi)
 
 
-def jobs_with_configs(config: Config, compat: Compat) -> tuple[tuple[Config, BuildJob], ...]:
-    """Every job with the config that builds it (one config per packages.yml entry and version)."""
+def _collapse_axis(matrix: Matrix, config: Config, record: AbiRecord | None) -> Matrix:
+    """The matrix with its torch axis collapsed where ``record`` says it means nothing."""
+    m = config.matrix
+    if record is None or not m.torch or m.torch_axis == "always":
+        return matrix
+    if not record.matches(config.project.name, config.project.version):
+        return matrix
+    source = f"{record.project} {record.version} {record.why} (torch_abi {record.torch_abi}, "
+    source += f"recorded from {record.wheel})"
+    bound = torch_bound_fields(config.label.template)
+    if not record.torch_free:
+        return dataclasses.replace(matrix, notes=(f"torch axis kept: {source}",))
+    if bound:
+        note = f"torch axis kept: {source}, but [label] template names {{{bound[0]}}}"
+        return dataclasses.replace(matrix, notes=(note,))
+    groups: dict[TorchFreeKey, BuildJob] = {}
+    for job in matrix.jobs:  # the lowest torch of each group: a stable wheel's oldest torch
+        key = torch_free_key(job)
+        if key not in groups or _torch_order(job) < _torch_order(groups[key]):
+            groups[key] = job
+    jobs = tuple(without_torch(j, config.label.template) for j in groups.values())
+    note = f"torch axis collapsed: {source}: {len(matrix.jobs)} jobs → {len(jobs)}"
+    return dataclasses.replace(matrix, jobs=jobs, notes=(note,))
+
+
+def _torch_order(job: BuildJob) -> Version:
+    return job.torch or Version("0")
+
+
+def jobs_with_configs(
+    config: Config, compat: Compat, *, torch_abi: AbiRecord | None = None
+) -> tuple[tuple[Config, BuildJob], ...]:
+    """Every job with the config that builds it (one config per packages.yml entry and version);
+    ``torch_abi`` as for :func:`expand` (it counts for the package it names)."""
     from cuship.config import package_configs
 
-    return tuple((cfg, job) for cfg in package_configs(config) for job in expand(cfg, compat).jobs)
+    return tuple(
+        (cfg, job)
+        for cfg in package_configs(config)
+        for job in expand(cfg, compat, torch_abi=torch_abi).jobs
+    )
 
 
-def expand_all(config: Config, compat: Compat) -> Matrix:
+def expand_all(config: Config, compat: Compat, *, torch_abi: AbiRecord | None = None) -> Matrix:
     """:func:`expand` over every package of a packages.yml (or the one project), merged."""
     from cuship.config import package_configs
 
-    parts = [expand(cfg, compat) for cfg in package_configs(config)]
+    parts = [expand(cfg, compat, torch_abi=torch_abi) for cfg in package_configs(config)]
     return Matrix(
         jobs=tuple(j for m in parts for j in m.jobs),
         pruned=tuple(p for m in parts for p in m.pruned),
         arch_drops=tuple(p for m in parts for p in m.arch_drops),
         considered=sum(m.considered for m in parts),
+        notes=tuple(n for m in parts for n in m.notes),
     )
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cuship.attest.keys import SigningKey
+from cuship.builder import collapse
 from cuship.builder.batch import Outcome, build_all, require_buildable
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
@@ -38,6 +39,7 @@ class ShipReport:
     stages: Mapping[str, float] = field(default_factory=dict)
     check: CheckReport | None = None
     cpu_only: bool = False
+    torch_axis: tuple[str, ...] = ()  # what the torch ABI did to the matrix, and why
 
     @property
     def failed(self) -> bool:
@@ -103,15 +105,16 @@ def ship(
         key = load_signing_key(sign_key)
     clock = _Clock()
     with clock.run("plan", emit):
+        record, collapser = collapse.start(config, emit)
         plans = [
             plan_job(job, cfg, host, mode="local", out_dir=out_dir / "wheels")
-            for cfg, job in jobs_with_configs(config, load())
+            for cfg, job in jobs_with_configs(config, load(), torch_abi=record)
         ]
     cpu_only = _cpu_only(config, host, emit)
     if not cpu_only:
         require_buildable(plans, repr(str(path)))
     with clock.run("build", emit):
-        outcomes = build_all(plans, environ=environ, emit=emit)
+        outcomes = build_all(plans, environ=environ, emit=emit, collapse=collapser)
         if cpu_only:
             from cuship.builder.cpu import plan_cpu, run_cpu
 
@@ -139,6 +142,7 @@ def ship(
         stages=dict(clock.stages),
         check=check,
         cpu_only=cpu_only,
+        torch_axis=collapse.axis_notes(config, load()),
     )
 
 
@@ -183,7 +187,11 @@ def _attest(
         if outcome.result is None or outcome.status != "built":
             continue
         wheel = outcome.result.wheel
-        entry = jobs.get(outcome.job_id, {"id": outcome.job_id, "label": "cpu"})
+        entry = (
+            outcome.job.to_json()
+            if outcome.job is not None
+            else jobs.get(outcome.job_id, {"id": outcome.job_id, "label": "cpu"})
+        )
         results = wheel.parent / "logs" / f"{outcome.job_id}.job.json"
         results.parent.mkdir(parents=True, exist_ok=True)
         results.write_text(json.dumps({"jobs": [{**entry, "wheel": wheel.name}]}), "utf-8")

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from cuship.builder.collapse import Collapser
 from cuship.builder.execute import JobResult, run_plan
 from cuship.builder.model import BuildPlan
 from cuship.errors import CushipError, NothingToDo
 from cuship.events import Emit, Event, discard
+from cuship.matrix import BuildJob
 
 __all__ = [
     "Outcome",
@@ -19,7 +22,7 @@ __all__ = [
     "require_buildable",
 ]
 
-Status = Literal["built", "needs-runner", "failed"]
+Status = Literal["built", "needs-runner", "failed", "collapsed"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -28,6 +31,7 @@ class Outcome:
     status: Status
     detail: str
     result: JobResult | None = None
+    job: BuildJob | None = None  # the job as built (without torch once the axis collapsed)
 
 
 def require_buildable(plans: Sequence[BuildPlan], what: str) -> None:
@@ -62,20 +66,48 @@ def build_all(
     environ: Mapping[str, str] | None = None,
     emit: Emit = discard,
     on_done: Callable[[Outcome], None] | None = None,
+    collapse: Collapser | None = None,
 ) -> tuple[Outcome, ...]:
-    """Build every runnable plan in order; list the others as needing another runner."""
+    """Build every runnable plan in order; list the others as needing another runner.
+
+    With ``collapse``, jobs a built wheel already serves (see :mod:`cuship.builder.collapse`)
+    are not built: their outcome is ``collapsed``, naming that wheel.
+    """
     outcomes = []
-    for plan in plans:
-        if not plan.runnable:
-            outcome = Outcome(job_id=plan.job.id, status="needs-runner", detail=plan.reason or "")
-        else:
-            emit(Event(level="group-start", topic="build", message=plan.job.id))
-            build = functools.partial(
-                run_plan, plan, environ=environ, test_import=plan.test_import, emit=emit
-            )
-            outcome = outcome_of(plan.job.id, build, emit)
-            emit(Event(level="group-end", topic="build", message=plan.job.id))
+    for plan in collapse.order(plans) if collapse else plans:
+        outcome = _one(plan, environ, emit, collapse)
         outcomes.append(outcome)
         if on_done is not None:
             on_done(outcome)
     return tuple(outcomes)
+
+
+def _one(
+    plan: BuildPlan, environ: Mapping[str, str] | None, emit: Emit, collapse: Collapser | None
+) -> Outcome:
+    served = collapse.skip(plan) if collapse else None
+    if served is not None:
+        return Outcome(job_id=plan.job.id, status="collapsed", detail=served.detail, job=plan.job)
+    if not plan.runnable:
+        return Outcome(
+            job_id=plan.job.id, status="needs-runner", detail=plan.reason or "", job=plan.job
+        )
+    plan = collapse.prepare(plan) if collapse else plan
+    emit(Event(level="group-start", topic="build", message=plan.job.id))
+    build = functools.partial(
+        run_plan, plan, environ=environ, test_import=plan.test_import, emit=emit
+    )
+    outcome = dataclasses.replace(outcome_of(plan.job.id, build, emit), job=plan.job)
+    if collapse and outcome.result is not None and outcome.status == "built":
+        result = collapse.settle(plan, outcome.result)
+        free = collapse.prepare(plan).job
+        problems = "; ".join(result.verify_problems)
+        outcome = Outcome(
+            job_id=result.job_id,
+            status="failed" if problems else "built",
+            detail=problems or result.wheel.name,
+            result=result,
+            job=free,
+        )
+    emit(Event(level="group-end", topic="build", message=plan.job.id))
+    return outcome

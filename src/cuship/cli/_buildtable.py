@@ -18,7 +18,7 @@ def render_build_summary(
     table = Table(title="cuship build")
     for column in ("job", "status", "wheel / reason", "size", "SASS", "PTX", "smoke"):
         table.add_column(column)
-    colours = {"built": "green", "needs-runner": "yellow", "failed": "red"}
+    colours = {"built": "green", "needs-runner": "yellow", "failed": "red", "collapsed": "cyan"}
     elsewhere: dict[str, int] = {}
     for item in outcomes:
         if item.status == "needs-runner":

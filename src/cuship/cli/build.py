@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from cuship.builder import collapse
 from cuship.builder.batch import Outcome, build_all, require_buildable
 from cuship.builder.hosttools import detect_host, preflight, sccache_stats
 from cuship.builder.model import BuildPlan
@@ -27,9 +28,11 @@ def _print_dry_run(console: Console, plans: list[BuildPlan]) -> None:
             console.out.print(f"  {line}", markup=False, highlight=False)
 
 
-def _select(config: Config, job_ids: tuple[str, ...]) -> list[tuple[Config, BuildJob]]:
+def _select(
+    config: Config, job_ids: tuple[str, ...], record: collapse.AbiRecord | None
+) -> list[tuple[Config, BuildJob]]:
     """(config, job) pairs, all of them or the ones named."""
-    pairs = jobs_with_configs(config, load())
+    pairs = jobs_with_configs(config, load(), torch_abi=record)
     if not job_ids:
         return list(pairs)
     by_id = {job.id: (cfg, job) for cfg, job in pairs}
@@ -70,7 +73,8 @@ def command(
     """Build the wheels of PATH's matrix that this host can build; list the others."""
     console = make_console(verbose)
     config = load_config(path)
-    pairs = _select(config, job_ids)
+    record, collapser = collapse.start(config, console.emit)
+    pairs = _select(config, job_ids, record)
     host = detect_host(config)
     out_dir = out_dir.resolve()
     modes = [mode] if mode else (["local", "container"] if dry_run else ["local"])
@@ -81,7 +85,7 @@ def command(
     preflight(host, config, mode or "local")
     require_buildable(plans, "the matrix of " + repr(str(path)))
     stats = sccache_stats(host.sccache, zero=True) if host.sccache else None
-    outcomes = build_all(plans, emit=console.emit)
+    outcomes = build_all(plans, emit=console.emit, collapse=collapser)
     stats = sccache_stats(host.sccache) if host.sccache else None
     if as_json:
         console.print_json([_outcome_json(o) for o in outcomes])

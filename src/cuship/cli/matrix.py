@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from cuship.builder.collapse import read_record
 from cuship.cli._common import make_console
 from cuship.cli._console import Console
 from cuship.compat import load
@@ -47,6 +48,8 @@ def _explain(console: Console, matrix: Matrix) -> None:
         drops.setdefault(item.reason, []).append(item.job or "")
     for reason, jobs in drops.items():
         console.out.print(f"[yellow]arch dropped[/] from {len(jobs)} jobs: {reason}")
+    for note in matrix.notes:
+        console.out.print(note, markup=False, highlight=False)
 
 
 @click.command("matrix")
@@ -65,7 +68,8 @@ def _explain(console: Console, matrix: Matrix) -> None:
 def command(path: Path, fmt: str, explain: bool, shard_spec: str | None) -> None:
     """Expand the build matrix of PATH (a project directory or config file)."""
     console = make_console()
-    matrix = expand_all(load_config(path), load())
+    config = load_config(path)
+    matrix = expand_all(config, load(), torch_abi=read_record(config.root))
     jobs = matrix.jobs
     if not jobs:
         reasons = sorted({p.reason for p in matrix.pruned})
@@ -86,6 +90,7 @@ def command(path: Path, fmt: str, explain: bool, shard_spec: str | None) -> None
                     for p in matrix.pruned
                 ],
                 "arch_drops": [{"job": p.job, "reason": p.reason} for p in matrix.arch_drops],
+                "torch_axis": list(matrix.notes),
             }
         )
     elif fmt == "github":

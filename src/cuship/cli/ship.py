@@ -81,6 +81,7 @@ def _as_json(report: ShipReport, line: str) -> dict[str, object]:
         "check": None if report.check is None else report.check.to_json(),
         "index": report.index.as_dict() if report.index else None,
         "stages": {k: round(v, 2) for k, v in report.stages.items()},
+        "torch_axis": list(report.torch_axis),
         "install": line if report.index else None,
     }
 
@@ -89,6 +90,8 @@ def _render(console: Console, report: ShipReport, line: str) -> None:
     from cuship.cli._buildtable import render_build_summary
 
     render_build_summary(console, report.outcomes, None)
+    for note in report.torch_axis:
+        console.out.print(note, markup=False, highlight=False)
     if report.cpu_only:
         console.out.print(
             "[yellow]CPU-only:[/] no nvcc on this host, so the wheel above has no CUDA kernels; "

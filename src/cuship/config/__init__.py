@@ -143,6 +143,12 @@ class MatrixSection:
     )
     include: tuple[MatrixRule, ...] = field_doc("Extra combinations.", default=())
     exclude: tuple[MatrixRule, ...] = field_doc("Combinations to drop.", default=())
+    torch_axis: Literal["auto", "always"] = field_doc(
+        "'auto': once a wheel shows it links no torch or only torch's stable ABI, build one "
+        "wheel per combination without torch (labels lose torch and the C++ ABI); "
+        "'always': one wheel per torch version, whatever the wheel links.",
+        default="auto",
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

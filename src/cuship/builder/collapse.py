@@ -1,0 +1,285 @@
+"""The torch axis only where it means something.
+
+A wheel whose torch ABI is ``none`` (it links no torch) or ``stable`` (only torch's stable C shim)
+serves every torch of the matrix, and either C++ ABI. With ``[matrix] torch_axis = "auto"`` the
+builder builds the first job, reads that ABI from the wheel, and then builds one wheel per
+combination without torch (``+cu130``): the jobs that differ from a built one only in torch or
+cxx11abi are *collapsed* onto it. The verdict is recorded in ``.cuship/torch-abi.json`` so later
+runs (``cuship matrix``, ``build``, ``ship``) expand the collapsed matrix without building.
+
+The decisions are pure functions of jobs and reports; :class:`Collapser` holds one build's state
+and does the two writes (the relabelled wheel, the record).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import Version
+
+from cuship._fs import write_atomic
+from cuship.builder.execute import JobResult
+from cuship.builder.model import BuildPlan, Step
+from cuship.compat import Compat
+from cuship.config import Config
+from cuship.errors import InputError
+from cuship.events import Emit, Event, Level, discard
+from cuship.matrix import (
+    AbiRecord,
+    BuildJob,
+    TorchFreeKey,
+    expand_all,
+    torch_bound_fields,
+    torch_free_key,
+    without_torch,
+)
+from cuship.wheel.torchabi import TORCH_ABIS, TorchAbi
+
+__all__ = [
+    "RECORD",
+    "AbiRecord",
+    "Collapser",
+    "Policy",
+    "Served",
+    "axis_notes",
+    "build_order",
+    "collapses",
+    "load_record",
+    "read_record",
+    "relabel_plan",
+    "served_by",
+    "start",
+    "torch_free_key",
+    "without_torch",
+    "write_record",
+]
+
+RECORD = Path(".cuship") / "torch-abi.json"
+"""Where the torch ABI of a project's wheels is recorded, relative to its root."""
+
+
+def collapses(torch_abi: TorchAbi) -> bool:
+    """Whether a wheel of this torch ABI serves every torch (and either C++ ABI)."""
+    return torch_abi in ("none", "stable")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Served:
+    """The built wheel that serves the jobs collapsed onto it."""
+
+    wheel: str
+    job: str
+    torch_abi: TorchAbi
+
+    @property
+    def detail(self) -> str:
+        why = AbiRecord(project="", version="", torch_abi=self.torch_abi, wheel="", job="").why
+        return f"served by {self.wheel}: it {why} (torch_abi {self.torch_abi})"
+
+
+def served_by(job: BuildJob, served: Mapping[TorchFreeKey, Served]) -> Served | None:
+    """The drop decision: the built wheel that already serves ``job``, or None to build it."""
+    return served.get(torch_free_key(job))
+
+
+def build_order(plans: Sequence[BuildPlan]) -> list[BuildPlan]:
+    """Lowest torch first (stable otherwise), so the wheel that serves a group is built against
+    its oldest torch: a stable wheel's ``torch>=X.Y`` then covers every torch of the group."""
+    return sorted(plans, key=lambda p: p.job.torch or Version("0"))
+
+
+def relabel_plan(plan: BuildPlan, job: BuildJob) -> BuildPlan:
+    """``plan`` building ``job`` (a torch-free relabel of its job): the label its build sees."""
+    from cuship import settings
+
+    def step(s: Step) -> Step:
+        if settings.LOCAL_VERSION not in s.env:
+            return s
+        return dataclasses.replace(s, env={**s.env, settings.LOCAL_VERSION: job.label})
+
+    return dataclasses.replace(plan, job=job, steps=tuple(step(s) for s in plan.steps))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Policy:
+    """Whether a config's builds may collapse the torch axis, and why not when they may not."""
+
+    root: Path
+    active: bool  # a torch axis and torch_axis = "auto"
+    template: str | None
+    blocked: str | None = None  # a custom label template that names torch
+
+    @classmethod
+    def of(cls, config: Config) -> Policy:
+        bound = torch_bound_fields(config.label.template)
+        blocked = (
+            f"[label] template {config.label.template!r} names {{{bound[0]}}}" if bound else None
+        )
+        return cls(
+            root=config.root,
+            active=bool(config.matrix.torch) and config.matrix.torch_axis == "auto",
+            template=config.label.template,
+            blocked=blocked,
+        )
+
+
+def read_record(root: Path) -> AbiRecord | None:
+    """The record under ``root``, if there is one."""
+    path = root / RECORD
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as err:
+        raise InputError(
+            f"cannot read the torch ABI record {str(path)!r}: {err}",
+            hint="delete it; the next build writes it again",
+        ) from err
+    fields = ("project", "version", "torch_abi", "wheel", "job")
+    if not isinstance(doc, dict) or any(not isinstance(doc.get(f), str) for f in fields):
+        raise InputError(
+            f"{str(path)!r} is not a torch ABI record: it needs string fields {', '.join(fields)}",
+            hint="delete it; the next build writes it again",
+        )
+    if doc["torch_abi"] not in TORCH_ABIS:
+        raise InputError(
+            f"{str(path)!r}: torch_abi {doc['torch_abi']!r} is none of {', '.join(TORCH_ABIS)}",
+            hint="delete it; the next build writes it again",
+        )
+    return AbiRecord(**{f: doc[f] for f in fields})
+
+
+def load_record(config: Config) -> AbiRecord | None:
+    """The record under the config's root when it speaks for this project and version."""
+    record = read_record(config.root)
+    if record is None or not record.matches(config.project.name, config.project.version):
+        return None
+    return record
+
+
+def write_record(root: Path, record: AbiRecord) -> Path:
+    """Write ``record`` under ``root`` atomically; the path written."""
+    path = root / RECORD
+    doc = {f: getattr(record, f) for f in ("project", "version", "torch_abi", "wheel", "job")}
+    write_atomic(path, (json.dumps(doc, indent=2) + "\n").encode())
+    return path
+
+
+class Collapser:
+    """One build's collapse state: the verdict per project and version, the wheels built."""
+
+    def __init__(
+        self, policy: Policy, *, seed: AbiRecord | None = None, emit: Emit = discard
+    ) -> None:
+        self.policy = policy
+        self.emit = emit
+        self.verdicts: dict[tuple[str, str], AbiRecord] = {}
+        if seed is not None:
+            self.verdicts[(seed.project, seed.version)] = seed
+        self.served: dict[TorchFreeKey, Served] = {}
+        self._warned = False
+
+    def _collapsing(self, job: BuildJob) -> bool:
+        verdict = self.verdicts.get((job.project, job.version))
+        active = self.policy.active and self.policy.blocked is None
+        return active and verdict is not None and verdict.torch_free
+
+    def order(self, plans: Sequence[BuildPlan]) -> list[BuildPlan]:
+        """The order to build ``plans`` in."""
+        return build_order(plans) if self.policy.active else list(plans)
+
+    def skip(self, plan: BuildPlan) -> Served | None:
+        """The wheel that serves ``plan``'s job, when it need not be built."""
+        return served_by(plan.job, self.served) if self._collapsing(plan.job) else None
+
+    def prepare(self, plan: BuildPlan) -> BuildPlan:
+        """``plan`` as it should be built: without torch in its label once the axis collapsed."""
+        if not self._collapsing(plan.job):
+            return plan
+        free = without_torch(plan.job, self.policy.template)
+        return plan if free == plan.job else relabel_plan(plan, free)
+
+    def settle(self, plan: BuildPlan, result: JobResult) -> JobResult:
+        """After ``plan`` built ``result``: decide (first wheel of its project), relabel, record."""
+        if not self.policy.active:
+            return result
+        job, abi = plan.job, result.report.torch_abi
+        verdict = self.verdicts.get((job.project, job.version))
+        if verdict is not None and verdict.torch_free == collapses(abi):
+            return self._serve(job, result, verdict)
+        if verdict is not None:
+            self._event(
+                "warning",
+                f"{result.wheel.name}: torch_abi {abi}, but the record said "
+                f"{verdict.torch_abi}; recorded again",
+            )
+        verdict = AbiRecord(
+            project=job.project, version=job.version, torch_abi=abi, wheel="", job=job.id
+        )
+        result = self._serve(job, result, verdict)
+        verdict = dataclasses.replace(verdict, wheel=result.wheel.name)
+        self.verdicts[(job.project, job.version)] = verdict
+        write_record(self.policy.root, verdict)
+        return result
+
+    def _serve(self, job: BuildJob, result: JobResult, verdict: AbiRecord) -> JobResult:
+        """Relabel a torch-free wheel and let it serve its group."""
+        if not verdict.torch_free:
+            return result
+        if self.policy.blocked is not None:
+            self._warn_blocked(result.wheel.name, verdict)
+            return result
+        result = self._relabel(job, result)
+        self.served[torch_free_key(job)] = Served(
+            wheel=result.wheel.name, job=result.job_id, torch_abi=verdict.torch_abi
+        )
+        return result
+
+    def _relabel(self, job: BuildJob, result: JobResult) -> JobResult:
+        from cuship.wheel.audit import inspect_wheel
+        from cuship.wheel.retag import retag
+
+        free = without_torch(job, self.policy.template)
+        if free.label == job.label:
+            return result
+        # only the label changes: the binaries, and so their verification, stay as they were
+        wheel = retag(result.wheel, local=free.label, out_dir=result.wheel.parent)
+        result.wheel.unlink()
+        report = inspect_wheel(wheel)
+        self._event(
+            "info",
+            f"{job.id}: {wheel.name} serves every torch of the matrix "
+            f"(torch_abi {report.torch_abi}): relabelled +{free.label}",
+        )
+        return dataclasses.replace(result, job_id=free.id, wheel=wheel, report=report)
+
+    def _warn_blocked(self, wheel: str, verdict: AbiRecord) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        self._event(
+            "warning",
+            f"{wheel} {verdict.why} (torch_abi {verdict.torch_abi}), but {self.policy.blocked}: "
+            "the torch axis is kept; drop the torch fields from the template to build one wheel "
+            "per combination",
+        )
+
+    def _event(self, level: Level, message: str) -> None:
+        self.emit(Event(level=level, topic="build", message=message))
+
+
+def start(config: Config, emit: Emit = discard) -> tuple[AbiRecord | None, Collapser]:
+    """The record under the config's root (pass it to :func:`~cuship.matrix.expand`) and the
+    :class:`Collapser` for a build of the config's jobs, seeded with it."""
+    record = read_record(config.root)
+    return record, Collapser(Policy.of(config), seed=record, emit=emit)
+
+
+def axis_notes(config: Config, compat: Compat) -> tuple[str, ...]:
+    """What the recorded torch ABI does to the config's matrix (``cuship matrix --explain``'s
+    sentence), e.g. ``torch axis collapsed: … links no torch …: 12 jobs → 4``."""
+    return expand_all(config, compat, torch_abi=read_record(config.root)).notes
