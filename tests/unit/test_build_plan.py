@@ -84,6 +84,15 @@ def test_a_torch_job_builds_here_only_against_its_own_torch(tmp_path: Path) -> N
         if j.python == "3.11" and j.cuda.major == 13
     )
     host = dataclasses.replace(HOST, torch="2.13.0+cpu")
+    torch_free = plan_job(
+        dataclasses.replace(job, torch=Version("2.11")),
+        config,
+        host,
+        mode="local",
+        out_dir=tmp_path,
+    )
+    assert torch_free.runnable  # cuvecops does not build against torch
+    config = dataclasses.replace(config, build_requires=("setuptools", "torch>=2"))
     same = dataclasses.replace(job, torch=Version("2.13"))
     assert plan_job(same, config, host, mode="local", out_dir=tmp_path).runnable
     other = dataclasses.replace(job, torch=Version("2.11"))

@@ -49,18 +49,22 @@ def _post_steps(job: BuildJob, config: Config) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-def _installs_torch(config: Config) -> bool:
-    """Whether the build installs the job's torch itself (torch among ``[build] extra_deps``)."""
-    names = (
-        re.split(r"[\s=<>!~;\[]", dep.strip(), maxsplit=1)[0] for dep in config.build.extra_deps
-    )
+def _names_torch(requirements: tuple[str, ...]) -> bool:
+    names = (re.split(r"[\s=<>!~;\[]", dep.strip(), maxsplit=1)[0] for dep in requirements)
     return any(name.lower() == "torch" for name in names)
 
 
+def _installs_torch(config: Config) -> bool:
+    """Whether the build installs the job's torch itself (torch among ``[build] extra_deps``)."""
+    return _names_torch(config.build.extra_deps)
+
+
 def _torch_blocker(job: BuildJob, config: Config, host: Host) -> str | None:
-    """A job for torch X.Y builds against the torch in its build environment: the host's own
-    unless cuship installs X.Y first, so the host's must then be X.Y."""
-    if job.torch is None or _installs_torch(config):
+    """A job for torch X.Y of a project that builds against torch (torch in its build-system
+    requires) uses the torch in its build environment: the host's own unless cuship installs X.Y
+    first, so the host's must then be X.Y. A project that does not build against torch builds
+    any torch's job (its torch axis collapses once the first wheel shows it links no torch)."""
+    if job.torch is None or _installs_torch(config) or not _names_torch(config.build_requires):
         return None
     want = f"{job.torch.major}.{job.torch.minor}"
     try:
