@@ -18,7 +18,7 @@ from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
 from cuship.compat import load
 from cuship.config import Config
-from cuship.errors import ToolMissing
+from cuship.errors import CheckFailed, ToolMissing
 from cuship.events import Emit, Event, discard
 from cuship.index.simple import IndexSummary
 from cuship.matrix import jobs_with_configs
@@ -123,10 +123,15 @@ def ship(
             )
             outcomes = (*outcomes, cpu)
     check = None
+    wheels = [o.result.wheel for o in outcomes if o.result is not None and o.status == "built"]
     if quick_check and config.check.modules:
         with clock.run("check", emit):
-            check = _quick_check(path, environ, emit)
-    wheels = [o.result.wheel for o in outcomes if o.result is not None and o.status == "built"]
+            installable = _installable_here(wheels)
+            name = config.project.name
+            if installable is not None and name:
+                check = _check_installed(path, installable, name, out_dir, environ, emit)
+            else:
+                check = _quick_check(path, environ, emit)
     if key is not None and wheels:
         with clock.run("attest", emit):
             _attest(outcomes, plans, key, environ, emit)
@@ -205,17 +210,65 @@ def _attest(
         emit(Event(level="info", topic="ship", message=f"attested {wheel.name}: {written.name}"))
 
 
-def _quick_check(path: Path, environ: Mapping[str, str], emit: Emit) -> CheckReport:
-    """``cuship check --quick --device cpu`` on the project, not stored (ship is not a check run).
+def _installable_here(wheels: Sequence[Path]) -> Path | None:
+    """The first built wheel this interpreter can install (its tags), if any."""
+    from packaging.tags import sys_tags
+    from packaging.utils import parse_wheel_filename
 
-    ``cuship[build]`` alone has no torch, triton or numba, and ship must not fail for an extra the
-    user did not ask for: the check probes each engine once (the same probe as ``cuship check``),
-    skips the groups of an engine that cannot import, and ship names each one with its fix.
-    """
-    from cuship.check.session import CheckRequest, run_check
+    here = {str(tag) for tag in sys_tags()}
+    for wheel in wheels:
+        if any(str(tag) in here for tag in parse_wheel_filename(wheel.name)[3]):
+            return wheel
+    return None
 
-    request = CheckRequest(path=path, target=str(path), device="cpu", quick=True, store=False)
-    report = run_check(request, environ=environ, emit=emit)
+
+def _check_installed(
+    path: Path, wheel: Path, name: str, out_dir: Path, environ: Mapping[str, str], emit: Emit
+) -> CheckReport:
+    """The quick check of what users install: ``wheel`` into a venv layered over this
+    environment (gpu-run's install, no network), then ``cuship check --quick --device cpu
+    --installed`` inside it, not stored."""
+    import json
+    import subprocess
+    import sys
+
+    from cuship.check.results import CheckReport
+    from cuship.gpurun.execute import install, probe
+    from cuship.gpurun.plan import Interpreter, plan_install
+
+    facts = probe(sys.executable, env=environ, cwd=path)
+    base = Interpreter(
+        executable=str(facts["executable"]),
+        python=str(facts["python"]),
+        site=tuple(facts.get("site", ())),
+        has_pip=bool(facts.get("tools", {}).get("pip")),
+        venv_purelib=facts.get("venv_purelib"),
+    )
+    work = out_dir / "check"
+    plan = plan_install(wheel, base, in_place=False, venv=work / "venv")
+    installed = install(
+        plan, wheel, name, env=environ, cwd=path, log=work / "install.log", emit=emit
+    )
+    if installed.exit_code:
+        raise CheckFailed(
+            f"the quick check could not install {wheel.name}: {installed.reason}",
+            hint=f"see {installed.log}",
+        )
+    report_path = work / "check.json"
+    report_path.unlink(missing_ok=True)
+    argv = [plan.python, "-m", "cuship", "check", str(path), "--quick", "--device", "cpu"]
+    argv += ["--installed", "--no-store", "--format", "json", "-o", str(report_path)]
+    emit(Event(level="info", topic="ship", message=f"quick check of {wheel.name}, installed"))
+    done = subprocess.run(argv, env=dict(environ), cwd=path, capture_output=True, text=True)
+    if not report_path.is_file():
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise CheckFailed(f"the quick check of {wheel.name} wrote no report: {tail}")
+    report = CheckReport.from_json(json.loads(report_path.read_text(encoding="utf-8")))
+    _say_unavailable(report, emit)
+    return report
+
+
+def _say_unavailable(report: CheckReport, emit: Emit) -> None:
     for engine in report.unavailable:
         emit(
             Event(
@@ -225,4 +278,19 @@ def _quick_check(path: Path, environ: Mapping[str, str], emit: Emit) -> CheckRep
                 f"({engine.fix})",
             )
         )
+
+
+def _quick_check(path: Path, environ: Mapping[str, str], emit: Emit) -> CheckReport:
+    """``cuship check --quick --device cpu`` on the project's source tree (no wheel built here
+    fits this interpreter), not stored (ship is not a check run).
+
+    ``cuship[build]`` alone has no torch, triton or numba, and ship must not fail for an extra the
+    user did not ask for: the check probes each engine once (the same probe as ``cuship check``),
+    skips the groups of an engine that cannot import, and ship names each one with its fix.
+    """
+    from cuship.check.session import CheckRequest, run_check
+
+    request = CheckRequest(path=path, target=str(path), device="cpu", quick=True, store=False)
+    report = run_check(request, environ=environ, emit=emit)
+    _say_unavailable(report, emit)
     return report

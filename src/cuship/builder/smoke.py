@@ -12,6 +12,8 @@ from cuship.builder.model import Step
 
 __all__ = ["smoke_test"]
 
+_MARK = "cuship-smoke:"  # the import's own line, told apart from warnings on stderr
+
 
 def smoke_test(
     wheel: Path, module: str, *, log: Path, environ: Mapping[str, str], python: str = sys.executable
@@ -22,7 +24,7 @@ def smoke_test(
     BuildFailed (exit 1) with pip's or Python's own message when either fails.
     """
     code = (
-        f"import {module} as m; print(m.__name__, getattr(m, '__version__', ''),"
+        f"import {module} as m; print({_MARK!r}, m.__name__, getattr(m, '__version__', ''),"
         " m.backend() if hasattr(m, 'backend') else '')"
     )
     with tempfile.TemporaryDirectory(prefix="cuship-smoke-") as tmp:
@@ -50,4 +52,5 @@ def smoke_test(
         output = ""
         for step in steps:
             output = run_step(step, log, environ)
-        return output.strip()
+        said = [line for line in output.splitlines() if line.startswith(_MARK)]
+        return said[-1].removeprefix(_MARK).strip() if said else output.strip()

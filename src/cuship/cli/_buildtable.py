@@ -13,6 +13,7 @@ def render_build_summary(
     console: Console, outcomes: tuple[Outcome, ...], stats: dict[str, int] | None
 ) -> None:
     """The build table: one row per job built or failed, then the jobs that need another runner."""
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="cuship build")
@@ -25,9 +26,9 @@ def render_build_summary(
             elsewhere[item.detail] = elsewhere.get(item.detail, 0) + 1
             continue
         row = [
-            item.job_id,
+            escape(item.job_id),
             f"[{colours[item.status]}]{item.status}[/]",
-            item.detail.splitlines()[0],
+            escape(item.detail.splitlines()[0]),
         ]
         if item.result is not None:
             ext = item.result.report.extensions
@@ -40,7 +41,9 @@ def render_build_summary(
         table.add_row(*row)
     console.out.print(table)
     for reason, count in sorted(elsewhere.items()):
-        console.out.print(f"[yellow]{count} jobs need another runner[/]: {reason}", highlight=False)
+        console.out.print(
+            f"[yellow]{count} jobs need another runner[/]: {escape(reason)}", highlight=False
+        )
     if stats is not None:
         console.out.print(
             f"sccache: {stats['hits']} hits, {stats['misses']} misses of {stats['requests']} requests"
