@@ -236,7 +236,8 @@ def _check_installed(
     from cuship.gpurun.execute import install, probe
     from cuship.gpurun.plan import Interpreter, plan_install
 
-    facts = probe(sys.executable, env=environ, cwd=path)
+    work = out_dir / "check"
+    facts = probe(sys.executable, env=environ, cwd=path, venv=work / "venv")
     base = Interpreter(
         executable=str(facts["executable"]),
         python=str(facts["python"]),
@@ -244,7 +245,6 @@ def _check_installed(
         has_pip=bool(facts.get("tools", {}).get("pip")),
         venv_purelib=facts.get("venv_purelib"),
     )
-    work = out_dir / "check"
     plan = plan_install(wheel, base, in_place=False, venv=work / "venv")
     installed = install(
         plan, wheel, name, env=environ, cwd=path, log=work / "install.log", emit=emit

@@ -55,7 +55,7 @@ def _resolve(server: IndexServer, workdir: Path, **env: str) -> tuple[int, dict[
         "--index",
         f"{server.url}simple",
         "--json",
-        base=clean_env(workdir, CUSHIP_TORCH="none", **env),
+        base=clean_env(workdir, **{"CUSHIP_TORCH": "none", **env}),
     )
     return done.returncode, json.loads(done.stdout)
 
@@ -82,6 +82,16 @@ def test_resolve_follows_the_driver(server: IndexServer, workdir: Path) -> None:
     assert code == 0 and _chosen(doc) == CU130  # both run; the CUDA closest to the driver wins
     ranked = doc["ranked"]
     assert isinstance(ranked, list) and [r["filename"] for r in ranked] == [CU130, CU128]
+
+
+@pytest.mark.parametrize("torch", ["none", "2.11.0", "2.13.0+cpu"])
+def test_a_wheel_linking_no_torch_is_taken_whatever_torch_is_installed(
+    server: IndexServer, workdir: Path, torch: str
+) -> None:
+    code, doc = _resolve(
+        server, workdir, CUSHIP_GPUS="H100", CUSHIP_DRIVER_CUDA="13.0", CUSHIP_TORCH=torch
+    )
+    assert code == 0 and _chosen(doc) == CU130, doc
 
 
 def test_resolve_explains_when_no_gpu_is_covered(server: IndexServer, workdir: Path) -> None:

@@ -187,3 +187,29 @@ def test_installed_wheel_passes_its_cpu_tests_and_check(
     assert proc.returncode == 0, output
     assert re.search(r"passed: 2 passed, 2 skipped", output), output
     assert "(installed wheel); extensions: _C loaded" in output
+
+
+def test_resolve_refuses_the_exact_wheel_on_another_torch_naming_both(
+    wheels: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import json
+
+    from cuship.index import write
+    from cuship.index.describe import describe_wheel
+
+    site = tmp_path / "site"
+    write([wheels["exact"]], site, describe=describe_wheel)
+    index = (site / "simple").as_uri()
+    for key, value in {"CUSHIP_GPUS": "H100", "CUSHIP_DRIVER_CUDA": "13.0"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("CUSHIP_TORCH", "2.11.0")
+    assert main(["resolve", "cushiptorchops", "--index", index, "--json"]) == 1
+    (rejected,) = json.loads(capsys.readouterr().out)["rejected"]
+    assert rejected["reason"] == f"built for torch {TORCH_MINOR}; installed torch is 2.11.0"
+    monkeypatch.setenv("CUSHIP_TORCH", f"{TORCH_MINOR}.0+cpu")
+    assert main(["resolve", "cushiptorchops", "--index", index, "--json"]) == 0
+    chosen = json.loads(capsys.readouterr().out)["chosen"]
+    assert chosen["filename"] == wheels["exact"].name
