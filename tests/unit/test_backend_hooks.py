@@ -155,6 +155,7 @@ def test_a_run_keeps_its_source_decision_after_the_index_comes_back(
     record = json.loads(files["tinyp-0.1.0.dist-info/cuship.json"])
     assert record["kind"] == "source" and record["backend"] == "fake_real_backend"
     assert record["why"].startswith("no prebuilt wheel:") and record["filename"] is None
+    assert record["index"] == (tmp_path / "not-yet").as_uri()  # the index it tried
 
 
 def test_metadata_without_a_real_metadata_hook_builds_once(

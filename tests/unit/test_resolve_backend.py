@@ -72,6 +72,18 @@ def test_decisions(tmp_path: Path) -> None:
     assert missing.candidate is None and "no prebuilt wheel of tinyp==0.3.0 fits" in missing.why
 
 
+def test_deciding_never_runs_nvcc(tmp_path: Path) -> None:
+    """A prebuilt wheel is chosen without the toolkit (unit tests fail on any process)."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "nvcc").write_text("#!/bin/sh\nexit 1\n")
+    (tools / "nvcc").chmod(0o755)
+    env = {k: v for k, v in ENV.items() if k != "CUSHIP_NVCC"} | {"PATH": str(tools)}
+    site = _site(tmp_path)
+    config = PrebuiltConfig(name="tinyp", version="0.1.0", index=(site / "simple").as_uri())
+    assert decide(config, env).candidate is not None
+
+
 def test_no_build_refuses_to_compile(tmp_path: Path) -> None:
     project = _project(tmp_path, f'index = "{(tmp_path / "nope").as_uri()}"\n')
     hooks = Prebuilt(project=project, environ={**ENV, "CUSHIP_NO_BUILD": "1"})

@@ -210,7 +210,8 @@ class Prebuilt:
         self._say(f"handing over {final.name} (its provenance in .dist-info/{FILENAME})")
         return Choice(provenance=provenance, wheel=final.name, wheel_sha256=_sha256(final))
 
-    def _source_choice(self, config: PrebuiltConfig, why: str) -> Choice:
+    def _source_choice(self, config: PrebuiltConfig, decision: Decision) -> Choice:
+        why = decision.why
         self._refuse_build(config, why)
         self._say(f"building {config.name} from source with {config.backend}: {why}", "warning")
         provenance = Provenance(
@@ -218,6 +219,7 @@ class Prebuilt:
             version=config.version or "",
             kind="source",
             why=why,
+            index=decision.index,
             backend=config.backend,
             cuship=cuship.__version__,
         )
@@ -232,7 +234,7 @@ class Prebuilt:
         config = self.config()
         decision = decide(config, self.environ, options=self.options, emit=self.emit)
         if decision.candidate is None:
-            choice = self._source_choice(config, decision.why)
+            choice = self._source_choice(config, decision)
         else:
             choice = self._finish(config, decision, stash.dir)
         stash.save(choice)

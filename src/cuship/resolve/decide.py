@@ -17,10 +17,10 @@ from cuship.events import Emit, discard
 from cuship.resolve._http import DEFAULT_OPTIONS, FetchOptions, get
 from cuship.resolve._template import format_url, template_values
 from cuship.resolve.install import resolve_index, target_from_env
-from cuship.resolve.select import Candidate, Resolution, select
+from cuship.resolve.select import Candidate, Resolution, Target, select
 from cuship.resolve.settings import PrebuiltConfig
 
-__all__ = ["Decision", "decide", "explain", "flag", "prebuilt_candidate"]
+__all__ = ["Decision", "decide", "explain", "flag", "machine_target", "prebuilt_candidate"]
 
 _ON = ("1", "true", "yes", "on")
 _COVERAGE = {  # no-gpu and unknown: the resolver's notes say it
@@ -60,12 +60,19 @@ def explain(resolution: Resolution) -> str:
     return f"fits this machine ({machine}); {count}: " + "; ".join(wheel or ["fits"])
 
 
+def machine_target(environ: Mapping[str, str]) -> Target:
+    """This machine as the resolver sees it, without running nvcc: choosing a wheel never needs
+    the CUDA toolkit, and the toolkit of a machine that installs a prebuilt wheel may be broken,
+    slow or absent (the prebuilt path runs no compiler, not even ``nvcc --version``)."""
+    return target_from_env({**environ, "CUSHIP_NVCC": "none"})
+
+
 def prebuilt_candidate(
     config: PrebuiltConfig, environ: Mapping[str, str], *, options: FetchOptions, emit: Emit
 ) -> Candidate | str:
     """The candidate a ``url`` template names for this machine, or why there is none."""
     assert config.url is not None
-    target = target_from_env(environ)
+    target = machine_target(environ)
     values = template_values(
         name=config.name,
         version=config.version,
@@ -93,14 +100,14 @@ def _resolve(
     requirement = config.requirement
     if index:
         _, resolution = resolve_index(
-            requirement, index, target_from_env(environ), options=options, emit=emit
+            requirement, index, machine_target(environ), options=options, emit=emit
         )
         return resolution
     if config.url:
         found = prebuilt_candidate(config, environ, options=options, emit=emit)
         if isinstance(found, str):
             return found
-        return select(requirement, [found], target_from_env(environ))
+        return select(requirement, [found], machine_target(environ))
     return "[tool.cuship.prebuilt] names no index or url"
 
 
