@@ -225,6 +225,20 @@ def test_sdist_hooks_ask_for_the_real_backend_then_use_it(
     assert warning.startswith("fake_real_backend also asks for ['sdist-helper>=1']")
 
 
+def test_editable_installs_always_build_from_source(tmp_path: Path, real_backend: Path) -> None:
+    site = _site(tmp_path)  # a fitting prebuilt wheel is there; an editable install ignores it
+    project = _project(tmp_path, (site / "simple").as_uri())
+    events: list[Event] = []
+    assert _hook(project, events).get_requires_for_build_editable() == ["fake-real-backend>=1"]
+    assert [e.message for e in events] == [
+        "building tinyp from source with fake_real_backend: an editable install is built from "
+        "its source tree"
+    ]
+    with pytest.raises(CheckFailed, match="CUSHIP_NO_BUILD=1 and an editable install"):
+        _hook(project, CUSHIP_NO_BUILD="1").get_requires_for_build_editable()
+    assert not real_backend.exists()  # nothing was built by asking
+
+
 def test_the_entry_point_reports_errors_without_a_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
