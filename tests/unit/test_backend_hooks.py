@@ -158,6 +158,25 @@ def test_a_run_keeps_its_source_decision_after_the_index_comes_back(
     assert record["index"] == (tmp_path / "not-yet").as_uri()  # the index it tried
 
 
+def test_a_dynamic_version_is_recorded_once_the_wheel_is_built(
+    tmp_path: Path, real_backend: Path
+) -> None:
+    project = _project(tmp_path, (tmp_path / "nope").as_uri())
+    text = (
+        (project / "pyproject.toml")
+        .read_text()
+        .replace('version = "0.1.0"', 'dynamic = ["version"]')
+    )
+    (project / "pyproject.toml").write_text(text)
+    assert _hook(project).get_requires_for_build_wheel()[0] == "fake-real-backend>=1"
+    (out,) = _dirs(tmp_path, "out")
+    events: list[Event] = []
+    name = _hook(project, events).build_wheel(str(out))
+    assert not [e for e in events if e.message.startswith("building")]  # the saved decision
+    record = json.loads(_members(out / name)["tinyp-0.1.0.dist-info/cuship.json"])
+    assert record["version"] == "0.1.0" and record["why"].startswith("the version is dynamic")
+
+
 def test_metadata_without_a_real_metadata_hook_builds_once(
     tmp_path: Path, real_backend: Path
 ) -> None:

@@ -84,6 +84,25 @@ def test_deciding_never_runs_nvcc(tmp_path: Path) -> None:
     assert decide(config, env).candidate is not None
 
 
+def test_a_dynamic_version_comes_from_the_sdist(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    project = _project(tmp_path, f'index = "{(site / "simple").as_uri()}"\n')
+    text = (
+        (project / "pyproject.toml")
+        .read_text()
+        .replace('version = "0.1.0"', 'dynamic = ["version"]')
+    )
+    (project / "pyproject.toml").write_text(text)
+    tree = read_config(project / "pyproject.toml")  # a source tree: the version is unknown yet
+    assert tree.version is None
+    assert decide(tree, ENV).why.startswith("the version is dynamic and no PKG-INFO states it")
+    (project / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: tinyp\nVersion: 0.1.0\n")
+    sdist = read_config(project / "pyproject.toml")
+    assert sdist.version == "0.1.0"
+    chosen = decide(sdist, ENV).candidate
+    assert chosen is not None and chosen.filename == "tinyp-0.1.0+cu128-py3-none-any.whl"
+
+
 def test_no_build_refuses_to_compile(tmp_path: Path) -> None:
     project = _project(tmp_path, f'index = "{(tmp_path / "nope").as_uri()}"\n')
     hooks = Prebuilt(project=project, environ={**ENV, "CUSHIP_NO_BUILD": "1"})

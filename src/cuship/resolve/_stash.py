@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuship.errors import CushipError
 from cuship.resolve.provenance import Provenance
 
 __all__ = ["STASH", "Choice", "Stash", "frontend_key", "stash_for"]
@@ -67,8 +68,8 @@ class Stash:
         try:
             doc = json.loads((self.dir / _CHOICE).read_text())
             provenance = Provenance.from_json(doc["provenance"], str(self.dir / _CHOICE))
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        except (OSError, ValueError, KeyError, TypeError, CushipError):
+            return None  # unreadable: this hook decides anew
         wheel, digest = doc.get("wheel"), doc.get("wheel_sha256")
         if wheel is not None and not (self.dir / str(wheel)).is_file():
             return None

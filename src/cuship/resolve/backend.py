@@ -45,7 +45,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from packaging.requirements import Requirement
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import parse_wheel_filename
 
 import cuship
@@ -77,7 +77,10 @@ def unmet(requirements: Iterable[str]) -> list[str]:
     """The requirements (PEP 508) that this interpreter's installed distributions do not meet."""
     missing = []
     for text in requirements:
-        req = Requirement(text)
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue  # the real backend's own business: it will say so itself
         if req.marker is not None and not req.marker.evaluate():
             continue
         try:
@@ -190,7 +193,7 @@ class Prebuilt:
             f"using prebuilt {candidate.filename} (sha256 verified) from {candidate.url}: "
             f"{decision.why}"
         )
-        if config.version is not None and label:
+        if label:
             path = strip_label(path, out_dir=into / "public")
         provenance = Provenance(
             name=config.name,

@@ -121,6 +121,9 @@ def decide(
     """Prebuilt or source? Network and index trouble mean source (said in ``why``)."""
     if flag(environ, "CUSHIP_FORCE_BUILD"):
         return Decision(candidate=None, why="CUSHIP_FORCE_BUILD=1")
+    if config.version is None:  # a wheel of another version would not match what pip expects
+        why = "the version is dynamic and no PKG-INFO states it (a source tree, not an sdist)"
+        return Decision(candidate=None, why=why)
     index = environ.get("CUSHIP_PREBUILT_INDEX") or config.index
     where = index or config.url
     try:

@@ -69,7 +69,7 @@ class Provenance:
             if value is not None and not isinstance(value, str):
                 raise InputError(f"{source!r}: {key!r} must be a string, got {value!r}")
             values[key] = value
-        if not values["name"] or not values["version"] or values["why"] is None:
+        if not values["name"] or values["version"] is None or values["why"] is None:
             raise InputError(f"{source!r} lacks name, version or why", hint="reinstall it")
         return cls(**values)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email.parser
 import re
 import sys
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ class PrebuiltConfig:
     """Where prebuilt wheels are, and the real backend that builds from source."""
 
     name: str
-    version: str | None
+    version: str | None  # [project] version, else the sdist's PKG-INFO; None: unknown yet
     index: str | None = None
     url: str | None = None
     backend: str = "setuptools.build_meta"
@@ -60,6 +61,8 @@ def read_config(path: Path) -> PrebuiltConfig:
     if not isinstance(name, str):
         raise ConfigError(source, "project.name", "missing", hint="cuship.backend needs [project]")
     version = project.get("version")
+    if not isinstance(version, str):
+        version = _sdist_version(path.parent / "PKG-INFO")
     table = document.get("tool", {}).get("cuship", {}).get("prebuilt", {})
     if not isinstance(table, dict):
         raise ConfigError(source, "tool.cuship.prebuilt", "must be a table")
@@ -73,12 +76,22 @@ def read_config(path: Path) -> PrebuiltConfig:
         )
     return PrebuiltConfig(
         name=name,
-        version=version if isinstance(version, str) else None,
+        version=version,
         index=_text(table, "index", source),
         url=_text(table, "url", source),
         backend=_backend(table, source),
         build_requires=_requirements(table, source),
     )
+
+
+def _sdist_version(pkg_info: Path) -> str | None:
+    """The version an sdist's PKG-INFO states (a dynamic version, fixed when the sdist was made)."""
+    try:
+        headers = email.parser.HeaderParser().parsestr(pkg_info.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+    version = headers.get("Version")
+    return version.strip() if isinstance(version, str) and version.strip() else None
 
 
 def _backend(table: dict[str, Any], source: str) -> str:
