@@ -4,8 +4,9 @@ this machine when one fits, and otherwise delegate to the project's real backend
 See :mod:`cuship.resolve.backend` for the ``[tool.cuship.prebuilt]`` table and the environment
 variables. This module is an entry point like the CLI: it reads the environment, says on stderr
 what it decided, and turns a :class:`~cuship.errors.CushipError` into its message, its hint and
-an exit status (the frontend shows them; no traceback). Every hook works in a build environment
-that holds only cuship: the sdist and editable hooks ask for the real backend first.
+an exit status (the frontend shows them; no traceback). Every PEP 517/660 hook is defined here,
+so a frontend that asks which hooks exist (pip does, before ``-e``) needs only cuship; the sdist
+and editable hooks ask for the real backend first (``get_requires_for_build_*``), then use it.
 """
 
 from __future__ import annotations
@@ -21,15 +22,16 @@ from cuship.errors import CushipError
 from cuship.events import Event
 
 __all__ = [
+    "build_editable",
     "build_sdist",
     "build_wheel",
     "get_requires_for_build_editable",
     "get_requires_for_build_sdist",
     "get_requires_for_build_wheel",
+    "prepare_metadata_for_build_editable",
     "prepare_metadata_for_build_wheel",
 ]
 
-_DELEGATED = frozenset({"prepare_metadata_for_build_editable", "build_editable"})
 _T = TypeVar("_T")
 
 
@@ -105,17 +107,16 @@ def get_requires_for_build_editable(config_settings: Any = None) -> list[str]:
 
 
 @_hook
-def _real_hook(name: str) -> Any:
-    from cuship.resolve.backend import load_backend
-    from cuship.resolve.settings import read_config
-
-    config = read_config(Path.cwd() / "pyproject.toml")
-    _hooks().real_backend(config, "editable", None)  # a clear error when it cannot be imported
-    return getattr(load_backend(config.backend), name)
+def prepare_metadata_for_build_editable(
+    metadata_directory: str, config_settings: Any = None
+) -> str:
+    result: str = _hooks().prepare_metadata_for_build_editable(metadata_directory, config_settings)
+    return result
 
 
-def __getattr__(name: str) -> Any:
-    """The real backend's optional editable hooks (PEP 562): missing there, missing here."""
-    if name not in _DELEGATED:
-        raise AttributeError(name)
-    return _real_hook(name)
+@_hook
+def build_editable(
+    wheel_directory: str, config_settings: Any = None, metadata_directory: str | None = None
+) -> str:
+    result: str = _hooks().build_editable(wheel_directory, config_settings, metadata_directory)
+    return result

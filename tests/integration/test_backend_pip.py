@@ -223,3 +223,22 @@ def test_no_build_fails_clearly_instead_of_compiling(
     assert "CUSHIP_NO_BUILD=1 and no prebuilt wheel" in log
     assert "refusing to build tinyp from source" in log
     assert not marker.exists()
+
+
+def test_an_editable_install_builds_from_the_tree(
+    venv: Path, wheelhouse: Path, workdir: Path
+) -> None:
+    """pip asks which hooks the backend has before -e, with only cuship installed."""
+    marker = workdir / "tinyp-editable"
+    tree = _tiny_sdist(workdir / "editable", marker).parent / "tinyp-0.1.0"
+    editable = Path(f"-e{tree}")  # pip reads -e<dir> as -e <dir>
+    done = _pip_install(venv, wheelhouse, editable, workdir, None, CUSHIP_GPUS="none")
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log
+    assert (
+        "cuship.backend: building tinyp from source with setuptools.build_meta: an editable "
+        "install is built from its source tree"
+    ) in log
+    assert marker.read_text() == "built"
+    assert _installed(venv, "tinyp").startswith("0.1.0 ")
+    assert not (tree / ".cuship-prebuilt").exists()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import cuship.backend
-from cuship.errors import CheckFailed, ToolMissing
+from cuship.errors import CheckFailed, ToolMissing, UsageError
 from cuship.events import Event, collect
 from cuship.index import write
 from cuship.resolve._stash import STASH, frontend_key
@@ -54,6 +54,14 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     _called("build_wheel")
     return make_wheel(pathlib.Path(wheel_directory), "tinyp", "0.1.0",
                       modules={"tinyp": "VERSION = 'source'\\n"}).name
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    _called("build_editable")
+    return make_wheel(pathlib.Path(wheel_directory), "tinyp", "0.1.0",
+                      modules={"_tinyp_editable": "import sys\\n"}).name
+
+import types
+NO_EDITABLE = types.SimpleNamespace(build_wheel=build_wheel)
 """
 
 
@@ -256,6 +264,16 @@ def test_editable_installs_always_build_from_source(tmp_path: Path, real_backend
     with pytest.raises(CheckFailed, match="CUSHIP_NO_BUILD=1 and an editable install"):
         _hook(project, CUSHIP_NO_BUILD="1").get_requires_for_build_editable()
     assert not real_backend.exists()  # nothing was built by asking
+    meta, out = _dirs(tmp_path, "meta", "out")
+    # the real backend has no prepare_metadata_for_build_editable: built, then extracted
+    assert _hook(project).prepare_metadata_for_build_editable(str(meta)) == "tinyp-0.1.0.dist-info"
+    assert sorted(p.name for p in meta.iterdir()) == ["tinyp-0.1.0.dist-info"]
+    assert _hook(project).build_editable(str(out)) == HANDED
+    assert real_backend.read_text() == "build_editable\nbuild_editable\n"
+    plain = _project(tmp_path, (site / "simple").as_uri(), backend="fake_real_backend:NO_EDITABLE")
+    with pytest.raises(UsageError, match="cannot make editable installs") as caught:
+        _hook(plain).build_editable(str(out))
+    assert caught.value.hint == "install without -e, or use a backend with PEP 660 support"
 
 
 def test_the_entry_point_reports_errors_without_a_traceback(
@@ -272,7 +290,7 @@ def test_the_entry_point_reports_errors_without_a_traceback(
     assert err.startswith("cuship.backend: error: CUSHIP_NO_BUILD=1 and no prebuilt wheel")
     assert "\n  hint: unset CUSHIP_NO_BUILD" in err and "Traceback" not in err
     with pytest.raises(SystemExit) as exited:
-        cuship.backend.build_editable  # noqa: B018 - the real backend's hook, looked up
+        cuship.backend.build_editable(str(tmp_path))
     assert exited.value.code == 3
     assert "'no_such_backend' cannot be imported" in capsys.readouterr().err
     with pytest.raises(AttributeError):

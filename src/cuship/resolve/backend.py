@@ -49,7 +49,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import parse_wheel_filename
 
 import cuship
-from cuship.errors import CheckFailed, InputError, ToolMissing
+from cuship.errors import CheckFailed, InputError, ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.resolve._http import DEFAULT_OPTIONS, FetchOptions
 from cuship.resolve._stash import STASH, Choice, Stash, stash_for
@@ -179,6 +179,39 @@ class Prebuilt:
         self._refuse_build(config, why)
         self._say(f"building {config.name} from source with {config.backend}: {why}")
         return self._real_requires(config, "editable", config_settings)
+
+    def prepare_metadata_for_build_editable(
+        self, metadata_directory: str, config_settings: Any = None
+    ) -> str:
+        real = self.real_backend(self.config(), "editable", config_settings)
+        hook = getattr(real, "prepare_metadata_for_build_editable", None)
+        if hook is not None:
+            return str(hook(metadata_directory, config_settings))
+        target = Path(metadata_directory)  # PEP 660's fallback, done here: build, then extract
+        scratch = target / STASH
+        scratch.mkdir(parents=True, exist_ok=True)
+        try:
+            name = self.build_editable(str(scratch), config_settings)
+            return _extract_dist_info(scratch / name, target)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def build_editable(
+        self,
+        wheel_directory: str,
+        config_settings: Any = None,
+        metadata_directory: str | None = None,
+    ) -> str:
+        config = self.config()
+        hook = getattr(
+            self.real_backend(config, "editable", config_settings), "build_editable", None
+        )
+        if hook is None:
+            raise UsageError(
+                f"{config.backend!r} cannot make editable installs (it has no build_editable hook)",
+                hint="install without -e, or use a backend with PEP 660 support",
+            )
+        return str(hook(wheel_directory, config_settings, metadata_directory))
 
     # --- wheels: one decision per frontend run ----------------------------------------------
 
