@@ -29,6 +29,7 @@ from tests.wheel_factory import make_wheel
 ENV = {"CUSHIP_GPUS": "none", "CUSHIP_TORCH": "none", "CUSHIP_NVCC": "none", "PATH": "/nonexistent"}
 LABELLED = "tinyp-0.1.0+cu128-py3-none-any.whl"
 HANDED = "tinyp-0.1.0-py3-none-any.whl"
+KINDS = ("sdist", "wheel", "editable")
 
 _REAL_BACKEND = """
 import json, pathlib
@@ -293,8 +294,15 @@ def test_the_entry_point_reports_errors_without_a_traceback(
         cuship.backend.build_editable(str(tmp_path))
     assert exited.value.code == 3
     assert "'no_such_backend' cannot be imported" in capsys.readouterr().err
-    with pytest.raises(AttributeError):
-        cuship.backend.build_everything  # noqa: B018
+
+
+def test_every_hook_is_there_without_the_real_backend() -> None:
+    """pip asks which hooks exist (before -e) in an environment that holds only cuship."""
+    hooks = [f"get_requires_for_build_{kind}" for kind in KINDS]
+    hooks += [f"build_{kind}" for kind in KINDS]
+    hooks += [f"prepare_metadata_for_build_{kind}" for kind in ("wheel", "editable")]
+    assert sorted(hooks) == sorted(cuship.backend.__all__)
+    assert all(callable(getattr(cuship.backend, hook)) for hook in hooks)
 
 
 def test_frontend_key_names_a_live_process_only() -> None:
