@@ -50,7 +50,7 @@ from packaging.utils import parse_wheel_filename
 
 import cuship
 from cuship.errors import CheckFailed, InputError, ToolMissing, UsageError
-from cuship.events import Emit, Event, discard
+from cuship.events import Emit, Event, Level, discard
 from cuship.resolve._http import DEFAULT_OPTIONS, FetchOptions
 from cuship.resolve._stash import STASH, Choice, Stash, stash_for
 from cuship.resolve.decide import Decision, decide, flag, prebuilt_candidate
@@ -118,8 +118,8 @@ class Prebuilt:
     def config(self) -> PrebuiltConfig:
         return read_config(self.project / "pyproject.toml")
 
-    def _say(self, message: str, level: str = "info") -> None:
-        self.emit(Event(level=level, topic="backend", message=message))  # type: ignore[arg-type]
+    def _say(self, message: str, level: Level = "info") -> None:
+        self.emit(Event(level=level, topic="backend", message=message))
 
     # --- the real backend -------------------------------------------------------------------
 
