@@ -36,7 +36,9 @@ _T = TypeVar("_T")
 
 
 def _stderr(event: Event) -> None:
-    if event.level != "debug":
+    # fetch's "downloaded … verified" is said again, with the URL and why, by the backend
+    quiet = event.level == "debug" or (event.topic == "fetch" and event.level == "info")
+    if not quiet:
         sys.stderr.write(f"cuship.backend: {event.message}\n")
         sys.stderr.flush()
 
