@@ -80,3 +80,35 @@ def example_wheel() -> Path:
     wheels = sorted(cache.glob("cuvecops-*.whl"))
     assert wheels, f"pip wheel produced no cuvecops wheel in {cache}"
     return wheels[0]
+
+
+# --- cuship as a wheel, for the build environments of real frontends -------------------------
+
+
+@pytest.fixture(scope="session")
+def cuship_wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """cuship's wheel built from this checkout, its dependencies' wheels, and the real
+    backends the backend tests build with (setuptools, scikit-build-core), for --find-links.
+
+    Built once per session; the dependencies are downloaded with the machine's own pip
+    configuration (the frontends under test then read only this directory).
+    """
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
+    out = tmp_path_factory.mktemp("cuship-wheelhouse")
+    pip = [sys.executable, "-m", "pip"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    build = [*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(REPO)]
+    done = subprocess.run(build, capture_output=True, text=True, env=env, cwd=out, check=False)
+    if done.returncode != 0:
+        pytest.fail(f"cannot build cuship's wheel:\n{done.stdout}\n{done.stderr}")
+    needs = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    backends = ["setuptools>=68", "scikit-build-core>=0.10"]
+    fetch = [*pip, "download", "-q", "-d", str(out), *needs, *backends]
+    done = subprocess.run(fetch, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        pytest.fail(f"cannot gather cuship's dependencies as wheels:\n{done.stderr}")
+    return out

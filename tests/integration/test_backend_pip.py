@@ -22,11 +22,6 @@ from cuship.index.serve import IndexServer, serve
 from cuship.wheel.retag import retag
 from tests.integration.indexsite import REPO, clean_env
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 EXAMPLE = REPO / "examples" / "cuvecops"
 _CP = f"cp{sys.version_info.major}{sys.version_info.minor}"  # the example wheel's builder
 CU128 = f"cuvecops-0.1.0+cu128-{_CP}-{_CP}-linux_x86_64.whl"
@@ -39,19 +34,9 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def wheelhouse(workdir: Path) -> Path:
+def wheelhouse(cuship_wheelhouse: Path) -> Path:
     """cuship's wheel and its dependencies' wheels, for pip's isolated build environments."""
-    out = workdir / "wheelhouse"
-    pip = [sys.executable, "-m", "pip"]
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    build = [*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(REPO)]
-    subprocess.run(build, check=True, capture_output=True, env=env, cwd=workdir)
-    needs = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    fetch = [*pip, "download", "-q", "-d", str(out), *needs, "setuptools>=68"]
-    done = subprocess.run(fetch, capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        pytest.fail(f"cannot gather cuship's dependencies as wheels:\n{done.stderr}")
-    return out
+    return cuship_wheelhouse
 
 
 def _site(workdir: Path, example_wheel: Path, name: str, *, tamper: bool) -> Path:
@@ -238,3 +223,22 @@ def test_no_build_fails_clearly_instead_of_compiling(
     assert "CUSHIP_NO_BUILD=1 and no prebuilt wheel" in log
     assert "refusing to build tinyp from source" in log
     assert not marker.exists()
+
+
+def test_an_editable_install_builds_from_the_tree(
+    venv: Path, wheelhouse: Path, workdir: Path
+) -> None:
+    """pip asks which hooks the backend has before -e, with only cuship installed."""
+    marker = workdir / "tinyp-editable"
+    tree = _tiny_sdist(workdir / "editable", marker).parent / "tinyp-0.1.0"
+    editable = Path(f"-e{tree}")  # pip reads -e<dir> as -e <dir>
+    done = _pip_install(venv, wheelhouse, editable, workdir, None, CUSHIP_GPUS="none")
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log
+    assert (
+        "cuship.backend: building tinyp from source with setuptools.build_meta: an editable "
+        "install is built from its source tree"
+    ) in log
+    assert marker.read_text() == "built"
+    assert _installed(venv, "tinyp").startswith("0.1.0 ")
+    assert not (tree / ".cuship-prebuilt").exists()

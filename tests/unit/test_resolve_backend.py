@@ -1,15 +1,17 @@
-"""The prebuilt-or-build backend over file:// indexes: decisions, hooks, templates, config."""
+"""The prebuilt-or-build backend over file:// indexes: decisions, templates, config.
+
+The hooks and their shared decision: test_backend_hooks.py.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import zipfile
+import platform
 from pathlib import Path
 
 import pytest
 
 from cuship.errors import CheckFailed, ConfigError, UsageError
-from cuship.events import Event, collect
 from cuship.index import write
 from cuship.resolve import Target
 from cuship.resolve._template import format_url, template_values
@@ -38,31 +40,6 @@ def _site(tmp_path: Path) -> Path:
     return site
 
 
-def test_hooks_hand_on_the_verified_prebuilt_wheel_with_the_sdist_version(tmp_path: Path) -> None:
-    site = _site(tmp_path)
-    project = _project(tmp_path, f'index = "{(site / "simple").as_uri()}"\n')
-    events: list[Event] = []
-    hooks = Prebuilt(project=project, environ=ENV, emit=collect(events))
-    assert hooks.get_requires_for_build_wheel() == []
-    meta = tmp_path / "meta"
-    meta.mkdir()
-    dist_info = hooks.prepare_metadata_for_build_wheel(str(meta))
-    assert dist_info == "tinyp-0.1.0.dist-info"
-    assert any("sha256 verified" in e.message for e in events)
-    assert "Version: 0.1.0\n" in (meta / dist_info / "METADATA").read_text()
-    out = tmp_path / "out"
-    out.mkdir()
-    events.clear()
-    name = hooks.build_wheel(str(out), None, str(meta / dist_info))
-    assert name == "tinyp-0.1.0-py3-none-any.whl"
-    assert not any("downloaded" in e.message for e in events)  # the verified copy is reused
-    with zipfile.ZipFile(out / name) as archive:
-        assert archive.read("tinyp.py") == b"VERSION = 'prebuilt'\n"
-    fresh = tmp_path / "fresh"
-    fresh.mkdir()
-    assert hooks.build_wheel(str(fresh)) == name  # without prepare_metadata first
-
-
 def test_a_tampered_index_is_refused(tmp_path: Path) -> None:
     site = _site(tmp_path)
     wheel = site / "files" / "tinyp-0.1.0+cu128-py3-none-any.whl"
@@ -79,13 +56,51 @@ def test_a_tampered_index_is_refused(tmp_path: Path) -> None:
 def test_decisions(tmp_path: Path) -> None:
     site = _site(tmp_path)
     config = PrebuiltConfig(name="tinyp", version="0.1.0", index=(site / "simple").as_uri())
-    assert decide(config, ENV).candidate is not None
+    chosen = decide(config, ENV)
+    assert chosen.candidate is not None
+    assert chosen.candidate.filename == "tinyp-0.1.0+cu128-py3-none-any.whl"
+    assert chosen.index == config.index
+    # the machine, the competition (0.2.0 is not ==0.1.0), the wheel's CUDA and the notes
+    assert chosen.why.startswith(f"fits this machine (Python {platform.python_version()}, ")
+    assert "no GPU, no CUDA driver); best of 1 fitting, 1 rejected: CUDA 12.8; " in chosen.why
+    assert "arches unknown" in chosen.why
     assert decide(config, {**ENV, "CUSHIP_FORCE_BUILD": "1"}).why == "CUSHIP_FORCE_BUILD=1"
     gone = decide(config, {**ENV, "CUSHIP_PREBUILT_INDEX": (tmp_path / "nope").as_uri()})
     assert gone.candidate is None and gone.why.startswith("no prebuilt wheel:")
     other = PrebuiltConfig(name="tinyp", version="0.3.0", index=config.index)
     missing = decide(other, ENV)
     assert missing.candidate is None and "no prebuilt wheel of tinyp==0.3.0 fits" in missing.why
+
+
+def test_deciding_never_runs_nvcc(tmp_path: Path) -> None:
+    """A prebuilt wheel is chosen without the toolkit (unit tests fail on any process)."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "nvcc").write_text("#!/bin/sh\nexit 1\n")
+    (tools / "nvcc").chmod(0o755)
+    env = {k: v for k, v in ENV.items() if k != "CUSHIP_NVCC"} | {"PATH": str(tools)}
+    site = _site(tmp_path)
+    config = PrebuiltConfig(name="tinyp", version="0.1.0", index=(site / "simple").as_uri())
+    assert decide(config, env).candidate is not None
+
+
+def test_a_dynamic_version_comes_from_the_sdist(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    project = _project(tmp_path, f'index = "{(site / "simple").as_uri()}"\n')
+    text = (
+        (project / "pyproject.toml")
+        .read_text()
+        .replace('version = "0.1.0"', 'dynamic = ["version"]')
+    )
+    (project / "pyproject.toml").write_text(text)
+    tree = read_config(project / "pyproject.toml")  # a source tree: the version is unknown yet
+    assert tree.version is None
+    assert decide(tree, ENV).why.startswith("the version is dynamic and no PKG-INFO states it")
+    (project / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: tinyp\nVersion: 0.1.0\n")
+    sdist = read_config(project / "pyproject.toml")
+    assert sdist.version == "0.1.0"
+    chosen = decide(sdist, ENV).candidate
+    assert chosen is not None and chosen.filename == "tinyp-0.1.0+cu128-py3-none-any.whl"
 
 
 def test_no_build_refuses_to_compile(tmp_path: Path) -> None:
@@ -151,6 +166,18 @@ def test_template_values_and_formatting() -> None:
         ('[project]\nname = "a"\n[tool.cuship.prebuilt]\nindx = "x"\n', "indx: unknown key"),
         ('[project]\nname = "a"\n[tool.cuship.prebuilt]\nindex = 3\n', "must be a string"),
         ("[project\n", "cannot read it"),
+        (
+            '[project]\nname = "a"\n[tool.cuship.prebuilt]\nbuild-requires = ["sk build>="]\n',
+            "'sk build>=' is not a requirement",
+        ),
+        (
+            '[project]\nname = "a"\n[tool.cuship.prebuilt]\nbuild-requires = "skbuild"\n',
+            "must be a list of strings, got 'skbuild'",
+        ),
+        (
+            '[project]\nname = "a"\n[tool.cuship.prebuilt]\nbackend = "scikit-build-core"\n',
+            "'scikit-build-core' is not a module or module:object",
+        ),
     ],
 )
 def test_bad_config_names_the_key(tmp_path: Path, text: str, problem: str) -> None:

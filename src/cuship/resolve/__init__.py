@@ -2,7 +2,8 @@
 
 ``select`` judges and ranks an index's files for a :class:`Target` (pure); ``fetch`` reads
 PEP 691/503 pages and the cuship manifest and downloads files with their sha256 checked;
-``backend`` is the prebuilt-or-build PEP 517 backend (named as ``cuship.backend``).
+``decide`` and ``backend`` are the prebuilt-or-build PEP 517 backend (named as
+``cuship.backend``); ``provenance`` reads the ``cuship.json`` it leaves in what it installs.
 """
 
 from __future__ import annotations

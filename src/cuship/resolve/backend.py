@@ -17,113 +17,52 @@ With ``url`` the placeholders are {name} {dist} {version} {cuda} {cuda_major} {c
 installed with CUDA (as flash-attn does), else what the driver supports. The sha256 comes from
 ``<url>.sha256`` (the first word of that file): no hash, no prebuilt wheel.
 
-``build_wheel`` resolves the wheel for this machine, downloads it and checks its sha256; a
-mismatch is refused (never installed, never silently replaced by a source build). No match or
-no network: the real backend builds from source, and stderr says why. Environment:
-``CUSHIP_FORCE_BUILD=1`` always builds, ``CUSHIP_NO_BUILD=1`` fails instead of compiling,
-``CUSHIP_PREBUILT_INDEX`` replaces the index.
+Wheel hooks: the first hook a frontend calls (``get_requires_for_build_wheel`` under build
+isolation) decides, and for a prebuilt wheel downloads it, checks its sha256 (a mismatch is
+refused: never installed, never silently replaced by a source build), and returns no build
+requirements. The other hooks of the same frontend run reuse that decision and that wheel (see
+:mod:`cuship.resolve._stash`). The wheel handed over carries the sdist's version and a
+``cuship.json`` saying which file it was (see :mod:`cuship.resolve.provenance`). No match or no
+network: the real backend builds from source with ``build-requires``, and stderr says why.
+
+Sdist and editable hooks are always the real backend's: ``get_requires_for_build_sdist`` and
+``get_requires_for_build_editable`` return ``build-requires`` (plus the real backend's own
+answer when it is importable), so the frontend installs the real backend before calling it.
+
+Environment: ``CUSHIP_FORCE_BUILD=1`` always builds, ``CUSHIP_NO_BUILD=1`` fails instead of
+compiling, ``CUSHIP_PREBUILT_INDEX`` replaces the index.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
-import json
 import shutil
-import sysconfig
 import zipfile
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from importlib import metadata
 from pathlib import Path
-from typing import Any
-from urllib.parse import unquote
+from typing import Any, Literal
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import parse_wheel_filename
 
+import cuship
 from cuship import settings
-from cuship.errors import CheckFailed, CushipError
-from cuship.events import Emit, Event, discard
-from cuship.resolve._http import DEFAULT_OPTIONS, FetchOptions, get
-from cuship.resolve._template import format_url, template_values
+from cuship.errors import CheckFailed, InputError, ToolMissing, UsageError
+from cuship.events import Emit, Event, Level, discard
+from cuship.resolve._http import DEFAULT_OPTIONS, FetchOptions
+from cuship.resolve._stash import STASH, Choice, Stash, stash_for
+from cuship.resolve.decide import Decision, decide, flag, prebuilt_candidate
 from cuship.resolve.fetch import download
-from cuship.resolve.install import resolve_index, target_from_env
-from cuship.resolve.select import Candidate, Resolution, select
+from cuship.resolve.provenance import FILENAME, Provenance, add_to_wheel
 from cuship.resolve.settings import PrebuiltConfig, read_config
 from cuship.wheel.retag import strip_label
 
-__all__ = ["Decision", "Prebuilt", "decide", "prebuilt_candidate"]
+__all__ = ["STASH", "Decision", "Prebuilt", "decide", "load_backend", "prebuilt_candidate"]
 
-STASH = ".cuship-prebuilt"
-_ON = ("1", "true", "yes", "on")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Decision:
-    """Use ``candidate`` (a verified download later), or build from source because of ``why``."""
-
-    candidate: Candidate | None
-    why: str
-    resolution: Resolution | None = None
-
-
-def _flag(environ: Mapping[str, str], name: str) -> bool:
-    return environ.get(name, "").strip().lower() in _ON
-
-
-def prebuilt_candidate(
-    config: PrebuiltConfig, environ: Mapping[str, str], *, options: FetchOptions, emit: Emit
-) -> Candidate | str:
-    """The candidate a ``url`` template names for this machine, or why there is none."""
-    assert config.url is not None
-    target = target_from_env(environ)
-    values = template_values(
-        name=config.name,
-        version=config.version,
-        target=target,
-        machine_platform=sysconfig.get_platform(),
-    )
-    url = format_url(config.url, values)
-    if url is None:
-        return f"the url template needs values this machine lacks ({sorted(values)} known)"
-    answer = get(url + ".sha256", options=options, emit=emit)
-    sha = answer.body.decode("utf-8", "replace").split()
-    if not sha or len(sha[0]) != 64:
-        return f"{url + '.sha256'!r} holds no sha256"
-    filename = url.rsplit("/", 1)[-1]
-    return Candidate(filename=unquote(filename), url=url, sha256=sha[0].lower())
-
-
-def decide(
-    config: PrebuiltConfig,
-    environ: Mapping[str, str],
-    *,
-    options: FetchOptions = DEFAULT_OPTIONS,
-    emit: Emit = discard,
-) -> Decision:
-    """Prebuilt or source? Network and index trouble mean source (said in ``why``)."""
-    if _flag(environ, settings.FORCE_BUILD):
-        return Decision(candidate=None, why="CUSHIP_FORCE_BUILD=1")
-    requirement = config.requirement
-    index = environ.get(settings.PREBUILT_INDEX) or config.index
-    try:
-        if index:
-            _, resolution = resolve_index(
-                requirement, index, target_from_env(environ), options=options, emit=emit
-            )
-        elif config.url:
-            found = prebuilt_candidate(config, environ, options=options, emit=emit)
-            if isinstance(found, str):
-                return Decision(candidate=None, why=found)
-            resolution = select(requirement, [found], target_from_env(environ))
-        else:
-            return Decision(candidate=None, why="[tool.cuship.prebuilt] names no index or url")
-    except CushipError as err:
-        return Decision(candidate=None, why=f"no prebuilt wheel: {err.message}")
-    if resolution.chosen is None:
-        reasons = "; ".join(f"{v.candidate.filename}: {v.reason}" for v in resolution.rejected)
-        why = f"no prebuilt wheel of {requirement} fits ({reasons or 'none listed'})"
-        return Decision(candidate=None, why=why, resolution=resolution)
-    chosen = resolution.chosen.candidate
-    return Decision(candidate=chosen, why=f"prebuilt {chosen.filename}", resolution=resolution)
+Kind = Literal["sdist", "wheel", "editable"]
 
 
 def load_backend(spec: str) -> Any:
@@ -135,76 +74,257 @@ def load_backend(spec: str) -> Any:
     return module
 
 
+def unmet(requirements: Iterable[str]) -> list[str]:
+    """The requirements (PEP 508) that this interpreter's installed distributions do not meet."""
+    missing = []
+    for text in requirements:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue  # the real backend's own business: it will say so itself
+        if req.marker is not None and not req.marker.evaluate():
+            continue
+        try:
+            version = metadata.version(req.name)
+        except metadata.PackageNotFoundError:
+            missing.append(text)
+            continue
+        if not req.specifier.contains(version, prereleases=True):
+            missing.append(text)
+    return missing
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Prebuilt:
-    """The hook implementations, bound to a project directory, the environment and an emitter."""
+    """The hook implementations, bound to a project directory, the environment and an emitter.
+
+    ``frontend`` names the process that calls the hooks (see :func:`_stash.frontend_key`):
+    hooks with the same ``frontend`` share one decision. None: every hook decides anew.
+    """
 
     project: Path
     environ: Mapping[str, str]
     emit: Emit = discard
     options: FetchOptions = DEFAULT_OPTIONS
+    frontend: str | None = None
 
     def config(self) -> PrebuiltConfig:
         return read_config(self.project / "pyproject.toml")
 
-    def _say(self, message: str, level: str = "warning") -> None:
-        self.emit(Event(level=level, topic="backend", message=message))  # type: ignore[arg-type]
+    def _say(self, message: str, level: Level = "info") -> None:
+        self.emit(Event(level=level, topic="backend", message=message))
 
-    def _source(self, config: PrebuiltConfig, decision: Decision) -> Any:
-        """The real backend, after saying why it builds (or refusing under CUSHIP_NO_BUILD)."""
-        if _flag(self.environ, settings.NO_BUILD):
+    # --- the real backend -------------------------------------------------------------------
+
+    def _refuse_build(self, config: PrebuiltConfig, why: str) -> None:
+        if flag(self.environ, settings.NO_BUILD):
             raise CheckFailed(
-                f"CUSHIP_NO_BUILD=1 and {decision.why}; refusing to build {config.name} "
-                "from source",
+                f"CUSHIP_NO_BUILD=1 and {why}; refusing to build {config.name} from source",
                 hint="unset CUSHIP_NO_BUILD to compile, or publish a wheel for this machine",
             )
-        self._say(f"building {config.name} from source with {config.backend}: {decision.why}")
-        return config.backend
 
-    def get_requires_for_build_wheel(self, config_settings: Any = None) -> list[str]:
-        config = self.config()
-        decision = decide(config, self.environ, options=self.options, emit=self.emit)
-        if decision.candidate is not None:
-            self._say(f"will use {decision.why}; no build requirements", "info")
-            return []
-        self._source(config, decision)
+    def _real_requires(self, config: PrebuiltConfig, kind: Kind, settings: Any) -> list[str]:
+        """``build-requires``, and what the real backend asks for when it is importable."""
         needs = list(config.build_requires)
         try:
             real = load_backend(config.backend)
         except ImportError:
-            return needs  # installed with build-requires; its own extra needs are unknown yet
-        hook = getattr(real, "get_requires_for_build_wheel", None)
-        return needs + (list(hook(config_settings)) if hook else [])
+            return needs  # the frontend installs build-requires first; its extra needs come later
+        hook = getattr(real, f"get_requires_for_build_{kind}", None)
+        return needs + ([str(r) for r in hook(settings)] if hook else [])
 
-    def _fetch(self, candidate: Candidate, config: PrebuiltConfig, into: Path) -> Path:
-        """Download and verify; the wheel handed on carries the sdist's version (no label)."""
-        path = download(candidate, into, options=self.options, emit=self.emit)
-        self._say(f"using prebuilt {candidate.filename} (sha256 verified)", "info")
-        final = path
-        if config.version is not None and parse_wheel_filename(path.name)[1].local:
-            final = strip_label(path, out_dir=into / "public")
-            self._say(f"installed as {final.name}, the version the sdist promises", "info")
-        record = {"filename": candidate.filename, "sha256": candidate.sha256, "final": final.name}
-        (into / "choice.json").write_text(json.dumps(record))
-        return final
+    def real_backend(self, config: PrebuiltConfig, kind: Kind, settings: Any) -> Any:
+        """The real backend, imported; warns about what it needs that is not installed."""
+        try:
+            real = load_backend(config.backend)
+        except ImportError as err:
+            raise ToolMissing(
+                f"the real backend {config.backend!r} cannot be imported: {err}",
+                hint=f"install {list(config.build_requires)} into the build environment "
+                "(frontends do when they call get_requires_* with build isolation on)",
+            ) from err
+        hook = getattr(real, f"get_requires_for_build_{kind}", None)
+        missing = unmet(str(r) for r in hook(settings)) if hook else []
+        if missing:
+            self._say(
+                f"{config.backend} also asks for {missing}, which are not installed; if the "
+                "build fails, add them to [tool.cuship.prebuilt] build-requires",
+                "warning",
+            )
+        return real
+
+    # --- sdist and editable: always the real backend ----------------------------------------
+
+    def get_requires_for_build_sdist(self, config_settings: Any = None) -> list[str]:
+        config = self.config()
+        needs = self._real_requires(config, "sdist", config_settings)
+        self._say(f"the sdist is made by {config.backend} (needs {needs})", "debug")
+        return needs
+
+    def build_sdist(self, sdist_directory: str, config_settings: Any = None) -> str:
+        config = self.config()
+        real = self.real_backend(config, "sdist", config_settings)
+        return str(real.build_sdist(sdist_directory, config_settings))
+
+    def get_requires_for_build_editable(self, config_settings: Any = None) -> list[str]:
+        config = self.config()
+        why = "an editable install is built from its source tree"
+        self._refuse_build(config, why)
+        self._say(f"building {config.name} from source with {config.backend}: {why}")
+        return self._real_requires(config, "editable", config_settings)
+
+    def prepare_metadata_for_build_editable(
+        self, metadata_directory: str, config_settings: Any = None
+    ) -> str:
+        real = self.real_backend(self.config(), "editable", config_settings)
+        hook = getattr(real, "prepare_metadata_for_build_editable", None)
+        if hook is not None:
+            return str(hook(metadata_directory, config_settings))
+        target = Path(metadata_directory)  # PEP 660's fallback, done here: build, then extract
+        scratch = target / STASH
+        scratch.mkdir(parents=True, exist_ok=True)
+        try:
+            name = self.build_editable(str(scratch), config_settings)
+            return _extract_dist_info(scratch / name, target)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def build_editable(
+        self,
+        wheel_directory: str,
+        config_settings: Any = None,
+        metadata_directory: str | None = None,
+    ) -> str:
+        config = self.config()
+        hook = getattr(
+            self.real_backend(config, "editable", config_settings), "build_editable", None
+        )
+        if hook is None:
+            raise UsageError(
+                f"{config.backend!r} cannot make editable installs (it has no build_editable hook)",
+                hint="install without -e, or use a backend with PEP 660 support",
+            )
+        return str(hook(wheel_directory, config_settings, metadata_directory))
+
+    # --- wheels: one decision per frontend run ----------------------------------------------
+
+    def _finish(self, config: PrebuiltConfig, decision: Decision, into: Path) -> Choice:
+        """Download and verify the chosen wheel; hand it on with the sdist's version and
+        cuship.json."""
+        candidate = decision.candidate
+        assert candidate is not None
+        path = download(candidate, into / "download", options=self.options, emit=self.emit)
+        label = parse_wheel_filename(path.name)[1].local
+        self._say(
+            f"using prebuilt {candidate.filename} (sha256 verified) from {candidate.url}: "
+            f"{decision.why}"
+        )
+        if label:
+            path = strip_label(path, out_dir=into / "public")
+        provenance = Provenance(
+            name=config.name,
+            version=str(parse_wheel_filename(path.name)[1]),
+            kind="prebuilt",
+            why=decision.why,
+            filename=candidate.filename,
+            sha256=candidate.sha256,
+            url=candidate.url,
+            index=decision.index,
+            label=label,
+            cuship=cuship.__version__,
+        )
+        final = add_to_wheel(path, provenance, out_dir=into)
+        shutil.rmtree(into / "download", ignore_errors=True)
+        shutil.rmtree(into / "public", ignore_errors=True)
+        self._say(f"handing over {final.name} (its provenance in .dist-info/{FILENAME})")
+        return Choice(provenance=provenance, wheel=final.name, wheel_sha256=_sha256(final))
+
+    def _source_choice(self, config: PrebuiltConfig, decision: Decision) -> Choice:
+        why = decision.why
+        self._refuse_build(config, why)
+        self._say(f"building {config.name} from source with {config.backend}: {why}", "warning")
+        provenance = Provenance(
+            name=config.name,
+            version=config.version or "",
+            kind="source",
+            why=why,
+            index=decision.index,
+            backend=config.backend,
+            cuship=cuship.__version__,
+        )
+        return Choice(provenance=provenance)
+
+    def _choice(self, stash: Stash) -> Choice:
+        """This frontend run's decision: an earlier hook's, else made (and saved) now."""
+        saved = stash.load()
+        if saved is not None:
+            self._say(f"reusing this run's decision ({saved.provenance.kind})", "debug")
+            return saved
+        config = self.config()
+        decision = decide(config, self.environ, options=self.options, emit=self.emit)
+        if decision.candidate is None:
+            choice = self._source_choice(config, decision)
+        else:
+            choice = self._finish(config, decision, stash.dir)
+        stash.save(choice)
+        return choice
+
+    def _ready(self, stash: Stash, choice: Choice) -> Path | None:
+        """The finished wheel in the stash, checked against the hash recorded when it was made."""
+        if choice.wheel is None:
+            return None
+        wheel = stash.dir / choice.wheel
+        if _sha256(wheel) != choice.wheel_sha256:
+            raise CheckFailed(
+                f"{str(wheel)!r} changed after cuship.backend verified it; refusing it",
+                hint="something else writes into the build directory; rerun the install",
+            )
+        return wheel
+
+    def get_requires_for_build_wheel(self, config_settings: Any = None) -> list[str]:
+        with stash_for(self.project, self.frontend, None) as stash:
+            choice = self._choice(stash)
+        if choice.provenance.kind == "prebuilt":
+            self._say("no build requirements: nothing is compiled", "debug")
+            return []
+        return self._real_requires(self.config(), "wheel", config_settings)
 
     def prepare_metadata_for_build_wheel(
         self, metadata_directory: str, config_settings: Any = None
     ) -> str:
-        config = self.config()
-        decision = decide(config, self.environ, options=self.options, emit=self.emit)
         target = Path(metadata_directory)
-        if decision.candidate is not None:
-            wheel = self._fetch(decision.candidate, config, target / STASH)
-            return _extract_dist_info(wheel, target)
-        real = load_backend(self._source(config, decision))
-        hook = getattr(real, "prepare_metadata_for_build_wheel", None)
-        if hook is not None:
-            return str(hook(metadata_directory, config_settings))
-        built = target / ".cuship-built"
-        built.mkdir(exist_ok=True)
-        name = real.build_wheel(str(built), config_settings)
-        return _extract_dist_info(built / name, target)
+        with stash_for(self.project, self.frontend, target / STASH) as stash:
+            choice = self._choice(stash)
+            ready = self._ready(stash, choice)
+            if ready is not None:
+                return _extract_dist_info(ready, target)
+            real = self.real_backend(self.config(), "wheel", config_settings)
+            hook = getattr(real, "prepare_metadata_for_build_wheel", None)
+            if hook is not None:
+                name = str(hook(metadata_directory, config_settings))
+                _write_provenance(target / name, choice.provenance)
+                return name
+            built = self._build(real, stash, choice, config_settings)  # no metadata hook
+            return _extract_dist_info(built, target)
+
+    def _build(self, real: Any, stash: Stash, choice: Choice, settings: Any) -> Path:
+        """The real backend's wheel, with cuship.json, in the stash (saved for build_wheel)."""
+        out = stash.dir / "built"
+        out.mkdir(parents=True, exist_ok=True)
+        name = str(real.build_wheel(str(out), settings))
+        provenance = replace(choice.provenance, version=str(parse_wheel_filename(name)[1]))
+        final = add_to_wheel(out / name, provenance, out_dir=stash.dir)
+        shutil.rmtree(out, ignore_errors=True)
+        stash.save(replace(choice, wheel=final.name, wheel_sha256=_sha256(final)))
+        return final
 
     def build_wheel(
         self,
@@ -213,39 +333,25 @@ class Prebuilt:
         metadata_directory: str | None = None,
     ) -> str:
         out = Path(wheel_directory)
-        if metadata_directory is not None:
-            # PEP 517 passes the .dist-info directory prepare_metadata made: the stash is beside it
-            ready = _ready_wheel(Path(metadata_directory).parent)
-            if ready is not None:
+        with stash_for(self.project, self.frontend, out / STASH) as stash:
+            choice = self._choice(stash)
+            ready = self._ready(stash, choice)
+            if ready is None:
+                real = self.real_backend(self.config(), "wheel", config_settings)
+                name = str(real.build_wheel(wheel_directory, config_settings, metadata_directory))
+                version = str(parse_wheel_filename(name)[1])
+                add_to_wheel(out / name, replace(choice.provenance, version=version), out_dir=out)
+            else:
                 shutil.copyfile(ready, out / ready.name)
-                return ready.name
-        config = self.config()
-        decision = decide(config, self.environ, options=self.options, emit=self.emit)
-        if decision.candidate is not None:
-            wheel = self._fetch(decision.candidate, config, out / STASH)
-            shutil.copyfile(wheel, out / wheel.name)
-            shutil.rmtree(out / STASH, ignore_errors=True)
-            return wheel.name
-        real = load_backend(self._source(config, decision))
-        return str(real.build_wheel(wheel_directory, config_settings, metadata_directory))
+                name = ready.name
+            stash.clear()
+        return name
 
 
-def _ready_wheel(metadata_directory: Path) -> Path | None:
-    """The wheel prepare_metadata fetched (re-verified) or built, if it did."""
-    choice = metadata_directory / STASH / "choice.json"
-    if choice.is_file():
-        record = json.loads(choice.read_text())
-        candidate = Candidate(
-            filename=record["filename"],
-            url=(metadata_directory / STASH / record["filename"]).as_uri(),
-            sha256=record["sha256"],
-        )
-        download(candidate, metadata_directory / STASH)  # the local copy, hash checked again
-        final = str(record["final"])
-        stash = metadata_directory / STASH
-        return stash / final if final == candidate.filename else stash / "public" / final
-    built = sorted((metadata_directory / ".cuship-built").glob("*.whl"))
-    return built[0] if built else None
+def _write_provenance(dist_info: Path, provenance: Provenance) -> None:
+    """cuship.json in a prepared .dist-info, as the wheel built later will carry it."""
+    version = dist_info.name.removesuffix(".dist-info").rsplit("-", 1)[-1]
+    (dist_info / FILENAME).write_bytes(replace(provenance, version=version).to_bytes())
 
 
 def _extract_dist_info(wheel: Path, into: Path) -> str:
@@ -253,7 +359,7 @@ def _extract_dist_info(wheel: Path, into: Path) -> str:
         names = archive.namelist()
         roots = {n.split("/", 1)[0] for n in names if n.split("/", 1)[0].endswith(".dist-info")}
         if len(roots) != 1:
-            raise CheckFailed(f"{wheel.name!r} holds {len(roots)} .dist-info directories, not 1")
+            raise InputError(f"{wheel.name!r} holds {len(roots)} .dist-info directories, not 1")
         root = roots.pop()
         for name in names:
             if name.startswith(root + "/") and not name.endswith("/"):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import email.parser
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
 
 from cuship.errors import ConfigError
 
@@ -17,6 +21,8 @@ else:  # pragma: no cover - Python 3.10
 __all__ = ["PrebuiltConfig", "read_config"]
 
 _KEYS = frozenset({"index", "url", "backend", "build-requires"})
+_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
+_BACKEND = re.compile(rf"{_DOTTED}(:{_DOTTED})?")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -24,7 +30,7 @@ class PrebuiltConfig:
     """Where prebuilt wheels are, and the real backend that builds from source."""
 
     name: str
-    version: str | None
+    version: str | None  # [project] version, else the sdist's PKG-INFO; None: unknown yet
     index: str | None = None
     url: str | None = None
     backend: str = "setuptools.build_meta"
@@ -55,6 +61,8 @@ def read_config(path: Path) -> PrebuiltConfig:
     if not isinstance(name, str):
         raise ConfigError(source, "project.name", "missing", hint="cuship.backend needs [project]")
     version = project.get("version")
+    if not isinstance(version, str):
+        version = _sdist_version(path.parent / "PKG-INFO")
     table = document.get("tool", {}).get("cuship", {}).get("prebuilt", {})
     if not isinstance(table, dict):
         raise ConfigError(source, "tool.cuship.prebuilt", "must be a table")
@@ -66,16 +74,51 @@ def read_config(path: Path) -> PrebuiltConfig:
             "unknown key",
             hint=f"known: {sorted(_KEYS)}",
         )
-    requires = table.get("build-requires", [])
-    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
-        raise ConfigError(
-            source, "tool.cuship.prebuilt.build-requires", "must be a list of strings"
-        )
     return PrebuiltConfig(
         name=name,
-        version=version if isinstance(version, str) else None,
+        version=version,
         index=_text(table, "index", source),
         url=_text(table, "url", source),
-        backend=_text(table, "backend", source) or "setuptools.build_meta",
-        build_requires=tuple(requires),
+        backend=_backend(table, source),
+        build_requires=_requirements(table, source),
     )
+
+
+def _sdist_version(pkg_info: Path) -> str | None:
+    """The version an sdist's PKG-INFO states (a dynamic version, fixed when the sdist was made)."""
+    try:
+        headers = email.parser.HeaderParser().parsestr(pkg_info.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+    version = headers.get("Version")
+    return version.strip() if isinstance(version, str) and version.strip() else None
+
+
+def _backend(table: dict[str, Any], source: str) -> str:
+    spec = (_text(table, "backend", source) or "setuptools.build_meta").strip()
+    if not _BACKEND.fullmatch(spec):
+        raise ConfigError(
+            source,
+            "tool.cuship.prebuilt.backend",
+            f"{spec!r} is not a module or module:object",
+            hint='write e.g. "scikit_build_core.build" or "setuptools.build_meta"',
+        )
+    return spec
+
+
+def _requirements(table: dict[str, Any], source: str) -> tuple[str, ...]:
+    requires = table.get("build-requires", [])
+    key = "tool.cuship.prebuilt.build-requires"
+    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+        raise ConfigError(source, key, f"must be a list of strings, got {requires!r}")
+    for text in requires:
+        try:
+            Requirement(text)
+        except InvalidRequirement as err:
+            raise ConfigError(
+                source,
+                key,
+                f"{text!r} is not a requirement ({err})",
+                hint='write e.g. "scikit-build-core>=0.10"',
+            ) from err
+    return tuple(requires)

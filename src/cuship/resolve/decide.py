@@ -1,0 +1,145 @@
+"""Prebuilt or source? The decision of ``cuship.backend``, and the words that explain it.
+
+:func:`decide` resolves the project's own version against ``[tool.cuship.prebuilt]`` (an index
+or a url template) for this machine. Network and index trouble mean a source build, said in
+``why``; nothing here downloads the wheel (see :mod:`cuship.resolve.backend`).
+"""
+
+from __future__ import annotations
+
+import sysconfig
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from cuship import settings
+from cuship.errors import CushipError
+from cuship.events import Emit, discard
+from cuship.resolve._http import DEFAULT_OPTIONS, FetchOptions, get
+from cuship.resolve._template import format_url, template_values
+from cuship.resolve.install import resolve_index, target_from_env
+from cuship.resolve.select import Candidate, Resolution, Target, select
+from cuship.resolve.settings import PrebuiltConfig
+
+__all__ = ["Decision", "decide", "explain", "flag", "machine_target", "prebuilt_candidate"]
+
+_ON = ("1", "true", "yes", "on")
+_COVERAGE = {  # no-gpu and unknown: the resolver's notes say it
+    "sass": "native SASS for every GPU here",
+    "ptx": "PTX that the driver compiles for a GPU here",
+    "cpu": "no CUDA code",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decision:
+    """Use ``candidate`` (downloaded and verified later), or build from source because of ``why``."""
+
+    candidate: Candidate | None
+    why: str
+    resolution: Resolution | None = None
+    index: str | None = None  # where it was resolved: the index, or the url template
+
+
+def flag(environ: Mapping[str, str], name: str) -> bool:
+    """Whether the environment variable ``name`` is switched on (1, true, yes, on)."""
+    return environ.get(name, "").strip().lower() in _ON
+
+
+def explain(resolution: Resolution) -> str:
+    """Why the chosen file was chosen, in a line: the machine, the wheel, the competition."""
+    chosen = resolution.chosen
+    assert chosen is not None
+    target = resolution.target
+    gpus = ", ".join(f"{name} (sm_{cc.replace('.', '')})" for name, cc in target.gpus)
+    driver = f"driver CUDA {target.driver_cuda}" if target.driver_cuda else "no CUDA driver"
+    machine = f"Python {target.python}, {gpus or 'no GPU'}, {driver}"
+    wheel = [f"CUDA {chosen.cuda}"] if chosen.cuda else []
+    wheel += [_COVERAGE[chosen.coverage]] if chosen.coverage in _COVERAGE else []
+    wheel += list(chosen.notes)
+    count = f"best of {len(resolution.ranked)} fitting, {len(resolution.rejected)} rejected"
+    return f"fits this machine ({machine}); {count}: " + "; ".join(wheel or ["fits"])
+
+
+def machine_target(environ: Mapping[str, str]) -> Target:
+    """This machine as the resolver sees it, without running nvcc: choosing a wheel never needs
+    the CUDA toolkit, and the toolkit of a machine that installs a prebuilt wheel may be broken,
+    slow or absent (the prebuilt path runs no compiler, not even ``nvcc --version``)."""
+    return target_from_env({**environ, settings.NVCC: "none"})
+
+
+def prebuilt_candidate(
+    config: PrebuiltConfig, environ: Mapping[str, str], *, options: FetchOptions, emit: Emit
+) -> Candidate | str:
+    """The candidate a ``url`` template names for this machine, or why there is none."""
+    assert config.url is not None
+    target = machine_target(environ)
+    values = template_values(
+        name=config.name,
+        version=config.version,
+        target=target,
+        machine_platform=sysconfig.get_platform(),
+    )
+    url = format_url(config.url, values)
+    if url is None:
+        return f"the url template needs values this machine lacks ({sorted(values)} known)"
+    answer = get(url + ".sha256", options=options, emit=emit)
+    sha = answer.body.decode("utf-8", "replace").split()
+    if not sha or len(sha[0]) != 64:
+        return f"{url + '.sha256'!r} holds no sha256"
+    filename = url.rsplit("/", 1)[-1]
+    return Candidate(filename=unquote(filename), url=url, sha256=sha[0].lower())
+
+
+def _resolve(
+    config: PrebuiltConfig,
+    index: str | None,
+    environ: Mapping[str, str],
+    options: FetchOptions,
+    emit: Emit,
+) -> Resolution | str:
+    requirement = config.requirement
+    if index:
+        _, resolution = resolve_index(
+            requirement, index, machine_target(environ), options=options, emit=emit
+        )
+        return resolution
+    if config.url:
+        found = prebuilt_candidate(config, environ, options=options, emit=emit)
+        if isinstance(found, str):
+            return found
+        return select(requirement, [found], machine_target(environ))
+    return "[tool.cuship.prebuilt] names no index or url"
+
+
+def decide(
+    config: PrebuiltConfig,
+    environ: Mapping[str, str],
+    *,
+    options: FetchOptions = DEFAULT_OPTIONS,
+    emit: Emit = discard,
+) -> Decision:
+    """Prebuilt or source? Network and index trouble mean source (said in ``why``)."""
+    if flag(environ, settings.FORCE_BUILD):
+        return Decision(candidate=None, why="CUSHIP_FORCE_BUILD=1")
+    if config.version is None:  # a wheel of another version would not match what pip expects
+        why = "the version is dynamic and no PKG-INFO states it (a source tree, not an sdist)"
+        return Decision(candidate=None, why=why)
+    index = environ.get(settings.PREBUILT_INDEX) or config.index
+    where = index or config.url
+    try:
+        resolution = _resolve(config, index, environ, options, emit)
+    except CushipError as err:
+        return Decision(candidate=None, why=f"no prebuilt wheel: {err.message}", index=where)
+    if isinstance(resolution, str):
+        return Decision(candidate=None, why=resolution, index=where)
+    if resolution.chosen is None:
+        reasons = "; ".join(f"{v.candidate.filename}: {v.reason}" for v in resolution.rejected)
+        why = f"no prebuilt wheel of {config.requirement} fits ({reasons or 'none listed'})"
+        return Decision(candidate=None, why=why, resolution=resolution, index=where)
+    return Decision(
+        candidate=resolution.chosen.candidate,
+        why=explain(resolution),
+        resolution=resolution,
+        index=where,
+    )

@@ -1,0 +1,157 @@
+"""What an installed package is: the ``cuship.json`` that ``cuship.backend`` puts in its wheel.
+
+Every wheel the backend hands to a frontend carries ``<name>-<version>.dist-info/cuship.json``
+(listed in RECORD with its hash): for a prebuilt wheel its file name, sha256, URL, the index it
+was resolved from, its local label and why it was chosen; for a source build why no prebuilt
+wheel was taken. The wheel itself carries the sdist's version (pip demands it), so this file is
+the one place that says which prebuilt file it was. :func:`read_installed` reads it back.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from cuship.errors import InputError, UsageError
+from cuship.wheel.retag import record_hash
+
+__all__ = ["FILENAME", "Provenance", "add_to_wheel", "read_dist", "read_installed"]
+
+FILENAME = "cuship.json"
+SCHEMA = 1
+Kind = Literal["prebuilt", "source"]
+_SIGNATURES = ("RECORD.jws", "RECORD.p7s")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Provenance:
+    """Where a wheel handed over by ``cuship.backend`` came from, and why."""
+
+    name: str
+    version: str  # the version installed: the sdist's
+    kind: Kind  # "prebuilt": a verified download; "source": built by the real backend
+    why: str
+    filename: str | None = None  # the prebuilt file as the index lists it (with its label)
+    sha256: str | None = None  # of that file, verified on download
+    url: str | None = None  # where it was downloaded from
+    index: str | None = None  # the index (or url template) it was resolved from
+    label: str | None = None  # its local version label, e.g. "cu130"
+    backend: str | None = None  # the real backend (source builds)
+    cuship: str | None = None  # the cuship version that handed it over
+
+    def to_json(self) -> dict[str, object]:
+        return {"schema": SCHEMA, **{f.name: getattr(self, f.name) for f in fields(self)}}
+
+    def to_bytes(self) -> bytes:
+        """The text of cuship.json."""
+        return (json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n").encode()
+
+    @classmethod
+    def from_json(cls, doc: Any, source: str) -> Provenance:
+        """Read ``doc`` (parsed cuship.json); a malformed one is an :class:`InputError`."""
+        if not isinstance(doc, Mapping) or doc.get("kind") not in ("prebuilt", "source"):
+            raise InputError(
+                f"{source!r} is not a cuship provenance record (kind prebuilt or source)",
+                hint="reinstall the package from its sdist or wheel",
+            )
+        values: dict[str, Any] = {}
+        for key in (f.name for f in fields(cls)):
+            value = doc.get(key)
+            if value is not None and not isinstance(value, str):
+                raise InputError(f"{source!r}: {key!r} must be a string, got {value!r}")
+            values[key] = value
+        if not values["name"] or values["version"] is None or values["why"] is None:
+            raise InputError(f"{source!r} lacks name, version or why", hint="reinstall it")
+        return cls(**values)
+
+
+def _dist_info(archive: zipfile.ZipFile, wheel: Path) -> str:
+    tops = {name.split("/", 1)[0] for name in archive.namelist()}
+    found = sorted(top for top in tops if top.endswith(".dist-info"))
+    if len(found) != 1 or f"{found[0]}/RECORD" not in archive.namelist():
+        raise InputError(
+            f"{str(wheel)!r} has {len(found)} .dist-info directories {found!r}; expected one "
+            "holding RECORD",
+            hint="the real backend made a malformed wheel; rebuild it",
+        )
+    return found[0]
+
+
+def _rows(record: bytes, skip: frozenset[str]) -> list[list[str]]:
+    reader = csv.reader(io.StringIO(record.decode("utf-8")))
+    return [row for row in reader if row and row[0] not in skip]
+
+
+def add_to_wheel(wheel: Path, provenance: Provenance, *, out_dir: Path) -> Path:
+    """A copy of ``wheel`` in ``out_dir`` whose .dist-info holds ``cuship.json`` (in RECORD).
+
+    Written to a temporary file and renamed into place; a cuship.json already there is replaced.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=out_dir, prefix=".cuship-", suffix=".whl")
+    os.close(handle)
+    try:
+        _rewrite(wheel, Path(temp), provenance)
+        target = out_dir / wheel.name
+        Path(temp).replace(target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _rewrite(wheel: Path, dest: Path, provenance: Provenance) -> None:
+    data = provenance.to_bytes()
+    try:
+        with zipfile.ZipFile(wheel) as old, zipfile.ZipFile(dest, "w") as new:
+            root = _dist_info(old, wheel)
+            ours, record = f"{root}/{FILENAME}", f"{root}/RECORD"
+            dropped = {ours, record, *(f"{root}/{s}" for s in _SIGNATURES)}
+            for info in old.infolist():
+                if info.filename not in dropped:
+                    new.writestr(info, old.read(info))
+            new.writestr(zipfile.ZipInfo(ours, date_time=(1980, 1, 1, 0, 0, 0)), data)
+            rows = _rows(old.read(record), frozenset(dropped))
+            rows += [[ours, record_hash(data), str(len(data))], [record, "", ""]]
+            text = io.StringIO()
+            csv.writer(text, lineterminator="\n").writerows(rows)
+            new.writestr(old.getinfo(record), text.getvalue().encode())
+    except (zipfile.BadZipFile, EOFError, UnicodeDecodeError) as err:
+        raise InputError(f"{str(wheel)!r} is not a readable wheel: {err}") from err
+
+
+def read_dist(dist: metadata.Distribution) -> Provenance | None:
+    """The provenance an installed distribution carries; None when cuship did not hand it over."""
+    text = dist.read_text(FILENAME)
+    if text is None:
+        return None
+    source = f"{dist.metadata['Name']} {dist.version}: {FILENAME}"
+    try:
+        doc = json.loads(text)
+    except ValueError as err:
+        raise InputError(f"{source!r} is not JSON: {err}", hint="reinstall the package") from err
+    return Provenance.from_json(doc, source)
+
+
+def read_installed(name: str) -> Provenance | None:
+    """The provenance of the installed distribution ``name`` (None: it carries none).
+
+    Not installed for this interpreter: a :class:`UsageError` naming it.
+    """
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError as err:
+        raise UsageError(
+            f"{name!r} is not installed for this interpreter",
+            hint="check the name with `pip list`, or run the Python it is installed in",
+        ) from err
+    return read_dist(dist)
