@@ -52,7 +52,9 @@ def torch_check(
     built, source = _built_for(package, variant)
     base = TorchCheck(abi=abi, built=built, built_from=source, installed=machine.torch)
     if package.name.lower() == "torch":
-        return TorchCheck(abi=abi, installed=machine.torch, reason="this is torch: nothing to check it against")
+        return TorchCheck(
+            abi=abi, installed=machine.torch, reason="this is torch: nothing to check it against"
+        )
     if abi == "none":
         return TorchCheck(abi=abi, installed=machine.torch, ok=True, reason="links no torch")
     evidence = next((o.torch for o in package.objects if o.torch_abi == abi), None)
@@ -121,7 +123,7 @@ def _cxx11abi(
             area="torch",
             message=f"built for cxx11abi={wanted} (its label); installed torch {machine.torch} "
             f"has cxx11abi={have}: 'undefined symbol: …' for every std::string in the API",
-            fix=fixes.reinstall(package, f"with cxx11abi{str(have).upper()}"),
+            fix=fixes.reinstall(package, f"that has cxx11abi{str(have).upper()} in its label"),
         )
     )
     return replace(base, ok=False, reason=f"built for cxx11abi={wanted}")

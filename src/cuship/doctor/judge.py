@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from packaging.version import Version
 
 from cuship.compat import Compat
+from cuship.compat.models import format_driver
 from cuship.doctor import fixes
 from cuship.doctor.abi import glibc_check, torch_check
 from cuship.doctor.model import (
@@ -126,7 +127,9 @@ def _gpus(
                     area="gpu",
                     message=f"{name} ({cc}): {_which(run.objects)} carry no SASS or PTX it can "
                     f"run (they have {_device_code(lacking)}): {NO_KERNEL!r}",
-                    fix=fixes.reinstall(package, f"with SASS for sm_{sm} (or PTX <= compute_{sm})"),
+                    fix=fixes.reinstall(
+                        package, f"that has SASS for sm_{sm} (or PTX <= compute_{sm})"
+                    ),
                 )
             )
     return tuple(runs)
@@ -164,7 +167,7 @@ def _family_minimum(compat: Compat, major: int) -> str | None:
         toolkit = compat.cuda(str(major))
     except CushipError:
         return None
-    return str(toolkit.family_min_driver_linux)
+    return format_driver(toolkit.family_min_driver_linux)
 
 
 def _libraries(
@@ -234,7 +237,9 @@ def _jit_driver(
     if runs is not False:
         return
     try:
-        minimum: str | None = str(compat.cuda(f"{cuda.major}.{cuda.minor}").min_driver_linux)
+        minimum: str | None = format_driver(
+            compat.cuda(f"{cuda.major}.{cuda.minor}").min_driver_linux
+        )
     except CushipError:
         minimum = None
     for run in jit:
@@ -246,6 +251,6 @@ def _jit_driver(
                 message=f"{run.gpu} ({run.cc}) must JIT {', '.join(run.arches)} made by CUDA "
                 f"{cuda}; {_driver_text(machine)}: {PTX_TOO_NEW!r}",
                 fix=f"upgrade the NVIDIA driver to {need}, or "
-                + fixes.reinstall(package, f"with SASS for sm_{sm}"),
+                + fixes.reinstall(package, f"that has SASS for sm_{sm}"),
             )
         )

@@ -185,17 +185,19 @@ def inspect_object(path: Path) -> ObjectReport:
             return _object_report(str(path), size, facts, mapped)
 
 
-def scan_object(path: Path, *, symbols: bool | tuple[bytes, ...] = True) -> ObjectReport | None:
+def scan_object(
+    path: Path, *, symbols: bool | tuple[bytes, ...] = True, name: str | None = None
+) -> ObjectReport | None:
     """:func:`inspect_object` for scans over many files: read with :func:`quick_facts`; None
     when ``path`` is no ELF file. ``symbols`` as for :func:`quick_facts` (False: the torch ABI
-    is read from DT_NEEDED alone)."""
+    is read from DT_NEEDED alone); ``name`` is the report's path (default: ``path``)."""
     with path.open("rb") as handle:
         size = path.stat().st_size
         if size < 64 or not is_elf(handle.read(4)):
             return None
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             facts = quick_facts(mapped, source=str(path), wanted=FATBIN_SECTIONS, symbols=symbols)
-            return _object_report(str(path), size, facts, mapped)
+            return _object_report(name or str(path), size, facts, mapped)
 
 
 def _object_report(where: str, size: int, facts: ElfFacts, data: Buffer) -> ObjectReport:

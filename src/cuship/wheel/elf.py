@@ -16,7 +16,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, TypeAlias
+from typing import BinaryIO, NamedTuple, TypeAlias
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
@@ -247,8 +247,7 @@ class _Format:
         return "qQ" if self.bits == 64 else "iI"
 
 
-@dataclass(frozen=True, slots=True)
-class _Section:
+class _Section(NamedTuple):  # a tuple: thousands are made per environment scan
     name: str
     kind: int
     offset: int
@@ -321,16 +320,19 @@ def _section_table(data: Buffer, fmt: _Format, source: str) -> tuple[_Section, .
     shoff, shentsize, shnum, shstrndx = header[5], header[10], header[11], header[12]
     if shoff == 0:
         return ()
-    raw = [fmt.unpack(fmt.section, data, shoff)]
-    count = shnum or raw[0][5]  # extended numbering: the count is section 0's sh_size
-    raw += [fmt.unpack(fmt.section, data, shoff + i * shentsize) for i in range(1, count)]
-    strndx = raw[0][6] if shstrndx == 0xFFFF else shstrndx  # SHN_XINDEX: section 0's sh_link
+    first = fmt.unpack(fmt.section, data, shoff)
+    count = shnum or first[5]  # extended numbering: the count is section 0's sh_size
+    entry = struct.Struct(("<" if fmt.little else ">") + fmt.section)
+    if shentsize == entry.size:
+        raw = list(entry.iter_unpack(data[shoff : shoff + count * shentsize]))
+    else:
+        raw = [fmt.unpack(fmt.section, data, shoff + i * shentsize) for i in range(count)]
+    if len(raw) < count:
+        raise _Truncated(f"the section header table ({count} entries) runs past the end")
+    strndx = first[6] if shstrndx == 0xFFFF else shstrndx  # SHN_XINDEX: section 0's sh_link
     table = raw[strndx]
-    names = _bytes(data, _Section(name=".shstrtab", kind=0, offset=table[4], size=table[5], link=0))
-    return tuple(
-        _Section(name=_cstring(names, f[0]), kind=f[1], offset=f[4], size=f[5], link=f[6])
-        for f in raw
-    )
+    names = _bytes(data, _Section(".shstrtab", 0, table[4], table[5], 0))
+    return tuple(_Section(_cstring(names, f[0]), f[1], f[4], f[5], f[6]) for f in raw)
 
 
 def _quick_dynamic(
