@@ -1,6 +1,6 @@
 """`cuship doctor` as a user runs it: the real CLI in a subprocess of a venv's interpreter, over a
-CUDA package installed there by uv from a wheel (a synthetic extension with SASS for sm_80,
-linked to libcudart.so.13), on fake GPUs."""
+CUDA package installed there by uv from a wheel around a shared object nvcc builds (SASS sm_80,
+sm_90a, sm_100, PTX compute_120, linked to libcudart.so.13), on fake GPUs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.elf_factory import cuda_elf
+from tests.integration.cudawheel import build_so
 from tests.integration.indexsite import clean_env
 from tests.wheel_factory import make_wheel
 
@@ -30,7 +30,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "1.0+cu130",
         tag=f"{TAG}-{TAG}-manylinux_2_17_x86_64",
         modules={"fakecuda/__init__": ""},
-        files={SO: cuda_elf(sass=["80"], needed=("libcudart.so.13", "libc.so.6"))},
+        files={SO: build_so(root).read_bytes()},
     )
     python = root / "venv" / "bin" / "python"
     for args in (
@@ -62,17 +62,29 @@ def doctor(python: Path, *args: str, **machine: str) -> subprocess.CompletedProc
 
 
 def test_a_gpu_without_a_kernel_image_fails_with_the_fix(venv: Path) -> None:
-    done = doctor(venv, "fakecuda", "--json", CUSHIP_GPUS="H100,A100", CUSHIP_DRIVER_CUDA="13.0")
+    gpus = "H100,A100,RTX 5090,V100"
+    done = doctor(venv, "fakecuda", "--json", CUSHIP_GPUS=gpus, CUSHIP_DRIVER_CUDA="13.0")
     assert done.returncode == 1, done.stderr
     (package,) = json.loads(done.stdout)["packages"]
     assert package["location"].startswith(str(venv.parents[1]))
     assert (package["version"], package["provenance"]["variant"]) == ("1.0+cu130", "cu130")
-    assert package["objects"] == [SO]
-    assert [(g["gpu"], g["runs"]) for g in package["gpus"]] == [("H100", "none"), ("A100", "sass")]
+    assert (package["objects"], package["sass"], package["ptx"]) == (
+        [SO],
+        ["80", "90a", "100"],
+        ["120"],
+    )
+    assert [(g["gpu"], g["runs"], g["arches"]) for g in package["gpus"]] == [
+        ("H100", "sass", ["sm_90a"]),
+        ("A100", "sass", ["sm_80"]),
+        ("RTX 5090", "ptx", ["compute_120"]),
+        ("V100", "none", []),
+    ]
     assert package["cuda_libraries"] == [
         {"soname": "libcudart.so.13", "cuda_major": 13, "runs": True}
     ]
+    assert package["torch"]["abi"] == "none"
     (problem,) = package["problems"]
+    assert problem["message"].startswith(f"V100 (7.0): {SO} carry no SASS or PTX it can run")
     assert "no kernel image is available" in problem["message"]
     assert problem["fix"].startswith('pip install --force-reinstall --no-deps "fakecuda==1.0"')
 
@@ -82,6 +94,7 @@ def test_text_report_over_the_whole_venv_and_a_clean_named_run(venv: Path) -> No
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
     assert "fakecuda 1.0+cu130  variant cu130 (local version label)" in lines
+    assert "  objects  1 shared object; SASS sm_80 sm_90a sm_100; PTX compute_120" in lines
     assert "  gpu      A100 (8.0): native (sm_80)" in lines
     assert any(
         line.startswith(
