@@ -84,7 +84,7 @@ def test_a_gpu_without_a_kernel_image_fails_with_the_fix(venv: Path) -> None:
     ]
     assert package["torch"]["abi"] == "none"
     (problem,) = package["problems"]
-    assert problem["message"].startswith(f"V100 (7.0): {SO} carry no SASS or PTX it can run")
+    assert problem["message"].startswith(f"V100 (7.0): {SO} carries no SASS or PTX it can run")
     assert "no kernel image is available" in problem["message"]
     assert problem["fix"].startswith('pip install --force-reinstall --no-deps "fakecuda==1.0"')
 

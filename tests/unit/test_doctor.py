@@ -55,7 +55,7 @@ def test_no_sass_or_ptx_for_the_gpu_is_no_kernel_image(tmp_path: Path) -> None:
     (problem,) = package.problems
     assert problem.area == "gpu"
     assert problem.message == (
-        f"H100 (9.0): {EXT} carry no SASS or PTX it can run (they have sm_80, sm_86): "
+        f"H100 (9.0): {EXT} carries no SASS or PTX it can run (it has sm_80, sm_86): "
         "'no kernel image is available for execution on the device'"
     )
     assert problem.fix.startswith('pip install --force-reinstall --no-deps "pkg==1.0" --index-url')
@@ -325,7 +325,7 @@ def test_the_command_prints_one_line_per_problem_with_its_fix(
     assert "  cuda     needs libcudart.so.13 (CUDA 13): ok" in lines
     problem = [line for line in lines if line.startswith("  PROBLEM")]
     assert problem == [
-        f"  PROBLEM  [gpu] H100 (9.0): {EXT} carry no SASS or PTX it can run (they have sm_80): "
+        f"  PROBLEM  [gpu] H100 (9.0): {EXT} carries no SASS or PTX it can run (it has sm_80): "
         "'no kernel image is available for execution on the device'"
     ]
     fix = lines[lines.index(problem[0]) + 1]

@@ -125,8 +125,10 @@ def _gpus(
             problems.append(
                 Problem(
                     area="gpu",
-                    message=f"{name} ({cc}): {_which(run.objects)} carry no SASS or PTX it can "
-                    f"run (they have {_device_code(lacking)}): {NO_KERNEL!r}",
+                    message=f"{name} ({cc}): {_which(run.objects)} "
+                    + ("carries" if len(lacking) == 1 else "carry")
+                    + f" no SASS or PTX it can run ({'it has' if len(lacking) == 1 else 'they have'} "
+                    f"{_device_code(lacking)}): {NO_KERNEL!r}",
                     fix=fixes.reinstall(
                         package, f"that has SASS for sm_{sm} (or PTX <= compute_{sm})"
                     ),
