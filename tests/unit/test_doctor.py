@@ -270,6 +270,18 @@ def test_a_named_package_that_is_not_installed_is_a_usage_error(tmp_path: Path) 
     assert 'pip install "flash-atn"' in caught.value.hint
 
 
+def test_editable_installs_are_named_as_not_checked_and_names_count_once(tmp_path: Path) -> None:
+    editable = {"url": "file:///src/dev", "dir_info": {"editable": True}}
+    install(tmp_path, "dev-pkg", "0.1", direct_url=editable)
+    install(tmp_path, "pkg", "1.0", files={EXT: cuda_elf(sass=["90"])})
+    report = diagnose(paths=[tmp_path], machine=machine())
+    assert [p.name for p in report.packages] == ["pkg"]
+    (skipped,) = report.skipped
+    assert skipped.name == "dev-pkg" and skipped.reason.startswith("an editable install")
+    named = diagnose(["pkg", "PKG", "Pkg"], paths=[tmp_path], machine=machine())
+    assert [p.name for p in named.packages] == ["pkg"]
+
+
 def test_nothing_with_compiled_code_is_nothing_to_do(tmp_path: Path) -> None:
     install(tmp_path, "pure", "3.0")
     with pytest.raises(NothingToDo, match="pure: no compiled code"):

@@ -43,16 +43,20 @@ class Scan:
 
 def scan(names: Sequence[str] = (), *, paths: Sequence[str | Path] | None = None) -> Scan:
     """Read the distributions ``names`` (default: every one installed) found on ``paths``
-    (default: ``sys.path``). A name that is not installed raises :class:`UsageError`."""
+    (default: ``sys.path``). A name that is not installed raises :class:`UsageError`.
+
+    Passed over, and said so: a named distribution without shared objects, and (named or not)
+    an editable install, whose compiled files live in its source tree and not in RECORD."""
     search = None if paths is None else [str(p) for p in paths]
-    dists = [_named(name, search) for name in names] if names else _every(search)
+    wanted = {canonicalize_name(name): name for name in names}
+    dists = [_named(name, search) for name in wanted.values()] if names else _every(search)
     packages: list[InstalledPackage] = []
     skipped: list[Skipped] = []
     for dist in dists:
         files = _shared_files(dist)
         if files:
             packages.append(_package(dist, files))
-        elif names:
+        elif names or _editable(dist):
             skipped.append(Skipped(name=_name(dist), reason=_why_nothing(dist)))
     return Scan(packages=tuple(packages), skipped=tuple(skipped), scanned=len(dists))
 
@@ -124,15 +128,16 @@ def _shared_files(dist: metadata.Distribution) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _editable(dist: metadata.Distribution) -> bool:
+    dir_info = _direct_url(dist).get("dir_info")
+    return isinstance(dir_info, dict) and bool(dir_info.get("editable"))
+
+
 def _why_nothing(dist: metadata.Distribution) -> str:
     if dist.read_text("RECORD") is None:
         return "no RECORD: its files cannot be listed"
-    dir_info = _direct_url(dist).get("dir_info")
-    if isinstance(dir_info, dict) and dir_info.get("editable"):
-        return (
-            "an editable install: its compiled files live in its source tree, not in RECORD, "
-            "and were not checked"
-        )
+    if _editable(dist):
+        return "an editable install: its source tree is not in RECORD; compiled files there were not checked"
     return "no compiled code (no shared object in its RECORD): nothing to check"
 
 
@@ -213,10 +218,7 @@ def _provenance(dist: metadata.Distribution, version: str) -> Provenance:
     except InvalidVersion:
         label = None
     written = read_cuship_json(dist)
-    direct = _direct_url(dist)
-    url = direct.get("url")
-    dir_info = direct.get("dir_info")
-    editable = isinstance(dir_info, dict) and bool(dir_info.get("editable"))
+    url = _direct_url(dist).get("url")
     variant, source = (
         (written["label"], "cuship.json") if "label" in written else (label, "local version label")
     )
@@ -227,5 +229,5 @@ def _provenance(dist: metadata.Distribution, version: str) -> Provenance:
         kind=written.get("kind"),
         variant=variant,
         variant_from=source if variant else None,
-        url=url if isinstance(url, str) and not editable else None,
+        url=url if isinstance(url, str) and not _editable(dist) else None,
     )
