@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuship import _fs
+from cuship import _fs, _json
 from cuship.attest.keys import SigningKey
 from cuship.errors import InputError
 
@@ -155,9 +155,15 @@ def _signature(raw: object, index: int) -> Signature:
 
 
 def parse_envelope(text: str) -> Envelope:
-    """Decode one DSSE envelope; every defect raises :class:`EnvelopeError` with the reason."""
+    """Decode one DSSE envelope; every defect raises :class:`EnvelopeError` with the reason.
+
+    The text is untrusted: nesting too deep for the parser and strings that are not Unicode
+    text (a lone surrogate as ``payloadType``) are defects like any other.
+    """
     try:
-        document = json.loads(text)
+        document = _json.loads(text)
+    except _json.JsonRefused as err:
+        raise EnvelopeError(f"not a DSSE envelope cuship reads: {err}") from err
     except json.JSONDecodeError as err:
         if err.msg == "Extra data":
             raise EnvelopeError(
