@@ -7,6 +7,8 @@ Loaded once into frozen dataclasses. Unknown keys, wrong types and impossible va
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -21,6 +23,15 @@ from cuship.arch import parse_arch_list
 from cuship.config import typedload as _typedload
 from cuship.config.ci import CiSection
 from cuship.config.typedload import field_doc
+from cuship.config.values import (
+    between,
+    image_template,
+    label_template,
+    torch_index_template,
+)
+from cuship.config.values import non_negative as _non_negative
+from cuship.config.values import positive as _positive
+from cuship.config.values import python_version as _python_version
 from cuship.errors import ConfigError, CushipError
 
 if sys.version_info >= (3, 11):
@@ -49,17 +60,11 @@ __all__ = [
 ]
 
 
-def _python_version(item: str) -> None:
-    parts = item.split(".")
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        raise ValueError(f'{item!r} is not a Python version; write MAJOR.MINOR, e.g. "3.12"')
-
-
 def _version(item: str) -> None:
     try:
         Version(item)
-    except InvalidVersion as err:
-        raise ValueError(f"{item!r} is not a version") from err
+    except (InvalidVersion, ValueError):  # ValueError: digits past int()'s limit
+        raise ValueError(f"{item[:60]!r} is not a version") from None
 
 
 def _arch_list(item: str) -> None:
@@ -67,11 +72,6 @@ def _arch_list(item: str) -> None:
         parse_arch_list(item)
     except CushipError as err:
         raise ValueError(err.message) from err
-
-
-def _positive(value: float | int | None) -> None:
-    if value is not None and value <= 0:
-        raise ValueError(f"must be positive, got {value!r}")
 
 
 def _specifier(value: str | None) -> None:
@@ -150,11 +150,18 @@ class LabelSection:
     """The local version label each wheel carries, e.g. ``+cu128torch2.8``."""
 
     template: str | None = field_doc(
-        "Fields: {cuda} {cuda_mm} {cuda_short} {cuda_major} {torch} {torch_short} {abi}. "
+        "Fields: {cuda} {cuda_mm} {cuda_short} {cuda_major} {torch} {torch_short} {abi}, as "
+        "plain {name} (no conversion, format spec, index or attribute). "
         "Default: cu{cuda_short}, then torch{torch} with torch, then cxx11abi{abi} when the "
         "matrix varies the ABI.",
         default=None,
+        validate=label_template,
     )
+
+
+def _positive_gib(value: float) -> None:
+    if not 0 < value <= 1024:
+        raise ValueError(f"must be more than 0 and at most 1024 GiB, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,23 +172,27 @@ class BuildSection:
     memory_per_job_gib: float = field_doc(
         "Memory one nvcc thread may take; MAX_JOBS = min(cores, free / (this x nvcc_threads)).",
         default=5.0,
-        validate=_positive,
+        validate=_positive_gib,
     )
-    nvcc_threads: int = field_doc("nvcc --threads.", default=2, validate=_positive)
+    nvcc_threads: int = field_doc("nvcc --threads (1 to 64).", default=2, validate=between(1, 64))
     max_jobs: int | None = field_doc(
-        "Fix MAX_JOBS instead of deriving it.", default=None, validate=_positive
+        "Fix MAX_JOBS instead of deriving it (1 to 1024).", default=None, validate=between(1, 1024)
     )
     isolation: bool = field_doc("Build in an isolated environment.", default=True)
     extra_deps: tuple[str, ...] = field_doc("Installed before building.", default=())
     build_args: tuple[str, ...] = field_doc("Extra arguments for the build frontend.", default=())
     test_import: str | None = field_doc("Module imported by the smoke test.", default=None)
     image: str = field_doc(
-        "Container image template.", default="nvidia/cuda:{cuda}-devel-ubuntu22.04"
+        "Container image template; fields {cuda} {cuda_mm} {cuda_major} {python} {python_tag}.",
+        default="nvidia/cuda:{cuda}-devel-ubuntu22.04",
+        validate=image_template,
     )
     engine: Literal["docker", "podman"] | None = field_doc("Container engine.", default=None)
     container_memory: str = field_doc("Container memory limit.", default="6g")
     torch_index: str = field_doc(
-        "Where torch for a job comes from.", default="https://download.pytorch.org/whl/{variant}"
+        "Where torch for a job comes from; field {variant} (cu128).",
+        default="https://download.pytorch.org/whl/{variant}",
+        validate=torch_index_template,
     )
     cpu_fallback: bool = field_doc(
         "The project also builds without CUDA (with CUSHIP_CPU_ONLY=1 and cpu_env set): "
@@ -195,17 +206,23 @@ class BuildSection:
     )
 
 
-def _non_negative(value: float | int | None) -> None:
-    if value is not None and value < 0:
-        raise ValueError(f"must be zero or more, got {value!r}")
-
-
 _CHECK_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64")
 
 
 def _check_dtype(item: str) -> None:
     if item not in _CHECK_DTYPES:
         raise ValueError(f"{item!r} is not one of {', '.join(_CHECK_DTYPES)}")
+
+
+_MAX_DIM = 1 << 31
+_MAX_CASES = 100_000  # random-shape cases per op and dtype
+_MAX_SAMPLES = 10_000_000  # benchmark samples, seeds, repeats
+
+
+def _shape(shape: Mapping[str, int]) -> None:
+    for name, size in shape.items():
+        if not 0 <= size < _MAX_DIM:
+            raise ValueError(f"{name} = {size!r}: a dimension size is 0 to {_MAX_DIM - 1:,}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -219,7 +236,7 @@ class CheckOpSection:
         "Absolute tolerance for every dtype of this op.", default=None, validate=_non_negative
     )
     shapes: tuple[Mapping[str, int], ...] = field_doc(
-        "Extra shapes, as dimension sizes: [{rows = 3, cols = 5}].", default=()
+        "Extra shapes, as dimension sizes: [{rows = 3, cols = 5}].", default=(), validate=_shape
     )
     dtypes: tuple[str, ...] = field_doc(
         "Only these dtypes for this op.", default=(), validate=_check_dtype
@@ -233,7 +250,9 @@ class CheckModeSection:
     dtypes: tuple[str, ...] = field_doc(
         "dtypes checked in quick mode.", default=("float32",), validate=_check_dtype
     )
-    fuzz: int = field_doc("Random-shape cases per op and dtype.", default=2, validate=_non_negative)
+    fuzz: int = field_doc(
+        "Random-shape cases per op and dtype.", default=2, validate=between(0, _MAX_CASES)
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -256,16 +275,20 @@ class CheckSection:
         default=(),
     )
     fuzz: int = field_doc(
-        "Random-shape cases per op and dtype (thorough mode).", default=8, validate=_non_negative
+        "Random-shape cases per op and dtype (thorough mode).",
+        default=8,
+        validate=between(0, _MAX_CASES),
     )
     timeout: float = field_doc(
         "Seconds one case may run before it counts as hung.", default=300.0, validate=_positive
     )
-    seed: int = field_doc("Seed when --seed is not given.", default=0)
+    seed: int = field_doc(
+        "Seed when --seed is not given (0 or more).", default=0, validate=between(0, 2**64 - 1)
+    )
     parallel: int = field_doc(
-        "Worker processes when --parallel is not given (0: one per core).",
+        "Worker processes when --parallel is not given (0: one per core; at most 1024).",
         default=1,
-        validate=_non_negative,
+        validate=between(0, 1024),
     )
     store: str = field_doc(
         "Results history (SQLite), relative to the project; CUSHIP_STORE overrides.",
@@ -292,7 +315,7 @@ def _floors(floors: Mapping[str, str]) -> None:
             parsed = float(number)
         except ValueError:
             parsed = -1.0
-        if unit.strip() not in _FLOOR_UNITS or parsed <= 0:
+        if unit.strip() not in _FLOOR_UNITS or not 0 < parsed < math.inf:
             raise ValueError(
                 f"{name} = {value!r} is not a floor: write a positive number and one of "
                 f'{", ".join(_FLOOR_UNITS)}, e.g. "5000 ops/s" or "900 GB/s"'
@@ -335,9 +358,11 @@ class BenchSection:
         default=0.005,
         validate=_positive,
     )
-    min_samples: int = field_doc("Samples taken before stopping.", default=10, validate=_positive)
+    min_samples: int = field_doc(
+        "Samples taken before stopping.", default=10, validate=between(1, _MAX_SAMPLES)
+    )
     max_samples: int = field_doc(
-        "Samples after which sampling stops.", default=10000, validate=_positive
+        "Samples after which sampling stops.", default=10000, validate=between(1, _MAX_SAMPLES)
     )
     min_time: float = field_doc("Seconds sampled before stopping.", default=0.5, validate=_positive)
     timeout: float = field_doc(
@@ -351,10 +376,10 @@ class BenchSection:
     seeds: int | None = field_doc(
         "Fixed protocol: this many input seeds (with repeats); default: adaptive stopping.",
         default=None,
-        validate=_positive,
+        validate=between(1, _MAX_SAMPLES),
     )
     repeats: int | None = field_doc(
-        "Fixed protocol: samples per seed.", default=None, validate=_positive
+        "Fixed protocol: samples per seed.", default=None, validate=between(1, _MAX_SAMPLES)
     )
     threshold: float = field_doc(
         "Effect size below which a change is SAME (0.05 = 5 %).", default=0.05, validate=_positive
@@ -470,25 +495,62 @@ def json_schema() -> dict[str, Any]:
     return doc
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+MAX_CONFIG_BYTES = 4 << 20  # a config file is a few KiB; this is far past any real one
+
+
+def _read_text(path: Path) -> str:
+    """The file's text: at most MAX_CONFIG_BYTES of UTF-8, or a ConfigError naming it."""
     try:
         with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(str(path), None, f"not valid TOML: {err}") from err
+            size = os.fstat(fh.fileno()).st_size
+            data = b"" if size > MAX_CONFIG_BYTES else fh.read(MAX_CONFIG_BYTES + 1)
     except OSError as err:
         raise ConfigError(str(path), None, f"cannot read: {err.strerror}") from err
+    if max(size, len(data)) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            str(path), None, f"larger than {MAX_CONFIG_BYTES >> 20} MiB: not a config file"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise ConfigError(
+            str(path),
+            None,
+            f"not UTF-8 text: byte 0x{data[err.start]:02x} on line {line} cannot be decoded",
+            hint="save the file as UTF-8",
+        ) from None
+
+
+def _too_deep(path: Path) -> ConfigError:
+    return ConfigError(
+        str(path),
+        None,
+        "nested too deeply: arrays or tables inside each other thousands of levels down",
+        hint="a cuship config nests a few levels at most; check the file",
+    )
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    text = _read_text(path)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(str(path), None, f"not valid TOML: {err}") from err
+    except RecursionError:
+        raise _too_deep(path) from None
 
 
 def _read_yaml(path: Path) -> Any:
     import yaml
 
+    text = _read_text(path)
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise ConfigError(str(path), None, f"not valid YAML: {err}") from err
-    except OSError as err:
-        raise ConfigError(str(path), None, f"cannot read: {err.strerror}") from err
+    except RecursionError:
+        raise _too_deep(path) from None
 
 
 def _load_packages(path: Path) -> tuple[PackageSpec, ...]:

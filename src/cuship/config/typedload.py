@@ -3,21 +3,27 @@
 Every field is checked against its annotation; unknown keys, wrong types and bad values raise
 :class:`cuship.errors.ConfigError` naming the source file, the key path and the fix. A scalar is
 accepted where a tuple is expected (``python = "3.12"`` means ``("3.12",)``). Floats are refused
-where strings are expected, because TOML reads ``3.10`` as ``3.1``.
+where strings are expected, because TOML reads ``3.10`` as ``3.1``. The data is untrusted input:
+floats must be finite (TOML and YAML both spell ``nan`` and ``inf``), and a list or table holds at
+most :data:`MAX_ITEMS` entries.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
+from cuship._json import shown
 from cuship.errors import ConfigError
 
-__all__ = ["Validator", "field_doc", "load", "schema"]
+__all__ = ["MAX_ITEMS", "Validator", "field_doc", "load", "schema"]
+
+MAX_ITEMS = 1000  # entries in one list or table: far above any real config, far below harm
 
 T = TypeVar("T")
 Validator = Callable[[Any], None]
@@ -68,7 +74,7 @@ class _Loader:
             return self._union(tp, raw, key)
         if origin is Literal:
             if raw not in get_args(tp):
-                raise self.fail(key, f"{raw!r} is not one of {_type_name(tp)}")
+                raise self.fail(key, f"{shown(raw)} is not one of {_type_name(tp)}")
             return raw
         if origin is tuple:
             return self._tuple(tp, raw, key)
@@ -91,17 +97,27 @@ class _Loader:
         raise (
             errors[0]
             if len(errors) == 1
-            else self.fail(key, f"expected {_type_name(tp)}, got {raw!r}")
+            else self.fail(key, f"expected {_type_name(tp)}, got {shown(raw)}")
         )
+
+    def _count(self, raw: list[Any] | tuple[Any, ...] | Mapping[Any, Any], key: str) -> None:
+        if len(raw) > MAX_ITEMS:
+            raise self.fail(
+                key,
+                f"holds {len(raw):,} entries; at most {MAX_ITEMS:,}",
+                hint="list only what you mean to build or check",
+            )
 
     def _tuple(self, tp: Any, raw: Any, key: str) -> tuple[Any, ...]:
         (item_tp, *_rest) = get_args(tp)
         items = raw if isinstance(raw, list | tuple) else [raw]
+        self._count(items, key)
         return tuple(self.value(item_tp, item, _key(key, i)) for i, item in enumerate(items))
 
     def _mapping(self, tp: Any, raw: Any, key: str) -> Mapping[str, Any]:
         if not isinstance(raw, Mapping):
-            raise self.fail(key, f"expected a table, got {raw!r}")
+            raise self.fail(key, f"expected a table, got {shown(raw)}")
+        self._count(raw, key)
         value_tp = get_args(tp)[1]
         return types.MappingProxyType(
             {str(k): self.value(value_tp, v, _key(key, str(k))) for k, v in raw.items()}
@@ -110,18 +126,22 @@ class _Loader:
     def _scalar(self, tp: Any, raw: Any, key: str) -> Any:
         if tp is str and isinstance(raw, float):
             raise self.fail(
-                key, f"expected a string, got the number {raw!r}", hint=f'quote it: "{raw}"'
+                key, f"expected a string, got the number {shown(raw)}", hint=f'quote it: "{raw}"'
             )
         if tp is float and isinstance(raw, int) and not isinstance(raw, bool):
             return float(raw)
+        if tp is float and isinstance(raw, float) and not math.isfinite(raw):
+            raise self.fail(
+                key, f"expected a finite number, got {shown(raw)}", hint="write a number"
+            )
         if tp is bool and not isinstance(raw, bool):
-            raise self.fail(key, f"expected true or false, got {raw!r}")
+            raise self.fail(key, f"expected true or false, got {shown(raw)}")
         if tp is int and (isinstance(raw, bool) or not isinstance(raw, int)):
-            raise self.fail(key, f"expected an integer, got {raw!r}")
+            raise self.fail(key, f"expected an integer, got {shown(raw)}")
         if tp is str and isinstance(raw, int) and not isinstance(raw, bool):
             return str(raw)
         if not isinstance(raw, tp):
-            raise self.fail(key, f"expected {_type_name(tp)}, got {raw!r}")
+            raise self.fail(key, f"expected {_type_name(tp)}, got {shown(raw)}")
         return raw
 
     def _validate(self, validate: Validator | None, value: Any, key: str) -> None:
@@ -137,7 +157,7 @@ class _Loader:
 
     def dataclass(self, cls: type[T], raw: Any, key: str) -> T:
         if not isinstance(raw, Mapping):
-            raise self.fail(key, f"expected a table, got {raw!r}")
+            raise self.fail(key, f"expected a table, got {shown(raw)}")
         fields = {f.name.replace("_", "-"): f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
         fields.update({f.name: f for f in dataclasses.fields(cls)})  # type: ignore[arg-type]
         hints = get_type_hints(cls)
