@@ -170,6 +170,51 @@ def test_a_table_of_20000_entries_is_refused(
     _refused(_write(tmp_path / "cuship.toml", ops), capsys, ": check.ops", "holds 20,000 entries")
 
 
+@pytest.mark.parametrize(
+    ("text", "key", "problem"),
+    [
+        ("project = 3\n", "project", "expected a table, got 3"),
+        ("[project]\nname = 5\n", "project.name", "expected a string, got 5"),
+        ('[project]\nname = "x"\ndynamic = 5\n', "project.dynamic", "a list of strings"),
+        ('[project]\nversion = "one"\n', "project.version", "'one' is not a version"),
+        ("[project]\nrequires-python = 5\n", "project.requires-python", "a string, got 5"),
+        (
+            '[project]\nrequires-python = ">=3.10 junk"\n',
+            "project.requires-python",
+            "not a version specifier",
+        ),
+        ("build-system = 3\n", "build-system", "expected a table"),
+        ('[build-system]\nrequires = "abc"\n', "build-system.requires", "a list of strings"),
+    ],
+)
+def test_the_pyproject_beside_the_config_is_untrusted_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, key: str, problem: str
+) -> None:
+    _write(tmp_path / "pyproject.toml", text)
+    config = _write(tmp_path / "cuship.toml", '[matrix]\npython = ["3.12"]\n')
+    from cuship.cli import main
+
+    with pytest.raises(ConfigError) as caught:
+        load_config(config)
+    assert f"pyproject.toml: {key}: " in str(caught.value) and problem in str(caught.value)
+    assert main(["config", str(tmp_path)]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_tool_that_is_not_a_table_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _refused(_write(tmp_path / "pyproject.toml", "tool = 3\n"), capsys, ": tool: expected a table")
+
+
+def test_packages_yml_build_args_must_be_shell_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = 'packages:\n  foo:\n    versions: ["1.0"]\n    build_args: \'"unclosed\'\n'
+    path = _write(tmp_path / "config" / "packages.yml", text)
+    _refused(path, capsys, ": packages.foo.build_args", "not shell words")
+
+
 # -- templates -------------------------------------------------------------------------------------
 
 

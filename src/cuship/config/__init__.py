@@ -10,7 +10,7 @@ import dataclasses
 import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +19,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from cuship._json import shown
 from cuship.arch import parse_arch_list
 from cuship.config import typedload as _typedload
 from cuship.config.ci import CiSection
@@ -409,13 +410,22 @@ class BenchSection:
     )
 
 
+def _shell_words(value: str) -> None:
+    import shlex
+
+    try:
+        shlex.split(value)
+    except ValueError as err:
+        raise ValueError(f"{value[:60]!r} is not shell words ({err})") from None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PackageSpec:
     """One entry of a community index's ``config/packages.yml``."""
 
     name: str
     versions: tuple[str, ...] = field_doc("Versions to build from PyPI sdists.", validate=_version)
-    build_args: str = field_doc("Arguments for pip wheel.", default="")
+    build_args: str = field_doc("Arguments for pip wheel.", default="", validate=_shell_words)
     extra_deps: tuple[str, ...] = field_doc("Installed before building.", default=())
     test_import: str | None = field_doc("Module imported by the smoke test.", default=None)
     description: str = field_doc("Shown on the index.", default="")
@@ -572,15 +582,65 @@ def _load_packages(path: Path) -> tuple[PackageSpec, ...]:
     return tuple(specs)
 
 
-def _project_defaults(project: ProjectSection, pyproject: Mapping[str, Any]) -> ProjectSection:
-    table = pyproject.get("project", {})
-    version = table.get("version") if "version" not in table.get("dynamic", ()) else None
+def _table(document: Mapping[str, Any], key: str, source: Path) -> Mapping[str, Any]:
+    """``document[key]`` when it is a table, ``{}`` when absent; anything else is a ConfigError."""
+    value = document.get(key.rpartition(".")[2], {})
+    if not isinstance(value, Mapping):
+        raise ConfigError(str(source), key, f"expected a table, got {shown(value)}")
+    return value
+
+
+def _strings(value: Any, source: Path, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(str(source), key, f"expected a list of strings, got {shown(value)}")
+    return tuple(value)
+
+
+def _pyproject_value(
+    table: Mapping[str, Any], key: str, source: Path, check: Callable[[str], None]
+) -> str | None:
+    """A string of pyproject's [project], checked like the same key of cuship.toml."""
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(str(source), f"project.{key}", f"expected a string, got {shown(value)}")
+    try:
+        check(value)
+    except ValueError as err:
+        raise ConfigError(str(source), f"project.{key}", str(err)) from None
+    return value
+
+
+def _project_name(value: str) -> None:
+    try:
+        canonicalize_name(value, validate=True)
+    except InvalidName:
+        raise ValueError(f"{value[:60]!r} is not a valid project name") from None
+
+
+def _project_defaults(
+    project: ProjectSection, pyproject: Mapping[str, Any], source: Path
+) -> ProjectSection:
+    table = _table(pyproject, "project", source)
+    dynamic = _strings(table.get("dynamic", []), source, "project.dynamic")
+    version = None if "version" in dynamic else _pyproject_value(table, "version", source, _version)
     return replace(
         project,
-        name=project.name or table.get("name"),
+        name=project.name or _pyproject_value(table, "name", source, _project_name),
         version=project.version or version,
-        requires_python=project.requires_python or table.get("requires-python"),
+        requires_python=project.requires_python
+        or _pyproject_value(table, "requires-python", source, _specifier),
     )
+
+
+def _build_requires(pyproject: Mapping[str, Any], source: Path) -> tuple[str, ...]:
+    system = _table(pyproject, "build-system", source)
+    return _strings(system.get("requires", []), source, "build-system.requires")
+
+
+def _tool_cuship(document: Mapping[str, Any], source: Path) -> Mapping[str, Any]:
+    return _table(_table(document, "tool", source), "tool.cuship", source)
 
 
 def _find(path: Path) -> tuple[Path | None, Path | None]:
@@ -596,7 +656,9 @@ def _find(path: Path) -> tuple[Path | None, Path | None]:
     toml = path / "cuship.toml"
     if not toml.is_file():
         pyproject = path / "pyproject.toml"
-        has_table = pyproject.is_file() and "cuship" in _read_toml(pyproject).get("tool", {})
+        has_table = pyproject.is_file() and "cuship" in _table(
+            _read_toml(pyproject), "tool", pyproject
+        )
         toml = pyproject if has_table else None  # type: ignore[assignment]
     packages = path / "config" / "packages.yml"
     return toml, packages if packages.is_file() else None
@@ -630,19 +692,15 @@ def load_config(path: str | Path = ".") -> Config:
     raw: Mapping[str, Any] = {}
     if toml_path is not None:
         document = _read_toml(toml_path)
-        raw = (
-            document.get("tool", {}).get("cuship", {})
-            if toml_path.name == "pyproject.toml"
-            else document
-        )
+        raw = _tool_cuship(document, toml_path) if toml_path.name == "pyproject.toml" else document
     file = _typedload.load(_ConfigFile, raw, source=str(toml_path or path))
     pyproject_path = root / "pyproject.toml"
     project = file.project
     build_requires: tuple[str, ...] = ()
     if pyproject_path.is_file():
         pyproject = _read_toml(pyproject_path)
-        project = _project_defaults(project, pyproject)
-        build_requires = tuple(pyproject.get("build-system", {}).get("requires", ()))
+        project = _project_defaults(project, pyproject, pyproject_path)
+        build_requires = _build_requires(pyproject, pyproject_path)
     return Config(
         source=toml_path or packages_path or path,
         root=root.resolve(),
