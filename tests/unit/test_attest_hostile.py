@@ -114,7 +114,7 @@ def test_an_envelope_past_the_size_cap_is_refused_unread(
     with envelope.open("wb") as sparse:
         sparse.truncate(2 << 30)  # 2 GiB of hole: nothing is written
     (problem,) = verify(envelope, key=keys[1]).problems
-    assert "larger than 64 MiB" in problem
+    assert "larger than 64 MiB (2048 MiB)" in problem
     code, said = _cli(envelope, keys[2], capsys)
     assert code == 1 and "larger than 64 MiB" in said
     small = _signed(tmp_path, keys[0], b"{}")
@@ -139,3 +139,29 @@ def test_an_ordinary_envelope_with_an_emoji_still_verifies(
     result = verify(_signed(tmp_path, keys[0], json.dumps(json.loads(body)).encode()), key=keys[1])
     assert result.ok, result.problems
     assert result.subjects[0].name == "w\N{GRINNING FACE}.whl"
+
+
+def test_an_envelope_with_100000_signatures_is_refused_before_checking_them(
+    tmp_path: Path,
+    keys: tuple[SigningKey, VerifyKey, Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    good = json.loads(envelope_json(sign(b"{}", keys[0])))
+    good["signatures"] = good["signatures"] * 100_000
+    envelope = tmp_path / "many.intoto.jsonl"
+    envelope.write_text(json.dumps(good), encoding="utf-8")
+    (problem,) = verify(envelope, key=keys[1]).problems
+    assert "100,000 signatures" in problem and "at most 64" in problem
+    code, said = _cli(envelope, keys[2], capsys)
+    assert code == 1 and "100,000 signatures" in said
+
+
+def test_a_results_file_100000_deep_is_bad_input(tmp_path: Path) -> None:
+    from cuship.attest.run import read_results
+    from cuship.errors import InputError
+
+    results = tmp_path / "results.json"
+    results.write_bytes(DEEP)
+    with pytest.raises(InputError, match="nested too deeply") as caught:
+        read_results(results)
+    assert str(results) in str(caught.value) and caught.value.exit_code == 2

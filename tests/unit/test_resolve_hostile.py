@@ -203,6 +203,16 @@ def test_a_deeply_nested_file_entry_is_described_briefly() -> None:
     assert len(str(caught.value)) < 400
 
 
+def test_a_yank_reason_is_kept_short_and_printable() -> None:
+    entries = [
+        {**_entry("a.whl", filename="a.whl"), "yanked": "x" * 1_000_000},
+        {**_entry("b.whl", filename="b.whl"), "yanked": {"why": [[["deep"]]]}},
+    ]
+    first, second = parse_json(json.dumps({"files": entries}).encode(), PAGE)
+    assert first.yanked == "x" * 200
+    assert second.yanked is not None and len(second.yanked) <= 60
+
+
 # -- schemes ---------------------------------------------------------------------------------------
 
 

@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
+MAX_SIGNATURES = 64  # each is an ed25519 check; real envelopes carry one or two
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 
 
@@ -182,5 +183,10 @@ def parse_envelope(text: str) -> Envelope:
     raw_signatures = _field(document, "signatures", list)
     if not raw_signatures:
         raise EnvelopeError("the envelope holds no signature")
+    if len(raw_signatures) > MAX_SIGNATURES:
+        raise EnvelopeError(
+            f"the envelope holds {len(raw_signatures):,} signatures; cuship checks at most "
+            f"{MAX_SIGNATURES}"
+        )
     signatures = tuple(_signature(raw, i) for i, raw in enumerate(raw_signatures))
     return Envelope(payload_type=payload_type, payload=payload, signatures=signatures)

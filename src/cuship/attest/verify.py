@@ -82,7 +82,7 @@ class Verification:
 
 
 def _size_text(size: int) -> str:
-    return f"{size >> 20} MiB" if size >= 1 << 20 and size % (1 << 20) == 0 else f"{size} bytes"
+    return f"{size / (1 << 20):.0f} MiB" if size >= 1 << 20 else f"{size} bytes"
 
 
 def _read(path: Path, max_bytes: int) -> str:

@@ -95,10 +95,16 @@ def _absolute(base: str, href: str) -> str:
     return _join_folder(base, folder + "/") + name
 
 
+_MAX_REASON = 200
+
+
 def _yank(value: object) -> str | None:
+    """The yank reason: None (not yanked), "" (no reason), else a short printable text."""
     if value is None or value is False:
         return None
-    return "" if value is True else str(value)
+    if value is True:
+        return ""
+    return value[:_MAX_REASON] if isinstance(value, str) else _json.shown(value)
 
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
