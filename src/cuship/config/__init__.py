@@ -7,38 +7,19 @@ Loaded once into frozen dataclasses. Unknown keys, wrong types and impossible va
 from __future__ import annotations
 
 import dataclasses
-import math
-import os
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidName, canonicalize_name
-from packaging.version import InvalidVersion, Version
 
-from cuship._json import shown
-from cuship.arch import parse_arch_list
+from cuship.config import files, values
 from cuship.config import typedload as _typedload
 from cuship.config.ci import CiSection
 from cuship.config.typedload import field_doc
-from cuship.config.values import (
-    between,
-    image_template,
-    label_template,
-    torch_index_template,
-)
-from cuship.config.values import non_negative as _non_negative
-from cuship.config.values import positive as _positive
-from cuship.config.values import python_version as _python_version
-from cuship.errors import ConfigError, CushipError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from cuship.config.values import between
+from cuship.errors import ConfigError
 
 __all__ = [
     "BenchCaseSection",
@@ -61,29 +42,6 @@ __all__ = [
 ]
 
 
-def _version(item: str) -> None:
-    try:
-        Version(item)
-    except (InvalidVersion, ValueError):  # ValueError: digits past int()'s limit
-        raise ValueError(f"{item[:60]!r} is not a version") from None
-
-
-def _arch_list(item: str) -> None:
-    try:
-        parse_arch_list(item)
-    except CushipError as err:
-        raise ValueError(err.message) from err
-
-
-def _specifier(value: str | None) -> None:
-    if value is None:
-        return
-    try:
-        SpecifierSet(value)
-    except InvalidSpecifier as err:
-        raise ValueError(f"{value!r} is not a version specifier such as '>=3.10'") from err
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProjectSection:
     """The package being built; defaults come from pyproject.toml's [project]."""
@@ -92,7 +50,7 @@ class ProjectSection:
     version: str | None = field_doc("Version (no local label).", default=None)
     source: str = field_doc("Source directory, relative to the config file.", default=".")
     requires_python: str | None = field_doc(
-        "Python versions the package supports.", default=None, validate=_specifier
+        "Python versions the package supports.", default=None, validate=values.specifier
     )
 
 
@@ -116,22 +74,22 @@ class MatrixSection:
     python: tuple[str, ...] = field_doc(
         "CPython versions; default: every known one the package and torch allow.",
         default=(),
-        validate=_python_version,
+        validate=values.python_version,
     )
     cuda: tuple[str, ...] = field_doc(
         "CUDA toolkits ('12.8.1', or '12.8' for the newest 12.8.x); default: the newest known.",
         default=(),
-        validate=_version,
+        validate=values.version,
     )
     torch: tuple[str, ...] = field_doc(
         "torch minor versions to build against ('2.8'); empty when the package needs no torch.",
         default=(),
-        validate=_version,
+        validate=values.version,
     )
     arch: tuple[str, ...] = field_doc(
         "Architecture lists, one wheel per list: '8.0;9.0;10.0;12.0+PTX'.",
         default=("8.0;9.0;10.0;12.0+PTX",),
-        validate=_arch_list,
+        validate=values.arch_list,
     )
     cxx11abi: tuple[bool, ...] = field_doc(
         "C++ ABIs to build when torch offers both (torch < 2.7).", default=()
@@ -156,13 +114,8 @@ class LabelSection:
         "Default: cu{cuda_short}, then torch{torch} with torch, then cxx11abi{abi} when the "
         "matrix varies the ABI.",
         default=None,
-        validate=label_template,
+        validate=values.label_template,
     )
-
-
-def _positive_gib(value: float) -> None:
-    if not 0 < value <= 1024:
-        raise ValueError(f"must be more than 0 and at most 1024 GiB, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,7 +126,7 @@ class BuildSection:
     memory_per_job_gib: float = field_doc(
         "Memory one nvcc thread may take; MAX_JOBS = min(cores, free / (this x nvcc_threads)).",
         default=5.0,
-        validate=_positive_gib,
+        validate=values.memory_gib,
     )
     nvcc_threads: int = field_doc("nvcc --threads (1 to 64).", default=2, validate=between(1, 64))
     max_jobs: int | None = field_doc(
@@ -186,14 +139,14 @@ class BuildSection:
     image: str = field_doc(
         "Container image template; fields {cuda} {cuda_mm} {cuda_major} {python} {python_tag}.",
         default="nvidia/cuda:{cuda}-devel-ubuntu22.04",
-        validate=image_template,
+        validate=values.image_template,
     )
     engine: Literal["docker", "podman"] | None = field_doc("Container engine.", default=None)
     container_memory: str = field_doc("Container memory limit.", default="6g")
     torch_index: str = field_doc(
         "Where torch for a job comes from; field {variant} (cu128).",
         default="https://download.pytorch.org/whl/{variant}",
-        validate=torch_index_template,
+        validate=values.torch_index_template,
     )
     cpu_fallback: bool = field_doc(
         "The project also builds without CUDA (with CUSHIP_CPU_ONLY=1 and cpu_env set): "
@@ -207,23 +160,8 @@ class BuildSection:
     )
 
 
-_CHECK_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64")
-
-
-def _check_dtype(item: str) -> None:
-    if item not in _CHECK_DTYPES:
-        raise ValueError(f"{item!r} is not one of {', '.join(_CHECK_DTYPES)}")
-
-
-_MAX_DIM = 1 << 31
 _MAX_CASES = 100_000  # random-shape cases per op and dtype
 _MAX_SAMPLES = 10_000_000  # benchmark samples, seeds, repeats
-
-
-def _shape(shape: Mapping[str, int]) -> None:
-    for name, size in shape.items():
-        if not 0 <= size < _MAX_DIM:
-            raise ValueError(f"{name} = {size!r}: a dimension size is 0 to {_MAX_DIM - 1:,}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,16 +169,18 @@ class CheckOpSection:
     """Per-op additions and overrides: ``[check.ops.<name>]``."""
 
     rtol: float | None = field_doc(
-        "Relative tolerance for every dtype of this op.", default=None, validate=_non_negative
+        "Relative tolerance for every dtype of this op.", default=None, validate=values.non_negative
     )
     atol: float | None = field_doc(
-        "Absolute tolerance for every dtype of this op.", default=None, validate=_non_negative
+        "Absolute tolerance for every dtype of this op.", default=None, validate=values.non_negative
     )
     shapes: tuple[Mapping[str, int], ...] = field_doc(
-        "Extra shapes, as dimension sizes: [{rows = 3, cols = 5}].", default=(), validate=_shape
+        "Extra shapes, as dimension sizes: [{rows = 3, cols = 5}].",
+        default=(),
+        validate=values.shape,
     )
     dtypes: tuple[str, ...] = field_doc(
-        "Only these dtypes for this op.", default=(), validate=_check_dtype
+        "Only these dtypes for this op.", default=(), validate=values.check_dtype
     )
 
 
@@ -249,7 +189,7 @@ class CheckModeSection:
     """What ``--quick`` runs: ``[check.quick]``."""
 
     dtypes: tuple[str, ...] = field_doc(
-        "dtypes checked in quick mode.", default=("float32",), validate=_check_dtype
+        "dtypes checked in quick mode.", default=("float32",), validate=values.check_dtype
     )
     fuzz: int = field_doc(
         "Random-shape cases per op and dtype.", default=2, validate=between(0, _MAX_CASES)
@@ -281,7 +221,9 @@ class CheckSection:
         validate=between(0, _MAX_CASES),
     )
     timeout: float = field_doc(
-        "Seconds one case may run before it counts as hung.", default=300.0, validate=_positive
+        "Seconds one case may run before it counts as hung.",
+        default=300.0,
+        validate=values.positive,
     )
     seed: int = field_doc(
         "Seed when --seed is not given (0 or more).", default=0, validate=between(0, 2**64 - 1)
@@ -298,7 +240,7 @@ class CheckSection:
     regression_threshold: float = field_doc(
         "A group regresses when its max error exceeds the baseline's by this fraction.",
         default=0.1,
-        validate=_non_negative,
+        validate=values.non_negative,
     )
     quick: CheckModeSection = field_doc("Quick mode.", default_factory=CheckModeSection)
     ops: Mapping[str, CheckOpSection] = field_doc(
@@ -306,34 +248,17 @@ class CheckSection:
     )
 
 
-_FLOOR_UNITS = ("ops/s", "GB/s", "TFLOP/s")
-
-
-def _floors(floors: Mapping[str, str]) -> None:
-    for name, value in floors.items():
-        number, _, unit = value.strip().partition(" ")
-        try:
-            parsed = float(number)
-        except ValueError:
-            parsed = -1.0
-        if unit.strip() not in _FLOOR_UNITS or not 0 < parsed < math.inf:
-            raise ValueError(
-                f"{name} = {value!r} is not a floor: write a positive number and one of "
-                f'{", ".join(_FLOOR_UNITS)}, e.g. "5000 ops/s" or "900 GB/s"'
-            )
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BenchCaseSection:
     """Per-case overrides: ``[bench.cases.<case name or key>]``."""
 
     threshold: float | None = field_doc(
-        "Effect size for this case's verdicts (0.05 = 5 %).", default=None, validate=_positive
+        "Effect size for this case's verdicts (0.05 = 5 %).", default=None, validate=values.positive
     )
     floors: Mapping[str, str] = field_doc(
         "Throughput floors for this case, by GPU model or 'CPU'.",
         default_factory=dict,
-        validate=_floors,
+        validate=values.floors,
     )
 
 
@@ -357,7 +282,7 @@ class BenchSection:
     noise: float = field_doc(
         "Stop sampling when the relative noise of the median falls under this (0.005 = 0.5 %).",
         default=0.005,
-        validate=_positive,
+        validate=values.positive,
     )
     min_samples: int = field_doc(
         "Samples taken before stopping.", default=10, validate=between(1, _MAX_SAMPLES)
@@ -365,14 +290,16 @@ class BenchSection:
     max_samples: int = field_doc(
         "Samples after which sampling stops.", default=10000, validate=between(1, _MAX_SAMPLES)
     )
-    min_time: float = field_doc("Seconds sampled before stopping.", default=0.5, validate=_positive)
+    min_time: float = field_doc(
+        "Seconds sampled before stopping.", default=0.5, validate=values.positive
+    )
     timeout: float = field_doc(
-        "Seconds after which one case stops sampling.", default=15.0, validate=_positive
+        "Seconds after which one case stops sampling.", default=15.0, validate=values.positive
     )
     sample_time: float = field_doc(
         "Wall timer: calls are batched so that one sample lasts at least this many seconds.",
         default=0.001,
-        validate=_positive,
+        validate=values.positive,
     )
     seeds: int | None = field_doc(
         "Fixed protocol: this many input seeds (with repeats); default: adaptive stopping.",
@@ -383,7 +310,9 @@ class BenchSection:
         "Fixed protocol: samples per seed.", default=None, validate=between(1, _MAX_SAMPLES)
     )
     threshold: float = field_doc(
-        "Effect size below which a change is SAME (0.05 = 5 %).", default=0.05, validate=_positive
+        "Effect size below which a change is SAME (0.05 = 5 %).",
+        default=0.05,
+        validate=values.positive,
     )
     drop_throttled: bool = field_doc(
         "Leave samples taken under 0.9 × the max SM clock out of the statistics (default: every "
@@ -394,7 +323,7 @@ class BenchSection:
         "Throughput floors by GPU model (matched like `cuship compat`) or 'CPU': "
         '"5000 ops/s", "900 GB/s", "1.5 TFLOP/s".',
         default_factory=dict,
-        validate=_floors,
+        validate=values.floors,
     )
     cases: Mapping[str, BenchCaseSection] = field_doc(
         "Per-case overrides, by case name or key.", default_factory=dict
@@ -402,7 +331,7 @@ class BenchSection:
     burn_in_tolerance: float = field_doc(
         "Burn-in: MiB a memory series may grow over the run before a trend fails it.",
         default=1.0,
-        validate=_positive,
+        validate=values.positive,
     )
     store: str = field_doc(
         "Results history (SQLite), relative to the project; CUSHIP_STORE overrides.",
@@ -410,22 +339,15 @@ class BenchSection:
     )
 
 
-def _shell_words(value: str) -> None:
-    import shlex
-
-    try:
-        shlex.split(value)
-    except ValueError as err:
-        raise ValueError(f"{value[:60]!r} is not shell words ({err})") from None
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PackageSpec:
     """One entry of a community index's ``config/packages.yml``."""
 
     name: str
-    versions: tuple[str, ...] = field_doc("Versions to build from PyPI sdists.", validate=_version)
-    build_args: str = field_doc("Arguments for pip wheel.", default="", validate=_shell_words)
+    versions: tuple[str, ...] = field_doc(
+        "Versions to build from PyPI sdists.", validate=values.version
+    )
+    build_args: str = field_doc("Arguments for pip wheel.", default="", validate=values.shell_words)
     extra_deps: tuple[str, ...] = field_doc("Installed before building.", default=())
     test_import: str | None = field_doc("Module imported by the smoke test.", default=None)
     description: str = field_doc("Shown on the index.", default="")
@@ -505,66 +427,8 @@ def json_schema() -> dict[str, Any]:
     return doc
 
 
-MAX_CONFIG_BYTES = 4 << 20  # a config file is a few KiB; this is far past any real one
-
-
-def _read_text(path: Path) -> str:
-    """The file's text: at most MAX_CONFIG_BYTES of UTF-8, or a ConfigError naming it."""
-    try:
-        with path.open("rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            data = b"" if size > MAX_CONFIG_BYTES else fh.read(MAX_CONFIG_BYTES + 1)
-    except OSError as err:
-        raise ConfigError(str(path), None, f"cannot read: {err.strerror}") from err
-    if max(size, len(data)) > MAX_CONFIG_BYTES:
-        raise ConfigError(
-            str(path), None, f"larger than {MAX_CONFIG_BYTES >> 20} MiB: not a config file"
-        )
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise ConfigError(
-            str(path),
-            None,
-            f"not UTF-8 text: byte 0x{data[err.start]:02x} on line {line} cannot be decoded",
-            hint="save the file as UTF-8",
-        ) from None
-
-
-def _too_deep(path: Path) -> ConfigError:
-    return ConfigError(
-        str(path),
-        None,
-        "nested too deeply: arrays or tables inside each other thousands of levels down",
-        hint="a cuship config nests a few levels at most; check the file",
-    )
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    text = _read_text(path)
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(str(path), None, f"not valid TOML: {err}") from err
-    except RecursionError:
-        raise _too_deep(path) from None
-
-
-def _read_yaml(path: Path) -> Any:
-    import yaml
-
-    text = _read_text(path)
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(str(path), None, f"not valid YAML: {err}") from err
-    except RecursionError:
-        raise _too_deep(path) from None
-
-
 def _load_packages(path: Path) -> tuple[PackageSpec, ...]:
-    raw = _read_yaml(path)
+    raw = files.read_yaml(path)
     top = _typedload.load(_PackagesFile, raw if raw is not None else {}, source=str(path))
     specs = []
     for name, entry in top.packages.items():
@@ -582,65 +446,32 @@ def _load_packages(path: Path) -> tuple[PackageSpec, ...]:
     return tuple(specs)
 
 
-def _table(document: Mapping[str, Any], key: str, source: Path) -> Mapping[str, Any]:
-    """``document[key]`` when it is a table, ``{}`` when absent; anything else is a ConfigError."""
-    value = document.get(key.rpartition(".")[2], {})
-    if not isinstance(value, Mapping):
-        raise ConfigError(str(source), key, f"expected a table, got {shown(value)}")
-    return value
-
-
-def _strings(value: Any, source: Path, key: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(str(source), key, f"expected a list of strings, got {shown(value)}")
-    return tuple(value)
-
-
-def _pyproject_value(
-    table: Mapping[str, Any], key: str, source: Path, check: Callable[[str], None]
-) -> str | None:
-    """A string of pyproject's [project], checked like the same key of cuship.toml."""
-    value = table.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ConfigError(str(source), f"project.{key}", f"expected a string, got {shown(value)}")
-    try:
-        check(value)
-    except ValueError as err:
-        raise ConfigError(str(source), f"project.{key}", str(err)) from None
-    return value
-
-
-def _project_name(value: str) -> None:
-    try:
-        canonicalize_name(value, validate=True)
-    except InvalidName:
-        raise ValueError(f"{value[:60]!r} is not a valid project name") from None
-
-
 def _project_defaults(
     project: ProjectSection, pyproject: Mapping[str, Any], source: Path
 ) -> ProjectSection:
-    table = _table(pyproject, "project", source)
-    dynamic = _strings(table.get("dynamic", []), source, "project.dynamic")
-    version = None if "version" in dynamic else _pyproject_value(table, "version", source, _version)
+    table = files.table(pyproject, "project", source)
+    dynamic = files.strings(table.get("dynamic", []), source, "project.dynamic")
+    version = (
+        None
+        if "version" in dynamic
+        else files.pyproject_value(table, "version", source, values.version)
+    )
     return replace(
         project,
-        name=project.name or _pyproject_value(table, "name", source, _project_name),
+        name=project.name or files.pyproject_value(table, "name", source, values.project_name),
         version=project.version or version,
         requires_python=project.requires_python
-        or _pyproject_value(table, "requires-python", source, _specifier),
+        or files.pyproject_value(table, "requires-python", source, values.specifier),
     )
 
 
 def _build_requires(pyproject: Mapping[str, Any], source: Path) -> tuple[str, ...]:
-    system = _table(pyproject, "build-system", source)
-    return _strings(system.get("requires", []), source, "build-system.requires")
+    system = files.table(pyproject, "build-system", source)
+    return files.strings(system.get("requires", []), source, "build-system.requires")
 
 
 def _tool_cuship(document: Mapping[str, Any], source: Path) -> Mapping[str, Any]:
-    return _table(_table(document, "tool", source), "tool.cuship", source)
+    return files.table(files.table(document, "tool", source), "tool.cuship", source)
 
 
 def _find(path: Path) -> tuple[Path | None, Path | None]:
@@ -656,8 +487,8 @@ def _find(path: Path) -> tuple[Path | None, Path | None]:
     toml = path / "cuship.toml"
     if not toml.is_file():
         pyproject = path / "pyproject.toml"
-        has_table = pyproject.is_file() and "cuship" in _table(
-            _read_toml(pyproject), "tool", pyproject
+        has_table = pyproject.is_file() and "cuship" in files.table(
+            files.read_toml(pyproject), "tool", pyproject
         )
         toml = pyproject if has_table else None  # type: ignore[assignment]
     packages = path / "config" / "packages.yml"
@@ -691,14 +522,14 @@ def load_config(path: str | Path = ".") -> Config:
         root = packages_path.parent.parent if packages_path.parent.name == "config" else root
     raw: Mapping[str, Any] = {}
     if toml_path is not None:
-        document = _read_toml(toml_path)
+        document = files.read_toml(toml_path)
         raw = _tool_cuship(document, toml_path) if toml_path.name == "pyproject.toml" else document
     file = _typedload.load(_ConfigFile, raw, source=str(toml_path or path))
     pyproject_path = root / "pyproject.toml"
     project = file.project
     build_requires: tuple[str, ...] = ()
     if pyproject_path.is_file():
-        pyproject = _read_toml(pyproject_path)
+        pyproject = files.read_toml(pyproject_path)
         project = _project_defaults(project, pyproject, pyproject_path)
         build_requires = _build_requires(pyproject, pyproject_path)
     return Config(
