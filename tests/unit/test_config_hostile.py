@@ -28,8 +28,8 @@ def _write(path: Path, text: str | bytes) -> Path:
     return path
 
 
-def _refused(path: Path, capsys: pytest.CaptureFixture[str], *said: str) -> str:
-    """load_config and `cuship config` both refuse ``path`` with exit 2, saying ``said``."""
+def _refused(path: Path, capsys: pytest.CaptureFixture[str], *said: str, cli: bool = True) -> str:
+    """load_config and (with ``cli``) `cuship config` refuse ``path`` with exit 2, saying ``said``."""
     from cuship.cli import main
 
     with pytest.raises(ConfigError) as caught:
@@ -40,6 +40,8 @@ def _refused(path: Path, capsys: pytest.CaptureFixture[str], *said: str) -> str:
     for words in said:
         assert words in message
     assert len(message) < 1000
+    if not cli:  # a slow parse: the library call is the row; other rows cover the CLI's exit
+        return message
     code = main(["config", str(path)])
     err = capsys.readouterr().err
     assert code == 2
@@ -79,7 +81,8 @@ def test_a_file_that_is_not_utf8_names_the_file(
 def test_3000_deep_nesting_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str
 ) -> None:
-    _refused(_write(tmp_path / name, text), capsys, "nested too deeply")
+    cli = not name.endswith(".yml")  # PyYAML takes a second to reach the limit
+    _refused(_write(tmp_path / name, text), capsys, "nested too deeply", cli=cli)
 
 
 def test_a_file_far_too_large_is_refused_unread(
@@ -163,11 +166,12 @@ def test_python_versions_look_like_3_n(
     _refused(path, capsys, ": matrix.python[1]", "not a Python version", 'e.g. "3.12"')
 
 
-def test_a_table_of_20000_entries_is_refused(
+def test_a_table_past_1000_entries_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ops = "\n".join(f"[check.ops.op{i}]\nrtol = 0.1" for i in range(20_000))
-    _refused(_write(tmp_path / "cuship.toml", ops), capsys, ": check.ops", "holds 20,000 entries")
+    ops = "\n".join(f"[check.ops.op{i}]\nrtol = 0.1" for i in range(1001))
+    path = _write(tmp_path / "cuship.toml", ops)
+    _refused(path, capsys, ": check.ops", "holds 1,001 entries; at most 1,000")
 
 
 @pytest.mark.parametrize(

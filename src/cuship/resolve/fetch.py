@@ -286,8 +286,10 @@ def _in_scheme(c: Candidate, index: str) -> Candidate:
     if scheme in allowed:
         return c
     article = "an" if family == "http" else "a"
+    *others, last = sorted(allowed)
+    kinds = f"{', '.join(others)} or {last}"
     reason = (
-        f"{article} {family} index may link only {' and '.join(sorted(allowed))} files, not "
+        f"{article} {family} index may link only {kinds} files, not "
         f"{scheme or 'a path'!r} ({_json.shown(c.url, 80)}); refused, nothing read"
     )
     return replace(c, refused=reason)
