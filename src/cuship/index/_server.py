@@ -166,6 +166,13 @@ def _close(sock: socket.socket) -> None:
         sock.close()
 
 
+def _has_data(sock: socket.socket) -> bool:
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except OSError:  # nothing yet (EAGAIN), or already broken: the waiting room decides
+        return False
+
+
 def _peer(address: Address) -> str:
     try:
         return f"{address[0]}:{address[1]}"
@@ -211,7 +218,10 @@ class BoundedServer(http.server.HTTPServer):
         if full:
             self._refuse(request, client_address)
             return
-        self._room.admit(request, client_address)
+        if _has_data(request):  # the request is here already: no need to wait for it
+            self._ready.put((request, client_address))
+        else:
+            self._room.admit(request, client_address)
 
     def _refuse(self, sock: socket.socket, address: Address) -> None:
         with contextlib.suppress(OSError):
