@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.sitecheck import publish_problems
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 
@@ -86,7 +89,10 @@ def _cuship(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ship_without_nvcc_takes_the_cpu_only_path_and_says_so(tmp_path: Path) -> None:
-    """Also signs: --sign attests the wheel, the index links it, and verification passes."""
+    """Also signs: --sign attests the wheel, the index links it, and verification passes.
+
+    Under a umask of 077 the site is still readable by anyone (Pages deploys refuse it
+    otherwise) and holds no cache."""
     out = tmp_path / "shipped"
     key = tmp_path / "key.pem"
     assert _cuship("keygen", "-o", str(key)).returncode == 0
@@ -108,9 +114,11 @@ def test_ship_without_nvcc_takes_the_cpu_only_path_and_says_so(tmp_path: Path) -
         check=False,
         env={**os.environ, "CUSHIP_NVCC": "none"},
         timeout=600,
+        umask=0o077,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "no nvcc on this host: CPU-only path" in done.stderr
+    assert publish_problems(out / "site") == []
     report = json.loads(done.stdout)
     assert report["cpu_only"] is True
     built = [j for j in report["jobs"] if j["status"] == "built"]
@@ -123,6 +131,7 @@ def test_ship_without_nvcc_takes_the_cpu_only_path_and_says_so(tmp_path: Path) -
     assert report["check"]["verdict"] == "passed"
     assert record["attestation"] is not None
     wheel = Path(built[0]["wheel"])
+    assert stat.S_IMODE(wheel.stat().st_mode) == 0o644
     verified = _cuship(
         "verify-attestation", f"{wheel}.intoto.jsonl", str(wheel), "--key", f"{key}.pub"
     )

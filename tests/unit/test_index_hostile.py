@@ -18,7 +18,9 @@ import pytest
 from cuship.cli import main
 from cuship.events import Event, collect
 from cuship.index import scan_report, write
+from cuship.index.simple import cache_path
 from tests.hostile_wheels import corrupt_deflate, foreign_dist_info, metadata_bomb
+from tests.sitecheck import publish_problems
 from tests.wheel_factory import make_wheel
 
 
@@ -106,6 +108,7 @@ def test_the_site_is_readable_by_anyone_whatever_the_umask_and_input_modes(tmp_p
     files = {k: v for k, v in modes.items() if not (site / k).is_dir()}
     assert set(dirs.values()) == {0o755} and "cu128/simple" in dirs
     assert set(files.values()) == {0o644} and f"files/{private.name}" in files
+    assert publish_problems(site) == []
     assert stat.S_IMODE(private.stat().st_mode) == 0o600  # the input is not changed
     assert (site / "files" / shared.name).stat().st_ino == shared.stat().st_ino  # still linked
 
@@ -113,9 +116,8 @@ def test_the_site_is_readable_by_anyone_whatever_the_umask_and_input_modes(tmp_p
 def test_the_cache_lives_beside_the_site_never_inside(tmp_path: Path) -> None:
     site = tmp_path / "site"
     write([make_wheel(tmp_path / "wheels", "pkg", "1.0")], site)
-    hidden = [p for p in site.rglob(".*")]
-    assert hidden == []
-    assert [p for p in site.rglob("*") if "sqlite" in p.name or "cache" in p.name] == []
+    assert publish_problems(site) == []
+    assert cache_path(site).is_file() and cache_path(site).parent == tmp_path
     again = write([tmp_path / "wheels"], site)
     assert (again.hashed, again.cached) == (0, 1)  # the cache beside still serves
 
