@@ -23,6 +23,7 @@ import pytest
 
 from cuship.cli import main
 from cuship.index import write
+from cuship.index.serve import ServeLimits, serve
 from tests.integration.indexsite import clean_env
 from tests.wheel_factory import make_wheel
 
@@ -84,9 +85,10 @@ def server(site: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ser
     assert "Traceback" not in stderr.read_text(errors="replace")
 
 
-def _raw(server: Server, request: bytes) -> tuple[int, bytes]:
+def _raw(server: Server | tuple[str, int], request: bytes) -> tuple[int, bytes]:
     """Send ``request`` as it is; (status, whole response). Status 0: no status line."""
-    with socket.create_connection((server.host, server.port), timeout=10) as sock:
+    address = server if isinstance(server, tuple) else (server.host, server.port)
+    with socket.create_connection(address, timeout=10) as sock:
         sock.sendall(request)
         chunks = []
         while chunk := sock.recv(65536):
@@ -97,7 +99,7 @@ def _raw(server: Server, request: bytes) -> tuple[int, bytes]:
     return status, response
 
 
-def _get(server: Server, path: str) -> tuple[int, bytes]:
+def _get(server: Server | tuple[str, int], path: str) -> tuple[int, bytes]:
     return _raw(server, f"GET {path} HTTP/1.0\r\nHost: x\r\n\r\n".encode())
 
 
@@ -226,3 +228,20 @@ def test_load_200_concurrent_clients_beside_1000_idle_connections(server: Server
             sock.close()
     assert server.threads() <= WORKERS + 8
     assert _get(server, "/simple/pkg/")[0] == 200
+
+
+def test_past_max_connections_a_new_one_gets_503_and_the_rest_are_served(site: Path) -> None:
+    limits = ServeLimits(workers=2, idle_timeout=IDLE_TIMEOUT, max_connections=5)
+    with serve(site, limits=limits) as running:
+        parts = urllib.parse.urlsplit(running.url)
+        host, port = parts.hostname or "", parts.port or 0
+        idle = [socket.create_connection((host, port), timeout=10) for _ in range(5)]
+        try:
+            time.sleep(0.3)  # all five accepted and waiting
+            with socket.create_connection((host, port), timeout=10) as extra:
+                assert extra.recv(100).startswith(b"HTTP/1.0 503 ")
+        finally:
+            for sock in idle:
+                sock.close()
+        time.sleep(0.3)  # the server sees them closed
+        assert _get((host, port), "/simple/pkg/")[0] == 200
