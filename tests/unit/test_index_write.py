@@ -14,8 +14,7 @@ import pytest
 from cuship.cli import main
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Event, collect
-from cuship.index import ScanCache, parse_yank_lines, scan_report, write
-from cuship.index._cache import FileStamp
+from cuship.index import FileStamp, ScanCache, parse_yank_lines, scan_report, write
 from tests.wheel_factory import make_wheel
 
 

@@ -64,7 +64,10 @@ class IndexSummary:
             "wheels": self.wheels,
             "projects": self.projects,
             "variants": list(self.variants),
-            "skipped": [{"path": str(s.path), "reason": s.reason} for s in self.skipped],
+            "skipped": [
+                {"path": str(s.path), "reason": s.reason, "bad_wheel": s.bad_wheel}
+                for s in self.skipped
+            ],
             "hashed": self.hashed,
             "cached": self.cached,
             "base_url": self.base_url,
