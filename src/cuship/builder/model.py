@@ -45,6 +45,7 @@ class Host:
     sccache: str | None = None
     engine: str | None = None
     torch: str | None = None  # the installed torch's version ("2.13.0+cpu"), if any
+    toolkits_root: str | None = None  # where toolkits from PyPI are cached (cuship toolkit)
 
 
 def host_of(fp: Fingerprint, *, python_exe: str, sccache: str | None, engine: str | None) -> Host:

@@ -106,7 +106,7 @@ class ToolkitsFile:
 def runner_hint(cuda: str, image: str | None = None) -> str:
     """Where a toolkit PyPI cannot supply comes from instead."""
     where = f"a runner with the CUDA {cuda} toolkit installed"
-    return where + (f", or the container image {image} (--mode container)" if image else "")
+    return where + (f", or the container image {image} with --mode container" if image else "")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
