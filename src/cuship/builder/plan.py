@@ -13,6 +13,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from cuship.builder.container import container_steps
+from cuship.builder.glibc import glibc_floor
 from cuship.builder.model import BuildPlan, Host, Mode, Step, job_env, wheel_step
 from cuship.builder.toolkits import choose_toolkit
 from cuship.config import Config
@@ -149,4 +150,5 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         log=log,
         test_import=config.build.test_import,
         torch=_built_against(job, config, host, mode),
+        glibc_floor=glibc_floor(job, config.build),
     )

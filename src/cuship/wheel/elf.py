@@ -22,7 +22,15 @@ from elftools.elf.sections import Section, SymbolTableSection
 
 from cuship.errors import InputError
 
-__all__ = ["ELF_MAGIC", "ElfFacts", "SectionSpan", "elf_facts", "glibc_needed", "is_elf"]
+__all__ = [
+    "ELF_MAGIC",
+    "ElfFacts",
+    "SectionSpan",
+    "VersionNeed",
+    "elf_facts",
+    "glibc_needed",
+    "is_elf",
+]
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -37,6 +45,19 @@ class SectionSpan:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class VersionNeed:
+    """The symbols an object imports at one version of one library (``GLIBC_2.34`` of
+    ``libc.so.6``), from ``.gnu.version_r`` and ``.gnu.version``."""
+
+    library: str
+    version: str
+    symbols: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"library": self.library, "version": self.version, "symbols": list(self.symbols)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ElfFacts:
     """What cuship needs to know about one ELF file."""
 
@@ -46,6 +67,7 @@ class ElfFacts:
     needed: tuple[str, ...]
     sections: tuple[SectionSpan, ...]
     undefined: tuple[str, ...] = ()  # names of the undefined (imported) dynamic symbols
+    versions: tuple[VersionNeed, ...] = ()  # the symbol versions it requires, with their symbols
 
     def section(self, name: str) -> SectionSpan | None:
         return next((s for s in self.sections if s.name == name), None)
@@ -68,7 +90,8 @@ def elf_facts(stream: BinaryIO, *, source: str, wanted: Iterable[str] = ()) -> E
         sections = list(elf.iter_sections())  # pyelftools parses each header on every pass
         needed, soname = _dynamic(sections)
         spans = tuple(_spans(sections, frozenset(wanted), size, source))
-        undefined = _undefined_symbols(elf, sections, size, source)
+        imported = _undefined_symbols(elf, sections, size, source)
+        versions = _version_needs(elf, sections, imported, size, source)
         machine = str(elf["e_machine"])
     except (ELFError, struct.error, ValueError, IndexError, OSError) as err:
         raise InputError(
@@ -81,7 +104,8 @@ def elf_facts(stream: BinaryIO, *, source: str, wanted: Iterable[str] = ()) -> E
         soname=soname,
         needed=needed,
         sections=spans,
-        undefined=undefined,
+        undefined=tuple(name for _, name in imported),
+        versions=versions,
     )
 
 
@@ -128,8 +152,8 @@ _SYMBOL_LAYOUT = {32: ("IIIBBH", 0, 5), 64: ("IBBHQQ", 0, 3)}  # format, name in
 
 def _undefined_symbols(
     elf: ELFFile, sections: list[Section], size: int, source: str
-) -> tuple[str, ...]:
-    """Names of the dynamic symbols with section index SHN_UNDEF (what the object imports).
+) -> list[tuple[int, str]]:
+    """Index and name of the dynamic symbols with section index SHN_UNDEF (what it imports).
 
     The table is unpacked with ``struct`` in one pass: pyelftools' per-symbol objects cost
     about 100 times more, which a torch extension's thousands of symbols would feel.
@@ -138,20 +162,54 @@ def _undefined_symbols(
         (s for s in sections if isinstance(s, SymbolTableSection) and s.name == ".dynsym"), None
     )
     if table is None:
-        return ()
+        return []
     strings = sections[int(table["sh_link"])]
     data, names = _contents(table, size, source), _contents(strings, size, source)
     layout, name_at, shndx_at = _SYMBOL_LAYOUT[elf.elfclass]
     entry = struct.Struct(("<" if elf.little_endian else ">") + layout)
     usable = len(data) - len(data) % entry.size
-    found: list[str] = []
-    for fields in entry.iter_unpack(data[:usable]):
+    found: list[tuple[int, str]] = []
+    for index, fields in enumerate(entry.iter_unpack(data[:usable])):
         start = fields[name_at]
         if fields[shndx_at] != 0 or start == 0:  # defined, or the null symbol
             continue
         end = names.find(b"\0", start)
-        found.append(names[start : end if end >= 0 else len(names)].decode("utf-8", "replace"))
-    return tuple(found)
+        name = names[start : end if end >= 0 else len(names)].decode("utf-8", "replace")
+        found.append((index, name))
+    return found
+
+
+_HIDDEN = 0x8000  # the versym bit that marks a version as hidden, not part of the index
+
+
+def _version_needs(
+    elf: ELFFile,
+    sections: list[Section],
+    imported: list[tuple[int, str]],
+    size: int,
+    source: str,
+) -> tuple[VersionNeed, ...]:
+    """The versions the object needs (``.gnu.version_r``) and which imported symbols bind to
+    each (``.gnu.version`` holds one version index per ``.dynsym`` entry)."""
+    need = next((s for s in sections if isinstance(s, GNUVerNeedSection)), None)
+    versym = next((s for s in sections if s["sh_type"] == "SHT_GNU_versym"), None)
+    if need is None:
+        return ()
+    named: dict[int, tuple[str, str]] = {}
+    for version, aux in need.iter_versions():
+        for entry in aux:
+            named[int(entry["vna_other"])] = (str(version.name), str(entry.name))
+    symbols: dict[int, list[str]] = {index: [] for index in named}
+    if versym is not None:
+        data = _contents(versym, size, source)
+        indexes = struct.unpack(f"{'<' if elf.little_endian else '>'}{len(data) // 2}H", data)
+        for position, name in imported:
+            if position < len(indexes):
+                symbols.setdefault(indexes[position] & ~_HIDDEN, []).append(name)
+    return tuple(
+        VersionNeed(library=library, version=version, symbols=tuple(sorted(symbols[index])))
+        for index, (library, version) in sorted(named.items())
+    )
 
 
 def _contents(section: Section, size: int, source: str) -> bytes:
