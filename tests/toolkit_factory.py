@@ -68,11 +68,12 @@ def make_index(
     release: ToolkitRelease,
     *,
     leave_out: Mapping[str, tuple[str, ...]] | None = None,
+    extra: Mapping[str, tuple[str, ...]] | None = None,
     wrong_sha: tuple[str, ...] = (),
 ) -> str:
     """A PEP 691 index under ``root`` serving ``release``'s wheels (plus an aarch64 decoy and
     an older version of each), as a ``file://`` URL. ``wrong_sha``: packages whose listed
-    sha256 does not match their file."""
+    sha256 does not match their file; ``extra``: more files a package's wheel holds."""
     files = root / "files"
     for component in catalog.components:
         version = release.wheels[component.package]
@@ -81,7 +82,7 @@ def make_index(
                 files,
                 component.package,
                 version,
-                component.provides,
+                (*component.provides, *(extra or {}).get(component.package, ())),
                 leave_out=(leave_out or {}).get(component.package, ()),
             ),
             make_toolkit_wheel(

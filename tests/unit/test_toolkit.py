@@ -120,6 +120,16 @@ def test_a_wheel_missing_a_file_the_toolkit_needs_fails_naming_it(tmp_path: Path
     assert _leftovers(root) == []
 
 
+def test_two_wheels_holding_the_same_file_fail_naming_it(tmp_path: Path) -> None:
+    clash = {"nvidia-cuda-cccl": ("include/cuda_runtime.h",)}
+    index = make_index(tmp_path / "index", catalog(), RELEASE, extra=clash)
+    root = tmp_path / "toolkits"
+    with pytest.raises(CheckFailed) as caught:
+        _install(root, index)
+    assert "both hold 'include/cuda_runtime.h'" in caught.value.message
+    assert _leftovers(root) == []
+
+
 def test_an_nvcc_reporting_another_version_fails_and_leaves_nothing(
     tmp_path: Path, index: str
 ) -> None:

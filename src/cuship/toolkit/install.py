@@ -15,6 +15,7 @@ import subprocess
 import time
 import zipfile
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -121,9 +122,10 @@ def _assemble(
 ) -> tuple[Installed, int]:
     staging = staging_dir(target)
     try:
-        wheels = _download(release, staging / ".downloads", index, machine, emit)
-        files = [_unpack(path, staging, release.cuda.major) for path, _ in wheels]
-        _link(staging, layout_links((f for group in files for f in group), machine))
+        fetched = _fetch_all(release, staging, index, machine, emit)
+        wheels = [record for record, _ in fetched]
+        files = _no_overlap([written for _, written in fetched], release)
+        _link(staging, layout_links(files, machine))
         shutil.rmtree(staging / ".downloads")
         _require(staging, catalog, release)
         reported = probe(staging / "bin" / "nvcc")
@@ -139,7 +141,7 @@ def _assemble(
             cuda=str(release.cuda),
             nvcc_version=reported,
             index=index,
-            wheels=tuple(record for _, record in wheels),
+            wheels=tuple(wheels),
             assembled=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
         (staging / MANIFEST).write_bytes(made.record())
@@ -148,24 +150,40 @@ def _assemble(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return made, sum(record.size for _, record in wheels)
+    return made, sum(record.size for record in wheels)
 
 
-def _download(
-    release: ToolkitRelease, into: Path, index: str, machine: str, emit: Emit
-) -> list[tuple[Path, WheelFile]]:
-    """Every pinned wheel, downloaded into ``into`` with its sha256 checked."""
-    emit(
-        Event(
-            level="info",
-            topic="toolkit",
-            message=f"fetching CUDA {release.cuda} from {index}: {', '.join(release.pins())}",
-        )
-    )
-    return [
-        _fetch_one(package, version, into, index, machine, emit)
-        for package, version in release.wheels.items()
-    ]
+def _fetch_all(
+    release: ToolkitRelease, prefix: Path, index: str, machine: str, emit: Emit
+) -> list[tuple[WheelFile, list[str]]]:
+    """Every pinned wheel downloaded (sha256 checked) into ``prefix/.downloads`` and unpacked
+    into ``prefix``, all at once: each wheel's download overlaps the others' unpacking (zlib
+    and file writes release the GIL). The first failure is raised once all have stopped."""
+    message = f"fetching CUDA {release.cuda} from {index}: {', '.join(release.pins())}"
+    emit(Event(level="info", topic="toolkit", message=message))
+
+    def one(package: str, version: Version) -> tuple[WheelFile, list[str]]:
+        path, record = _fetch_one(package, version, prefix / ".downloads", index, machine, emit)
+        return record, _unpack(path, prefix, release.cuda.major)
+
+    with ThreadPoolExecutor(max_workers=len(release.wheels)) as pool:
+        futures = [pool.submit(one, package, v) for package, v in release.wheels.items()]
+        wait(futures)
+    return [future.result() for future in futures]
+
+
+def _no_overlap(groups: Sequence[Sequence[str]], release: ToolkitRelease) -> list[str]:
+    """The files of all wheels; two wheels writing the same file is a layout cuship does not know."""
+    seen: set[str] = set()
+    for group in groups:
+        twice = seen.intersection(group)
+        if twice:
+            raise CheckFailed(
+                f"two wheels of CUDA {release.cuda} both hold {sorted(twice)[0]!r}",
+                hint="NVIDIA changed the wheels' layout; update cuship (data/toolkits.toml)",
+            )
+        seen.update(group)
+    return sorted(seen)
 
 
 def _fetch_one(
