@@ -86,6 +86,17 @@ def test_a_cached_toolkit_is_reused_without_the_network(tmp_path: Path, index: s
     assert [i.cuda for i in cached(root, catalog().components)] == ["13.0.2"]
 
 
+def test_two_installs_at_once_assemble_it_once(tmp_path: Path, index: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = tmp_path / "toolkits"
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda _: _install(root, index), range(2)))
+    assert sorted(r.reused for r in results) == [False, True]
+    assert results[0].installed == results[1].installed
+    assert _leftovers(root) == ["13.0.2"]
+
+
 def test_offline_without_the_toolkit_in_the_cache_is_exit_3(tmp_path: Path, index: str) -> None:
     with pytest.raises(ToolMissing) as caught:
         _install(tmp_path / "toolkits", index, offline=True)
