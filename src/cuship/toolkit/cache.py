@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from cuship import settings
 from cuship.toolkit.catalog import ToolkitRelease, WheelComponent
 from cuship.toolkit.layout import MANIFEST
@@ -131,5 +133,5 @@ def cached(root: Path, components: Sequence[WheelComponent] = ()) -> tuple[Insta
     """Every complete toolkit under ``root``, by CUDA release."""
     if not root.is_dir():
         return ()
-    found = (read_installed(p, components) for p in sorted(root.iterdir()) if p.is_dir())
-    return tuple(i for i in found if i is not None)
+    found = [read_installed(p, components) for p in root.iterdir() if p.is_dir()]
+    return tuple(sorted((i for i in found if i is not None), key=lambda i: Version(i.cuda)))

@@ -22,8 +22,9 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from cuship import settings
 from cuship._fs import exchange, locked, recover, staging_dir
-from cuship.errors import CheckFailed, CushipError, InputError, ToolMissing
+from cuship.errors import CheckFailed, CushipError, InputError, ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.resolve.fetch import download, fetch_page
 from cuship.toolkit.cache import Installed, WheelFile, read_installed, toolkit_prefix
@@ -35,6 +36,10 @@ __all__ = ["InstallResult", "Probe", "install", "nvcc_version"]
 Probe = Callable[[Path], str | None]
 """Runs a toolkit's nvcc and returns the version it reports (None: it did not run)."""
 
+_NETWORK_HINT = (
+    f"check the network, or point {settings.TOOLKIT_INDEX} at a mirror of PyPI; toolkits "
+    "already in the cache need no network (`cuship toolkit list`)"
+)
 _NVCC_VERSION = re.compile(r"\bV(\d+\.\d+\.\d+)")
 
 
@@ -189,17 +194,16 @@ def _no_overlap(groups: Sequence[Sequence[str]], release: ToolkitRelease) -> lis
 def _fetch_one(
     package: str, version: Version, into: Path, index: str, machine: str, emit: Emit
 ) -> tuple[Path, WheelFile]:
-    """One pinned wheel; a failure keeps its class (exit code) and names the toolkit's wheel."""
+    """One pinned wheel; a failure keeps its exit code and names the toolkit's wheel."""
     try:
         page = fetch_page(index, package, manifest=False, emit=emit)
-        chosen = pick_file(page.candidates, package, version, machine)
+    except CushipError as err:
+        raise _fetch_failed(err, f"{package}=={version}", index) from err
+    chosen = pick_file(page.candidates, package, version, machine)
+    try:
         path = download(chosen, into, emit=emit)
     except CushipError as err:
-        raise type(err)(
-            f"cannot fetch {package}=={version} from {index}: {err.message}",
-            hint=(err.hint + "; " if err.hint else "")
-            + "toolkits already in the cache need no network (`cuship toolkit list`)",
-        ) from err
+        raise _fetch_failed(err, f"{package}=={version}", index) from err
     record = WheelFile(
         filename=chosen.filename,
         url=chosen.url,
@@ -207,6 +211,16 @@ def _fetch_one(
         size=path.stat().st_size,
     )
     return path, record
+
+
+def _fetch_failed(err: CushipError, what: str, index: str) -> CushipError:
+    """``err`` said about a toolkit wheel: same exit code; a checksum keeps its own hint."""
+    message = f"cannot fetch {what} from {index}: {err.message}"
+    if isinstance(err, CheckFailed):
+        return CheckFailed(message, hint=err.hint)
+    if isinstance(err, UsageError):
+        return InputError(message, hint=_NETWORK_HINT)
+    return type(err)(message, hint=_NETWORK_HINT) if isinstance(err, ToolMissing) else err
 
 
 def _unpack(wheel: Path, prefix: Path, major: int) -> list[str]:
