@@ -1,18 +1,20 @@
-"""Synthetic ELF shared objects: the headers, DT_NEEDED entries and dynamic symbols a test asks for.
+"""Synthetic ELF shared objects: the headers, DT_NEEDED entries, dynamic symbols and extra
+sections (a ``.nv_fatbin`` with the SASS and PTX a test asks for) a test asks for.
 
 Enough of an ELF for pyelftools and for the loader-facing facts cuship reads (no code, no
-program headers): sections ``.dynstr``, ``.dynsym``, ``.dynamic`` and ``.shstrtab``, in the
-32- or 64-bit layout, little- or big-endian; with versioned imports also ``.gnu.version`` (one
-version index per symbol) and ``.gnu.version_r`` (the versions needed, per library).
+program headers): sections ``.dynstr``, ``.dynsym``, ``.dynamic`` and ``.shstrtab``, then any
+extra ones, in the 32- or 64-bit layout, little- or big-endian; with versioned imports also
+``.gnu.version`` (one version index per symbol) and ``.gnu.version_r`` (the versions needed,
+per library).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-SHT_DYNAMIC, SHT_STRTAB, SHT_DYNSYM = 6, 3, 11
+SHT_PROGBITS, SHT_DYNAMIC, SHT_STRTAB, SHT_DYNSYM = 1, 6, 3, 11
 SHT_GNU_VERSYM, SHT_GNU_VERNEED = 0x6FFFFFFF, 0x6FFFFFFE
 DT_NULL, DT_NEEDED, DT_SONAME = 0, 1, 14
 _MACHINE = {(64, "<"): 62, (64, ">"): 21, (32, "<"): 3, (32, ">"): 20}  # x86-64, PPC64, 386, PPC
@@ -116,15 +118,13 @@ def _version_sections(
     verneed = b""
     for number, library in enumerate(libraries):
         wanted = [(ver, i) for (lib, ver), i in index.items() if lib == library]
-        last = number == len(libraries) - 1
         size = 16 + 16 * len(wanted)
-        verneed += layout.pack(
-            "HHIII", 1, len(wanted), dynstr.add(library), 16, 0 if last else size
-        )
+        following = 0 if number == len(libraries) - 1 else size
+        verneed += layout.pack("HHIII", 1, len(wanted), dynstr.add(library), 16, following)
         for position, (version, other) in enumerate(wanted):
-            following = 0 if position == len(wanted) - 1 else 16
+            after = 0 if position == len(wanted) - 1 else 16
             name = dynstr.add(version)
-            verneed += layout.pack("IHHII", _elf_hash(version), 0, other, name, following)
+            verneed += layout.pack("IHHII", _elf_hash(version), 0, other, name, after)
     return versym, verneed, len(libraries)
 
 
@@ -135,11 +135,13 @@ def make_elf(
     defined: Sequence[str] = (),
     versioned: Sequence[tuple[str, str, str]] = (),
     soname: str | None = None,
+    sections: Mapping[str, bytes] | None = None,
     bits: int = 64,
     endian: str = "<",
 ) -> bytes:
-    """The bytes of a shared object that needs ``needed`` and imports ``undefined``, and the
-    ``versioned`` imports given as (symbol, library, version): ``("memcpy", "libc.so.6",
+    """The bytes of a shared object that needs ``needed``, imports ``undefined`` and holds the
+    extra ``sections`` (name -> contents, e.g. ``{".nv_fatbin": fatbin(sass=["90"])}``); the
+    ``versioned`` imports are (symbol, library, version): ``("memcpy", "libc.so.6",
     "GLIBC_2.14")``."""
     layout = _Layout(bits, endian)
     dynstr, shstr = _Strings(), _Strings()
@@ -153,17 +155,12 @@ def make_elf(
     if soname is not None:
         dynamic += layout.dyn(DT_SONAME, dynstr.add(soname))
     dynamic += layout.dyn(DT_NULL, 0)
-    section_names = (
-        ".dynstr",
-        ".dynsym",
-        ".dynamic",
-        ".shstrtab",
-        ".gnu.version",
-        ".gnu.version_r",
-    )
-    names = {n: shstr.add(n) for n in section_names[: 6 if versioned else 4]}
+    extra = dict(sections or {})
+    versions = (".gnu.version", ".gnu.version_r") if versioned else ()
+    base = (".dynstr", ".dynsym", ".dynamic", ".shstrtab")
+    names = {n: shstr.add(n) for n in (*base, *extra, *versions)}
     header_size = 64 if bits == 64 else 52
-    blobs = [bytes(dynstr.data), symbols, dynamic, bytes(shstr.data)]
+    blobs = [bytes(dynstr.data), symbols, dynamic, bytes(shstr.data), *extra.values()]
     if versioned:
         blobs += [versym, verneed]
     offsets, position = [], header_size
@@ -183,14 +180,62 @@ def make_elf(
         ),
         layout.section_header(names[".shstrtab"], SHT_STRTAB, offsets[3], len(blobs[3]), 0, 0),
     ]
+    for index, name in enumerate(extra, start=4):
+        headers.append(
+            layout.section_header(
+                names[name], SHT_PROGBITS, offsets[index], len(blobs[index]), 0, 0
+            )
+        )
     if versioned:
+        at = 4 + len(extra)
         headers += [
             layout.section_header(
-                names[".gnu.version"], SHT_GNU_VERSYM, offsets[4], len(blobs[4]), 2, 2
+                names[".gnu.version"], SHT_GNU_VERSYM, offsets[at], len(blobs[at]), 2, 2
             ),
             layout.section_header(
-                names[".gnu.version_r"], SHT_GNU_VERNEED, offsets[5], len(blobs[5]), 1, 0, libraries
+                names[".gnu.version_r"],
+                SHT_GNU_VERNEED,
+                offsets[at + 1],
+                len(blobs[at + 1]),
+                1,
+                0,
+                libraries,
             ),
         ]
     body = b"".join(blobs).ljust(shoff - header_size, b"\0")
     return layout.elf_header(shoff, len(headers), 4) + body + b"".join(headers)
+
+
+# --- CUDA fatbinaries (the layout src/cuship/wheel/fatbin.py documents) ------------------------
+
+_ENTRY_KIND = {"ptx": 1, "sass": 2}
+
+
+def fatbin_entry(kind: str, sm: str) -> bytes:
+    """One fatbin entry header (no payload) for ``kind`` "sass" or "ptx" and ``sm`` "90"/"90a"."""
+    arch = int(sm.rstrip("af"))
+    flags = 0x11 | (0x100000 if sm.endswith("a") else 0) | (0x200000 if sm.endswith("f") else 0)
+    head = struct.pack(
+        "<HHIQI4xHHI8xQ8xQ", _ENTRY_KIND[kind], 0x0101, 0x40, 0, 0, 0, 1, arch, flags, 0
+    )
+    return head.ljust(0x40, b"\0")
+
+
+def fatbin(*, sass: Sequence[str] = (), ptx: Sequence[str] = ()) -> bytes:
+    """A one-container fatbinary with an entry per SASS and PTX arch."""
+    body = b"".join(fatbin_entry("sass", sm) for sm in sass)
+    body += b"".join(fatbin_entry("ptx", sm) for sm in ptx)
+    return struct.pack("<IHHQ", 0xBA55ED50, 1, 0x10, len(body)) + body
+
+
+def cuda_elf(
+    *,
+    sass: Sequence[str] = (),
+    ptx: Sequence[str] = (),
+    needed: Sequence[str] = ("libcudart.so.13",),
+    undefined: Sequence[str] = ("cudaLaunchKernel",),
+    soname: str | None = None,
+) -> bytes:
+    """A CUDA extension: device code for ``sass``/``ptx`` in ``.nv_fatbin``, linked to ``needed``."""
+    sections = {".nv_fatbin": fatbin(sass=sass, ptx=ptx)} if (sass or ptx) else {}
+    return make_elf(needed=needed, undefined=undefined, soname=soname, sections=sections)

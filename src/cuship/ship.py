@@ -238,7 +238,7 @@ def _check_installed(
     from cuship.gpurun.execute import install, probe
     from cuship.gpurun.plan import Interpreter, plan_install
 
-    work = out_dir / "check"
+    path, work = path.resolve(), (out_dir / "check").resolve()  # the stages run in the project
     facts = probe(sys.executable, env=environ, cwd=path, venv=work / "venv")
     base = Interpreter(
         executable=str(facts["executable"]),

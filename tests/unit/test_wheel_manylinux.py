@@ -17,7 +17,7 @@ from cuship.config import BuildSection, load_config
 from cuship.errors import ConfigError, UsageError
 from cuship.matrix import BuildJob, jobs_with_configs
 from cuship.wheel.audit import inspect_wheel
-from cuship.wheel.elf import VersionNeed, elf_facts
+from cuship.wheel.elf import VersionNeed, elf_facts, quick_facts
 from cuship.wheel.manylinux import floor_problem, offenders, parse_floor, tag_glibc
 from cuship.wheel.verify import verify
 from tests.elf_factory import make_elf
@@ -51,6 +51,21 @@ def test_the_elf_reader_groups_imported_symbols_by_the_version_they_need(
         VersionNeed(library="libstdc++.so.6", version="CXXABI_1.3.9", symbols=("_ZdlPvm",)),
     )
     assert "plain" in facts.undefined and "pthread_create" in facts.undefined
+
+
+@pytest.mark.parametrize(("bits", "endian"), [(64, "<"), (32, ">")])
+def test_the_struct_reader_reads_the_same_versions(bits: int, endian: str) -> None:
+    data = make_elf(
+        undefined=["plain"],
+        versioned=NEW_GLIBC,
+        sections={".nv_fatbin": b"\0" * 16},
+        bits=bits,
+        endian=endian,
+    )
+    slow = elf_facts(io.BytesIO(data), source="x.so", wanted=[".nv_fatbin"])
+    assert quick_facts(data, source="x.so", wanted=[".nv_fatbin"]) == slow
+    assert len(slow.versions) == 3
+    assert quick_facts(data, source="x.so", symbols=False).versions == ()
 
 
 def test_an_object_without_version_sections_needs_no_version() -> None:

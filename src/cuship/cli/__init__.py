@@ -52,6 +52,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Install exactly the wheel `resolve` picks, downloaded and hash-pinned.",
     ),
     "check": ("check", "Check kernels against float64 references, on CPU engines or a GPU."),
+    "doctor": (
+        "doctor",
+        "Explain why an installed CUDA package will not run here (GPUs, driver, torch, glibc).",
+    ),
     "gpu-run": (
         "gpu_run",
         "The GPU job in one command: pick the wheel that fits, install it, test, check, bench.",

@@ -15,7 +15,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from cuship.errors import CushipError, InputError
 from cuship.wheel.cudalibs import is_cuda_lib
-from cuship.wheel.elf import ElfFacts, VersionNeed, elf_facts, is_elf
+from cuship.wheel.elf import ElfFacts, VersionNeed, elf_facts, is_elf, quick_facts
 from cuship.wheel.fatbin import FATBIN_SECTIONS, Buffer, FatbinEntry, parse_sections
 from cuship.wheel.names import parse_label
 from cuship.wheel.torchabi import (
@@ -34,6 +34,7 @@ __all__ = [
     "inspect_object",
     "inspect_path",
     "inspect_wheel",
+    "scan_object",
     "sm_key",
 ]
 
@@ -184,6 +185,21 @@ def inspect_object(path: Path) -> ObjectReport:
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             facts = elf_facts(handle, source=str(path), wanted=FATBIN_SECTIONS)
             return _object_report(str(path), size, facts, mapped)
+
+
+def scan_object(
+    path: Path, *, symbols: bool | tuple[bytes, ...] = True, name: str | None = None
+) -> ObjectReport | None:
+    """:func:`inspect_object` for scans over many files: read with :func:`quick_facts`; None
+    when ``path`` is no ELF file. ``symbols`` as for :func:`quick_facts` (False: the torch ABI
+    is read from DT_NEEDED alone); ``name`` is the report's path (default: ``path``)."""
+    with path.open("rb") as handle:
+        size = path.stat().st_size
+        if size < 64 or not is_elf(handle.read(4)):
+            return None
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            facts = quick_facts(mapped, source=str(path), wanted=FATBIN_SECTIONS, symbols=symbols)
+            return _object_report(name or str(path), size, facts, mapped)
 
 
 def _object_report(where: str, size: int, facts: ElfFacts, data: Buffer) -> ObjectReport:
