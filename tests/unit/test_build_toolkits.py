@@ -95,6 +95,16 @@ def test_a_12x_job_names_the_runner_or_image_it_needs(toolkits: Toolkits) -> Non
     assert "nvidia/cuda:12.8.1-devel-ubuntu22.04 with --mode container" in plan.reason
 
 
+def test_the_12x_note_fills_every_image_template_field() -> None:
+    config = _config("fetch")
+    image = "ghcr.io/x/cuda:{cuda_mm}-{python_tag}"
+    config = dataclasses.replace(config, build=dataclasses.replace(config.build, image=image))
+    plan = plan_job(_job(config, "12.9.1"), config, HOST, mode="local", out_dir=Path("/out"))
+    assert (
+        plan.reason is not None and "ghcr.io/x/cuda:12.9-cp311 with --mode container" in plan.reason
+    )
+
+
 def test_fetch_builds_13x_on_a_host_without_nvcc_and_preflight_lets_it() -> None:
     bare = dataclasses.replace(HOST, nvcc=None, cuda=None, cuda_home=None, sccache="sccache")
     plan = _plan("fetch", "13.0.2", host=bare)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from cuship import settings
+from cuship.builder.container import image_for
 from cuship.builder.model import Host, Step
 from cuship.config import BuildSection
 from cuship.matrix import BuildJob
@@ -57,7 +58,7 @@ def _note(job: BuildJob, build: BuildSection, release: ToolkitRelease | None) ->
     wanted = f"{job.cuda.major}.{job.cuda.minor}"
     gap = catalog().missing_major(job.cuda.major)
     if gap is not None:
-        image = build.image.format(cuda=job.cuda)
+        image = image_for(job, build.image)
         return f"PyPI has no CUDA {job.cuda.major} compiler; use {runner_hint(wanted, image)}"
     if release is not None and build.toolkits == "host":
         return f'[build] toolkits = "fetch" builds it with CUDA {release.cuda} from PyPI'
