@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 from cuship import settings
+from cuship.builder.glibc import GlibcFloor
 from cuship.config import BuildSection, Config
 from cuship.machine import Fingerprint
 from cuship.matrix import BuildJob
@@ -45,6 +46,7 @@ class Host:
     sccache: str | None = None
     engine: str | None = None
     torch: str | None = None  # the installed torch's version ("2.13.0+cpu"), if any
+    toolkits_root: str | None = None  # where toolkits from PyPI are cached (cuship toolkit)
 
 
 def host_of(fp: Fingerprint, *, python_exe: str, sccache: str | None, engine: str | None) -> Host:
@@ -94,6 +96,7 @@ class BuildPlan:
     torch: str | None = (
         None  # the torch the wheel builds against, when known (its pin comes from it)
     )
+    glibc_floor: GlibcFloor | None = None  # the manylinux floor its wheel is held to
 
 
 def max_jobs(

@@ -13,25 +13,30 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from cuship.builder.container import container_steps
+from cuship.builder.glibc import glibc_floor
 from cuship.builder.model import BuildPlan, Host, Mode, Step, job_env, wheel_step
+from cuship.builder.toolkits import choose_toolkit
 from cuship.config import Config
 from cuship.matrix import BuildJob
 
 __all__ = ["MODES", "ModeSteps", "plan_job"]
 
 
-def _local_blocker(job: BuildJob, host: Host) -> str | None:
+def _local_blocker(job: BuildJob, host: Host, note: str | None = None) -> str | None:
+    """Why ``host`` cannot build ``job``; ``note`` says where a missing toolkit would come from."""
+    also = f" ({note})" if note else ""
     if job.python != host.python:
         return f"needs Python {job.python}; this host runs {host.python}"
     if host.nvcc is None or host.cuda is None:
-        return "needs nvcc; none found (set CUDA_HOME or put nvcc on PATH)"
+        return f"needs nvcc; none found (set CUDA_HOME or put nvcc on PATH){also}"
     try:
         have = Version(host.cuda)
     except InvalidVersion:
         return f"cannot read this host's CUDA version {host.cuda!r}"
     if (have.major, have.minor) != (job.cuda.major, job.cuda.minor):
         return (
-            f"needs CUDA {job.cuda.major}.{job.cuda.minor}; this host has {have.major}.{have.minor}"
+            f"needs CUDA {job.cuda.major}.{job.cuda.minor}; this host has "
+            f"{have.major}.{have.minor}{also}"
         )
     return None
 
@@ -93,11 +98,14 @@ def _deps_step(job: BuildJob, config: Config, python: str) -> Step | None:
 
 
 def _local_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> ModeSteps:
-    env = job_env(job, config.build, host)
+    toolkit = choose_toolkit(job, config.build, host)
+    env = job_env(job, config.build, toolkit.host)
     deps = _deps_step(job, config, host.python_exe)
     local = (*((deps,) if deps else ()), wheel_step(job.id, config, host.python_exe, raw_dir))
     steps = tuple(Step(name=s.name, description=s.description, argv=s.argv, env=env) for s in local)
-    return steps, _local_blocker(job, host) or _torch_blocker(job, config, host)
+    steps = (*((toolkit.step,) if toolkit.step else ()), *steps)
+    blocker = _local_blocker(job, toolkit.host, toolkit.note)
+    return steps, blocker or _torch_blocker(job, config, host)
 
 
 def _container_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> ModeSteps:
@@ -142,4 +150,5 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         log=log,
         test_import=config.build.test_import,
         torch=_built_against(job, config, host, mode),
+        glibc_floor=glibc_floor(job, config.build),
     )

@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "build",
         "Build the matrix jobs this host can build: compile, repair, label, verify.",
     ),
+    "toolkit": (
+        "toolkit",
+        "CUDA 13.x toolkits assembled from NVIDIA's PyPI wheels: list, install, path.",
+    ),
     "ship": (
         "ship",
         "The whole pipeline: build what this host can, verify, index, print the install line.",

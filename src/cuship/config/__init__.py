@@ -164,6 +164,21 @@ class BuildSection:
         "(e.g. FLASH_ATTENTION_SKIP_CUDA_BUILD = 'TRUE').",
         default_factory=dict,
     )
+    toolkits: Literal["host", "fetch"] = field_doc(
+        "Where a job's CUDA toolkit comes from. 'host': this machine's nvcc; a job of another "
+        "CUDA minor needs another runner. 'fetch': a 13.x job whose minor differs from the "
+        "host's nvcc (or every 13.x job on a host without one) builds with that toolkit "
+        "assembled from NVIDIA's PyPI wheels (`cuship toolkit install`, cached).",
+        default="host",
+    )
+    manylinux: str | None = field_doc(
+        "The glibc floor, as '2_28' (manylinux_2_28): a repaired wheel whose platform tag needs "
+        "a newer glibc fails verification, naming the symbols that raise it. Unset: the floor "
+        "of the job's torch release (torch.toml), else 2_28, and a wheel above it is a warning.",
+        default=None,
+        validate=values.glibc_floor,
+        schema={"pattern": r"^[0-9]+_[0-9]+$"},
+    )
 
 
 _MAX_CASES = 100_000  # random-shape cases per op and dtype

@@ -24,6 +24,7 @@ __all__ = [
     "between",
     "check_dtype",
     "floors",
+    "glibc_floor",
     "image_template",
     "label_template",
     "memory_gib",
@@ -113,6 +114,15 @@ def specifier(value: str | None) -> None:
         SpecifierSet(value)
     except InvalidSpecifier as err:
         raise ValueError(f"{value!r} is not a version specifier such as '>=3.10'") from err
+
+
+def glibc_floor(value: str | None) -> None:
+    """[build] manylinux: a glibc floor written MAJOR_MINOR, e.g. "2_28"."""
+    if value is None:
+        return
+    major, _, minor = value.partition("_")
+    if not (major.isdigit() and minor.isdigit() and len(value) <= 8):
+        raise ValueError(f'{value!r} is not a glibc floor; write it like "2_28"')
 
 
 def memory_gib(value: float) -> None:

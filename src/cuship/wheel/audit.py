@@ -15,7 +15,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from cuship.errors import CushipError, InputError
 from cuship.wheel.cudalibs import is_cuda_lib
-from cuship.wheel.elf import ElfFacts, elf_facts, is_elf, quick_facts
+from cuship.wheel.elf import ElfFacts, VersionNeed, elf_facts, is_elf, quick_facts
 from cuship.wheel.fatbin import FATBIN_SECTIONS, Buffer, FatbinEntry, parse_sections
 from cuship.wheel.names import parse_label
 from cuship.wheel.torchabi import (
@@ -70,6 +70,7 @@ class ObjectReport:
     entries: int
     containers: int
     torch: TorchAbiFacts = TorchAbiFacts()  # what it imports from torch, and the ABI that makes
+    versions: tuple[VersionNeed, ...] = ()  # symbol versions it needs (GLIBC_2.34 of libc.so.6)
 
     @property
     def torch_abi(self) -> TorchAbi:
@@ -92,6 +93,7 @@ class ObjectReport:
             "containers": self.containers,
             "torch_abi": self.torch_abi,
             "torch": self.torch.to_json(),
+            "versions": [v.to_json() for v in self.versions],
         }
 
 
@@ -218,6 +220,7 @@ def _object_report(where: str, size: int, facts: ElfFacts, data: Buffer) -> Obje
         entries=len(entries),
         containers=len({e.container for e in entries}),
         torch=classify(facts.needed, facts.undefined),
+        versions=facts.versions,
     )
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "ELF_MAGIC",
     "ElfFacts",
     "SectionSpan",
+    "VersionNeed",
     "elf_facts",
     "glibc_needed",
     "is_elf",
@@ -50,6 +51,19 @@ class SectionSpan:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class VersionNeed:
+    """The symbols an object imports at one version of one library (``GLIBC_2.34`` of
+    ``libc.so.6``), from ``.gnu.version_r`` and ``.gnu.version``."""
+
+    library: str
+    version: str
+    symbols: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"library": self.library, "version": self.version, "symbols": list(self.symbols)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ElfFacts:
     """What cuship needs to know about one ELF file."""
 
@@ -59,6 +73,7 @@ class ElfFacts:
     needed: tuple[str, ...]
     sections: tuple[SectionSpan, ...]
     undefined: tuple[str, ...] = ()  # names of the undefined (imported) dynamic symbols
+    versions: tuple[VersionNeed, ...] = ()  # the symbol versions it requires (with the symbols)
 
     def section(self, name: str) -> SectionSpan | None:
         return next((s for s in self.sections if s.name == name), None)
@@ -81,7 +96,8 @@ def elf_facts(stream: BinaryIO, *, source: str, wanted: Iterable[str] = ()) -> E
         sections = list(elf.iter_sections())  # pyelftools parses each header on every pass
         needed, soname = _dynamic(sections)
         spans = tuple(_spans(sections, frozenset(wanted), size, source))
-        undefined = _undefined_symbols(elf, sections, size, source)
+        imported = _undefined_symbols(elf, sections, size, source)
+        versions = _version_needs(elf, sections, imported, size, source)
         machine = str(elf["e_machine"])
     except (ELFError, struct.error, ValueError, IndexError, OSError) as err:
         raise InputError(
@@ -94,7 +110,8 @@ def elf_facts(stream: BinaryIO, *, source: str, wanted: Iterable[str] = ()) -> E
         soname=soname,
         needed=needed,
         sections=spans,
-        undefined=undefined,
+        undefined=tuple(name for _, name in imported),
+        versions=versions,
     )
 
 
@@ -142,8 +159,8 @@ _ZERO = re.compile(b"\x00")
 
 def _undefined_symbols(
     elf: ELFFile, sections: list[Section], size: int, source: str
-) -> tuple[str, ...]:
-    """Names of the dynamic symbols with section index SHN_UNDEF (what the object imports).
+) -> list[tuple[int, str]]:
+    """Index and name of the dynamic symbols with section index SHN_UNDEF (what it imports).
 
     The table is unpacked with ``struct`` in one pass: pyelftools' per-symbol objects cost
     about 100 times more, which a torch extension's thousands of symbols would feel.
@@ -152,14 +169,17 @@ def _undefined_symbols(
         (s for s in sections if isinstance(s, SymbolTableSection) and s.name == ".dynsym"), None
     )
     if table is None:
-        return ()
+        return []
     strings = sections[int(table["sh_link"])]
     data, names = _contents(table, size, source), _contents(strings, size, source)
-    return _undefined_in(data, names, bits=elf.elfclass, little=elf.little_endian)
+    return _undefined_indexed(data, names, bits=elf.elfclass, little=elf.little_endian)
 
 
-def _undefined_in(data: bytes, names: bytes, *, bits: int, little: bool) -> tuple[str, ...]:
-    """The undefined symbols of a ``.dynsym`` table's bytes, named from its string table.
+def _undefined_indexed(
+    data: bytes, names: bytes, *, bits: int, little: bool
+) -> list[tuple[int, str]]:
+    """The undefined symbols of a ``.dynsym`` table's bytes, with their index in the table,
+    named from its string table.
 
     Only symbols whose ``st_shndx`` is 0 are unpacked: the two bytes of that field are taken
     from every entry by slicing, OR-ed, and searched for zero bytes, all in C. A library that
@@ -172,14 +192,72 @@ def _undefined_in(data: bytes, names: bytes, *, bits: int, little: bool) -> tupl
         count, "little"
     )
     name_at = struct.Struct("<I" if little else ">I")  # st_name is the first word in both classes
-    found: list[str] = []
+    found: list[tuple[int, str]] = []
     for match in _ZERO.finditer(both):
         start = name_at.unpack_from(data, match.start() * size)[0]
         if start == 0:  # the null symbol
             continue
         end = names.find(b"\0", start)
-        found.append(names[start : end if end >= 0 else len(names)].decode("utf-8", "replace"))
-    return tuple(found)
+        name = names[start : end if end >= 0 else len(names)].decode("utf-8", "replace")
+        found.append((match.start(), name))
+    return found
+
+
+_HIDDEN = 0x8000  # the versym bit that marks a version as hidden, not part of the index
+
+
+def _version_needs(
+    elf: ELFFile,
+    sections: list[Section],
+    imported: list[tuple[int, str]],
+    size: int,
+    source: str,
+) -> tuple[VersionNeed, ...]:
+    """:func:`_needs_in` over pyelftools' sections."""
+    need = next((s for s in sections if s["sh_type"] == "SHT_GNU_verneed"), None)
+    if need is None:
+        return ()
+    versym = next((s for s in sections if s["sh_type"] == "SHT_GNU_versym"), None)
+    return _needs_in(
+        _contents(need, size, source),
+        _contents(sections[int(need["sh_link"])], size, source),
+        _contents(versym, size, source) if versym is not None else b"",
+        imported,
+        little=elf.little_endian,
+    )
+
+
+def _needs_in(
+    verneed: bytes, strings: bytes, versym: bytes, imported: list[tuple[int, str]], *, little: bool
+) -> tuple[VersionNeed, ...]:
+    """The versions an object needs (``.gnu.version_r``: per library, entries whose
+    ``vna_other`` is a version index) and the imported symbols bound to each (``.gnu.version``
+    holds one version index per ``.dynsym`` entry). The same layout in both ELF classes."""
+    order = "<" if little else ">"
+    need, aux = struct.Struct(order + "HHIII"), struct.Struct(order + "IHHII")
+    named: dict[int, tuple[str, str]] = {}
+    offset = 0
+    for _ in range(len(verneed) // need.size):  # bounded: a cycle of vn_next cannot spin
+        _version, count, library, first, following = need.unpack_from(verneed, offset)
+        at = offset + first
+        for _ in range(min(count, len(verneed) // aux.size)):
+            _hash, _flags, other, name, after = aux.unpack_from(verneed, at)
+            named[other] = (_cstring(strings, library), _cstring(strings, name))
+            if not after:
+                break
+            at += after
+        if not following:
+            break
+        offset += following
+    indexes = struct.unpack(f"{order}{len(versym) // 2}H", versym[: len(versym) // 2 * 2])
+    symbols: dict[int, list[str]] = {index: [] for index in named}
+    for position, name in imported:
+        if position < len(indexes):
+            symbols.setdefault(indexes[position] & ~_HIDDEN, []).append(name)
+    return tuple(
+        VersionNeed(library=library, version=version, symbols=tuple(sorted(symbols[index])))
+        for index, (library, version) in sorted(named.items())
+    )
 
 
 def _contents(section: Section, size: int, source: str) -> bytes:
@@ -294,12 +372,15 @@ def _quick(
         (s for s in sections if s.name == ".dynsym" and s.kind in (_SHT_DYNSYM, _SHT_SYMTAB)),
         None,
     )
-    undefined: tuple[str, ...] = ()
+    imported: list[tuple[int, str]] = []
+    read_symbols = False
     if symbols is not False and dynsym is not None:
         names = _bytes(data, sections[dynsym.link])
         if symbols is True or any(hint in names for hint in symbols):
             table = _bytes(data, dynsym)
-            undefined = _undefined_in(table, names, bits=fmt.bits, little=fmt.little)
+            imported = _undefined_indexed(table, names, bits=fmt.bits, little=fmt.little)
+            read_symbols = True
+    versions = _quick_versions(data, fmt, sections, imported) if read_symbols else ()
     found = [s for s in sections if s.name in wanted and s.kind != _SHT_NOBITS]
     for section in found:
         _inside(data, section)
@@ -311,8 +392,24 @@ def _quick(
         soname=soname,
         needed=needed,
         sections=spans,
-        undefined=undefined,
+        undefined=tuple(name for _, name in imported),
+        versions=versions,
     )
+
+
+_SHT_GNU_VERNEED, _SHT_GNU_VERSYM = 0x6FFFFFFE, 0x6FFFFFFF
+
+
+def _quick_versions(
+    data: Buffer, fmt: _Format, sections: tuple[_Section, ...], imported: list[tuple[int, str]]
+) -> tuple[VersionNeed, ...]:
+    need = next((s for s in sections if s.kind == _SHT_GNU_VERNEED), None)
+    if need is None:
+        return ()
+    versym = next((s for s in sections if s.kind == _SHT_GNU_VERSYM), None)
+    strings = _bytes(data, sections[need.link])
+    table = _bytes(data, versym) if versym is not None else b""
+    return _needs_in(_bytes(data, need), strings, table, imported, little=fmt.little)
 
 
 def _section_table(data: Buffer, fmt: _Format, source: str) -> tuple[_Section, ...]:
