@@ -21,7 +21,7 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
     command = _readme_test_command()
     assert "\n" not in command, f"the README's test command is one line: {command!r}"
     assert command.startswith("tools/test-deps && "), command
-    assert command.endswith("python3 -m pytest"), command
+    assert command.endswith("python3 -m pytest -n auto"), command  # xdist: one worker per core
     assert command in (REPO / ".ci" / "run").read_text()
 
 
