@@ -434,7 +434,7 @@ def expand(config: Config, compat: Compat, *, torch_abi: AbiRecord | None = None
     """All jobs of the config's matrix, with every pruned combination and its reason.
 
     ``torch_abi``: what an earlier build of this project showed (see
-    :func:`cuship.builder.collapse.load_record`). A none or stable record for this project and
+    :func:`cuship.builder.record.load_record`). A none or stable record for this project and
     version collapses the torch axis (unless ``[matrix] torch_axis = "always"``): one job per
     combination without torch, built against the lowest torch of the axis.
     """

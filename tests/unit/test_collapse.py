@@ -11,20 +11,11 @@ import pytest
 from packaging.version import Version
 
 from cuship.builder import batch
-from cuship.builder.collapse import (
-    RECORD,
-    Policy,
-    Served,
-    build_order,
-    load_record,
-    read_record,
-    served_by,
-    start,
-    write_record,
-)
+from cuship.builder.collapse import Policy, Served, build_order, served_by, start
 from cuship.builder.execute import JobResult
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
+from cuship.builder.record import RECORD, load_record, read_record, write_record
 from cuship.compat import load
 from cuship.config import Config, load_config
 from cuship.errors import InputError, UsageError

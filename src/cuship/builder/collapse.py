@@ -14,19 +14,17 @@ and does the two writes (the relabelled wheel, the record).
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import Version
 
-from cuship._fs import write_atomic
 from cuship.builder.execute import JobResult
 from cuship.builder.model import BuildPlan, Step
+from cuship.builder.record import read_record, write_record
 from cuship.compat import Compat
 from cuship.config import Config
-from cuship.errors import InputError
 from cuship.events import Emit, Event, Level, discard
 from cuship.matrix import (
     AbiRecord,
@@ -37,10 +35,9 @@ from cuship.matrix import (
     torch_free_key,
     without_torch,
 )
-from cuship.wheel.torchabi import TORCH_ABIS, TorchAbi
+from cuship.wheel.torchabi import TorchAbi
 
 __all__ = [
-    "RECORD",
     "AbiRecord",
     "Collapser",
     "Policy",
@@ -48,17 +45,13 @@ __all__ = [
     "axis_notes",
     "build_order",
     "collapses",
-    "load_record",
-    "read_record",
     "relabel_plan",
     "served_by",
     "start",
     "torch_free_key",
     "without_torch",
-    "write_record",
 ]
 
-RECORD = Path(".cuship") / "torch-abi.json"
 """Where the torch ABI of a project's wheels is recorded, relative to its root."""
 
 
@@ -125,48 +118,6 @@ class Policy:
             template=config.label.template,
             blocked=blocked,
         )
-
-
-def read_record(root: Path) -> AbiRecord | None:
-    """The record under ``root``, if there is one."""
-    path = root / RECORD
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as err:
-        raise InputError(
-            f"cannot read the torch ABI record {str(path)!r}: {err}",
-            hint="delete it; the next build writes it again",
-        ) from err
-    fields = ("project", "version", "torch_abi", "wheel", "job")
-    if not isinstance(doc, dict) or any(not isinstance(doc.get(f), str) for f in fields):
-        raise InputError(
-            f"{str(path)!r} is not a torch ABI record: it needs string fields {', '.join(fields)}",
-            hint="delete it; the next build writes it again",
-        )
-    if doc["torch_abi"] not in TORCH_ABIS:
-        raise InputError(
-            f"{str(path)!r}: torch_abi {doc['torch_abi']!r} is none of {', '.join(TORCH_ABIS)}",
-            hint="delete it; the next build writes it again",
-        )
-    return AbiRecord(**{f: doc[f] for f in fields})
-
-
-def load_record(config: Config) -> AbiRecord | None:
-    """The record under the config's root when it speaks for this project and version."""
-    record = read_record(config.root)
-    if record is None or not record.matches(config.project.name, config.project.version):
-        return None
-    return record
-
-
-def write_record(root: Path, record: AbiRecord) -> Path:
-    """Write ``record`` under ``root`` atomically; the path written."""
-    path = root / RECORD
-    doc = {f: getattr(record, f) for f in ("project", "version", "torch_abi", "wheel", "job")}
-    write_atomic(path, (json.dumps(doc, indent=2) + "\n").encode())
-    return path
 
 
 class Collapser:

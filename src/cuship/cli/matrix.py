@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cuship.builder.collapse import read_record
+from cuship.builder.record import read_record
 from cuship.cli._common import make_console
 from cuship.cli._console import Console
 from cuship.compat import load
