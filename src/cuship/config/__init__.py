@@ -83,6 +83,11 @@ def _specifier(value: str | None) -> None:
         raise ValueError(f"{value!r} is not a version specifier such as '>=3.10'") from err
 
 
+def _interpreter_path(item: str) -> None:
+    if not item.strip():
+        raise ValueError("an empty interpreter path; write the path of a python3.X executable")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProjectSection:
     """The package being built; defaults come from pyproject.toml's [project]."""
@@ -198,6 +203,20 @@ class BuildSection:
         "Extra environment for the CPU-only build, for projects with their own switch "
         "(e.g. FLASH_ATTENTION_SKIP_CUDA_BUILD = 'TRUE').",
         default_factory=dict,
+    )
+    pythons: tuple[str, ...] = field_doc(
+        "Interpreters to build with, by path ('~/.pyenv/versions/3.12.1/bin/python3.12'; "
+        "relative to the config file): each serves the jobs of its Python version, before "
+        "the running one, python3.X on PATH, pyenv and uv-managed Pythons.",
+        default=(),
+        validate=_interpreter_path,
+    )
+    smoke: Literal["auto", "isolated", "system-site"] = field_doc(
+        "The import smoke test's venv. 'isolated': a fresh venv, dependencies from the index; "
+        "'system-site': a venv over the builder's site-packages, the wheel installed with "
+        "--no-deps --no-index (no network); 'auto': isolated, falling back to system-site "
+        "when the isolated install fails (an offline host).",
+        default="auto",
     )
 
 
