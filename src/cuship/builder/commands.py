@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -57,6 +58,7 @@ def run_command(
     env = {**environ, **step.env}
     env["PATH"] = _path(step, env)
     emit(Event(level="debug", topic="build", message=step.shell()))
+    start = time.perf_counter()
     try:
         done = subprocess.run(
             list(step.argv), env=env, cwd=step.cwd, capture_output=True, text=True, check=False
@@ -69,7 +71,10 @@ def run_command(
         ) from err
     output = done.stdout + done.stderr
     with log_path.open("a", encoding="utf-8") as log:
-        log.write(f"$ {step.shell()}\n{output}\n")
+        took = time.perf_counter() - start
+        log.write(
+            f"$ {step.shell()}\n{output}\n# {step.name}: exit {done.returncode} in {took:.1f} s\n"
+        )
     return done.returncode, output
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from cuship.builder.buildenv import BuildEnv, build_env, env_of
+from cuship.builder.buildenv import BuildEnv, build_env, env_of, through_pip
 from cuship.builder.container import container_steps
 from cuship.builder.model import BuildPlan, Host, Mode, Step, job_env, wheel_step
 from cuship.config import Config
@@ -103,15 +103,19 @@ def _deps_step(job: BuildJob, config: Config, python: str) -> Step | None:
 
 
 def _local_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> ModeSteps:
-    env = {**job_env(job, config.build, host), "TMPDIR": str(raw_dir / "tmp")}
-    blocker = _local_blocker(job, host) or _torch_blocker(job, config, host)
+    tmp = {"TMPDIR": str(raw_dir / "tmp")}
+    env = {**job_env(job, config.build, host), **tmp}
     python = host.interpreter(job.python)
     none: BuildEnv = ((), f"python{job.python}", None)  # not found: shown by --dry-run only
-    setup, exe, _ = build_env(config, python, raw_dir.parent.parent) if python else none
+    runner = host.python_exe
+    setup, exe, _ = build_env(config, python, raw_dir.parent.parent, runner) if python else none
     deps = _deps_step(job, config, exe)
-    local = (*setup, *((deps,) if deps else ()), wheel_step(job.id, config, exe, raw_dir))
-    steps = tuple(dataclasses.replace(s, env={**s.env, **env}) for s in local)
-    return steps, blocker
+    build = (*((deps,) if deps else ()), wheel_step(job.id, config, exe, raw_dir))
+    steps = (
+        *(dataclasses.replace(s, env={**s.env, **tmp}) for s in setup),
+        *(dataclasses.replace(through_pip(s, runner, exe), env={**s.env, **env}) for s in build),
+    )
+    return steps, _local_blocker(job, host) or _torch_blocker(job, config, host)
 
 
 def _container_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> ModeSteps:

@@ -16,6 +16,7 @@ network. The venv lives in the job's own directory and is removed afterwards.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import site
 import sys
@@ -56,11 +57,21 @@ class Smoke:
         return head if self.env == "isolated" else f"{head} ({self.env})"
 
 
+def _has_pip() -> bool:
+    from importlib.util import find_spec
+
+    return find_spec("pip") is not None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Venv:
+    """A smoke venv. Made without pip when cuship's interpreter has pip (ensurepip takes ~10 s
+    on two cores): that pip installs into it with ``--python``."""
+
     root: Path
     log: Path
     environ: Mapping[str, str]
+    outer_pip: bool = dataclasses.field(default_factory=_has_pip)
 
     @property
     def python(self) -> str:
@@ -68,6 +79,20 @@ class _Venv:
 
     def step(self, name: str, description: str, *argv: str) -> Step:
         return Step(name=name, description=description, argv=argv, cwd=str(self.root.parent))
+
+    def create(self, python: str, *flags: str) -> Step:
+        lean = ("--without-pip",) if self.outer_pip else ()
+        argv = (python, "-m", "venv", *lean, *flags, str(self.root))
+        return self.step(
+            "smoke-venv",
+            "a fresh venv" + (" over the builder's site-packages" if flags else ""),
+            *argv,
+        )
+
+    def pip(self, *args: str) -> tuple[str, ...]:
+        if self.outer_pip:
+            return (sys.executable, "-m", "pip", "--python", self.python, *args)
+        return (self.python, "-m", "pip", *args)
 
 
 def builder_site(python: str) -> tuple[str, ...]:
@@ -103,100 +128,68 @@ def smoke_test(
     if work_dir is not None:
         work_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="cuship-smoke-", dir=work_dir) as tmp:
+        note = "[build] smoke = 'system-site'"
         if mode != "system-site":
             venv = _Venv(root=Path(tmp) / "venv", log=log, environ=environ)
-            run_step(
-                venv.step("smoke-venv", "fresh venv", python, "-m", "venv", str(venv.root)),
-                log,
-                environ,
-            )
-            failure = _install_isolated(venv, wheel)
+            failure = _isolated(venv, wheel, python)
             if failure is None:
                 return Smoke(said=_import(venv, module), env="isolated")
             if mode == "isolated":
                 raise BuildFailed(
-                    f"smoke-install failed: pip could not install {wheel.name}: {failure}",
-                    hint=f"full log: {log}; [build] smoke = 'auto' falls back to a venv over the "
-                    "builder's site-packages",
+                    f"smoke-install: pip could not install {wheel.name}: {failure}",
+                    hint=f"full log: {log}; [build] smoke = 'auto' falls back to a venv over "
+                    "the builder's site-packages",
                 )
             note = f"the isolated install failed ({failure}); used a venv over the builder's site-packages"
-            emit(
-                Event(level="warning", topic="build", message=f"smoke test of {wheel.name}: {note}")
-            )
-        else:
-            note = "[build] smoke = 'system-site'"
+            message = f"smoke test of {wheel.name}: {note}"
+            emit(Event(level="warning", topic="build", message=message))
         venv = _Venv(root=Path(tmp) / "system-site", log=log, environ=environ)
-        return _system_site(venv, wheel, module, python, site_dirs, note)
+        return _system_site(venv, wheel, module, (python, *site_dirs), note)
 
 
-def _install_isolated(venv: _Venv, wheel: Path) -> str | None:
-    """pip install of the wheel with its dependencies; None, or pip's own error line."""
-    step = venv.step(
-        "smoke-install",
-        f"install {wheel.name}",
-        venv.python,
-        "-m",
-        "pip",
-        "install",
-        "-q",
-        str(wheel),
-    )
+def _isolated(venv: _Venv, wheel: Path, python: str) -> str | None:
+    """A fresh venv, then pip install of the wheel with its dependencies: None, or pip's own
+    error line."""
+    run_step(venv.create(python), venv.log, venv.environ)
+    install = venv.pip("install", "-q", str(wheel))
+    step = venv.step("smoke-install", f"install {wheel.name}", *install)
     code, output = run_command(step, venv.log, venv.environ)
     if code == 0:
         return None
-    errors = [line.strip() for line in output.splitlines() if line.startswith("ERROR")]
-    return (
-        errors or [line.strip() for line in output.splitlines() if line.strip()] or ["no output"]
-    )[-1]
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("ERROR")]
+    return (errors or lines or ["no output"])[-1]
+
+
+def _purelib(venv: _Venv) -> Path:
+    code = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    step = venv.step("smoke-site", "its site-packages", venv.python, "-c", code)
+    return Path(run_step(step, venv.log, venv.environ).strip().splitlines()[-1])
 
 
 def _system_site(
-    venv: _Venv, wheel: Path, module: str, python: str, site_dirs: Sequence[str], note: str
+    venv: _Venv, wheel: Path, module: str, builder: tuple[str, ...], note: str
 ) -> Smoke:
+    """``builder``: the job's interpreter, then the site directories of its build venv."""
+    python, site_dirs = builder[0], builder[1:]
     layer = tuple(dict.fromkeys([*site_dirs, *builder_site(python)]))
-    argv = (python, "-m", "venv", "--system-site-packages", str(venv.root))
-    run_step(
-        venv.step("smoke-venv", "venv over the builder's site-packages", *argv),
-        venv.log,
-        venv.environ,
-    )
-    purelib = (
-        run_step(
-            venv.step(
-                "smoke-site",
-                "its site-packages",
-                venv.python,
-                "-c",
-                "import sysconfig; print(sysconfig.get_path('purelib'))",
-            ),
-            venv.log,
-            venv.environ,
-        )
-        .strip()
-        .splitlines()[-1]
-    )
+    run_step(venv.create(python, "--system-site-packages"), venv.log, venv.environ)
     if layer:
-        Path(purelib, LAYER_PTH).write_text("".join(f"{d}\n" for d in layer), encoding="utf-8")
-    pip = (venv.python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel))
-    run_step(
-        venv.step("smoke-install", f"install {wheel.name} (no deps, no index)", *pip),
-        venv.log,
-        venv.environ,
-    )
+        (_purelib(venv) / LAYER_PTH).write_text("".join(f"{d}\n" for d in layer), "utf-8")
+    install = venv.pip("install", "-q", "--no-deps", "--no-index", "--force-reinstall", str(wheel))
+    step = venv.step("smoke-install", f"install {wheel.name} (no deps, no index)", *install)
+    run_step(step, venv.log, venv.environ)
     missing = _missing_requirements(venv, wheel)
     if missing:
-        return Smoke(
-            said=None,
-            env="system-site",
-            note=f"{note}; not imported: its requirements are not met here: {'; '.join(missing)}",
-        )
+        why = f"{note}; not imported: its requirements are not met here: {'; '.join(missing)}"
+        return Smoke(said=None, env="system-site", note=why)
     return Smoke(said=_import(venv, module), env="system-site", note=note)
 
 
 def _missing_requirements(venv: _Venv, wheel: Path) -> list[str]:
     """``pip check``'s complaints about the wheel's own distribution (others are not ours)."""
     name = canonicalize_name(parse_wheel_filename(wheel.name)[0])
-    step = venv.step("smoke-check", "pip check", venv.python, "-m", "pip", "check")
+    step = venv.step("smoke-check", "pip check", *venv.pip("check"))
     _, output = run_command(step, venv.log, venv.environ)
     return [
         line.strip()
@@ -214,16 +207,15 @@ def _import(venv: _Venv, module: str) -> str:
     )
     step = venv.step("smoke-import", f"import {module}", venv.python, "-c", code)
     output = run_step(step, venv.log, venv.environ)
-    origin = next(
-        (ln.removeprefix(_ORIGIN).strip() for ln in output.splitlines() if ln.startswith(_ORIGIN)),
-        "",
-    )
+    lines = output.splitlines()
+    origin = next((ln.removeprefix(_ORIGIN).strip() for ln in lines if ln.startswith(_ORIGIN)), "")
     root = os.path.realpath(venv.root)
     if origin and not os.path.realpath(origin).startswith(root + os.sep):
         raise BuildFailed(
             f"smoke-import: {module} was imported from {origin!r}, not from the wheel "
             f"installed in {str(venv.root)!r}",
-            hint="another copy (an editable install?) shadows the wheel in the builder's site-packages",
+            hint="another copy (an editable install?) shadows the wheel in the builder's "
+            "site-packages",
         )
-    said = [line for line in output.splitlines() if line.startswith(_MARK)]
+    said = [line for line in lines if line.startswith(_MARK)]
     return said[-1].removeprefix(_MARK).strip() if said else output.strip()
