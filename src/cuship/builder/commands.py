@@ -8,14 +8,14 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from cuship.builder.model import Step
 from cuship.errors import CheckFailed
 from cuship.events import Emit, Event, discard
 
-__all__ = ["BuildFailed", "run_command", "run_step"]
+__all__ = ["BuildFailed", "Runner", "checked", "run_command", "run_step"]
 
 
 # compiler diagnostics first ("ops.cu(193): error: ...", "x.cpp:3:1: error: ..."), then any error line
@@ -49,6 +49,10 @@ def _path(step: Step, environ: Mapping[str, str]) -> str:
     )
     bins = dict.fromkeys([*first, str(Path(sys.executable).parent)])
     return os.pathsep.join([*bins, environ.get("PATH", "")])
+
+
+Runner = Callable[[Step, Path, Mapping[str, str]], tuple[int, str]]
+"""Runs a command step, its output appended to a log: (exit code, output)."""
 
 
 def run_command(
@@ -87,6 +91,11 @@ def run_step(step: Step, log_path: Path, environ: Mapping[str, str], emit: Emit 
             log.write(f"# {step.name}: {step.creates} exists, reused\n")
         return ""
     code, output = run_command(step, log_path, environ, emit)
+    return checked(step, code, output, log_path)
+
+
+def checked(step: Step, code: int, output: str, log_path: Path) -> str:
+    """``output`` of a step that exited 0; BuildFailed with the tool's own error lines else."""
     if code != 0:
         raise BuildFailed(
             f"{step.name} failed (exit {code}); the tool said:\n{_error_excerpt(output)}",

@@ -28,30 +28,33 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
+from cuship.builder.uvpython import fetch_python, uv_find
 from cuship.errors import ConfigError, ToolMissing
-from cuship.events import Emit, Event, discard
+from cuship.events import Emit, discard
 
 __all__ = [
     "PROBE",
     "Candidate",
     "Interpreter",
     "Interpreters",
+    "Probe",
     "Probed",
+    "Search",
     "Source",
+    "UvFind",
+    "UvInstall",
     "candidates",
     "choose",
-    "fetch_python",
     "find_interpreters",
+    "looked",
+    "parse_probe",
     "probe_interpreter",
     "running_interpreter",
-    "uv_find",
 ]
 
 Source = Literal["config", "running", "PATH", "pyenv", "uv"]
 
 PROBE_TIMEOUT = 15.0
-UV_FIND_TIMEOUT = 20.0
-UV_INSTALL_TIMEOUT = 600.0
 
 PROBE = (
     "import json, sys, sysconfig\n"
@@ -147,6 +150,9 @@ Probe = Callable[[str, Mapping[str, str]], "Probed | str"]
 
 UvFind = Callable[[str, str, Mapping[str, str]], "str | None"]
 """``(uv, version, environ)`` → the path of a uv-managed CPython of that version, or None."""
+
+UvInstall = Callable[[str, str, Mapping[str, str], Emit], "str | None"]
+"""``(uv, version, environ, emit)`` → install that CPython with uv; its path, or None."""
 
 
 def running_interpreter() -> Interpreter:
@@ -327,7 +333,8 @@ class Search:
     uv: str | None = None
     fetch: bool = False
     probe: Probe = probe_interpreter
-    uv_find: UvFind | None = None
+    uv_find: UvFind | None = None  # default: :func:`uv_find`
+    uv_install: UvInstall | None = None  # default: :func:`fetch_python`
 
 
 def find_interpreters(
@@ -363,7 +370,7 @@ def find_interpreters(
             hint="install uv (pip install uv) or add the interpreters' paths to [build] pythons",
         )
     return Interpreters(
-        found={v: i for v, i in sorted(found.items()) if v in wanted},
+        found={v: found[v] for v in sorted(found, key=Version)},
         looked=looked(environ, configured=bool(search.configured), uv=search.uv),
         passed_over=tuple(passed),
     )
@@ -376,66 +383,8 @@ def _from_uv(
     find = search.uv_find or uv_find
     path = find(search.uv, version, search.environ)
     if path is None and search.fetch:
-        path = fetch_python(search.uv, version, search.environ, emit)
+        path = (search.uv_install or fetch_python)(search.uv, version, search.environ, emit)
     if path is None:
         return None
     chosen, _ = choose(version, [Candidate(path=path, source="uv")], ask)
     return chosen
-
-
-def uv_find(uv: str, version: str, environ: Mapping[str, str]) -> str | None:
-    """``uv python find --managed-python 3.X``: a uv-managed CPython's path, or None."""
-    argv = [uv, "python", "find", "--managed-python", "--no-project", "--no-config"]
-    try:
-        done = subprocess.run(
-            [*argv, f"cpython@{version}"],
-            capture_output=True,
-            text=True,
-            env=dict(environ),
-            timeout=UV_FIND_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    path = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-    return path if done.returncode == 0 and path else None
-
-
-def fetch_python(uv: str, version: str, environ: Mapping[str, str], emit: Emit) -> str | None:
-    """``uv python install 3.X`` (uv's own Python directory), then its path; said plainly."""
-    argv = [uv, "python", "install", "--no-config", f"cpython@{version}"]
-    emit(
-        Event(
-            level="warning",
-            topic="build",
-            message=f"--fetch-python: no Python {version} here; downloading CPython {version} "
-            f"with `{' '.join(argv[1:])}` into uv's managed Python directory",
-        )
-    )
-    try:
-        done = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            env=dict(environ),
-            timeout=UV_INSTALL_TIMEOUT,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as err:
-        raise ToolMissing(
-            f"`uv python install {version}` did not finish within {err.timeout:g} s",
-            hint="install it yourself and add its path to [build] pythons",
-        ) from err
-    except OSError as err:
-        raise ToolMissing(f"cannot run {uv!r}: {err.strerror or err}") from err
-    if done.returncode != 0:
-        said = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        emit(
-            Event(
-                level="warning",
-                topic="build",
-                message=f"uv could not install CPython {version}: {said}",
-            )
-        )
-        return None
-    return uv_find(uv, version, environ)

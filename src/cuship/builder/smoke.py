@@ -28,7 +28,7 @@ from typing import Literal
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from cuship.builder.commands import BuildFailed, run_command, run_step
+from cuship.builder.commands import BuildFailed, Runner, checked, run_command
 from cuship.builder.model import Step
 from cuship.events import Emit, Event, discard
 
@@ -71,7 +71,15 @@ class _Venv:
     root: Path
     log: Path
     environ: Mapping[str, str]
+    runner: Runner = run_command
     outer_pip: bool = dataclasses.field(default_factory=_has_pip)
+
+    def run(self, step: Step) -> tuple[int, str]:
+        return self.runner(step, self.log, self.environ)
+
+    def must(self, step: Step) -> str:
+        """Run ``step``; BuildFailed (with the tool's own lines) when it fails."""
+        return checked(step, *self.run(step), self.log)
 
     @property
     def python(self) -> str:
@@ -118,6 +126,7 @@ def smoke_test(
     mode: SmokeMode = "auto",
     site_dirs: Sequence[str] = (),
     emit: Emit = discard,
+    runner: Runner = run_command,
 ) -> Smoke:
     """Install ``wheel`` into a new venv of ``python`` (in ``work_dir``) and import ``module``.
 
@@ -130,7 +139,7 @@ def smoke_test(
     with tempfile.TemporaryDirectory(prefix="cuship-smoke-", dir=work_dir) as tmp:
         note = "[build] smoke = 'system-site'"
         if mode != "system-site":
-            venv = _Venv(root=Path(tmp) / "venv", log=log, environ=environ)
+            venv = _Venv(root=Path(tmp) / "venv", log=log, environ=environ, runner=runner)
             failure = _isolated(venv, wheel, python)
             if failure is None:
                 return Smoke(said=_import(venv, module), env="isolated")
@@ -143,17 +152,16 @@ def smoke_test(
             note = f"the isolated install failed ({failure}); used a venv over the builder's site-packages"
             message = f"smoke test of {wheel.name}: {note}"
             emit(Event(level="warning", topic="build", message=message))
-        venv = _Venv(root=Path(tmp) / "system-site", log=log, environ=environ)
+        venv = _Venv(root=Path(tmp) / "system-site", log=log, environ=environ, runner=runner)
         return _system_site(venv, wheel, module, (python, *site_dirs), note)
 
 
 def _isolated(venv: _Venv, wheel: Path, python: str) -> str | None:
     """A fresh venv, then pip install of the wheel with its dependencies: None, or pip's own
     error line."""
-    run_step(venv.create(python), venv.log, venv.environ)
+    venv.must(venv.create(python))
     install = venv.pip("install", "-q", str(wheel))
-    step = venv.step("smoke-install", f"install {wheel.name}", *install)
-    code, output = run_command(step, venv.log, venv.environ)
+    code, output = venv.run(venv.step("smoke-install", f"install {wheel.name}", *install))
     if code == 0:
         return None
     lines = [line.strip() for line in output.splitlines() if line.strip()]
@@ -164,7 +172,7 @@ def _isolated(venv: _Venv, wheel: Path, python: str) -> str | None:
 def _purelib(venv: _Venv) -> Path:
     code = "import sysconfig; print(sysconfig.get_path('purelib'))"
     step = venv.step("smoke-site", "its site-packages", venv.python, "-c", code)
-    return Path(run_step(step, venv.log, venv.environ).strip().splitlines()[-1])
+    return Path(venv.must(step).strip().splitlines()[-1])
 
 
 def _system_site(
@@ -173,12 +181,12 @@ def _system_site(
     """``builder``: the job's interpreter, then the site directories of its build venv."""
     python, site_dirs = builder[0], builder[1:]
     layer = tuple(dict.fromkeys([*site_dirs, *builder_site(python)]))
-    run_step(venv.create(python, "--system-site-packages"), venv.log, venv.environ)
+    venv.must(venv.create(python, "--system-site-packages"))
     if layer:
         (_purelib(venv) / LAYER_PTH).write_text("".join(f"{d}\n" for d in layer), "utf-8")
     install = venv.pip("install", "-q", "--no-deps", "--no-index", "--force-reinstall", str(wheel))
     step = venv.step("smoke-install", f"install {wheel.name} (no deps, no index)", *install)
-    run_step(step, venv.log, venv.environ)
+    venv.must(step)
     missing = _missing_requirements(venv, wheel)
     if missing:
         why = f"{note}; not imported: its requirements are not met here: {'; '.join(missing)}"
@@ -190,7 +198,7 @@ def _missing_requirements(venv: _Venv, wheel: Path) -> list[str]:
     """``pip check``'s complaints about the wheel's own distribution (others are not ours)."""
     name = canonicalize_name(parse_wheel_filename(wheel.name)[0])
     step = venv.step("smoke-check", "pip check", *venv.pip("check"))
-    _, output = run_command(step, venv.log, venv.environ)
+    _, output = venv.run(step)
     return [
         line.strip()
         for line in output.splitlines()
@@ -206,7 +214,7 @@ def _import(venv: _Venv, module: str) -> str:
         f"print({_ORIGIN!r}, getattr(m, '__file__', None) or '')"
     )
     step = venv.step("smoke-import", f"import {module}", venv.python, "-c", code)
-    output = run_step(step, venv.log, venv.environ)
+    output = venv.must(step)
     lines = output.splitlines()
     origin = next((ln.removeprefix(_ORIGIN).strip() for ln in lines if ln.startswith(_ORIGIN)), "")
     root = os.path.realpath(venv.root)

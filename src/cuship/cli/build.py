@@ -37,10 +37,12 @@ def _print_dry_run(console: Console, plans: list[BuildPlan]) -> None:
         )
         if plan.python is not None:
             where = f"; builds in {plan.build_env}" if plan.build_env else ""
-            console.out.print(f"  # Python {plan.python.describe()}{where}", markup=False)
+            console.out.print(
+                f"  # Python {plan.python.describe()}{where}", markup=False, soft_wrap=True
+            )
         for step in plan.steps:
             line = step.shell() if step.argv else f"# {step.description}"
-            console.out.print(f"  {line}", markup=False, highlight=False)
+            console.out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _select(
