@@ -221,7 +221,7 @@ def build_job(
     tested = None
     if test_import:
         python = smoke.python.executable if smoke.python else sys.executable
-        emit(_step_event(job_id, "smoke", f"import {test_import} in a fresh venv ({python})"))
+        emit(_step_event(job_id, "smoke", f"import {test_import} in a fresh venv"))
         tested = smoke_test(
             wheel,
             test_import,

@@ -65,7 +65,7 @@ class JobBoard:
             self.running.pop(job, None)
             self.done += 1
         elif "step" in data and job in self.running:
-            self.running[job] = event.message.removeprefix(f"{job}: ")
+            self.running[job] = event.message.removeprefix(f"{job}: ").replace(f" of {job}", "")
         return job
 
     @property
@@ -89,7 +89,6 @@ class BuildProgress:
         if self.live:
             from rich.progress import (
                 BarColumn,
-                MofNCompleteColumn,
                 Progress,
                 SpinnerColumn,
                 TextColumn,
@@ -100,7 +99,7 @@ class BuildProgress:
                 SpinnerColumn(),
                 TextColumn("{task.description}"),
                 BarColumn(),
-                MofNCompleteColumn(),
+                TextColumn("{task.fields[count]}"),
                 TimeElapsedColumn(),
                 console=self.console.err,
                 transient=True,
@@ -136,9 +135,11 @@ class BuildProgress:
         job = self.board.apply(event)
         phase = event.data.get("phase")
         if phase == "start":
-            self._overall = progress.add_task(self.board.summary(), total=self.board.total)
+            self._overall = progress.add_task(
+                self.board.summary(), total=self.board.total, count=f"0/{self.board.total}"
+            )
         elif phase == "job-start" and job is not None:
-            self._tasks[job] = progress.add_task(f"  {job}: starting", total=None)
+            self._tasks[job] = progress.add_task(f"  {job}: starting", total=None, count="")
         elif phase == "job-end" and job is not None:
             task = self._tasks.pop(job, None)
             if task is not None:
@@ -150,5 +151,8 @@ class BuildProgress:
             progress.update(self._tasks[job], description=f"  {job}: {self.board.running[job]}")
         if self._overall is not None:
             progress.update(
-                self._overall, description=self.board.summary(), completed=self.board.done
+                self._overall,
+                description=self.board.summary(),
+                completed=self.board.done,
+                count=f"{self.board.done}/{self.board.total}",
             )
