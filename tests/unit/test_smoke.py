@@ -12,7 +12,7 @@ import pytest
 
 from cuship.builder.commands import BuildFailed
 from cuship.builder.model import Step
-from cuship.builder.smoke import LAYER_PTH, Smoke, SmokeMode, smoke_test
+from cuship.builder.smoke import LAYER_PTH, Smoke, SmokeMode, smoke_test, uv_index_flags
 from cuship.events import Event, collect
 
 WHEEL = Path("/out/cuvecops-0.1.0+cu130-cp311-cp311-manylinux_2_28_x86_64.whl")
@@ -163,3 +163,38 @@ def test_a_copy_shadowing_the_wheel_fails_the_import(tmp_path: Path) -> None:
     with pytest.raises(BuildFailed) as caught:
         _smoke(tmp_path, _Pip(origin="/src/cuvecops/__init__.py"), mode="system-site")
     assert "imported from '/src/cuvecops/__init__.py', not from the wheel" in str(caught.value)
+
+
+def test_uv_installs_the_isolated_venv_from_the_index_pip_would_use(tmp_path: Path) -> None:
+    pip = _Pip(online=True)
+    environ = {
+        "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+        "PIP_EXTRA_INDEX_URL": "https://a/simple https://b/simple",
+        "PIP_FIND_LINKS": "/wheels",
+    }
+    smoke = smoke_test(
+        WHEEL,
+        "cuvecops",
+        log=tmp_path / "job.log",
+        environ=environ,
+        python="/opt/py312/bin/python3.12",
+        work_dir=tmp_path,
+        runner=pip,
+        uv="/usr/bin/uv",
+    )
+    assert smoke.env == "isolated"
+    install = pip.steps[1].argv
+    assert install[:5] == ("/usr/bin/uv", "pip", "install", "-q", "--python")
+    assert install[6:-1] == (
+        "--index-url",
+        "http://127.0.0.1:9/simple",
+        "--extra-index-url",
+        "https://a/simple",
+        "--extra-index-url",
+        "https://b/simple",
+        "--find-links",
+        "/wheels",
+    )
+    assert uv_index_flags({"PIP_INDEX_URL": "x", "UV_INDEX_URL": "y", "PIP_NO_INDEX": "1"}) == (
+        "--no-index",
+    ), "uv's own index setting wins over pip's"

@@ -232,6 +232,7 @@ def build_job(
             mode=smoke.mode,
             site_dirs=smoke.site_dirs,
             emit=emit,
+            uv=shutil.which("uv", path=env.get("PATH")),
         )
     shutil.rmtree(raw_dir / "tmp", ignore_errors=True)
     return JobResult(
