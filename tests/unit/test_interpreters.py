@@ -232,3 +232,46 @@ def test_fetching_is_said_plainly() -> None:
     assert (
         "downloading CPython 3.14 with `uv python install --no-config cpython@3.14`" in said.message
     )
+
+
+def test_configured_paths_are_read_from_the_config_s_directory(tmp_path: Path) -> None:
+    import dataclasses
+
+    from cuship.builder.hosttools import configured_pythons
+    from cuship.config import load_config
+
+    (tmp_path / "cuship.toml").write_text(
+        '[matrix]\npython = ["3.12"]\n[build]\npythons = ["venvs/py312/bin/python3.12", '
+        '"/opt/python3.13", "~/py/bin/python3.10"]\n'
+    )
+    config = load_config(tmp_path)
+    assert config.build.pythons[0] == "venvs/py312/bin/python3.12"
+    home = Path.home()
+    assert configured_pythons(config) == (
+        str(tmp_path.resolve() / "venvs/py312/bin/python3.12"),
+        "/opt/python3.13",
+        str(home / "py/bin/python3.10"),
+    )
+    assert (
+        configured_pythons(
+            dataclasses.replace(config, build=dataclasses.replace(config.build, pythons=()))
+        )
+        == ()
+    )
+
+
+@pytest.mark.parametrize(
+    ("build", "needle"),
+    [
+        ('pythons = [" "]', "build.pythons"),
+        ('smoke = "offline"', "build.smoke"),
+    ],
+)
+def test_bad_build_keys_are_config_errors(tmp_path: Path, build: str, needle: str) -> None:
+    from cuship.config import load_config
+
+    (tmp_path / "cuship.toml").write_text(f"[build]\n{build}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path)
+    assert caught.value.exit_code == 2
+    assert needle in str(caught.value)
