@@ -1,6 +1,7 @@
 """Index 5,000 synthetic wheels: cuship vs the sha256 floor vs dumb-pypi, cold and incremental.
 
     python3 benchmarks/bench_index.py [--wheels 5000] [--cache-dir /tmp/cuship-bench] [--repeat 3]
+                                      [--bomb-mib 1536]
 
 The wheels (about 40 kB each, about 200 MB in all, 500 projects, some with CUDA/torch local
 labels) are generated once into the cache directory. Every contender reads the same files from a
@@ -10,6 +11,10 @@ warm page cache:
 * cuship: `python -m cuship index DIR -o SITE` (hash + METADATA + PEP 503/691/658 + sub-indexes);
 * dumb-pypi: what its README asks of a user: a package list with sha256 hashes (computed here with
   hashlib, the floor's work), then the `dumb-pypi` command (PEP 503 HTML and its JSON pages).
+
+Memory: the peak resident set of each `cuship index` process (wait4's ru_maxrss), for the cold
+and incremental runs and for one hostile wheel whose METADATA inflates to --bomb-mib MiB (beside
+a good wheel; refused, goal under 100 MB). The goal for 5,000 wheels is under 300 MB.
 """
 
 from __future__ import annotations
@@ -76,10 +81,33 @@ def cuship_in_process(wheel_dir: Path, site: Path) -> None:
     write([wheel_dir], site)
 
 
-def cuship_index(wheel_dir: Path, site: Path) -> None:
+PEAK_MB: dict[str, list[float]] = {}
+
+
+def cuship_index(wheel_dir: Path, site: Path, label: str = "", expect: int = 0) -> None:
+    """`cuship index` as a process; its peak RSS (MB) goes to ``PEAK_MB[label]``."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     args = [sys.executable, "-m", "cuship", "index", str(wheel_dir), "-o", str(site), "--json"]
-    subprocess.run(args, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != expect:
+        raise subprocess.CalledProcessError(proc.returncode, args)
+    if label:
+        PEAK_MB.setdefault(label, []).append(usage.ru_maxrss / 1024)
+
+
+def bomb_peak(work: Path, mib: int) -> None:
+    """Peak RSS of indexing a METADATA bomb beside a good wheel (the bomb is refused: exit 1)."""
+    sys.path.insert(0, str(REPO))
+    from tests.hostile_wheels import metadata_bomb
+
+    wheels = work / "bomb-wheels"
+    shutil.rmtree(wheels, ignore_errors=True)
+    bomb = metadata_bomb(wheels, "bomb", mib)
+    _wheel(wheels, "good", "1.0", b"x" * 40_000)
+    label = f"1 good + a {bomb.stat().st_size // 1000} kB wheel, METADATA {mib} MiB"
+    cuship_index(wheels, work / "bomb-site", label, expect=1)
 
 
 def dumb_pypi(wheels: list[Path], work: Path) -> None:
@@ -112,6 +140,7 @@ def main() -> None:
         help="where wheels and sites go (default tmpfs: disk metadata latency is not the tool's)",
     )
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--bomb-mib", type=int, default=1536)
     opts = parser.parse_args()
     wheel_dir = opts.cache_dir / f"wheels-{opts.wheels}"
     wheels = generate(wheel_dir, opts.wheels)
@@ -127,7 +156,9 @@ def main() -> None:
 
     results = {
         "sha256 floor": timed(lambda: floor(wheels), clean, opts.repeat),
-        "cuship index (cold)": timed(lambda: cuship_index(wheel_dir, site), clean, opts.repeat),
+        "cuship index (cold)": timed(
+            lambda: cuship_index(wheel_dir, site, f"{len(wheels)} wheels, cold"), clean, opts.repeat
+        ),
         "cuship write() in-process": timed(
             lambda: cuship_in_process(wheel_dir, site), clean, opts.repeat
         ),
@@ -149,7 +180,9 @@ def main() -> None:
 
     try:
         results["cuship index (+1 wheel)"] = timed(
-            lambda: cuship_index(wheel_dir, site), add_one, opts.repeat
+            lambda: cuship_index(wheel_dir, site, f"{len(wheels)} wheels, +1 wheel"),
+            add_one,
+            opts.repeat,
         )
     finally:
         added.unlink(missing_ok=True)
@@ -163,6 +196,11 @@ def main() -> None:
             results["cuship index (cold)"]
         )
         print(f"\ncuship cold is {ratio:.2f}x faster than hash list + dumb-pypi")
+    clean()
+    bomb_peak(work, opts.bomb_mib)
+    print(f"\n{'cuship index peak RSS':<60}{'max MB':>8}")
+    for label, peaks in PEAK_MB.items():
+        print(f"{label:<60}{max(peaks):>8.0f}")
 
 
 if __name__ == "__main__":

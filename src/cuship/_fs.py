@@ -76,9 +76,14 @@ def locked(target: Path, emit: Emit = discard) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def staging_dir(target: Path) -> Path:
-    """A fresh empty directory beside ``target`` (same filesystem, so renames are atomic)."""
-    return Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+def staging_dir(target: Path, *, mode: int = 0o755) -> Path:
+    """A fresh empty directory beside ``target`` (same filesystem, so renames are atomic).
+
+    Its mode is ``mode`` (mkdtemp makes 0700): the tree becomes ``target``, usually published.
+    """
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+    staging.chmod(mode)
+    return staging
 
 
 def recover(target: Path, emit: Emit = discard) -> None:

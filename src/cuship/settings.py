@@ -99,6 +99,20 @@ PREBUILT_INDEX = _setting(
     "`cuship.backend`: the index to take prebuilt wheels from.",
     "`[tool.cuship.prebuilt] index`",
 )
+# -- CUDA toolkits from PyPI (`cuship toolkit`, `[build] toolkits = "fetch"`) -------------------
+TOOLKITS = _setting(
+    "CUSHIP_TOOLKITS",
+    "user",
+    "The directory CUDA toolkits assembled from NVIDIA's PyPI wheels are kept in, one per CUDA "
+    "release (`13.0.2/`).",
+    "`$XDG_CACHE_HOME/cuship/toolkits` (`~/.cache`)",
+)
+TOOLKIT_INDEX = _setting(
+    "CUSHIP_TOOLKIT_INDEX",
+    "user",
+    "The PEP 691 simple index the toolkit wheels come from (a mirror of PyPI).",
+    "`https://pypi.org/simple`",
+)
 # -- CI ----------------------------------------------------------------------------------------
 SIGNING_KEY = _setting(
     "CUSHIP_SIGNING_KEY",

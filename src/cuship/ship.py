@@ -158,14 +158,16 @@ def ship(
 
 
 def _cpu_only(config: Config, host: Host, emit: Emit) -> bool:
-    """Whether this run takes the CPU-only path; exit 3 when there is no nvcc and no such path."""
-    if host.nvcc is not None:
+    """Whether this run takes the CPU-only path; exit 3 when there is no nvcc and no such path.
+    With ``[build] toolkits = "fetch"`` the 13.x jobs bring their own nvcc from PyPI."""
+    if host.nvcc is not None or config.build.toolkits == "fetch":
         return False
     if not config.build.cpu_fallback:
         raise ToolMissing(
             "no nvcc found: building CUDA wheels needs the CUDA toolkit",
-            hint="install it and set CUDA_HOME (or put nvcc on PATH); if the project also builds "
-            "without CUDA, set [build] cpu_fallback = true for a CPU-only wheel",
+            hint="install it and set CUDA_HOME (or put nvcc on PATH), or set [build] toolkits = "
+            "'fetch' (CUDA 13.x from PyPI); if the project also builds without CUDA, set "
+            "[build] cpu_fallback = true for a CPU-only wheel",
         )
     emit(
         Event(
@@ -242,7 +244,7 @@ def _check_installed(
     from cuship.gpurun.execute import install, probe
     from cuship.gpurun.plan import Interpreter, plan_install
 
-    work = out_dir / "check"
+    path, work = path.resolve(), (out_dir / "check").resolve()  # the stages run in the project
     facts = probe(sys.executable, env=environ, cwd=path, venv=work / "venv")
     base = Interpreter(
         executable=str(facts["executable"]),

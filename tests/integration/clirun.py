@@ -24,12 +24,14 @@ def cuship(
     timeout: float | None = 300,
     input: str | None = None,
     check: bool = False,
+    umask: int = -1,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m cuship ARGS`` and return what happened, output captured as text.
 
     The child's environment is ``base`` (default: this process's) without the names in
     ``drop``, with this checkout's ``src`` as ``PYTHONPATH`` and ``COLUMNS`` when ``columns`` is
-    given, then ``env`` on top. Raises on a non-zero exit only with ``check``.
+    given, then ``env`` on top. Raises on a non-zero exit only with ``check``. ``umask``: the
+    child's (-1: inherited).
     """
     child = {k: v for k, v in (os.environ if base is None else base).items() if k not in drop}
     child["PYTHONPATH"] = str(SRC)
@@ -45,4 +47,5 @@ def cuship(
         timeout=timeout,
         input=input,
         check=check,
+        umask=umask,
     )

@@ -110,7 +110,9 @@ def test_a_raising_case_is_errored_others_recorded_exit_1(tmp_path: Path) -> Non
     assert proc.returncode == 1
     assert "broken errored: ValueError: planted failure" in proc.stderr
     statuses = {r["key"]: r["status"] for r in json.loads(proc.stdout)["results"]}
-    assert statuses == {"fine[n=1000]": "ok", "broken": "errored"}
+    assert statuses["broken"] == "errored" and set(statuses) == {"fine[n=1000]", "broken"}
+    # recorded with its own verdict: "unsure" when a loaded machine leaves its interval wide
+    assert statuses["fine[n=1000]"] in ("ok", "unsure")
 
 
 def test_burn_in_fails_on_a_leak_and_passes_a_clean_case(tmp_path: Path) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 from tests.integration.clirun import cuship
+from tests.sitecheck import publish_problems
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 
@@ -80,7 +82,10 @@ def test_ship_with_nothing_buildable_exits_4(tmp_path: Path) -> None:
 
 
 def test_ship_without_nvcc_takes_the_cpu_only_path_and_says_so(tmp_path: Path) -> None:
-    """Also signs: --sign attests the wheel, the index links it, and verification passes."""
+    """Also signs: --sign attests the wheel, the index links it, and verification passes.
+
+    Under a umask of 077 the site is still readable by anyone (Pages deploys refuse it
+    otherwise) and holds no cache."""
     out = tmp_path / "shipped"
     key = tmp_path / "key.pem"
     assert cuship("keygen", "-o", str(key)).returncode == 0
@@ -94,9 +99,11 @@ def test_ship_without_nvcc_takes_the_cpu_only_path_and_says_so(tmp_path: Path) -
         str(key),
         env={"CUSHIP_NVCC": "none"},
         timeout=600,
+        umask=0o077,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "no nvcc on this host: CPU-only path" in done.stderr
+    assert publish_problems(out / "site") == []
     report = json.loads(done.stdout)
     assert report["cpu_only"] is True
     built = [j for j in report["jobs"] if j["status"] == "built"]
@@ -109,6 +116,7 @@ def test_ship_without_nvcc_takes_the_cpu_only_path_and_says_so(tmp_path: Path) -
     assert report["check"]["verdict"] == "passed"
     assert record["attestation"] is not None
     wheel = Path(built[0]["wheel"])
+    assert stat.S_IMODE(wheel.stat().st_mode) == 0o644
     verified = cuship(
         "verify-attestation", f"{wheel}.intoto.jsonl", str(wheel), "--key", f"{key}.pub"
     )

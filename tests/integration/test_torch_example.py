@@ -203,7 +203,7 @@ def test_resolve_refuses_the_exact_wheel_on_another_torch_naming_both(
     site = tmp_path / "site"
     write([wheels["exact"]], site, describe=describe_wheel)
     index = (site / "simple").as_uri()
-    for key, value in {"CUSHIP_GPUS": "H100", "CUSHIP_DRIVER_CUDA": "13.0"}.items():
+    for key, value in {"CUSHIP_GPUS": "A100", "CUSHIP_DRIVER_CUDA": "13.0"}.items():  # sm_80 SASS
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("CUSHIP_TORCH", "2.11.0")
     assert main(["resolve", "cushiptorchops", "--index", index, "--json"]) == 1

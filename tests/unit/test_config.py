@@ -57,7 +57,7 @@ def test_float_python_version_is_refused_with_quote_hint(tmp_path: Path) -> None
     ("text", "key", "problem"),
     [
         ('[build]\ncache = "ccache"\n', "build.cache", "not one of"),
-        ("[build]\nnvcc_threads = 0\n", "build.nvcc_threads", "must be positive"),
+        ("[build]\nnvcc_threads = 0\n", "build.nvcc_threads", "must be between 1 and 64"),
         ('[build]\nisolation = "yes"\n', "build.isolation", "true or false"),
         ('[matrix]\narch = "8.0;nine"\n', "matrix.arch[0]", "not a GPU architecture"),
         ('[matrix]\ncuda = ["twelve"]\n', "matrix.cuda[0]", "not a version"),

@@ -14,7 +14,7 @@ import pytest
 from cuship.cli import main
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Event, collect
-from cuship.index import ScanCache, parse_yank_lines, scan_report, write
+from cuship.index import FileStamp, ScanCache, parse_yank_lines, scan_report, write
 from tests.wheel_factory import make_wheel
 
 
@@ -90,7 +90,7 @@ def test_cache_survives_corruption(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
     path.write_bytes(b"this is not sqlite" * 100)
     with ScanCache(path) as cache:
-        assert cache.get("x", 1, 1) is None
+        assert cache.get("x", FileStamp(1, 1, 1, 1)) is None
 
 
 def test_wheels_are_linked_into_files(tmp_path: Path) -> None:
@@ -214,7 +214,8 @@ def test_concurrent_runs_do_not_interleave(tmp_path: Path) -> None:
     }
     assert names in ({"alph"}, {"beta"})  # one run's whole tree, never a mix
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site.")) == [
-        ".site.lock"
+        ".site.cuship-cache.sqlite",  # the scan cache, beside the site
+        ".site.lock",
     ]
 
 

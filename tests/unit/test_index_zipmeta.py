@@ -14,7 +14,7 @@ def test_fast_path_matches_zipfile(tmp_path: Path) -> None:
     wheel = make_wheel(tmp_path, "fast", "1.0", requires_python=">=3.10")
     with zipfile.ZipFile(wheel) as archive:
         expected = archive.read("fast-1.0.dist-info/METADATA")
-    assert metadata_fast(wheel.read_bytes()) == expected
+    assert metadata_fast(wheel.read_bytes()) == ("fast-1.0.dist-info/METADATA", expected)
 
 
 def test_unusual_archives_fall_back_to_zipfile(tmp_path: Path) -> None:

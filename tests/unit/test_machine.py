@@ -66,6 +66,16 @@ def test_cpu_only_machine_with_nvcc() -> None:
     assert fp.tags and fp.platform_tags
 
 
+def test_without_the_toolkit_nvcc_is_never_asked() -> None:
+    probe = FakeProbe(
+        commands={"--version": "Cuda compilation tools, release 13.0, V13.0.88\n"},
+        tools={"nvcc": "/usr/local/cuda/bin/nvcc"},
+    )
+    fp = fingerprint({"PATH": "/usr/bin", "CUSHIP_TORCH": "none"}, probe, toolkit=False)
+    assert fp.toolkit is None
+    assert not any("nvcc" in argv[0] for argv in probe.ran)
+
+
 def test_nvidia_smi_gpus_and_old_cuda_header() -> None:
     probe = FakeProbe(
         commands={"--query-gpu": SMI_QUERY, "": SMI_HEADER_OLD},

@@ -53,7 +53,7 @@ def test_packaging_normalises_label_in_versions() -> None:
 
 
 def test_template_errors_name_the_field() -> None:
-    with pytest.raises(UsageError, match="unknown field 'gpu'"):
+    with pytest.raises(UsageError, match=r"unknown placeholder \{gpu\}"):
         format_label(Variant(cuda=Version("12.8")), "cu{cuda_short}{gpu}")
     with pytest.raises(UsageError, match=r"needs \{torch\}"):
         format_label(Variant(cuda=Version("12.8")), "cu{cuda_short}torch{torch}")

@@ -135,3 +135,20 @@ def test_retag_writes_the_torch_pin_replacing_an_unconditional_torch_requirement
     ]
     with pytest.raises(UsageError, match="not a requirement"):
         plan_retag(source.name, "cu130", requires=["torch=="])
+
+
+def test_retagged_and_stripped_wheels_are_readable_by_anyone(wheel: Path, tmp_path: Path) -> None:
+    """mkstemp makes 0600, which a published index (Pages) cannot serve: wheels are 0644."""
+    import os
+    import stat
+
+    from cuship.wheel.retag import strip_label
+
+    old = os.umask(0o077)
+    try:
+        labelled = retag(wheel, local="cu128", out_dir=tmp_path / "out")
+        plain = strip_label(labelled, out_dir=tmp_path / "plain")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(labelled.stat().st_mode) == 0o644
+    assert stat.S_IMODE(plain.stat().st_mode) == 0o644

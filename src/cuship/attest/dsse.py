@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuship import _fs
+from cuship import _fs, _json
 from cuship.attest.keys import SigningKey
 from cuship.errors import InputError
 
@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
+MAX_SIGNATURES = 64  # each is an ed25519 check; real envelopes carry one or two
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 
 
@@ -155,9 +156,15 @@ def _signature(raw: object, index: int) -> Signature:
 
 
 def parse_envelope(text: str) -> Envelope:
-    """Decode one DSSE envelope; every defect raises :class:`EnvelopeError` with the reason."""
+    """Decode one DSSE envelope; every defect raises :class:`EnvelopeError` with the reason.
+
+    The text is untrusted: nesting too deep for the parser and strings that are not Unicode
+    text (a lone surrogate as ``payloadType``) are defects like any other.
+    """
     try:
-        document = json.loads(text)
+        document = _json.loads(text)
+    except _json.JsonRefused as err:
+        raise EnvelopeError(f"not a DSSE envelope cuship reads: {err}") from err
     except json.JSONDecodeError as err:
         if err.msg == "Extra data":
             raise EnvelopeError(
@@ -176,5 +183,10 @@ def parse_envelope(text: str) -> Envelope:
     raw_signatures = _field(document, "signatures", list)
     if not raw_signatures:
         raise EnvelopeError("the envelope holds no signature")
+    if len(raw_signatures) > MAX_SIGNATURES:
+        raise EnvelopeError(
+            f"the envelope holds {len(raw_signatures):,} signatures; cuship checks at most "
+            f"{MAX_SIGNATURES}"
+        )
     signatures = tuple(_signature(raw, i) for i, raw in enumerate(raw_signatures))
     return Envelope(payload_type=payload_type, payload=payload, signatures=signatures)

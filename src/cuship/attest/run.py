@@ -7,12 +7,12 @@ from the wheel's row); with ``out`` one envelope whose statement lists every fil
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from cuship import _json
 from cuship.attest import attest, attestation_path, write_envelope
 from cuship.attest.keys import SigningKey
 from cuship.attest.predicates import (
@@ -37,7 +37,7 @@ Machine = Callable[[], Mapping[str, Any]]
 def read_results(path: Path) -> object:
     """A results document (JSON); unreadable or malformed files are an :class:`InputError`."""
     try:
-        return json.loads(path.read_bytes())
+        return _json.loads(path.read_bytes())
     except OSError as err:
         raise InputError(f"cannot read results {str(path)!r}: {err.strerror or err}") from err
     except ValueError as err:

@@ -3,17 +3,21 @@
 The order follows the DSSE protocol: decode, check the signature over PAE(type, payload), then
 the payload type, then parse the payload bytes that were verified (never a re-encoded copy).
 Each failure is one reason a person can act on; a file that cannot be read or a key that cannot
-be loaded is bad input (:class:`InputError`, exit 2), not a failed verification.
+be loaded is bad input (:class:`InputError`, exit 2), not a failed verification. What the file
+holds is untrusted: more than ``max_bytes``, JSON nested too deep or strings that are not text
+fail the verification with that reason (exit 1), never a traceback.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuship import _json
 from cuship.attest.dsse import (
     IN_TOTO_PAYLOAD_TYPE,
     STATEMENT_TYPE,
@@ -27,7 +31,9 @@ from cuship.attest.dsse import (
 from cuship.attest.keys import VerifyKey
 from cuship.errors import InputError
 
-__all__ = ["FileCheck", "Verification", "verify"]
+__all__ = ["MAX_ENVELOPE_BYTES", "FileCheck", "Verification", "verify"]
+
+MAX_ENVELOPE_BYTES = 64 << 20
 
 
 class _Rejected(Exception):
@@ -75,14 +81,25 @@ class Verification:
         }
 
 
-def _read(path: Path) -> str:
+def _size_text(size: int) -> str:
+    return f"{size / (1 << 20):.0f} MiB" if size >= 1 << 20 else f"{size} bytes"
+
+
+def _read(path: Path, max_bytes: int) -> str:
     try:
-        data = path.read_bytes()
+        with path.open("rb") as stream:
+            size = os.fstat(stream.fileno()).st_size
+            data = b"" if size > max_bytes else stream.read(max_bytes + 1)
     except OSError as err:
         raise InputError(
             f"cannot read the attestation {str(path)!r}: {err.strerror or err}",
             hint="pass the .intoto.jsonl file `cuship attest` wrote",
         ) from err
+    if size > max_bytes or len(data) > max_bytes:
+        raise _Rejected(
+            f"not a DSSE envelope cuship reads: larger than {_size_text(max_bytes)}"
+            + (f" ({_size_text(size)})" if size > max_bytes else "")
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -119,7 +136,9 @@ def _subject(raw: object, index: int) -> Subject:
 
 def _statement(payload: bytes) -> tuple[str, Mapping[str, Any], tuple[Subject, ...]]:
     try:
-        document = json.loads(payload)
+        document = _json.loads(payload)
+    except _json.JsonRefused as err:
+        raise _Rejected(f"the signed payload is not a statement cuship reads: {err}") from err
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise _Rejected(f"the signed payload is not JSON: {err}") from err
     if not isinstance(document, Mapping) or document.get("_type") != STATEMENT_TYPE:
@@ -154,14 +173,23 @@ def _check_file(path: Path, subjects: Sequence[Subject]) -> FileCheck:
     return FileCheck(path=str(path), sha256=actual, ok=False, reason=reason)
 
 
-def verify(envelope_path: Path, *, key: VerifyKey, files: Sequence[Path] = ()) -> Verification:
-    """Check ``envelope_path`` against ``key`` and, when given, ``files`` against its subjects."""
+def verify(
+    envelope_path: Path,
+    *,
+    key: VerifyKey,
+    files: Sequence[Path] = (),
+    max_bytes: int = MAX_ENVELOPE_BYTES,
+) -> Verification:
+    """Check ``envelope_path`` against ``key`` and, when given, ``files`` against its subjects.
+
+    An envelope over ``max_bytes`` is refused unread (a failed verification).
+    """
     for path in files:
         if not path.is_file():
             raise InputError(f"no such file to check: {str(path)!r}")
     where = str(envelope_path)
     try:
-        envelope = parse_envelope(_read(envelope_path))
+        envelope = parse_envelope(_read(envelope_path, max_bytes))
         _check_signature(envelope, key)
         if envelope.payload_type != IN_TOTO_PAYLOAD_TYPE:
             raise _Rejected(

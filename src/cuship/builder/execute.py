@@ -18,6 +18,7 @@ from packaging.utils import parse_wheel_filename
 
 from cuship.builder.buildenv import env_site
 from cuship.builder.commands import BuildFailed, run_step
+from cuship.builder.glibc import GlibcFloor
 from cuship.builder.interpreters import Interpreter
 from cuship.builder.model import BuildPlan, Step
 from cuship.builder.smoke import Smoke, SmokeMode, smoke_test
@@ -67,6 +68,7 @@ def finish_wheel(
     arches: str,
     environ: Mapping[str, str],
     torch: str | None = None,
+    floor: GlibcFloor | None = None,
     emit: Emit = discard,
 ) -> tuple[Path, WheelReport, tuple[str, ...]]:
     """Repair (unless pure), label, inspect and verify ``raw``; the final wheel lands in ``out_dir``.
@@ -74,6 +76,7 @@ def finish_wheel(
     ``arches`` is the arch spec the wheel must cover; empty for a CPU-only wheel, which must then
     hold no device code at all. ``torch``: the torch it was built against; a wheel that links
     torch gets the pin its torch ABI needs (``torch==X.Y.*`` exact, ``torch>=X.Y`` stable).
+    ``floor``: the glibc floor it is verified against when enforced, else warned against.
     """
     from cuship.wheel.audit import inspect_wheel
     from cuship.wheel.repair import repair
@@ -100,7 +103,11 @@ def finish_wheel(
         repaired, local=label, out_dir=work_dir / "labelled", requires=requires, emit=emit
     )
     report = inspect_wheel(labelled)
-    problems = unpinned + verify(report, arches=arches, local=label, torch=torch).problems
+    enforced = floor.floor if floor is not None and floor.enforced else None
+    checked = verify(report, arches=arches, local=label, torch=torch, manylinux=enforced)
+    problems = unpinned + checked.problems
+    if floor is not None and not floor.enforced:
+        _warn_floor(report, floor, emit)
     if not arches:
         problems += tuple(
             f"{x.path}: CUDA device code in a CPU-only wheel"
@@ -110,6 +117,20 @@ def finish_wheel(
     final = out_dir / labelled.name
     labelled.replace(final)
     return final, dataclasses.replace(report, path=str(final)), problems
+
+
+def _warn_floor(report: WheelReport, floor: GlibcFloor, emit: Emit) -> None:
+    """Say so when a wheel is above a floor that is not enforced, and what that costs."""
+    from cuship.wheel.manylinux import floor_problem, parse_floor
+
+    problem = floor_problem(report, parse_floor(floor.floor))
+    if problem is None:
+        return
+    message = (
+        f"{report.filename}: {problem}. Users with an older glibc cannot install it "
+        f"(this floor is {floor.why}; set [build] manylinux to make it a verification failure)"
+    )
+    emit(Event(level="warning", topic="build", message=message, data={"floor": floor.floor}))
 
 
 def _torch_pin(
@@ -149,6 +170,7 @@ def run_plan(
         test_import=test_import,
         environ=environ,
         torch=plan.torch,
+        floor=plan.glibc_floor,
         emit=emit,
         smoke=JobSmoke(python=plan.python, mode=plan.smoke, site_dirs=site_dirs),
     )
@@ -185,6 +207,7 @@ def build_job(
     test_import: str | None,
     environ: Mapping[str, str] | None = None,
     torch: str | None = None,
+    floor: GlibcFloor | None = None,
     emit: Emit = discard,
     smoke: JobSmoke | None = None,
 ) -> JobResult:
@@ -216,6 +239,7 @@ def build_job(
         arches=arches,
         environ=env,
         torch=torch,
+        floor=floor,
         emit=emit,
     )
     tested = None

@@ -3,6 +3,7 @@ and the host description the planner reads, with the preflight that refuses a bu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ from cuship.config import Config
 from cuship.errors import ToolMissing
 from cuship.events import Emit, discard
 from cuship.machine import fingerprint
+from cuship.toolkit import toolkits_root
 
 __all__ = [
     "configured_pythons",
@@ -124,22 +126,24 @@ def detect_host(
         uv=shutil.which("uv", path=env.get("PATH")),
         fetch=fetch_python,
     )
-    return host_of(
+    host = host_of(
         fingerprint(env),
         python_exe=sys.executable,
         sccache=find_sccache(env) if config.build.cache == "sccache" else None,
         engine=find_engine(env, config.build.engine),
         interpreters=find_interpreters(pythons, search, emit),
     )
+    return dataclasses.replace(host, toolkits_root=str(toolkits_root(env)))
 
 
 def preflight(host: Host, config: Config, mode: str) -> None:
     """The tools a build in ``mode`` needs: exit 3 when one is missing."""
-    if mode == "local" and host.nvcc is None:
+    if mode == "local" and host.nvcc is None and config.build.toolkits != "fetch":
         raise ToolMissing(
             "no nvcc found: building CUDA wheels needs the CUDA toolkit",
             hint="install it (https://developer.nvidia.com/cuda-downloads or the nvidia/cuda devel image) "
-            "and set CUDA_HOME, or use --mode container",
+            "and set CUDA_HOME, set [build] toolkits = 'fetch' (CUDA 13.x from PyPI), "
+            "or use --mode container",
         )
     if mode == "container" and (host.engine is None or not engine_answers(host.engine)):
         raise ToolMissing(

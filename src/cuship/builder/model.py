@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 from cuship import settings
+from cuship.builder.glibc import GlibcFloor
 from cuship.builder.interpreters import Interpreter, Interpreters
 from cuship.config import BuildSection, Config
 from cuship.machine import Fingerprint
@@ -46,6 +47,7 @@ class Host:
     sccache: str | None = None
     engine: str | None = None
     torch: str | None = None  # the installed torch's version ("2.13.0+cpu"), if any
+    toolkits_root: str | None = None  # where toolkits from PyPI are cached (cuship toolkit)
     # every CPython found for the matrix's Python versions; None: only the running one
     interpreters: Interpreters | None = None
 
@@ -129,6 +131,7 @@ class BuildPlan:
     python: Interpreter | None = None  # the interpreter it builds and smoke-tests with (local)
     build_env: Path | None = None  # the venv of that interpreter it builds in, if not itself
     smoke: Literal["auto", "isolated", "system-site"] = "auto"  # [build] smoke
+    glibc_floor: GlibcFloor | None = None  # the manylinux floor its wheel is held to
 
 
 def max_jobs(

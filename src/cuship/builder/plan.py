@@ -15,25 +15,30 @@ from packaging.version import InvalidVersion, Version
 
 from cuship.builder.buildenv import BuildEnv, build_env, env_of, through_pip
 from cuship.builder.container import container_steps
+from cuship.builder.glibc import glibc_floor
 from cuship.builder.model import BuildPlan, Host, Mode, Step, job_env, wheel_step
+from cuship.builder.toolkits import choose_toolkit
 from cuship.config import Config
 from cuship.matrix import BuildJob
 
 __all__ = ["MODES", "ModeSteps", "plan_job"]
 
 
-def _local_blocker(job: BuildJob, host: Host) -> str | None:
+def _local_blocker(job: BuildJob, host: Host, note: str | None = None) -> str | None:
+    """Why ``host`` cannot build ``job``; ``note`` says where a missing toolkit would come from."""
+    also = f" ({note})" if note else ""
     if host.interpreter(job.python) is None:
         return host.no_python(job.python)
     if host.nvcc is None or host.cuda is None:
-        return "needs nvcc; none found (set CUDA_HOME or put nvcc on PATH)"
+        return f"needs nvcc; none found (set CUDA_HOME or put nvcc on PATH){also}"
     try:
         have = Version(host.cuda)
     except InvalidVersion:
         return f"cannot read this host's CUDA version {host.cuda!r}"
     if (have.major, have.minor) != (job.cuda.major, job.cuda.minor):
         return (
-            f"needs CUDA {job.cuda.major}.{job.cuda.minor}; this host has {have.major}.{have.minor}"
+            f"needs CUDA {job.cuda.major}.{job.cuda.minor}; this host has "
+            f"{have.major}.{have.minor}{also}"
         )
     return None
 
@@ -103,8 +108,9 @@ def _deps_step(job: BuildJob, config: Config, python: str) -> Step | None:
 
 
 def _local_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> ModeSteps:
+    toolkit = choose_toolkit(job, config.build, host)
     tmp = {"TMPDIR": str(raw_dir / "tmp")}
-    env = {**job_env(job, config.build, host), **tmp}
+    env = {**job_env(job, config.build, toolkit.host), **tmp}
     python = host.interpreter(job.python)
     none: BuildEnv = ((), f"python{job.python}", None)  # not found: shown by --dry-run only
     runner = host.python_exe
@@ -112,10 +118,12 @@ def _local_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> Mo
     deps = _deps_step(job, config, exe)
     build = (*((deps,) if deps else ()), wheel_step(job.id, config, exe, raw_dir))
     steps = (
+        *((toolkit.step,) if toolkit.step else ()),
         *(dataclasses.replace(s, env={**s.env, **tmp}) for s in setup),
         *(dataclasses.replace(through_pip(s, runner, exe), env={**s.env, **env}) for s in build),
     )
-    return steps, _local_blocker(job, host) or _torch_blocker(job, config, host)
+    blocker = _local_blocker(job, toolkit.host, toolkit.note)
+    return steps, blocker or _torch_blocker(job, config, host)
 
 
 def _container_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> ModeSteps:
@@ -166,4 +174,5 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         python=python,
         build_env=env_of(python, out_dir),
         smoke=config.build.smoke,
+        glibc_floor=glibc_floor(job, config.build),
     )

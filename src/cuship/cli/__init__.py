@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "build",
         "Build the matrix jobs this host can build: compile, repair, label, verify.",
     ),
+    "toolkit": (
+        "toolkit",
+        "CUDA 13.x toolkits assembled from NVIDIA's PyPI wheels: list, install, path.",
+    ),
     "ship": (
         "ship",
         "The whole pipeline: build what this host can, verify, index, print the install line.",
@@ -48,6 +52,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Install exactly the wheel `resolve` picks, downloaded and hash-pinned.",
     ),
     "check": ("check", "Check kernels against float64 references, on CPU engines or a GPU."),
+    "doctor": (
+        "doctor",
+        "Explain why an installed CUDA package will not run here (GPUs, driver, torch, glibc).",
+    ),
     "gpu-run": (
         "gpu_run",
         "The GPU job in one command: pick the wheel that fits, install it, test, check, bench.",

@@ -1,6 +1,8 @@
 """`cuship index WHEELS… -o SITE`: write a static PEP 503/691/658 index with variant sub-indexes.
 
-A ``WHEEL.intoto.jsonl`` beside a wheel (from `cuship attest`) is published and linked.
+A ``WHEEL.intoto.jsonl`` beside a wheel (from `cuship attest`) is published and linked. A wheel
+that cannot be indexed is skipped with its reason and the rest is indexed; the run then exits 1
+unless ``--skip-bad`` says skipping is expected.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from pathlib import Path
 import click
 
 from cuship.cli._common import json_option, make_console, verbose_option
-from cuship.errors import UsageError
+from cuship.errors import CheckFailed, UsageError
 
 
 def _table(summary: dict[str, object]) -> str:
@@ -72,6 +74,11 @@ def _table(summary: dict[str, object]) -> str:
     help="Keep the wheels SITE already lists (at their earlier URLs) beside the new ones; "
     "release jobs use it so a deploy does not drop earlier releases.",
 )
+@click.option(
+    "--skip-bad",
+    is_flag=True,
+    help="Exit 0 when some wheels could not be indexed (they are skipped either way).",
+)
 @json_option
 @verbose_option
 def command(
@@ -82,6 +89,7 @@ def command(
     yanks: tuple[str, ...],
     yank_file: Path | None,
     keep_existing: bool,
+    skip_bad: bool,
     as_json: bool,
     verbose: bool,
 ) -> None:
@@ -110,3 +118,12 @@ def command(
         console.print_json(summary.as_dict())
     else:
         console.print_text(_table(summary.as_dict()))
+    bad = [s for s in summary.skipped if s.bad_wheel]
+    if bad and not skip_bad:
+        raise CheckFailed(
+            f"{len(bad)} wheel(s) could not be indexed: "
+            + ", ".join(f"{s.path.name!r} ({s.reason})" for s in bad[:5])
+            + (" ..." if len(bad) > 5 else "")
+            + "; the index was written without them",
+            hint="fix or remove them, or pass --skip-bad to accept an index without them",
+        )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import resource
 from pathlib import Path
 
 import click
@@ -9,17 +11,51 @@ import click
 from cuship.cli._common import make_console, verbose_option
 
 
+def _more_descriptors(wanted: int) -> None:
+    """Raise this process's open-file limit toward ``wanted`` (each connection holds one)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    with contextlib.suppress(ValueError, OSError):  # serve() keeps within the limit there is
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
 @click.command(name="serve")
 @click.argument("site", type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=0, show_default=True, type=int, help="Port; 0 picks a free one.")
+@click.option(
+    "--port",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port; 0 picks a free one.",
+)
+@click.option(
+    "--idle-timeout",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(0.1, 3600),
+    help="Seconds a connection may stay silent before it is closed.",
+)
+@click.option(
+    "--workers",
+    default=32,
+    show_default=True,
+    type=click.IntRange(1, 1024),
+    help="Requests handled at once; more connections wait their turn.",
+)
 @verbose_option
-def command(site: Path, host: str, port: int, verbose: bool) -> None:
+def command(
+    site: Path, host: str, port: int, idle_timeout: float, workers: int, verbose: bool
+) -> None:
     """Serve SITE; the first line on stdout is the server's URL (with the real port)."""
-    from cuship.index.serve import serve
+    from cuship.index.serve import ServeLimits, serve
 
     console = make_console(verbose)
-    server = serve(site, host, port, emit=console.emit)
+    limits = ServeLimits(workers=workers, idle_timeout=idle_timeout)
+    _more_descriptors(limits.max_connections + workers + 64)
+    server = serve(site, host, port, limits=limits, emit=console.emit)
     console.print_text(server.url)
     labels = sorted(p.parent.name for p in site.glob("*/simple") if p.parent.name != "files")
     console.err.print(f"index: {server.url}simple/", markup=False, highlight=False)

@@ -1,5 +1,6 @@
 """`cuship verify WHEEL`: configured arches present, no CUDA library bundled, label as expected,
-and a torch requirement that fits the torch ABI of the wheel's shared objects."""
+a torch requirement that fits the torch ABI of the wheel's shared objects, and (``--manylinux``)
+a platform tag within the glibc floor."""
 
 from __future__ import annotations
 
@@ -24,17 +25,30 @@ from cuship.wheel.verify import VerifyResult, verify
     default=None,
     help="The torch X.Y the wheel was built against (default: its local label's, if any).",
 )
+@click.option(
+    "--manylinux",
+    "floor",
+    default=None,
+    metavar="X_Y",
+    help='glibc floor, e.g. "2_28": fail a wheel whose platform tag needs a newer glibc.',
+)
 @json_option
 def command(
-    target: Path, arches: str, local: str | None, torch_version: str | None, as_json: bool
+    target: Path,
+    arches: str,
+    local: str | None,
+    torch_version: str | None,
+    floor: str | None,
+    as_json: bool,
 ) -> None:
     """Check a wheel (or .so) against its build promise; exit 1 listing what is missing."""
     console = make_console()
-    result = verify(inspect_path(target), arches=arches, local=local, torch=torch_version)
+    report = inspect_path(target)
+    result = verify(report, arches=arches, local=local, torch=torch_version, manylinux=floor)
     if not result.checks:
         raise NothingToDo(
             f"nothing to verify in {str(target)!r}",
-            hint='pass --arch "8.0;9.0;12.0+PTX" and/or --local LABEL',
+            hint='pass --arch "8.0;9.0;12.0+PTX", --local LABEL and/or --manylinux 2_28',
         )
     if as_json:
         console.print_json(result.to_json())

@@ -16,6 +16,7 @@ __all__ = ["check_gpus", "check_toolkits", "check_torch"]
 SM_PATTERN = re.compile(r"^[1-9][0-9]{1,2}[af]?$")
 MONTH_PATTERN = re.compile(r"^(19|20)[0-9]{2}-(0[1-9]|1[0-2])$")
 CC_PATTERN = re.compile(r"^[1-9][0-9]?\.[0-9]$")
+GLIBC_FLOOR_PATTERN = re.compile(r"^[0-9]+_[0-9]+$")
 
 
 def _common(row: Place, released: str | None, source: str) -> None:
@@ -104,6 +105,10 @@ def _check_release(row: Place, release: TorchRelease, known_cuda: set[str]) -> N
             )
     if release.pypi_cuda not in release.cuda:
         raise row.fail("pypi_cuda", f"{release.pypi_cuda!r} is not among cuda")
+    if release.manylinux and not GLIBC_FLOOR_PATTERN.match(release.manylinux):
+        raise row.fail(
+            "manylinux", f"{release.manylinux!r} is not a glibc floor", hint='write it like "2_28"'
+        )
     _check_pythons(row, release.pythons)
 
 

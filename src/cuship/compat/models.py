@@ -94,6 +94,12 @@ class TorchRelease:
     )
     source: str = field_doc("https URL of the page the row comes from.")
     note: str = field_doc("Free text for people.", default="")
+    manylinux: str = field_doc(
+        'glibc floor of its PyPI Linux x86_64 wheels, from their platform tag: "2_28" '
+        "(manylinux_2_28); empty where no floor an extension could meet is recorded.",
+        default="",
+        schema={"pattern": "^([0-9]+_[0-9]+)?$"},
+    )
 
     @property
     def minor(self) -> str:
@@ -119,6 +125,7 @@ class TorchRelease:
             "pypi_cuda": self.pypi_cuda,
             "pythons": list(self.pythons),
             "cxx11_abi": list(self.cxx11_abi),
+            "manylinux": self.manylinux,
             "source": self.source,
             "note": self.note,
         }

@@ -7,26 +7,19 @@ Loaded once into frozen dataclasses. Unknown keys, wrong types and impossible va
 from __future__ import annotations
 
 import dataclasses
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidName, canonicalize_name
-from packaging.version import InvalidVersion, Version
 
 from cuship import schema as typed
-from cuship.arch import parse_arch_list
+from cuship.config import files, values
 from cuship.config.ci import CiSection
-from cuship.errors import ConfigError, CushipError
+from cuship.config.values import between
+from cuship.errors import ConfigError
 from cuship.schema import field_doc
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = [
     "BenchCaseSection",
@@ -49,45 +42,6 @@ __all__ = [
 ]
 
 
-def _python_version(item: str) -> None:
-    parts = item.split(".")
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        raise ValueError(f'{item!r} is not a Python version; write MAJOR.MINOR, e.g. "3.12"')
-
-
-def _version(item: str) -> None:
-    try:
-        Version(item)
-    except InvalidVersion as err:
-        raise ValueError(f"{item!r} is not a version") from err
-
-
-def _arch_list(item: str) -> None:
-    try:
-        parse_arch_list(item)
-    except CushipError as err:
-        raise ValueError(err.message) from err
-
-
-def _positive(value: float | int | None) -> None:
-    if value is not None and value <= 0:
-        raise ValueError(f"must be positive, got {value!r}")
-
-
-def _specifier(value: str | None) -> None:
-    if value is None:
-        return
-    try:
-        SpecifierSet(value)
-    except InvalidSpecifier as err:
-        raise ValueError(f"{value!r} is not a version specifier such as '>=3.10'") from err
-
-
-def _interpreter_path(item: str) -> None:
-    if not item.strip():
-        raise ValueError("an empty interpreter path; write the path of a python3.X executable")
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProjectSection:
     """The package being built; defaults come from pyproject.toml's [project]."""
@@ -96,7 +50,7 @@ class ProjectSection:
     version: str | None = field_doc("Version (no local label).", default=None)
     source: str = field_doc("Source directory, relative to the config file.", default=".")
     requires_python: str | None = field_doc(
-        "Python versions the package supports.", default=None, validate=_specifier
+        "Python versions the package supports.", default=None, validate=values.specifier
     )
 
 
@@ -120,22 +74,22 @@ class MatrixSection:
     python: tuple[str, ...] = field_doc(
         "CPython versions; default: every known one the package and torch allow.",
         default=(),
-        validate=_python_version,
+        validate=values.python_version,
     )
     cuda: tuple[str, ...] = field_doc(
         "CUDA toolkits ('12.8.1', or '12.8' for the newest 12.8.x); default: the newest known.",
         default=(),
-        validate=_version,
+        validate=values.version,
     )
     torch: tuple[str, ...] = field_doc(
         "torch minor versions to build against ('2.8'); empty when the package needs no torch.",
         default=(),
-        validate=_version,
+        validate=values.version,
     )
     arch: tuple[str, ...] = field_doc(
         "Architecture lists, one wheel per list: '8.0;9.0;10.0;12.0+PTX'.",
         default=("8.0;9.0;10.0;12.0+PTX",),
-        validate=_arch_list,
+        validate=values.arch_list,
     )
     cxx11abi: tuple[bool, ...] = field_doc(
         "C++ ABIs to build when torch offers both (torch < 2.7).", default=()
@@ -161,10 +115,12 @@ class LabelSection:
     """The local version label each wheel carries, e.g. ``+cu128torch2.8``."""
 
     template: str | None = field_doc(
-        "Fields: {cuda} {cuda_mm} {cuda_short} {cuda_major} {torch} {torch_short} {abi}. "
+        "Fields: {cuda} {cuda_mm} {cuda_short} {cuda_major} {torch} {torch_short} {abi}, as "
+        "plain {name} (no conversion, format spec, index or attribute). "
         "Default: cu{cuda_short}, then torch{torch} with torch, then cxx11abi{abi} when the "
         "matrix varies the ABI.",
         default=None,
+        validate=values.label_template,
     )
 
 
@@ -176,23 +132,27 @@ class BuildSection:
     memory_per_job_gib: float = field_doc(
         "Memory one nvcc thread may take; MAX_JOBS = min(cores, free / (this x nvcc_threads)).",
         default=5.0,
-        validate=_positive,
+        validate=values.memory_gib,
     )
-    nvcc_threads: int = field_doc("nvcc --threads.", default=2, validate=_positive)
+    nvcc_threads: int = field_doc("nvcc --threads (1 to 64).", default=2, validate=between(1, 64))
     max_jobs: int | None = field_doc(
-        "Fix MAX_JOBS instead of deriving it.", default=None, validate=_positive
+        "Fix MAX_JOBS instead of deriving it (1 to 1024).", default=None, validate=between(1, 1024)
     )
     isolation: bool = field_doc("Build in an isolated environment.", default=True)
     extra_deps: tuple[str, ...] = field_doc("Installed before building.", default=())
     build_args: tuple[str, ...] = field_doc("Extra arguments for the build frontend.", default=())
     test_import: str | None = field_doc("Module imported by the smoke test.", default=None)
     image: str = field_doc(
-        "Container image template.", default="nvidia/cuda:{cuda}-devel-ubuntu22.04"
+        "Container image template; fields {cuda} {cuda_mm} {cuda_major} {python} {python_tag}.",
+        default="nvidia/cuda:{cuda}-devel-ubuntu22.04",
+        validate=values.image_template,
     )
     engine: Literal["docker", "podman"] | None = field_doc("Container engine.", default=None)
     container_memory: str = field_doc("Container memory limit.", default="6g")
     torch_index: str = field_doc(
-        "Where torch for a job comes from.", default="https://download.pytorch.org/whl/{variant}"
+        "Where torch for a job comes from; field {variant} (cu128).",
+        default="https://download.pytorch.org/whl/{variant}",
+        validate=values.torch_index_template,
     )
     cpu_fallback: bool = field_doc(
         "The project also builds without CUDA (with CUSHIP_CPU_ONLY=1 and cpu_env set): "
@@ -204,12 +164,27 @@ class BuildSection:
         "(e.g. FLASH_ATTENTION_SKIP_CUDA_BUILD = 'TRUE').",
         default_factory=dict,
     )
+    toolkits: Literal["host", "fetch"] = field_doc(
+        "Where a job's CUDA toolkit comes from. 'host': this machine's nvcc; a job of another "
+        "CUDA minor needs another runner. 'fetch': a 13.x job whose minor differs from the "
+        "host's nvcc (or every 13.x job on a host without one) builds with that toolkit "
+        "assembled from NVIDIA's PyPI wheels (`cuship toolkit install`, cached).",
+        default="host",
+    )
+    manylinux: str | None = field_doc(
+        "The glibc floor, as '2_28' (manylinux_2_28): a repaired wheel whose platform tag needs "
+        "a newer glibc fails verification, naming the symbols that raise it. Unset: the floor "
+        "of the job's torch release (torch.toml), else 2_28, and a wheel above it is a warning.",
+        default=None,
+        validate=values.glibc_floor,
+        schema={"pattern": r"^[0-9]+_[0-9]+$"},
+    )
     pythons: tuple[str, ...] = field_doc(
         "Interpreters to build with, by path ('~/.pyenv/versions/3.12.1/bin/python3.12'; "
         "relative to the config file): each serves the jobs of its Python version, before "
         "the running one, python3.X on PATH, pyenv and uv-managed Pythons.",
         default=(),
-        validate=_interpreter_path,
+        validate=values.interpreter_path,
     )
     smoke: Literal["auto", "isolated", "system-site"] = field_doc(
         "The import smoke test's venv. 'isolated': a fresh venv, dependencies from the index; "
@@ -220,17 +195,8 @@ class BuildSection:
     )
 
 
-def _non_negative(value: float | int | None) -> None:
-    if value is not None and value < 0:
-        raise ValueError(f"must be zero or more, got {value!r}")
-
-
-_CHECK_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64")
-
-
-def _check_dtype(item: str) -> None:
-    if item not in _CHECK_DTYPES:
-        raise ValueError(f"{item!r} is not one of {', '.join(_CHECK_DTYPES)}")
+_MAX_CASES = 100_000  # random-shape cases per op and dtype
+_MAX_SAMPLES = 10_000_000  # benchmark samples, seeds, repeats
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -238,16 +204,18 @@ class CheckOpSection:
     """Per-op additions and overrides: ``[check.ops.<name>]``."""
 
     rtol: float | None = field_doc(
-        "Relative tolerance for every dtype of this op.", default=None, validate=_non_negative
+        "Relative tolerance for every dtype of this op.", default=None, validate=values.non_negative
     )
     atol: float | None = field_doc(
-        "Absolute tolerance for every dtype of this op.", default=None, validate=_non_negative
+        "Absolute tolerance for every dtype of this op.", default=None, validate=values.non_negative
     )
     shapes: tuple[Mapping[str, int], ...] = field_doc(
-        "Extra shapes, as dimension sizes: [{rows = 3, cols = 5}].", default=()
+        "Extra shapes, as dimension sizes: [{rows = 3, cols = 5}].",
+        default=(),
+        validate=values.shape,
     )
     dtypes: tuple[str, ...] = field_doc(
-        "Only these dtypes for this op.", default=(), validate=_check_dtype
+        "Only these dtypes for this op.", default=(), validate=values.check_dtype
     )
 
 
@@ -256,9 +224,11 @@ class CheckModeSection:
     """What ``--quick`` runs: ``[check.quick]``."""
 
     dtypes: tuple[str, ...] = field_doc(
-        "dtypes checked in quick mode.", default=("float32",), validate=_check_dtype
+        "dtypes checked in quick mode.", default=("float32",), validate=values.check_dtype
     )
-    fuzz: int = field_doc("Random-shape cases per op and dtype.", default=2, validate=_non_negative)
+    fuzz: int = field_doc(
+        "Random-shape cases per op and dtype.", default=2, validate=between(0, _MAX_CASES)
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -281,16 +251,22 @@ class CheckSection:
         default=(),
     )
     fuzz: int = field_doc(
-        "Random-shape cases per op and dtype (thorough mode).", default=8, validate=_non_negative
+        "Random-shape cases per op and dtype (thorough mode).",
+        default=8,
+        validate=between(0, _MAX_CASES),
     )
     timeout: float = field_doc(
-        "Seconds one case may run before it counts as hung.", default=300.0, validate=_positive
+        "Seconds one case may run before it counts as hung.",
+        default=300.0,
+        validate=values.positive,
     )
-    seed: int = field_doc("Seed when --seed is not given.", default=0)
+    seed: int = field_doc(
+        "Seed when --seed is not given (0 or more).", default=0, validate=between(0, 2**64 - 1)
+    )
     parallel: int = field_doc(
-        "Worker processes when --parallel is not given (0: one per core).",
+        "Worker processes when --parallel is not given (0: one per core; at most 1024).",
         default=1,
-        validate=_non_negative,
+        validate=between(0, 1024),
     )
     store: str = field_doc(
         "Results history (SQLite), relative to the project; CUSHIP_STORE overrides.",
@@ -299,7 +275,7 @@ class CheckSection:
     regression_threshold: float = field_doc(
         "A group regresses when its max error exceeds the baseline's by this fraction.",
         default=0.1,
-        validate=_non_negative,
+        validate=values.non_negative,
     )
     quick: CheckModeSection = field_doc("Quick mode.", default_factory=CheckModeSection)
     ops: Mapping[str, CheckOpSection] = field_doc(
@@ -307,34 +283,17 @@ class CheckSection:
     )
 
 
-_FLOOR_UNITS = ("ops/s", "GB/s", "TFLOP/s")
-
-
-def _floors(floors: Mapping[str, str]) -> None:
-    for name, value in floors.items():
-        number, _, unit = value.strip().partition(" ")
-        try:
-            parsed = float(number)
-        except ValueError:
-            parsed = -1.0
-        if unit.strip() not in _FLOOR_UNITS or parsed <= 0:
-            raise ValueError(
-                f"{name} = {value!r} is not a floor: write a positive number and one of "
-                f'{", ".join(_FLOOR_UNITS)}, e.g. "5000 ops/s" or "900 GB/s"'
-            )
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BenchCaseSection:
     """Per-case overrides: ``[bench.cases.<case name or key>]``."""
 
     threshold: float | None = field_doc(
-        "Effect size for this case's verdicts (0.05 = 5 %).", default=None, validate=_positive
+        "Effect size for this case's verdicts (0.05 = 5 %).", default=None, validate=values.positive
     )
     floors: Mapping[str, str] = field_doc(
         "Throughput floors for this case, by GPU model or 'CPU'.",
         default_factory=dict,
-        validate=_floors,
+        validate=values.floors,
     )
 
 
@@ -358,31 +317,37 @@ class BenchSection:
     noise: float = field_doc(
         "Stop sampling when the relative noise of the median falls under this (0.005 = 0.5 %).",
         default=0.005,
-        validate=_positive,
+        validate=values.positive,
     )
-    min_samples: int = field_doc("Samples taken before stopping.", default=10, validate=_positive)
+    min_samples: int = field_doc(
+        "Samples taken before stopping.", default=10, validate=between(1, _MAX_SAMPLES)
+    )
     max_samples: int = field_doc(
-        "Samples after which sampling stops.", default=10000, validate=_positive
+        "Samples after which sampling stops.", default=10000, validate=between(1, _MAX_SAMPLES)
     )
-    min_time: float = field_doc("Seconds sampled before stopping.", default=0.5, validate=_positive)
+    min_time: float = field_doc(
+        "Seconds sampled before stopping.", default=0.5, validate=values.positive
+    )
     timeout: float = field_doc(
-        "Seconds after which one case stops sampling.", default=15.0, validate=_positive
+        "Seconds after which one case stops sampling.", default=15.0, validate=values.positive
     )
     sample_time: float = field_doc(
         "Wall timer: calls are batched so that one sample lasts at least this many seconds.",
         default=0.001,
-        validate=_positive,
+        validate=values.positive,
     )
     seeds: int | None = field_doc(
         "Fixed protocol: this many input seeds (with repeats); default: adaptive stopping.",
         default=None,
-        validate=_positive,
+        validate=between(1, _MAX_SAMPLES),
     )
     repeats: int | None = field_doc(
-        "Fixed protocol: samples per seed.", default=None, validate=_positive
+        "Fixed protocol: samples per seed.", default=None, validate=between(1, _MAX_SAMPLES)
     )
     threshold: float = field_doc(
-        "Effect size below which a change is SAME (0.05 = 5 %).", default=0.05, validate=_positive
+        "Effect size below which a change is SAME (0.05 = 5 %).",
+        default=0.05,
+        validate=values.positive,
     )
     drop_throttled: bool = field_doc(
         "Leave samples taken under 0.9 × the max SM clock out of the statistics (default: every "
@@ -393,7 +358,7 @@ class BenchSection:
         "Throughput floors by GPU model (matched like `cuship compat`) or 'CPU': "
         '"5000 ops/s", "900 GB/s", "1.5 TFLOP/s".',
         default_factory=dict,
-        validate=_floors,
+        validate=values.floors,
     )
     cases: Mapping[str, BenchCaseSection] = field_doc(
         "Per-case overrides, by case name or key.", default_factory=dict
@@ -401,7 +366,7 @@ class BenchSection:
     burn_in_tolerance: float = field_doc(
         "Burn-in: MiB a memory series may grow over the run before a trend fails it.",
         default=1.0,
-        validate=_positive,
+        validate=values.positive,
     )
     store: str = field_doc(
         "Results history (SQLite), relative to the project; CUSHIP_STORE overrides.",
@@ -414,8 +379,10 @@ class PackageSpec:
     """One entry of a community index's ``config/packages.yml``."""
 
     name: str
-    versions: tuple[str, ...] = field_doc("Versions to build from PyPI sdists.", validate=_version)
-    build_args: str = field_doc("Arguments for pip wheel.", default="")
+    versions: tuple[str, ...] = field_doc(
+        "Versions to build from PyPI sdists.", validate=values.version
+    )
+    build_args: str = field_doc("Arguments for pip wheel.", default="", validate=values.shell_words)
     extra_deps: tuple[str, ...] = field_doc("Installed before building.", default=())
     test_import: str | None = field_doc("Module imported by the smoke test.", default=None)
     description: str = field_doc("Shown on the index.", default="")
@@ -495,29 +462,8 @@ def json_schema() -> dict[str, Any]:
     return doc
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(str(path), None, f"not valid TOML: {err}") from err
-    except OSError as err:
-        raise ConfigError(str(path), None, f"cannot read: {err.strerror}") from err
-
-
-def _read_yaml(path: Path) -> Any:
-    import yaml
-
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise ConfigError(str(path), None, f"not valid YAML: {err}") from err
-    except OSError as err:
-        raise ConfigError(str(path), None, f"cannot read: {err.strerror}") from err
-
-
 def _load_packages(path: Path) -> tuple[PackageSpec, ...]:
-    raw = _read_yaml(path)
+    raw = files.read_yaml(path)
     top = typed.load(_PackagesFile, raw if raw is not None else {}, source=str(path))
     specs = []
     for name, entry in top.packages.items():
@@ -535,15 +481,32 @@ def _load_packages(path: Path) -> tuple[PackageSpec, ...]:
     return tuple(specs)
 
 
-def _project_defaults(project: ProjectSection, pyproject: Mapping[str, Any]) -> ProjectSection:
-    table = pyproject.get("project", {})
-    version = table.get("version") if "version" not in table.get("dynamic", ()) else None
+def _project_defaults(
+    project: ProjectSection, pyproject: Mapping[str, Any], source: Path
+) -> ProjectSection:
+    table = files.table(pyproject, "project", source)
+    dynamic = files.strings(table.get("dynamic", []), source, "project.dynamic")
+    version = (
+        None
+        if "version" in dynamic
+        else files.pyproject_value(table, "version", source, values.version)
+    )
     return replace(
         project,
-        name=project.name or table.get("name"),
+        name=project.name or files.pyproject_value(table, "name", source, values.project_name),
         version=project.version or version,
-        requires_python=project.requires_python or table.get("requires-python"),
+        requires_python=project.requires_python
+        or files.pyproject_value(table, "requires-python", source, values.specifier),
     )
+
+
+def _build_requires(pyproject: Mapping[str, Any], source: Path) -> tuple[str, ...]:
+    system = files.table(pyproject, "build-system", source)
+    return files.strings(system.get("requires", []), source, "build-system.requires")
+
+
+def _tool_cuship(document: Mapping[str, Any], source: Path) -> Mapping[str, Any]:
+    return files.table(files.table(document, "tool", source), "tool.cuship", source)
 
 
 def _find(path: Path) -> tuple[Path | None, Path | None]:
@@ -559,7 +522,9 @@ def _find(path: Path) -> tuple[Path | None, Path | None]:
     toml = path / "cuship.toml"
     if not toml.is_file():
         pyproject = path / "pyproject.toml"
-        has_table = pyproject.is_file() and "cuship" in _read_toml(pyproject).get("tool", {})
+        has_table = pyproject.is_file() and "cuship" in files.table(
+            files.read_toml(pyproject), "tool", pyproject
+        )
         toml = pyproject if has_table else None  # type: ignore[assignment]
     packages = path / "config" / "packages.yml"
     return toml, packages if packages.is_file() else None
@@ -592,20 +557,16 @@ def load_config(path: str | Path = ".") -> Config:
         root = packages_path.parent.parent if packages_path.parent.name == "config" else root
     raw: Mapping[str, Any] = {}
     if toml_path is not None:
-        document = _read_toml(toml_path)
-        raw = (
-            document.get("tool", {}).get("cuship", {})
-            if toml_path.name == "pyproject.toml"
-            else document
-        )
+        document = files.read_toml(toml_path)
+        raw = _tool_cuship(document, toml_path) if toml_path.name == "pyproject.toml" else document
     file = typed.load(_ConfigFile, raw, source=str(toml_path or path))
     pyproject_path = root / "pyproject.toml"
     project = file.project
     build_requires: tuple[str, ...] = ()
     if pyproject_path.is_file():
-        pyproject = _read_toml(pyproject_path)
-        project = _project_defaults(project, pyproject)
-        build_requires = tuple(pyproject.get("build-system", {}).get("requires", ()))
+        pyproject = files.read_toml(pyproject_path)
+        project = _project_defaults(project, pyproject, pyproject_path)
+        build_requires = _build_requires(pyproject, pyproject_path)
     return Config(
         source=toml_path or packages_path or path,
         root=root.resolve(),

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from cuship.config.values import between
+from cuship.config.values import python_version as _python
 from cuship.schema import field_doc
 
 __all__ = ["CiSection"]
@@ -22,17 +24,6 @@ _ACCELERATOR = re.compile(r"^[A-Za-z0-9-]+(:\d+(\.\d+)?)?$")
 def _cron(value: str | None) -> None:
     if value is not None and len(value.split()) != 5:
         raise ValueError(f"{value!r} is not a 5-field cron expression such as '17 3 * * *'")
-
-
-def _python(value: str) -> None:
-    parts = value.split(".")
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        raise ValueError(f'{value!r} is not a Python version; write MAJOR.MINOR, e.g. "3.12"')
-
-
-def _positive(value: int) -> None:
-    if value <= 0:
-        raise ValueError(f"must be positive, got {value!r}")
 
 
 def _runner_label(value: str) -> None:
@@ -83,11 +74,13 @@ class CiSection:
         "How CI installs cuship: a pip requirement or URL.", default="cuship[all]"
     )
     timeout_minutes: int = field_doc(
-        "Per-job timeout of build jobs (hosted runners stop at 360).",
+        "Per-job timeout of build jobs (hosted runners stop at 360; at most 10080, a week).",
         default=360,
-        validate=_positive,
+        validate=between(1, 10080),
     )
-    max_parallel: int = field_doc("Build jobs running at once.", default=8, validate=_positive)
+    max_parallel: int = field_doc(
+        "Build jobs running at once (at most 256).", default=8, validate=between(1, 256)
+    )
     nightly_cron: str = field_doc(
         "Schedule of the thorough check (UTC, cron).", default="17 3 * * *", validate=_cron
     )

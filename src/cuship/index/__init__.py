@@ -7,7 +7,7 @@ negotiates HTML or JSON as PEP 691 asks.
 
 from __future__ import annotations
 
-from cuship.index._cache import ScanCache
+from cuship.index._cache import FileStamp, ScanCache
 from cuship.index.scan import IndexedWheel, Skipped, expand_paths, scan, scan_report
 from cuship.index.simple import MANIFEST, Describe, IndexSummary, render, write
 from cuship.index.yank import parse_yank_lines, read_yank_file
@@ -15,6 +15,7 @@ from cuship.index.yank import parse_yank_lines, read_yank_file
 __all__ = [
     "MANIFEST",
     "Describe",
+    "FileStamp",
     "IndexSummary",
     "IndexedWheel",
     "ScanCache",

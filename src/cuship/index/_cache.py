@@ -1,28 +1,38 @@
-"""The scan cache: a wheel's sha256 and METADATA, keyed by (path, size, mtime_ns), and what
-``describe`` said of it, keyed by (describer, sha256).
+"""The scan cache: a wheel's sha256 and METADATA, keyed by its path and :class:`FileStamp`
+(size, mtime, inode, ctime), and what ``describe`` said of it, keyed by (describer, sha256).
 
-One SQLite file. A wheel whose path, size and modification time are unchanged is not read again,
-so adding one wheel to an index of thousands hashes one file, reads one METADATA and inspects one
-wheel's extensions.
+One SQLite file, kept beside the site, never inside it (see :func:`cuship.index.simple.write`).
+A wheel whose path and stamp are unchanged is not read again, so adding one wheel to an index
+of thousands hashes one file, reads one METADATA and inspects one wheel's extensions.
+
+Size and mtime alone can be kept by a rewrite (``os.utime``, or two writes within one tick of
+the filesystem clock); the inode changes when a file is replaced, and the ctime whenever its
+bytes or times are touched, which no user-space call can set back. Hard-linking a wheel into the
+site also moves its ctime, so :meth:`ScanCache.settle` records the ctime the run left behind.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import NamedTuple
 
-__all__ = ["CacheEntry", "ScanCache"]
+__all__ = ["CacheEntry", "FileStamp", "ScanCache"]
 
+_VERSION = 2  # PRAGMA user_version; a cache of another version is dropped
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS wheels (
     path TEXT PRIMARY KEY,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
+    ino INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL,
     sha256 TEXT NOT NULL,
     metadata BLOB NOT NULL
 );
@@ -31,6 +41,19 @@ CREATE TABLE IF NOT EXISTS described (
     doc TEXT NOT NULL
 )
 """
+
+
+class FileStamp(NamedTuple):
+    """What says a file is unchanged since it was read."""
+
+    size: int
+    mtime_ns: int
+    ino: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, stat: os.stat_result) -> FileStamp:
+        return cls(stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,43 +71,51 @@ class ScanCache:
         self.path = path
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        target = ":memory:" if path is None else str(path)
         try:
-            self._db = sqlite3.connect(target, isolation_level=None)
-            self._db.executescript(_SCHEMA)
+            self._db = _open(path)
         except sqlite3.DatabaseError:
             # A corrupt cache is only a slower run: start afresh.
             if path is None:
                 raise
             path.unlink(missing_ok=True)
-            self._db = sqlite3.connect(target, isolation_level=None)
-            self._db.executescript(_SCHEMA)
-        self._db.execute("PRAGMA journal_mode=OFF")
-        self._db.execute("PRAGMA synchronous=OFF")
+            self._db = _open(path)
         # One query up front: a per-wheel SELECT costs more than the rows themselves.
-        self._rows: dict[str, tuple[int, int, str, bytes]] = {
-            row[0]: (row[1], row[2], row[3], bytes(row[4]))
-            for row in self._db.execute("SELECT path, size, mtime_ns, sha256, metadata FROM wheels")
+        self._rows: dict[str, tuple[FileStamp, str, bytes]] = {
+            row[0]: (FileStamp(*row[1:5]), row[5], bytes(row[6]))
+            for row in self._db.execute(
+                "SELECT path, size, mtime_ns, ino, ctime_ns, sha256, metadata FROM wheels"
+            )
         }
-        self._pending: list[tuple[str, int, int, str, bytes]] = []
+        self._pending: dict[str, tuple[str, int, int, int, int, str, bytes]] = {}
         self._described: dict[str, str] = dict(self._db.execute("SELECT key, doc FROM described"))
         self._described_pending: list[tuple[str, str]] = []
         self.hits = 0
         self.misses = 0
 
-    def get(self, path: str, size: int, mtime_ns: int) -> CacheEntry | None:
-        """The entry for ``path`` when its size and mtime still match, else None."""
+    def get(self, path: str, stamp: FileStamp) -> CacheEntry | None:
+        """The entry for ``path`` when its stamp still matches, else None."""
         row = self._rows.get(path)
-        if row is None or row[0] != size or row[1] != mtime_ns:
+        if row is None or row[0] != stamp:
             self.misses += 1
             return None
         self.hits += 1
-        return CacheEntry(sha256=row[2], metadata=row[3])
+        return CacheEntry(sha256=row[1], metadata=row[2])
 
-    def put(self, path: str, size: int, mtime_ns: int, entry: CacheEntry) -> None:
+    def put(self, path: str, stamp: FileStamp, entry: CacheEntry) -> None:
         """Remember ``entry`` for ``path``; written on :meth:`flush`."""
-        self._rows[path] = (size, mtime_ns, entry.sha256, entry.metadata)
-        self._pending.append((path, size, mtime_ns, entry.sha256, entry.metadata))
+        self._rows[path] = (stamp, entry.sha256, entry.metadata)
+        self._pending[path] = (path, *stamp, entry.sha256, entry.metadata)
+
+    def settle(self, path: str, stamp: FileStamp) -> None:
+        """Record ``stamp`` as ``path``'s, when only its ctime moved since it was read.
+
+        Called after the site is written: linking the wheel into the site (and unlinking the
+        previous site's copy) changed the ctime, not the file.
+        """
+        row = self._rows.get(path)
+        if row is None or row[0] == stamp or row[0][:3] != stamp[:3]:
+            return
+        self.put(path, stamp, CacheEntry(sha256=row[1], metadata=row[2]))
 
     def described(self, key: str) -> dict[str, object] | None:
         """The describe record stored under ``key`` (describer + sha256), if any."""
@@ -110,6 +141,7 @@ class ScanCache:
         stale = [(p,) for p in self._rows if p not in paths]
         for (p,) in stale:
             del self._rows[p]
+            self._pending.pop(p, None)
         with self._transaction():
             self._db.executemany("DELETE FROM wheels WHERE path = ?", stale)
 
@@ -119,7 +151,8 @@ class ScanCache:
             return
         with self._transaction():
             self._db.executemany(
-                "INSERT OR REPLACE INTO wheels VALUES (?, ?, ?, ?, ?)", self._pending
+                "INSERT OR REPLACE INTO wheels VALUES (?, ?, ?, ?, ?, ?, ?)",
+                list(self._pending.values()),
             )
             self._db.executemany(
                 "INSERT OR REPLACE INTO described VALUES (?, ?)", self._described_pending
@@ -151,3 +184,19 @@ class ScanCache:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _open(path: Path | None) -> sqlite3.Connection:
+    db = sqlite3.connect(":memory:" if path is None else str(path), isolation_level=None)
+    try:
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        if version != _VERSION:
+            db.executescript("DROP TABLE IF EXISTS wheels; DROP TABLE IF EXISTS described")
+            db.execute(f"PRAGMA user_version = {_VERSION}")
+        db.executescript(_SCHEMA)
+        db.execute("PRAGMA journal_mode=OFF")
+        db.execute("PRAGMA synchronous=OFF")
+    except BaseException:
+        db.close()
+        raise
+    return db

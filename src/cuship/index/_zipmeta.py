@@ -3,21 +3,46 @@
 :mod:`zipfile` builds a ``ZipInfo`` object per member, which dominates the cost of indexing
 thousands of small wheels. This reads the central directory with :mod:`struct`, stops at the
 one member it needs and checks its CRC. Anything unusual (zip64, encryption, a method other
-than stored/deflate, a prefix before the archive, no or several METADATA members) returns None,
-and the caller uses :mod:`zipfile`, which also words the error for a broken archive.
+than stored/deflate, a prefix before the archive, no or several METADATA members, a member
+larger than :data:`METADATA_LIMIT`) returns None, and the caller uses :mod:`zipfile`, which
+also words the error for a broken archive.
+
+Inflation is bounded: never more than ``METADATA_LIMIT + 1`` bytes are produced, whatever the
+archive claims, so a small wheel whose METADATA inflates to gigabytes costs megabytes.
 """
 
 from __future__ import annotations
 
 import struct
 import zlib
+from typing import NamedTuple
 
-__all__ = ["metadata_fast"]
+__all__ = ["METADATA_LIMIT", "Member", "metadata_fast"]
+
+METADATA_LIMIT = 8 * 1024 * 1024
+"""The largest METADATA the index accepts (PyPI's largest are a few hundred kB)."""
 
 _EOCD = struct.Struct("<4s4H2LH")
 _CENTRAL = struct.Struct("<4s6H3L5H2L")
 _LOCAL = struct.Struct("<4s5H3L2H")
 _SUFFIX = b".dist-info/METADATA"
+
+
+class Member(NamedTuple):
+    """The METADATA member: its name in the archive and its (inflated) bytes."""
+
+    name: str
+    data: bytes
+
+
+class _Entry(NamedTuple):
+    name: str
+    flags: int
+    method: int
+    crc: int
+    compressed: int
+    size: int
+    local: int
 
 
 def _central_directory(data: bytes) -> tuple[int, int] | None:
@@ -31,11 +56,11 @@ def _central_directory(data: bytes) -> tuple[int, int] | None:
     return offset, count
 
 
-def _find(data: bytes, offset: int, count: int) -> tuple[int, int, int, int, int] | None:
-    """(flags, method, crc, compressed size, local header offset) of the single METADATA."""
+def _find(data: bytes, offset: int, count: int) -> _Entry | None:
+    """The central directory entry of the single METADATA."""
     found = None
     for _ in range(count):
-        if data[offset : offset + 4] != b"PK\x01\x02":
+        if data[offset : offset + 4] != b"PK\x01\x02" or offset + _CENTRAL.size > len(data):
             return None
         fields = _CENTRAL.unpack_from(data, offset)
         name_len, extra_len, comment_len = fields[10], fields[11], fields[12]
@@ -43,27 +68,49 @@ def _find(data: bytes, offset: int, count: int) -> tuple[int, int, int, int, int
         if name.endswith(_SUFFIX) and name.count(b"/") == 1:
             if found is not None:
                 return None
-            found = (fields[3], fields[4], fields[7], fields[8], fields[16])
+            found = _Entry(
+                name=name.decode("utf-8", errors="replace"),
+                flags=fields[3],
+                method=fields[4],
+                crc=fields[7],
+                compressed=fields[8],
+                size=fields[9],
+                local=fields[16],
+            )
         offset += 46 + name_len + extra_len + comment_len
     return found
 
 
-def metadata_fast(data: bytes) -> bytes | None:
-    """The METADATA member's bytes, or None when the slow path must decide."""
+def _inflate(raw: bytes, method: int) -> bytes | None:
+    """The member's bytes, at most ``METADATA_LIMIT``; None when broken or over the limit."""
+    if method == 0:
+        return raw if len(raw) <= METADATA_LIMIT else None
+    inflater = zlib.decompressobj(-15)
+    try:
+        content = inflater.decompress(raw, METADATA_LIMIT + 1)
+    except zlib.error:
+        return None
+    if len(content) > METADATA_LIMIT or not inflater.eof:
+        return None
+    return content
+
+
+def metadata_fast(data: bytes) -> Member | None:
+    """The METADATA member, or None when the slow path must decide."""
     directory = _central_directory(data)
     if directory is None:
         return None
-    member = _find(data, *directory)
-    if member is None:
+    entry = _find(data, *directory)
+    if entry is None or entry.size > METADATA_LIMIT:
         return None
-    flags, method, crc, size, local = member
-    if flags & 0x1 or method not in (0, 8) or data[local : local + 4] != b"PK\x03\x04":
+    local = entry.local
+    if entry.flags & 0x1 or entry.method not in (0, 8) or local + _LOCAL.size > len(data):
+        return None
+    if data[local : local + 4] != b"PK\x03\x04":
         return None
     name_len, extra_len = _LOCAL.unpack_from(data, local)[9:11]
     start = local + _LOCAL.size + name_len + extra_len
-    raw = data[start : start + size]
-    try:
-        content = zlib.decompress(raw, -15) if method == 8 else raw
-    except zlib.error:
+    content = _inflate(data[start : start + entry.compressed], entry.method)
+    if content is None or zlib.crc32(content) != entry.crc:
         return None
-    return content if zlib.crc32(content) == crc else None
+    return Member(entry.name, content)

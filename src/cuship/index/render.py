@@ -29,11 +29,10 @@ from cuship.index.attached import ATTESTATION_SUFFIX, AttestationRef
 from cuship.index.scan import IndexedWheel
 from cuship.index.yank import yank_reason
 
-__all__ = ["CACHE_DIR", "MANIFEST", "check_base_url", "file_href", "render", "variant_labels"]
+__all__ = ["MANIFEST", "check_base_url", "file_href", "render", "variant_labels"]
 
 MANIFEST = "cuship-index.json"
-CACHE_DIR = ".cuship-cache"
-_RESERVED = frozenset({"simple", "files", CACHE_DIR})
+_RESERVED = frozenset({"simple", "files"})
 
 
 def check_base_url(base_url: str | None) -> str | None:

@@ -1,8 +1,10 @@
 """Read wheels for the index: filename, sha256, size and core METADATA, through a cache.
 
 Analyse first, write later: :func:`scan` only reads. It returns one frozen :class:`IndexedWheel`
-per usable wheel and reports every file it skips (not a wheel, a broken name, a broken zip, no
-METADATA, METADATA that disagrees with the filename) as a warning event naming the file.
+per usable wheel and reports every file it skips (not a wheel, a broken name, a broken zip or
+corrupt compressed data, no METADATA or one larger than :data:`METADATA_LIMIT`, a ``.dist-info``
+directory or METADATA that disagrees with the filename) as a warning event naming the file.
+Wheels are untrusted input: no METADATA is inflated past the limit, whatever the archive says.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +28,8 @@ from packaging.version import InvalidVersion, Version
 from cuship._fs import sha256_file
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
-from cuship.index._cache import CacheEntry, ScanCache
-from cuship.index._zipmeta import metadata_fast
+from cuship.index._cache import CacheEntry, FileStamp, ScanCache
+from cuship.index._zipmeta import METADATA_LIMIT, Member, metadata_fast
 
 __all__ = ["IndexedWheel", "Skipped", "expand_paths", "scan", "scan_report"]
 
@@ -54,10 +57,18 @@ class IndexedWheel:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Skipped:
-    """A file that was given but not indexed, and why."""
+    """A file that was given but not indexed, and why.
+
+    ``bad_wheel``: the file is named like a wheel (``*.whl``) but could not be indexed, which
+    `cuship index` counts as a failure; other files (a README beside the wheels) are only noted.
+    """
 
     path: Path
     reason: str
+
+    @property
+    def bad_wheel(self) -> bool:
+        return self.path.name.endswith(".whl")
 
 
 class _Unreadable(Exception):
@@ -152,8 +163,7 @@ class _Job:
     name: NormalizedName
     version: Version
     tags: tuple[str, ...]
-    size: int
-    mtime_ns: int
+    stamp: FileStamp
     entry: CacheEntry | None
 
 
@@ -166,25 +176,29 @@ def _plan(path: Path, cache: ScanCache | None) -> _Job | _Skip:
     except (InvalidWheelFilename, InvalidVersion) as err:
         return _Skip(path, f"invalid wheel filename: {err}")
     key = str(path.absolute())
-    stat = path.stat()
-    entry = cache.get(key, stat.st_size, stat.st_mtime_ns) if cache is not None else None
+    try:
+        stamp = FileStamp.of(path.stat())
+    except OSError as err:
+        return _Skip(path, f"cannot read it: {err.strerror or err}")
+    entry = cache.get(key, stamp) if cache is not None else None
     return _Job(
         path=path,
         key=key,
         name=name,
         version=version,
         tags=tuple(sorted(str(t) for t in tags)),
-        size=stat.st_size,
-        mtime_ns=stat.st_mtime_ns,
+        stamp=stamp,
         entry=entry,
     )
 
 
 def _read_or_skip(job: _Job) -> CacheEntry | _Skip:
     try:
-        return _read(job.path, job.size)
+        entry, member = _read(job.path, job.stamp.size)
+        _check_dist_info(job.path, member, job.name)
     except _Skip as why:
         return why
+    return entry
 
 
 def _finish(job: _Job, read: CacheEntry | _Skip, cache: ScanCache | None) -> IndexedWheel:
@@ -192,7 +206,7 @@ def _finish(job: _Job, read: CacheEntry | _Skip, cache: ScanCache | None) -> Ind
         raise read
     requires_python = _check_metadata(job.path, read.metadata, job.name, job.version)
     if cache is not None and job.entry is None:
-        cache.put(job.key, job.size, job.mtime_ns, read)
+        cache.put(job.key, job.stamp, read)
     return IndexedWheel(
         filename=job.path.name,
         project=job.name,
@@ -200,7 +214,7 @@ def _finish(job: _Job, read: CacheEntry | _Skip, cache: ScanCache | None) -> Ind
         local=job.version.local,
         tags=job.tags,
         sha256=read.sha256,
-        size=job.size,
+        size=job.stamp.size,
         requires_python=requires_python,
         metadata=read.metadata,
         metadata_sha256=hashlib.sha256(read.metadata).hexdigest(),
@@ -208,42 +222,72 @@ def _finish(job: _Job, read: CacheEntry | _Skip, cache: ScanCache | None) -> Ind
     )
 
 
-def _read(path: Path, size: int) -> CacheEntry:
-    """Hash the file and pull its METADATA, reading small files only once."""
+def _read(path: Path, size: int) -> tuple[CacheEntry, str]:
+    """Hash the file and pull its METADATA (and that member's name), reading small files once."""
     try:
         return _read_unchecked(path, size)
     except _Unreadable as why:
         raise _Skip(path, str(why)) from why
     except OSError as err:
-        raise _Skip(path, f"cannot read it: {err}") from err
+        raise _Skip(path, f"cannot read it: {err.strerror or err}") from err
 
 
-def _read_unchecked(path: Path, size: int) -> CacheEntry:
+def _read_unchecked(path: Path, size: int) -> tuple[CacheEntry, str]:
     if size <= _READ_WHOLE:
         data = path.read_bytes()
         digest = hashlib.sha256(data).hexdigest()
-        metadata = metadata_fast(data) or _metadata_from(io.BytesIO(data))
+        member = metadata_fast(data) or _metadata_from(io.BytesIO(data))
     else:
         digest = sha256_file(path)
         with path.open("rb") as handle:
-            metadata = _metadata_from(handle)
-    return CacheEntry(sha256=digest, metadata=metadata)
+            member = _metadata_from(handle)
+    return CacheEntry(sha256=digest, metadata=member.data), member.name
 
 
-def _metadata_from(source: io.BufferedIOBase | io.BytesIO) -> bytes:
+_LIMIT_TEXT = f"{METADATA_LIMIT // (1024 * 1024)} MiB"
+
+
+def _metadata_from(source: io.BufferedIOBase | io.BytesIO) -> Member:
+    """The METADATA member through :mod:`zipfile`, inflating at most ``METADATA_LIMIT + 1``."""
     try:
         with zipfile.ZipFile(source) as archive:
-            names = [
-                n
-                for n in archive.namelist()
-                if n.count("/") == 1 and n.endswith(".dist-info/METADATA")
+            infos = [
+                i
+                for i in archive.infolist()
+                if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/METADATA")
             ]
-            if len(names) != 1:
-                found = "no" if not names else f"{len(names)}"
+            if len(infos) != 1:
+                found = "no" if not infos else f"{len(infos)}"
                 raise _Unreadable(f"{found} .dist-info/METADATA in the wheel")
-            return archive.read(names[0])
+            (info,) = infos
+            if info.file_size > METADATA_LIMIT:
+                raise _Unreadable(
+                    f"{info.filename} is {info.file_size} bytes, over the {_LIMIT_TEXT} limit"
+                )
+            with archive.open(info) as member:
+                data = member.read(METADATA_LIMIT + 1)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as err:
         raise _Unreadable(f"broken zip: {err}") from err
+    except zlib.error as err:
+        raise _Unreadable(f"corrupt compressed data in METADATA: {err}") from err
+    except (NotImplementedError, RuntimeError) as err:  # unknown method, encrypted member
+        raise _Unreadable(f"unreadable METADATA: {err}") from err
+    if len(data) > METADATA_LIMIT:
+        raise _Unreadable(f"{info.filename} inflates past the {_LIMIT_TEXT} limit")
+    return Member(info.filename, data)
+
+
+def _check_dist_info(path: Path, member: str, name: NormalizedName) -> None:
+    """pip installs a wheel only when its ``.dist-info`` directory names the project."""
+    folder = member.partition("/")[0]
+    stem = folder.removesuffix(".dist-info")
+    candidates = {stem.partition("-")[0], stem.rpartition("-")[0] or stem}
+    if name not in {canonicalize_name(c) for c in candidates}:
+        raise _Skip(
+            path,
+            f"its metadata directory {folder!r} does not name the project {name!r} "
+            "(pip would reject it)",
+        )
 
 
 def _headers(metadata: bytes) -> Iterator[tuple[str, str]]:

@@ -10,30 +10,38 @@ Layout of SITE (one copy of each wheel, shared by every index that lists it)::
     simple/index.html|index.json    combined index, PEP 503 + PEP 691
     simple/PROJECT/index.html|json
     LABEL/simple/...                one sub-index per local version label (cu128torch2.8, ...)
+
+The site is published as it is, so it holds nothing else: directories are 0755 and files 0644
+whatever the umask or the wheels' own modes (a wheel that is not 0644 is copied, not linked),
+and the scan cache lives beside the site (:func:`cache_path`), never inside it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import stat
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cuship import _fs
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
-from cuship.index._cache import ScanCache
+from cuship.index._cache import FileStamp, ScanCache
 from cuship.index.attached import find_attestations
 from cuship.index.keep import Kept, read_existing
-from cuship.index.render import CACHE_DIR, MANIFEST, check_base_url, render, variant_labels
+from cuship.index.render import MANIFEST, check_base_url, render, variant_labels
 from cuship.index.scan import IndexedWheel, Skipped, scan_report
 
-__all__ = ["MANIFEST", "Describe", "IndexSummary", "render", "write"]
+__all__ = ["MANIFEST", "Describe", "IndexSummary", "cache_path", "render", "write"]
 
 Describe = Callable[[Path], Mapping[str, object]]
+_DIR_MODE = 0o755
+_FILE_MODE = 0o644
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,7 +64,10 @@ class IndexSummary:
             "wheels": self.wheels,
             "projects": self.projects,
             "variants": list(self.variants),
-            "skipped": [{"path": str(s.path), "reason": s.reason} for s in self.skipped],
+            "skipped": [
+                {"path": str(s.path), "reason": s.reason, "bad_wheel": s.bad_wheel}
+                for s in self.skipped
+            ],
             "hashed": self.hashed,
             "cached": self.cached,
             "base_url": self.base_url,
@@ -82,25 +93,26 @@ def write(
     the wheels the previous index at ``out`` lists stay listed, at their earlier URLs (a given
     wheel of the same filename replaces its old record). A ``WHEEL.intoto.jsonl`` beside a
     given wheel is published beside it and linked from its row.
+
+    ``out`` may be a symbolic link to a directory (the site is written into its target) or the
+    current directory (``.``). Files given but not indexed are in the summary's ``skipped``.
     """
     base = check_base_url(base_url)
-    out = Path(out)
+    out = _real_target(Path(out))
+    options = _Options(base_url=base, describe=describe, yanked=yanked or {}, keep=keep_existing)
     with _fs.locked(out, emit):
         _fs.recover(out, emit)
         _refuse_foreign(out)
-        staging = _fs.staging_dir(out)
+        staging = _fs.staging_dir(out, mode=_DIR_MODE)
         try:
-            summary = _build(
-                list(wheels_or_paths),
-                out,
-                staging,
-                _Options(base_url=base, describe=describe, yanked=yanked or {}, keep=keep_existing),
-                emit,
-            )
-            _fs.exchange(staging, out)
+            with _scan_cache(cache_path(out)) as cache:
+                summary, scanned = _build(list(wheels_or_paths), out, staging, options, cache, emit)
+                _fs.exchange(staging, out)
+                _settle(cache, scanned)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
+    _note_current_directory(out, emit)
     kept = f" ({summary.kept} kept from before)" if keep_existing else ""
     message = (
         f"indexed {summary.wheels} wheels of {summary.projects} projects{kept} into {str(out)!r} "
@@ -109,6 +121,67 @@ def write(
     )
     emit(Event(level="info", topic="index", message=message, data=summary.as_dict()))
     return summary
+
+
+def cache_path(site: Path) -> Path:
+    """The scan cache of ``site``: ``.NAME.cuship-cache.sqlite`` beside it, as its lock is.
+
+    Beside, not inside: the site is what gets published, and the cache holds build paths and
+    every METADATA. Beside, not in a user cache directory: it goes where the site goes (a CI
+    cache of the workspace keeps both), needs no environment lookup, and leaves nothing behind
+    in a home directory for sites long deleted.
+    """
+    return site.parent / f".{site.name}.cuship-cache.sqlite"
+
+
+def _real_target(out: Path) -> Path:
+    """The directory to replace: a symlink's target, ``.`` as the directory it names."""
+    try:
+        real = out.resolve()
+    except (OSError, RuntimeError) as err:  # a symlink loop
+        raise UsageError(f"cannot resolve the output {str(out)!r}: {err}") from err
+    if real.parent == real:
+        raise UsageError(f"refusing to write an index over {str(real)!r}", hint="pass a directory")
+    return real
+
+
+def _note_current_directory(out: Path, emit: Emit) -> None:
+    try:
+        here = Path.cwd()
+    except OSError:  # the current directory was the site, now replaced
+        here = None
+    if here is None or here == out or out in here.parents:
+        message = (
+            f"{str(out)!r} was replaced by a new directory: a shell inside it still sees the old "
+            "one (empty); `cd .` to see the index"
+        )
+        emit(Event(level="info", topic="index", message=message))
+
+
+@contextlib.contextmanager
+def _scan_cache(path: Path) -> Iterator[ScanCache]:
+    """The cache at ``path``, worked on as a copy that replaces it only when the run succeeds."""
+    work = path.with_name(path.name + ".new")
+    if path.is_file():
+        shutil.copyfile(path, work)
+    else:
+        work.unlink(missing_ok=True)
+    try:
+        with ScanCache(work) as cache:
+            yield cache
+    except BaseException:
+        work.unlink(missing_ok=True)
+        raise
+    work.replace(path)
+
+
+def _settle(cache: ScanCache, scanned: Sequence[IndexedWheel]) -> None:
+    """Record each wheel's ctime as this run left it (linking into the site moved it)."""
+    for wheel in scanned:
+        try:
+            cache.settle(str(wheel.path.absolute()), FileStamp.of(wheel.path.stat()))
+        except OSError:
+            continue
 
 
 def _refuse_foreign(out: Path) -> None:
@@ -145,21 +218,21 @@ def _build(
     out: Path,
     staging: Path,
     options: _Options,
+    cache: ScanCache,
     emit: Emit,
-) -> IndexSummary:
+) -> tuple[IndexSummary, tuple[IndexedWheel, ...]]:
     ready = [item for item in given if isinstance(item, IndexedWheel)]
     paths = [item for item in given if not isinstance(item, IndexedWheel)]
-    with _open_cache(out, staging) as cache:
-        scanned, skipped = scan_report(paths, cache=cache, emit=emit)
-        cache.retain({str(w.path.absolute()) for w in scanned})
-        hashed, cached = cache.misses, cache.hits
-        wheels = ready + list(scanned)
-        if not wheels:
-            raise NothingToDo(
-                f"no usable wheel among {len(given)} input(s); {len(skipped)} skipped",
-                hint="pass .whl files or directories holding them (see the warnings above)",
-            )
-        described = _describe_all(wheels, options.describe, cache)
+    scanned, skipped = scan_report(paths, cache=cache, emit=emit)
+    cache.retain({str(w.path.absolute()) for w in scanned})
+    hashed, cached = cache.misses, cache.hits
+    wheels = ready + list(scanned)
+    if not wheels:
+        raise NothingToDo(
+            f"no usable wheel among {len(given)} input(s); {len(skipped)} skipped",
+            hint="pass .whl files or directories holding them (see the warnings above)",
+        )
+    described = _describe_all(wheels, options.describe, cache)
     base_url = options.base_url
     kept = _kept(out, wheels, options.keep, emit)
     descriptions = {**kept.descriptions, **described}
@@ -182,7 +255,7 @@ def _build(
             f"at {base_url!r}: pip and uv fetch WHEEL_URL.metadata (PEP 658) before the wheel"
         )
         emit(Event(level="info", topic="index", message=message))
-    return IndexSummary(
+    summary = IndexSummary(
         site=out,
         wheels=len(everything),
         projects=len({w.project for w in everything}),
@@ -193,6 +266,7 @@ def _build(
         base_url=base_url,
         kept=len(kept.wheels),
     )
+    return summary, scanned
 
 
 def _describe_all(
@@ -220,24 +294,27 @@ def _describe_all(
     return found
 
 
-def _open_cache(out: Path, staging: Path) -> ScanCache:
-    """The previous run's cache, copied into the new tree (the old one stays untouched)."""
-    old = out / CACHE_DIR / "scan.sqlite"
-    new = staging / CACHE_DIR / "scan.sqlite"
-    new.parent.mkdir(parents=True)
-    if old.is_file():
-        shutil.copyfile(old, new)
-    return ScanCache(new)
+def _folders(paths: Iterable[str]) -> list[str]:
+    """Every directory the relative ``paths`` need, parents first."""
+    found: set[str] = set()
+    for rel in paths:
+        folder = rel.rpartition("/")[0]
+        while folder and folder not in found:
+            found.add(folder)
+            folder = folder.rpartition("/")[0]
+    return sorted(found)
 
 
 def _write_tree(root: Path, tree: Mapping[str, bytes]) -> None:
-    for folder in sorted({rel.rpartition("/")[0] for rel in tree} - {""}):
-        (root / folder).mkdir(parents=True, exist_ok=True)
+    for folder in _folders(tree):
+        (root / folder).mkdir()
+        (root / folder).chmod(_DIR_MODE)  # mkdir's mode is cut by the umask
     base = f"{root}/"
     for rel, content in tree.items():
         # Plain os calls: this loop writes thousands of small files and pathlib costs show.
-        fd = os.open(base + rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(base + rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _FILE_MODE)
         try:
+            os.fchmod(fd, _FILE_MODE)
             view = memoryview(content)
             while view:
                 view = view[os.write(fd, view) :]
@@ -254,8 +331,11 @@ def _previous_hashes(out: Path) -> dict[str, str]:
 
 
 def _place_wheels(wheels: Sequence[IndexedWheel], files: Path, out: Path, emit: Emit) -> None:
-    """Hard-link each wheel into ``files`` (copy across filesystems; reuse the last run's copy)."""
+    """Hard-link each wheel into ``files`` (reuse the last run's copy); copy it across
+    filesystems, or when its mode is not 0644 (a link shares the mode, and the site's files
+    must be readable by anyone without cuship changing the input's mode)."""
     files.mkdir(exist_ok=True)
+    files.chmod(_DIR_MODE)
     previous = _previous_hashes(out)
     copied = 0
     for wheel in wheels:
@@ -267,6 +347,7 @@ def _place_wheels(wheels: Sequence[IndexedWheel], files: Path, out: Path, emit: 
             continue
         try:
             shutil.copyfile(wheel.path, target)
+            target.chmod(_FILE_MODE)
         except OSError as err:
             raise InputError(f"cannot copy {str(wheel.path)!r} into the index: {err}") from err
         copied += 1
@@ -276,6 +357,8 @@ def _place_wheels(wheels: Sequence[IndexedWheel], files: Path, out: Path, emit: 
 
 def _try_link(source: Path, target: Path) -> bool:
     try:
+        if stat.S_IMODE(source.stat().st_mode) != _FILE_MODE:
+            return False
         os.link(source, target)
     except OSError as err:
         if err.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOENT, errno.EACCES):

@@ -298,9 +298,13 @@ def _driver_cuda(driver: str | None, notes: list[str]) -> str | None:
 
 
 def fingerprint(
-    environ: Mapping[str, str] | None = None, probe: Probe | None = None
+    environ: Mapping[str, str] | None = None, probe: Probe | None = None, *, toolkit: bool = True
 ) -> Fingerprint:
-    """Describe this machine. ``environ`` defaults to ``os.environ``; ``probe`` to the real system."""
+    """Describe this machine. ``environ`` defaults to ``os.environ``; ``probe`` to the real system.
+
+    ``toolkit=False`` leaves the CUDA toolkit out (``None``): what installed packages need does
+    not depend on it, and ``nvcc --version`` is the slowest probe.
+    """
     from packaging import tags
 
     env = os.environ if environ is None else environ
@@ -328,7 +332,7 @@ def fingerprint(
         gpu_source=source,
         driver_version=driver,
         driver_cuda=driver_cuda,
-        toolkit=_toolkit(env, probe),
+        toolkit=_toolkit(env, probe) if toolkit else None,
         torch=_torch(env, probe),
         python=platform.python_version(),
         python_tag=f"cp{sys.version_info.major}{sys.version_info.minor}",

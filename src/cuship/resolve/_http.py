@@ -1,8 +1,10 @@
-"""GET with timeouts and retries over urllib (http, https, file), and the errors users read."""
+"""GET with timeouts, retries and a size cap over urllib (http, https, file), and the errors users
+read. Redirects stay on http(s): an index never sends cuship to the local disk or another scheme."""
 
 from __future__ import annotations
 
 import http.client
+import os
 import socket
 import time
 import urllib.error
@@ -11,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
@@ -21,9 +23,11 @@ from cuship.events import Emit, Event, discard
 
 __all__ = [
     "DEFAULT_OPTIONS",
+    "SCHEMES",
     "FetchOptions",
     "Missing",
     "Response",
+    "TooLarge",
     "get",
     "open_stream",
     "with_retries",
@@ -31,15 +35,20 @@ __all__ = [
 
 T = TypeVar("T")
 _CHUNK = 1 << 16
+_MiB = 1 << 20
+SCHEMES = ("http", "https", "file")  # what cuship reads an index or a file over
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FetchOptions:
-    """How patient to be: seconds per network operation, extra attempts, first back-off pause."""
+    """How patient to be (seconds per network operation, extra attempts, first back-off pause)
+    and how much to read: a project page (or ``.sha256`` file) and a cuship manifest, in bytes."""
 
     timeout: float = 15.0
     retries: int = 2
     backoff: float = 0.5
+    max_page_bytes: int = 64 * _MiB
+    max_manifest_bytes: int = 64 * _MiB
 
 
 DEFAULT_OPTIONS = FetchOptions()
@@ -56,6 +65,10 @@ class Missing(InputError):
     """The server answered 404 (or a file:// path does not exist)."""
 
 
+class TooLarge(InputError):
+    """The answer is larger than cuship reads (a page, a manifest)."""
+
+
 class _Transient(Exception):
     """A failure worth another attempt (5xx, timeout, refused, reset)."""
 
@@ -64,13 +77,68 @@ def _user_agent() -> str:
     return f"cuship/{__version__}"
 
 
+def _size_text(size: int) -> str:
+    return f"{size / _MiB:g} MiB" if size >= _MiB else f"{size} bytes"
+
+
+def _too_large(url: str, limit: int, size: int | None = None) -> TooLarge:
+    found = f"is {_size_text(size)}, larger than" if size is not None else "is larger than"
+    return TooLarge(
+        f"{url!r} {found} {_size_text(limit)}, the most cuship reads from an index; "
+        "refusing it (nothing past that was read)",
+        hint="a simple index page or cuship manifest is never this large; check --index",
+    )
+
+
+class _HttpRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow redirects only to http(s): never to ftp (which urllib allows) or anything else."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        if urlsplit(newurl).scheme not in ("http", "https"):
+            raise InputError(
+                f"{req.full_url!r} redirects to {newurl!r}; cuship follows redirects only to "
+                "http and https URLs",
+                hint="the index must serve its pages and files over http(s)",
+            )
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_HttpRedirects())
+
+
+def _check_scheme(url: str) -> str:
+    scheme = urlsplit(url).scheme
+    if scheme not in SCHEMES:
+        raise InputError(
+            f"cannot read {url!r}: cuship reads indexes and files over http, https or file "
+            f"URLs, not {scheme or 'a relative path'!r}",
+            hint="pass --index as http://HOST/simple, https://… or file:///PATH/simple",
+        )
+    return scheme
+
+
 @contextmanager
 def open_stream(
-    url: str, *, accept: str | None, options: FetchOptions
+    url: str, *, accept: str | None, options: FetchOptions, limit: int | None = None
 ) -> Iterator[tuple[str, str, IO[bytes]]]:
-    """(final url, content type, stream); HTTP errors become :class:`Missing`/``_Transient``/InputError."""
-    if urlsplit(url).scheme == "file":
+    """(final url, content type, stream); HTTP errors become :class:`Missing`/``_Transient``/InputError.
+
+    With ``limit``, an answer that says (Content-Length, a file's size) it is larger is
+    :class:`TooLarge` before a byte of it is read; the reader still counts what it reads.
+    """
+    if _check_scheme(url) == "file":
         with _open_file(url) as found:
+            size = os.fstat(found[2].fileno()).st_size
+            if limit is not None and size > limit:
+                raise _too_large(url, limit, size)
             yield found
         return
     headers = {"User-Agent": _user_agent()}
@@ -78,13 +146,16 @@ def open_stream(
         headers["Accept"] = accept
     request = urllib.request.Request(url, headers=headers)
     try:
-        response = urllib.request.urlopen(request, timeout=options.timeout)
+        response = _OPENER.open(request, timeout=options.timeout)
     except urllib.error.HTTPError as err:
         err.close()
         _raise_status(url, err.code)
     except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
         raise _Transient(_describe(err, options)) from err
     with response:
+        declared = response.headers.get("Content-Length", "")
+        if limit is not None and declared.strip().isdigit() and int(declared) > limit:
+            raise _too_large(url, limit, int(declared))
         yield response.geturl(), response.headers.get("Content-Type", ""), response
 
 
@@ -93,6 +164,12 @@ def _raise_status(url: str, code: int) -> None:
         raise Missing(f"the index answered 404 Not Found for {url!r}", hint=_HINT)
     if code >= 500 or code == 429:
         raise _Transient(f"the index answered {code}")
+    if 300 <= code < 400:
+        raise InputError(
+            f"the index answered {code} for {url!r}: a redirect cuship does not follow "
+            "(only to http and https URLs)",
+            hint=_HINT,
+        )
     raise InputError(f"the index answered {code} for {url!r}", hint=_HINT)
 
 
@@ -155,14 +232,24 @@ def get(
     accept: str | None = None,
     options: FetchOptions = DEFAULT_OPTIONS,
     emit: Emit = discard,
+    limit: int | None = None,
 ) -> Response:
-    """The whole body of ``url``; each attempt must finish within a few timeouts (a trickle stalls)."""
+    """The whole body of ``url``; each attempt must finish within a few timeouts (a trickle stalls).
+
+    At most ``limit`` bytes (default ``options.max_page_bytes``) are read: a larger answer is
+    :class:`TooLarge` (exit 2), and memory stays within about twice the limit.
+    """
+    cap = options.max_page_bytes if limit is None else limit
 
     def attempt() -> Response:
         deadline = time.monotonic() + 4 * options.timeout
-        with open_stream(url, accept=accept, options=options) as (final, kind, stream):
+        with open_stream(url, accept=accept, options=options, limit=cap) as (final, kind, stream):
             parts = []
+            read = 0
             while chunk := stream.read(_CHUNK):
+                read += len(chunk)
+                if read > cap:
+                    raise _too_large(url, cap)
                 parts.append(chunk)
                 if time.monotonic() > deadline:
                     raise _Transient(f"still sending after {4 * options.timeout:g} s")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Mapping
 
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from cuship._format import TemplateError, template_fields
 from cuship.errors import UsageError
 from cuship.resolve.select import Target
 
@@ -68,14 +68,15 @@ def _cuda(target: Target) -> Version | None:
 
 
 def format_url(template: str, values: Mapping[str, str]) -> str | None:
-    """The URL, or None when it needs a value the machine lacks; unknown fields are an error."""
-    wanted = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
-    unknown = [f for f in wanted if f not in FIELDS]
-    if unknown:
+    """The URL, or None when it needs a value the machine lacks; anything but plain ``{field}``
+    placeholders of :data:`FIELDS` (an unknown name, a conversion, a format spec, an index or an
+    attribute) is a :class:`UsageError`."""
+    try:
+        wanted = template_fields(template, FIELDS, what="url template")
+    except TemplateError as err:
         raise UsageError(
-            f"url template {template!r} uses unknown placeholder {{{unknown[0]}}}",
-            hint=f"known: {', '.join('{' + f + '}' for f in FIELDS)}",
-        )
+            str(err), hint="[tool.cuship.prebuilt] url takes plain {field} placeholders"
+        ) from None
     if any(f not in values for f in wanted):
         return None
     return template.format(**{f: values[f] for f in wanted})

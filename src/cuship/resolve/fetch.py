@@ -4,14 +4,19 @@ site offers one) and download files with their sha256 verified.
 urllib only. Every network step has a timeout and a few retries with back-off; what still fails
 is an :class:`~cuship.errors.InputError` naming the URL. A download whose bytes do not hash to
 what the index says is a :class:`~cuship.errors.CheckFailed` and leaves nothing on disk.
+
+What an index serves is untrusted: pages and the manifest are read up to a size cap
+(:class:`FetchOptions`), JSON of any depth fails cleanly, a file listed at a URL outside the
+index's own scheme (``file://`` from an http index) is refused with that reason and never read,
+and a manifest record with a bad field is ignored with a note on its file.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -22,11 +27,13 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from packaging.utils import canonicalize_name
 
+from cuship import _json
 from cuship._fs import sha256_file
 from cuship.errors import CheckFailed, InputError
 from cuship.events import Emit, Event, discard
 from cuship.resolve._http import (
     DEFAULT_OPTIONS,
+    SCHEMES,
     FetchOptions,
     Missing,
     get,
@@ -88,37 +95,54 @@ def _absolute(base: str, href: str) -> str:
     return _join_folder(base, folder + "/") + name
 
 
+_MAX_REASON = 200
+
+
 def _yank(value: object) -> str | None:
+    """The yank reason: None (not yanked), "" (no reason), else a short printable text."""
     if value is None or value is False:
         return None
-    return "" if value is True else str(value)
+    if value is True:
+        return ""
+    return value[:_MAX_REASON] if isinstance(value, str) else _json.shown(value)
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _sha256(value: object) -> str | None:
+    """A sha256 the index gives, lower-cased; anything not 64 hex digits counts as none."""
+    if not isinstance(value, str) or not _SHA256.fullmatch(value.lower()):
+        return None
+    return value.lower()
 
 
 def _json_file(entry: Any, base: str, url: str) -> Candidate:
     if not isinstance(entry, dict) or not isinstance(entry.get("filename"), str):
-        raise _garbage(url, f"a file entry without a filename: {str(entry)[:80]!r}")
+        raise _garbage(url, f"a file entry without a filename: {_json.shown(entry)}")
     hashes = entry.get("hashes")
-    sha = hashes.get("sha256") if isinstance(hashes, dict) else None
     href = entry.get("url")
     if not isinstance(href, str):
-        raise _garbage(url, f"{entry['filename']!r} has no url")
+        raise _garbage(url, f"{_json.shown(entry['filename'])} has no url")
     size = entry.get("size")
     python = entry.get("requires-python")
     return Candidate(
         filename=entry["filename"],
         url=_absolute(base, href),
-        sha256=sha.lower() if isinstance(sha, str) else None,
+        sha256=_sha256(hashes.get("sha256")) if isinstance(hashes, dict) else None,
         requires_python=python if isinstance(python, str) and python.strip() else None,
         yanked=_yank(entry.get("yanked")),
-        size=size if isinstance(size, int) else None,
+        size=size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None,
     )
 
 
 def parse_json(body: bytes, url: str) -> tuple[Candidate, ...]:
     """The files of a PEP 691 project page; links are made absolute against ``url``."""
     try:
-        document = json.loads(body)
-    except (UnicodeDecodeError, ValueError) as err:
+        document = _json.loads(body)
+    except _json.JsonRefused as err:
+        raise _garbage(url, str(err)) from err
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
         raise _garbage(url, f"not JSON ({err})") from err
     files = document.get("files") if isinstance(document, dict) else None
     if not isinstance(files, list):
@@ -160,7 +184,7 @@ def _html_file(attrs: Mapping[str, str | None], text: str, base: str) -> Candida
     return Candidate(
         filename=filename,
         url=link,
-        sha256=value.lower() if name == "sha256" and value else None,
+        sha256=_sha256(value) if name == "sha256" else None,
         requires_python=python if python and python.strip() else None,
         yanked=_yank(attrs["data-yanked"] or True) if "data-yanked" in attrs else None,
     )
@@ -192,9 +216,19 @@ def manifest_urls(index: str) -> tuple[str, ...]:
 
 
 def _manifest_records(body: bytes) -> dict[str, Mapping[str, Any]]:
-    document = json.loads(body)
-    records = document["wheels"]
-    return {str(r["filename"]): r for r in records if isinstance(r, dict)}
+    """The records of a manifest by file name; a document of the wrong shape is ``ValueError``.
+
+    Records without a string ``filename`` are skipped; their fields are judged when used.
+    """
+    document = _json.loads(body)
+    records = document.get("wheels") if isinstance(document, dict) else None
+    if not isinstance(records, list):
+        raise ValueError("it holds no 'wheels' list")
+    return {
+        r["filename"]: r
+        for r in records
+        if isinstance(r, dict) and isinstance(r.get("filename"), str)
+    }
 
 
 def _read_manifest(
@@ -202,12 +236,19 @@ def _read_manifest(
 ) -> tuple[str, dict[str, Mapping[str, Any]]] | None:
     for url in manifest_urls(index):
         try:
-            answer = get(url, accept="application/json", options=options, emit=emit)
+            answer = get(
+                url,
+                accept="application/json",
+                options=options,
+                emit=emit,
+                limit=options.max_manifest_bytes,
+            )
             return url, _manifest_records(answer.body)
         except Missing:
             continue
-        except (InputError, ValueError, KeyError, TypeError) as err:
-            message = f"ignoring the cuship manifest at {url!r}: {err}"
+        except (InputError, ValueError) as err:
+            problem = err.message if isinstance(err, InputError) else str(err)
+            message = f"ignoring the cuship manifest at {url!r}: {problem}"
             emit(Event(level="warning", topic="fetch", message=message))
             return None
     return None
@@ -218,9 +259,40 @@ def _with_facts(c: Candidate, records: Mapping[str, Mapping[str, Any]]) -> Candi
     if record is None or (c.sha256 is not None and record.get("sha256") != c.sha256):
         return c  # no record, or one for other bytes: judge it by its name alone
     describe = record.get("describe")
-    if not isinstance(describe, dict) or not describe:
+    if describe is None or describe == {}:
         return c
-    return replace(c, facts=WheelFacts.from_describe(describe))
+    if not isinstance(describe, dict):
+        kind = "list" if isinstance(describe, list) else type(describe).__name__
+        note = f"manifest record ignored: 'describe' is a {kind}, not a table"
+        return replace(c, notes=(*c.notes, note))
+    try:
+        facts = WheelFacts.from_describe(describe)
+    except InputError as err:
+        return replace(c, notes=(*c.notes, f"manifest record ignored: {err.message}"))
+    return replace(c, facts=facts)
+
+
+def _family(scheme: str) -> tuple[str, frozenset[str]]:
+    """The name of an index's scheme family and the URL schemes its files may have."""
+    if scheme in ("http", "https"):
+        return "http", frozenset({"http", "https"})
+    return scheme, frozenset(SCHEMES)  # a file:// index is the user's own disk: files or http(s)
+
+
+def _in_scheme(c: Candidate, index: str) -> Candidate:
+    """``c``, refused when its URL leaves the index's scheme (an http index listing file://)."""
+    family, allowed = _family(urlsplit(index).scheme)
+    scheme = urlsplit(c.url).scheme
+    if scheme in allowed:
+        return c
+    article = "an" if family == "http" else "a"
+    *others, last = sorted(allowed)
+    kinds = f"{', '.join(others)} or {last}"
+    reason = (
+        f"{article} {family} index may link only {kinds} files, not "
+        f"{scheme or 'a path'!r} ({_json.shown(c.url, 80)}); refused, nothing read"
+    )
+    return replace(c, refused=reason)
 
 
 def fetch_page(
@@ -241,6 +313,7 @@ def fetch_page(
         candidates, fmt = parse_html(answer.body, answer.url), "html"
     else:
         raise _garbage(url, f"content type {answer.content_type!r} is no simple index page")
+    candidates = tuple(_in_scheme(c, index) for c in candidates)
     found = _read_manifest(index, options, emit) if manifest else None
     if found is not None:
         candidates = tuple(_with_facts(c, found[1]) for c in candidates)
@@ -304,6 +377,11 @@ def download(
     :class:`InputError` (cuship installs only verified files). Mismatch: :class:`CheckFailed`.
     """
     name = _safe_name(candidate.filename)
+    if candidate.refused:
+        raise InputError(
+            f"refusing {name!r}: {candidate.refused}",
+            hint="the index lists a file outside its own scheme; fix the index",
+        )
     if not candidate.sha256:
         raise InputError(
             f"the index gives no sha256 for {name!r}; cuship installs only verified files",

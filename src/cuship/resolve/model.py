@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
+from cuship._json import shown
+from cuship.errors import InputError
 from cuship.machine import Fingerprint
 
 __all__ = ["Candidate", "Resolution", "Target", "Verdict", "WheelFacts", "target_of"]
@@ -26,27 +32,100 @@ class WheelFacts:
 
     @classmethod
     def from_describe(cls, record: Mapping[str, object]) -> WheelFacts:
-        """From the ``describe`` object of a ``cuship-index.json`` record."""
+        """From the ``describe`` object of a ``cuship-index.json`` record.
 
-        def text(key: str) -> str | None:
-            value = record.get(key)
-            return None if value is None else str(value)
-
-        def arches(key: str) -> tuple[str, ...]:
-            value = record.get(key)
-            return tuple(str(v) for v in value) if isinstance(value, list) else ()
-
-        abi = record.get("cxx11abi")
+        The record is untrusted input: a field of the wrong type or an unreadable value is an
+        :class:`~cuship.errors.InputError` naming it (the caller ignores the record).
+        """
         return cls(
-            cuda=text("cuda"),
-            torch=text("torch"),
-            cxx11abi=abi if isinstance(abi, bool) else None,
-            sass=arches("sass"),
-            ptx=arches("ptx"),
-            torch_abi=text("torch_abi"),
-            torch_built=text("torch_built"),
-            torch_requirement=text("torch_requirement"),
+            cuda=_version_field(record, "cuda"),
+            torch=_version_field(record, "torch"),
+            cxx11abi=_bool_field(record, "cxx11abi"),
+            sass=_arch_field(record, "sass"),
+            ptx=_arch_field(record, "ptx"),
+            torch_abi=_abi_field(record),
+            torch_built=_version_field(record, "torch_built"),
+            torch_requirement=_requirement_field(record),
         )
+
+
+_ARCH = re.compile(r"(?:sm_|compute_)?\d{2,3}[af]?", re.IGNORECASE)
+_TORCH_ABIS = ("none", "stable", "exact")
+_MAX_ARCHES = 128
+_MAX_TEXT = 200
+
+
+def _bad(key: str, value: object, problem: str, *, show: bool = True) -> InputError:
+    what = f"describe.{key} {shown(value)}" if show else f"describe.{key}"
+    return InputError(
+        f"{what} {problem}",
+        hint="the index's cuship-index.json is damaged or not cuship's; rebuild it with cuship index",
+    )
+
+
+def _text_field(record: Mapping[str, object], key: str) -> str | None:
+    value = record.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _bad(key, value, "is not a string")
+    if len(value) > _MAX_TEXT:
+        raise _bad(key, value, f"is longer than {_MAX_TEXT} characters")
+    return value
+
+
+def _version_field(record: Mapping[str, object], key: str) -> str | None:
+    value = _text_field(record, key)
+    if value is None:
+        return None
+    try:
+        Version(value)
+    except (InvalidVersion, ValueError):  # ValueError: digits past int()'s limit
+        raise _bad(key, value, "is not a version") from None
+    return value
+
+
+def _bool_field(record: Mapping[str, object], key: str) -> bool | None:
+    value = record.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise _bad(key, value, "is not true or false")
+    return value
+
+
+def _arch_field(record: Mapping[str, object], key: str) -> tuple[str, ...]:
+    value = record.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _bad(key, value, "is not a list")
+    if len(value) > _MAX_ARCHES:
+        raise _bad(key, value, f"holds {len(value)} items, more than {_MAX_ARCHES}", show=False)
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            raise _bad(f"{key}[{index}]", item, "is not a string")
+        if not _ARCH.fullmatch(item):
+            raise _bad(f"{key}[{index}]", item, "is not an arch such as '90a' or 'sm_120'")
+    return tuple(value)
+
+
+def _abi_field(record: Mapping[str, object]) -> str | None:
+    value = _text_field(record, "torch_abi")
+    if value is not None and value not in _TORCH_ABIS:
+        raise _bad("torch_abi", value, f"is not one of {', '.join(_TORCH_ABIS)}")
+    return value
+
+
+def _requirement_field(record: Mapping[str, object]) -> str | None:
+    value = _text_field(record, "torch_requirement")
+    if value is None:
+        return None
+    try:
+        Requirement(value)
+    except InvalidRequirement:
+        raise _bad(
+            "torch_requirement", value, "is not a requirement such as 'torch>=2.8'"
+        ) from None
+    return value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +139,8 @@ class Candidate:
     yanked: str | None = None  # None: not yanked; "": yanked without a reason
     size: int | None = None
     facts: WheelFacts | None = None  # None: the index has no cuship manifest record for it
+    notes: tuple[str, ...] = ()  # what reading the index said of it (a manifest record ignored)
+    refused: str | None = None  # why it must not be fetched at all (a URL outside the index)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

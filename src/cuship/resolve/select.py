@@ -2,6 +2,8 @@
 
 Rules, in the order a file is judged (the first that fails is its reason):
 
+0. ``url``: the file's URL is of the index's own scheme (an http index links only http(s)
+   files, never ``file://``); :mod:`cuship.resolve.fetch` says which are not;
 1. ``filename``: a wheel file name packaging can read (sdists and other files are passed over);
 2. ``version``: the requirement's specifier (pre-releases only when the specifier names one);
 3. ``yanked``: yanked files are skipped unless the requirement pins them with ``==``/``===``;
@@ -20,7 +22,8 @@ Rules, in the order a file is judged (the first that fails is its reason):
 
 Without a GPU every wheel installs but CUDA wheels cannot run their kernels: CPU-only and pure
 wheels rank first, CUDA wheels stay acceptable with a note saying so. Files the index has no
-cuship manifest record for are judged by their label alone, with the note "arches unknown".
+cuship manifest record for are judged by their label alone, with the note "arches unknown"
+(and, when the record was there but unreadable, a note saying why it was ignored).
 
 Ranking among the acceptable: (no GPU: CPU wheels first), best tag, highest public version,
 CUDA closest to the driver (newest not above what it supports), SASS over PTX JIT over
@@ -99,6 +102,11 @@ class _Judging:
     torch_requirement: str | None = None
     coverage: str = "cpu"
     tag_rank: int = 0
+
+
+def _check_url(j: _Judging) -> None:
+    if j.candidate.refused:
+        raise _Reject("url", j.candidate.refused)
 
 
 def _check_filename(j: _Judging, req: Requirement) -> None:
@@ -301,8 +309,9 @@ def _rank_key(j: _Judging, target: Target) -> tuple[Any, ...]:
 def _judge(
     c: Candidate, req: Requirement, target: Target, compat: Compat, tag_ranks: Mapping[str, int]
 ) -> Verdict:
-    j = _Judging(candidate=c)
+    j = _Judging(candidate=c, notes=list(c.notes))
     try:
+        _check_url(j)
         _check_filename(j, req)
         _check_version(j, req)
         _check_python(j, target)

@@ -56,6 +56,12 @@ def read_config(path: Path) -> PrebuiltConfig:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as err:
         raise ConfigError(source, None, f"cannot read it: {err}") from err
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            source, None, f"not UTF-8 text (byte offset {err.start})", hint="save it as UTF-8"
+        ) from None
+    except RecursionError:
+        raise ConfigError(source, None, "nested too deeply to read") from None
     project = document.get("project", {})
     name = project.get("name")
     if not isinstance(name, str):

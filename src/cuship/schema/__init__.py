@@ -8,7 +8,9 @@ integer where a string is, as people write configuration by hand; ``strict=True`
 files) wants lists and strings as such. Floats are refused where strings are expected, because
 TOML reads ``3.10`` as ``3.1``. ``packaging`` versions are read from strings.
 
-Checks that look across rows run after loading and build their errors from a :class:`Place`.
+The data is untrusted input: floats must be finite (TOML and YAML both spell ``nan`` and
+``inf``), and a list or table holds at most :data:`MAX_ITEMS` entries. Checks that look across
+rows run after loading and build their errors from a :class:`Place`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import math
 import sys
 import types
 import typing
@@ -25,6 +28,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_
 
 from packaging.version import InvalidVersion, Version
 
+from cuship._json import shown
 from cuship.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -32,7 +36,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["Place", "Validator", "field_doc", "load", "read_toml", "schema"]
+__all__ = ["MAX_ITEMS", "Place", "Validator", "field_doc", "load", "read_toml", "schema"]
+
+MAX_ITEMS = 1000  # entries in one list or table: far above any real file, far below harm
 
 T = TypeVar("T")
 Validator = Callable[[Any], None]
@@ -139,7 +145,7 @@ class _Loader:
         return ConfigError(self.source, key or None, problem, hint=hint)
 
     def value(self, tp: Any, raw: Any, key: str) -> Any:
-        if type(raw) is tp:  # the common case: a plain value of the plain type asked for
+        if type(raw) is tp and (tp is not float or math.isfinite(raw)):  # the common case
             return raw
         return _reader(tp)(self, tp, raw, key)
 
@@ -148,7 +154,7 @@ class _Loader:
 
     def _literal(self, tp: Any, raw: Any, key: str) -> Any:
         if raw not in get_args(tp):
-            raise self.fail(key, f"{raw!r} is not one of {_type_name(tp)}")
+            raise self.fail(key, f"{shown(raw)} is not one of {_type_name(tp)}")
         return raw
 
     def _union(self, tp: Any, raw: Any, key: str) -> Any:
@@ -164,12 +170,22 @@ class _Loader:
         raise (
             errors[0]
             if len(errors) == 1
-            else self.fail(key, f"expected {_type_name(tp)}, got {raw!r}")
+            else self.fail(key, f"expected {_type_name(tp)}, got {shown(raw)}")
         )
+
+    def _count(self, raw: list[Any] | tuple[Any, ...] | Mapping[Any, Any], key: str) -> None:
+        if len(raw) > MAX_ITEMS:
+            raise self.fail(
+                key,
+                f"holds {len(raw):,} entries; at most {MAX_ITEMS:,}",
+                hint="list only what you mean to build or check",
+            )
 
     def _tuple(self, tp: Any, raw: Any, key: str) -> tuple[Any, ...]:
         (item_tp, *_rest) = get_args(tp)
-        if isinstance(raw, list) and all(type(item) is item_tp for item in raw):
+        if isinstance(raw, list | tuple):
+            self._count(raw, key)
+        if isinstance(raw, list) and item_tp is not float and all(type(i) is item_tp for i in raw):
             return tuple(raw)
         if not self.strict:
             items = raw if isinstance(raw, list | tuple) else [raw]
@@ -177,17 +193,18 @@ class _Loader:
         # Strict: a list of plain values is right or wrong as a whole, as its schema says.
         what = f"a list of {_PLURALS.get(item_tp, _type_name(item_tp))}"
         if not isinstance(raw, list | tuple):
-            raise self.fail(key, f"expected {what}, got {raw!r}")
+            raise self.fail(key, f"expected {what}, got {shown(raw)}")
         try:
             return tuple(self.value(item_tp, item, _key(key, i)) for i, item in enumerate(raw))
         except ConfigError as err:
             if item_tp not in _PLURALS:
                 raise
-            raise self.fail(key, f"expected {what}, got {raw!r}") from err
+            raise self.fail(key, f"expected {what}, got {shown(raw)}") from err
 
     def _mapping(self, tp: Any, raw: Any, key: str) -> Mapping[str, Any]:
         if not isinstance(raw, Mapping):
-            raise self.fail(key, f"expected a table, got {raw!r}")
+            raise self.fail(key, f"expected a table, got {shown(raw)}")
+        self._count(raw, key)
         value_tp = get_args(tp)[1]
         return types.MappingProxyType(
             {str(k): self.value(value_tp, v, _key(key, str(k))) for k, v in raw.items()}
@@ -204,22 +221,26 @@ class _Loader:
     def _scalar(self, tp: Any, raw: Any, key: str) -> Any:
         if tp is str and isinstance(raw, float):
             raise self.fail(
-                key, f"expected a string, got the number {raw!r}", hint=f'quote it: "{raw}"'
+                key, f"expected a string, got the number {shown(raw)}", hint=f'quote it: "{raw}"'
             )
         if tp is float and isinstance(raw, int) and not isinstance(raw, bool):
             return float(raw)
         if tp is float and not isinstance(raw, float):
-            raise self.fail(key, f"expected a number, got {raw!r}")
+            raise self.fail(key, f"expected a number, got {shown(raw)}")
+        if tp is float and not math.isfinite(raw):
+            raise self.fail(
+                key, f"expected a finite number, got {shown(raw)}", hint="write a number"
+            )
         if tp is bool and not isinstance(raw, bool):
-            raise self.fail(key, f"expected true or false, got {raw!r}")
+            raise self.fail(key, f"expected true or false, got {shown(raw)}")
         if tp is int and (isinstance(raw, bool) or not isinstance(raw, int)):
-            raise self.fail(key, f"expected an integer, got {raw!r}")
+            raise self.fail(key, f"expected an integer, got {shown(raw)}")
         if tp is str and isinstance(raw, int) and not isinstance(raw, bool) and not self.strict:
             return str(raw)
         if tp is str and not isinstance(raw, str):
-            raise self.fail(key, f"expected a string, got {raw!r}")
+            raise self.fail(key, f"expected a string, got {shown(raw)}")
         if not isinstance(raw, tp):
-            raise self.fail(key, f"expected {_type_name(tp)}, got {raw!r}")
+            raise self.fail(key, f"expected {_type_name(tp)}, got {shown(raw)}")
         return raw
 
     def _check(self, fields: _Fields, field: dataclasses.Field[Any], value: Any, key: str) -> None:
@@ -257,7 +278,7 @@ class _Loader:
 
     def dataclass(self, cls: type[T], raw: Any, key: str) -> T:
         if not isinstance(raw, Mapping):
-            raise self.fail(key, f"expected a table, got {raw!r}")
+            raise self.fail(key, f"expected a table, got {shown(raw)}")
         fields = _fields_of(typing.cast(type, cls))
         given = {fields.by_key[str(k)].name for k in raw if str(k) in fields.by_key}
         missing = [f for f in fields.required if f.name not in given]

@@ -10,6 +10,7 @@ from typing import Any
 
 from cuship import schema
 from cuship.compat.files import CudaFile, GpusFile, TorchFile
+from cuship.toolkit.catalog import ToolkitsFile
 from cuship.wheel.cudalibs import CudaLibsFile
 
 __all__ = ["FILES", "data_schemas", "write_schemas"]
@@ -20,6 +21,7 @@ FILES: dict[str, type] = {
     "torch": TorchFile,
     "gpus": GpusFile,
     "cuda_libs": CudaLibsFile,
+    "toolkits": ToolkitsFile,
 }
 
 

@@ -15,7 +15,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from cuship.errors import CushipError, InputError
 from cuship.wheel.cudalibs import is_cuda_lib
-from cuship.wheel.elf import ElfFacts, elf_facts, is_elf
+from cuship.wheel.elf import ElfFacts, VersionNeed, elf_facts, is_elf, quick_facts
 from cuship.wheel.fatbin import FATBIN_SECTIONS, Buffer, FatbinEntry, parse_sections
 from cuship.wheel.names import parse_label
 from cuship.wheel.torchabi import (
@@ -34,6 +34,7 @@ __all__ = [
     "inspect_object",
     "inspect_path",
     "inspect_wheel",
+    "scan_object",
     "sm_key",
 ]
 
@@ -69,6 +70,7 @@ class ObjectReport:
     entries: int
     containers: int
     torch: TorchAbiFacts = TorchAbiFacts()  # what it imports from torch, and the ABI that makes
+    versions: tuple[VersionNeed, ...] = ()  # symbol versions it needs (GLIBC_2.34 of libc.so.6)
 
     @property
     def torch_abi(self) -> TorchAbi:
@@ -91,6 +93,7 @@ class ObjectReport:
             "containers": self.containers,
             "torch_abi": self.torch_abi,
             "torch": self.torch.to_json(),
+            "versions": [v.to_json() for v in self.versions],
         }
 
 
@@ -184,6 +187,21 @@ def inspect_object(path: Path) -> ObjectReport:
             return _object_report(str(path), size, facts, mapped)
 
 
+def scan_object(
+    path: Path, *, symbols: bool | tuple[bytes, ...] = True, name: str | None = None
+) -> ObjectReport | None:
+    """:func:`inspect_object` for scans over many files: read with :func:`quick_facts`; None
+    when ``path`` is no ELF file. ``symbols`` as for :func:`quick_facts` (False: the torch ABI
+    is read from DT_NEEDED alone); ``name`` is the report's path (default: ``path``)."""
+    with path.open("rb") as handle:
+        size = path.stat().st_size
+        if size < 64 or not is_elf(handle.read(4)):
+            return None
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            facts = quick_facts(mapped, source=str(path), wanted=FATBIN_SECTIONS, symbols=symbols)
+            return _object_report(name or str(path), size, facts, mapped)
+
+
 def _object_report(where: str, size: int, facts: ElfFacts, data: Buffer) -> ObjectReport:
     entries = parse_sections(data, facts, source=where)
     spans = [facts.section(name) for name in FATBIN_SECTIONS]
@@ -202,6 +220,7 @@ def _object_report(where: str, size: int, facts: ElfFacts, data: Buffer) -> Obje
         entries=len(entries),
         containers=len({e.container for e in entries}),
         torch=classify(facts.needed, facts.undefined),
+        versions=facts.versions,
     )
 
 

@@ -1,4 +1,5 @@
-"""The one list of libraries a CUDA wheel must not bundle (``data/cuda_libs.toml``)."""
+"""The one list of libraries a CUDA wheel must not bundle, and which of them name the CUDA major
+in their SONAME (``data/cuda_libs.toml``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ __all__ = [
     "CUDA_LIB_PATTERNS",
     "CudaLibGroup",
     "CudaLibsFile",
+    "TracksCuda",
     "auditwheel_excludes",
+    "cuda_major_of",
     "is_cuda_lib",
     "library_stem",
 ]
@@ -35,19 +38,33 @@ class CudaLibGroup:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TracksCuda:
+    """Libraries versioned with the CUDA toolkit: ``libcudart.so.13`` belongs to CUDA 13."""
+
+    name: str = field_doc("What the libraries are.")
+    source: str = field_doc("Where their SONAMEs are published.")
+    stems: tuple[str, ...] = field_doc('Library stems: "libcudart".', non_empty=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CudaLibsFile:
     """cuda_libs.toml: the shared libraries a CUDA wheel must never bundle."""
 
     group: tuple[CudaLibGroup, ...] = field_doc("One table per group.", non_empty=True)
+    tracks_cuda: tuple[TracksCuda, ...] = field_doc(
+        "Libraries whose SONAME major is the CUDA major they belong to.", default=()
+    )
 
 
-def _load_patterns() -> tuple[str, ...]:
+def _load() -> tuple[tuple[str, ...], frozenset[str]]:
     raw = schema.read_toml(DATA_FILE)
     file = schema.load(CudaLibsFile, raw, source=str(DATA_FILE), strict=True)
-    return tuple(pattern for group in file.group for pattern in group.patterns)
+    patterns = tuple(pattern for group in file.group for pattern in group.patterns)
+    return patterns, frozenset(stem for row in file.tracks_cuda for stem in row.stems)
 
 
-CUDA_LIB_PATTERNS: tuple[str, ...] = _load_patterns()
+CUDA_LIB_PATTERNS, _TRACKS_CUDA = _load()
+_SONAME_MAJOR = re.compile(r"\.so\.(\d+)")
 
 # auditwheel renames what it bundles to "<stem>-<first 8 hex of sha256>.so.<version>".
 _HASHED = re.compile(r"-[0-9a-f]{8}$")
@@ -69,3 +86,13 @@ def is_cuda_lib(filename: str) -> bool:
 def auditwheel_excludes() -> tuple[str, ...]:
     """The ``--exclude`` globs for ``auditwheel repair`` (matched against SONAMEs)."""
     return tuple(f"{pattern}.so*" for pattern in CUDA_LIB_PATTERNS)
+
+
+def cuda_major_of(soname: str) -> int | None:
+    """The CUDA major a needed library belongs to, when its SONAME says it: ``libcudart.so.13``
+    → 13, ``libcublasLt-0badc0de.so.12`` → 12; None for libraries that version on their own
+    (``libcufft.so.11``) and for unversioned names."""
+    if library_stem(soname) not in _TRACKS_CUDA:
+        return None
+    match = _SONAME_MAJOR.search(soname.rsplit("/", 1)[-1])
+    return int(match[1]) if match else None

@@ -1,28 +1,42 @@
-"""ELF facts via pyelftools: machine, SONAME, DT_NEEDED, the undefined dynamic symbols and where
-named sections lie in the file.
+"""ELF facts: machine, SONAME, DT_NEEDED, the undefined dynamic symbols and where named sections
+lie in the file.
 
 Only headers, the dynamic symbol table and its string table are read; other section contents
 stay in the caller's buffer (an mmap for files on disk), so a 1 GB shared object costs a few
-page faults, not a copy.
+page faults, not a copy. :func:`elf_facts` reads through pyelftools; :func:`quick_facts` reads
+the same facts from a buffer with ``struct`` alone, about 50 times faster, for scans over every
+shared object of an environment (``cuship doctor``).
 """
 
 from __future__ import annotations
 
+import mmap
+import re
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple, TypeAlias
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
+from elftools.elf.enums import ENUM_E_MACHINE
 from elftools.elf.gnuversions import GNUVerNeedSection
 from elftools.elf.sections import Section, SymbolTableSection
 
 from cuship.errors import InputError
 
-__all__ = ["ELF_MAGIC", "ElfFacts", "SectionSpan", "elf_facts", "glibc_needed", "is_elf"]
+__all__ = [
+    "ELF_MAGIC",
+    "ElfFacts",
+    "SectionSpan",
+    "VersionNeed",
+    "elf_facts",
+    "glibc_needed",
+    "is_elf",
+    "quick_facts",
+]
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -37,6 +51,19 @@ class SectionSpan:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class VersionNeed:
+    """The symbols an object imports at one version of one library (``GLIBC_2.34`` of
+    ``libc.so.6``), from ``.gnu.version_r`` and ``.gnu.version``."""
+
+    library: str
+    version: str
+    symbols: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"library": self.library, "version": self.version, "symbols": list(self.symbols)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ElfFacts:
     """What cuship needs to know about one ELF file."""
 
@@ -46,6 +73,7 @@ class ElfFacts:
     needed: tuple[str, ...]
     sections: tuple[SectionSpan, ...]
     undefined: tuple[str, ...] = ()  # names of the undefined (imported) dynamic symbols
+    versions: tuple[VersionNeed, ...] = ()  # the symbol versions it requires (with the symbols)
 
     def section(self, name: str) -> SectionSpan | None:
         return next((s for s in self.sections if s.name == name), None)
@@ -68,7 +96,8 @@ def elf_facts(stream: BinaryIO, *, source: str, wanted: Iterable[str] = ()) -> E
         sections = list(elf.iter_sections())  # pyelftools parses each header on every pass
         needed, soname = _dynamic(sections)
         spans = tuple(_spans(sections, frozenset(wanted), size, source))
-        undefined = _undefined_symbols(elf, sections, size, source)
+        imported = _undefined_symbols(elf, sections, size, source)
+        versions = _version_needs(elf, sections, imported, size, source)
         machine = str(elf["e_machine"])
     except (ELFError, struct.error, ValueError, IndexError, OSError) as err:
         raise InputError(
@@ -81,7 +110,8 @@ def elf_facts(stream: BinaryIO, *, source: str, wanted: Iterable[str] = ()) -> E
         soname=soname,
         needed=needed,
         sections=spans,
-        undefined=undefined,
+        undefined=tuple(name for _, name in imported),
+        versions=versions,
     )
 
 
@@ -123,13 +153,14 @@ def _spans(
 
 
 # Elf32_Sym: name, value, size, info, other, shndx; Elf64_Sym: name, info, other, shndx, value, size.
-_SYMBOL_LAYOUT = {32: ("IIIBBH", 0, 5), 64: ("IBBHQQ", 0, 3)}  # format, name index, shndx index
+_SYMBOL_LAYOUT = {32: (16, 14), 64: (24, 6)}  # entry size, offset of the 2-byte st_shndx
+_ZERO = re.compile(b"\x00")
 
 
 def _undefined_symbols(
     elf: ELFFile, sections: list[Section], size: int, source: str
-) -> tuple[str, ...]:
-    """Names of the dynamic symbols with section index SHN_UNDEF (what the object imports).
+) -> list[tuple[int, str]]:
+    """Index and name of the dynamic symbols with section index SHN_UNDEF (what it imports).
 
     The table is unpacked with ``struct`` in one pass: pyelftools' per-symbol objects cost
     about 100 times more, which a torch extension's thousands of symbols would feel.
@@ -138,20 +169,95 @@ def _undefined_symbols(
         (s for s in sections if isinstance(s, SymbolTableSection) and s.name == ".dynsym"), None
     )
     if table is None:
-        return ()
+        return []
     strings = sections[int(table["sh_link"])]
     data, names = _contents(table, size, source), _contents(strings, size, source)
-    layout, name_at, shndx_at = _SYMBOL_LAYOUT[elf.elfclass]
-    entry = struct.Struct(("<" if elf.little_endian else ">") + layout)
-    usable = len(data) - len(data) % entry.size
-    found: list[str] = []
-    for fields in entry.iter_unpack(data[:usable]):
-        start = fields[name_at]
-        if fields[shndx_at] != 0 or start == 0:  # defined, or the null symbol
+    return _undefined_indexed(data, names, bits=elf.elfclass, little=elf.little_endian)
+
+
+def _undefined_indexed(
+    data: bytes, names: bytes, *, bits: int, little: bool
+) -> list[tuple[int, str]]:
+    """The undefined symbols of a ``.dynsym`` table's bytes, with their index in the table,
+    named from its string table.
+
+    Only symbols whose ``st_shndx`` is 0 are unpacked: the two bytes of that field are taken
+    from every entry by slicing, OR-ed, and searched for zero bytes, all in C. A library that
+    exports 100,000 symbols and imports 700 costs 700 unpacks, not 100,000.
+    """
+    size, shndx = _SYMBOL_LAYOUT[bits]
+    count = len(data) // size
+    low, high = data[shndx : count * size : size], data[shndx + 1 : count * size : size]
+    both = (int.from_bytes(low, "little") | int.from_bytes(high, "little")).to_bytes(
+        count, "little"
+    )
+    name_at = struct.Struct("<I" if little else ">I")  # st_name is the first word in both classes
+    found: list[tuple[int, str]] = []
+    for match in _ZERO.finditer(both):
+        start = name_at.unpack_from(data, match.start() * size)[0]
+        if start == 0:  # the null symbol
             continue
         end = names.find(b"\0", start)
-        found.append(names[start : end if end >= 0 else len(names)].decode("utf-8", "replace"))
-    return tuple(found)
+        name = names[start : end if end >= 0 else len(names)].decode("utf-8", "replace")
+        found.append((match.start(), name))
+    return found
+
+
+_HIDDEN = 0x8000  # the versym bit that marks a version as hidden, not part of the index
+
+
+def _version_needs(
+    elf: ELFFile,
+    sections: list[Section],
+    imported: list[tuple[int, str]],
+    size: int,
+    source: str,
+) -> tuple[VersionNeed, ...]:
+    """:func:`_needs_in` over pyelftools' sections."""
+    need = next((s for s in sections if s["sh_type"] == "SHT_GNU_verneed"), None)
+    if need is None:
+        return ()
+    versym = next((s for s in sections if s["sh_type"] == "SHT_GNU_versym"), None)
+    return _needs_in(
+        _contents(need, size, source),
+        _contents(sections[int(need["sh_link"])], size, source),
+        _contents(versym, size, source) if versym is not None else b"",
+        imported,
+        little=elf.little_endian,
+    )
+
+
+def _needs_in(
+    verneed: bytes, strings: bytes, versym: bytes, imported: list[tuple[int, str]], *, little: bool
+) -> tuple[VersionNeed, ...]:
+    """The versions an object needs (``.gnu.version_r``: per library, entries whose
+    ``vna_other`` is a version index) and the imported symbols bound to each (``.gnu.version``
+    holds one version index per ``.dynsym`` entry). The same layout in both ELF classes."""
+    order = "<" if little else ">"
+    need, aux = struct.Struct(order + "HHIII"), struct.Struct(order + "IHHII")
+    named: dict[int, tuple[str, str]] = {}
+    offset = 0
+    for _ in range(len(verneed) // need.size):  # bounded: a cycle of vn_next cannot spin
+        _version, count, library, first, following = need.unpack_from(verneed, offset)
+        at = offset + first
+        for _ in range(min(count, len(verneed) // aux.size)):
+            _hash, _flags, other, name, after = aux.unpack_from(verneed, at)
+            named[other] = (_cstring(strings, library), _cstring(strings, name))
+            if not after:
+                break
+            at += after
+        if not following:
+            break
+        offset += following
+    indexes = struct.unpack(f"{order}{len(versym) // 2}H", versym[: len(versym) // 2 * 2])
+    symbols: dict[int, list[str]] = {index: [] for index in named}
+    for position, name in imported:
+        if position < len(indexes):
+            symbols.setdefault(indexes[position] & ~_HIDDEN, []).append(name)
+    return tuple(
+        VersionNeed(library=library, version=version, symbols=tuple(sorted(symbols[index])))
+        for index, (library, version) in sorted(named.items())
+    )
 
 
 def _contents(section: Section, size: int, source: str) -> bytes:
@@ -185,3 +291,185 @@ def _glibc_versions(section: GNUVerNeedSection) -> Iterable[tuple[int, int]]:
             if name.startswith("GLIBC_") and name[6:].replace(".", "").isdigit():
                 major, minor = [*name[6:].split("."), "0"][:2]
                 yield int(major), int(minor)
+
+
+# --- the same facts with struct alone --------------------------------------------------------
+
+Buffer: TypeAlias = bytes | bytearray | memoryview | mmap.mmap
+
+_SHT_SYMTAB, _SHT_DYNAMIC, _SHT_NOBITS, _SHT_DYNSYM = 2, 6, 8, 11
+_DT_NULL, _DT_NEEDED, _DT_SONAME = 0, 1, 14
+_MACHINES = {number: name for name, number in ENUM_E_MACHINE.items() if not name.startswith("_")}
+
+
+@dataclass(frozen=True, slots=True)
+class _Format:
+    """The struct layouts of one ELF class and byte order."""
+
+    bits: int
+    little: bool
+
+    def unpack(self, fmt: str, data: Buffer, offset: int) -> tuple[int, ...]:
+        return struct.unpack_from(("<" if self.little else ">") + fmt, data, offset)
+
+    @property
+    def header(self) -> str:  # e_type .. e_shstrndx, after e_ident
+        return "HHIQQQIHHHHHH" if self.bits == 64 else "HHIIIIIHHHHHH"
+
+    @property
+    def section(self) -> str:  # name, type, flags, addr, offset, size, link, info, align, entsize
+        return "IIQQQQIIQQ" if self.bits == 64 else "IIIIIIIIII"
+
+    @property
+    def dyn(self) -> str:
+        return "qQ" if self.bits == 64 else "iI"
+
+
+class _Section(NamedTuple):  # a tuple: thousands are made per environment scan
+    name: str
+    kind: int
+    offset: int
+    size: int
+    link: int
+
+
+def quick_facts(
+    data: Buffer,
+    *,
+    source: str,
+    wanted: Iterable[str] = (),
+    symbols: bool | tuple[bytes, ...] = True,
+) -> ElfFacts:
+    """:func:`elf_facts` read with ``struct`` from ``data`` (the whole file, e.g. an mmap).
+
+    ``symbols``: False skips the undefined symbols; byte strings read them only when the dynamic
+    string table contains one of them (a substring search in C that lets a caller looking for,
+    say, torch's symbols skip the tables that name none). Damage raises :class:`InputError` like
+    :func:`elf_facts`.
+    """
+    try:
+        return _quick(data, source, frozenset(wanted), symbols)
+    except _Truncated as err:
+        raise InputError(
+            f"{source!r}: {err}", hint="the file is truncated; rebuild it or download it again"
+        ) from err
+    except (struct.error, IndexError, KeyError, ValueError) as err:
+        raise InputError(
+            f"{source!r} is not a readable ELF file: {err}",
+            hint="is it truncated or not a shared object? rebuild it or download it again",
+        ) from err
+
+
+def _quick(
+    data: Buffer, source: str, wanted: frozenset[str], symbols: bool | tuple[bytes, ...]
+) -> ElfFacts:
+    if not is_elf(bytes(data[:4])) or data[4] not in (1, 2) or data[5] not in (1, 2):
+        raise InputError(f"{source!r} is not an ELF file", hint="pass a .so or a .whl")
+    fmt = _Format(bits=64 if data[4] == 2 else 32, little=data[5] == 1)
+    sections = _section_table(data, fmt, source)
+    needed, soname = _quick_dynamic(data, fmt, sections)
+    dynsym = next(
+        (s for s in sections if s.name == ".dynsym" and s.kind in (_SHT_DYNSYM, _SHT_SYMTAB)),
+        None,
+    )
+    imported: list[tuple[int, str]] = []
+    read_symbols = False
+    if symbols is not False and dynsym is not None:
+        names = _bytes(data, sections[dynsym.link])
+        if symbols is True or any(hint in names for hint in symbols):
+            table = _bytes(data, dynsym)
+            imported = _undefined_indexed(table, names, bits=fmt.bits, little=fmt.little)
+            read_symbols = True
+    versions = _quick_versions(data, fmt, sections, imported) if read_symbols else ()
+    found = [s for s in sections if s.name in wanted and s.kind != _SHT_NOBITS]
+    for section in found:
+        _inside(data, section)
+    spans = tuple(SectionSpan(name=s.name, offset=s.offset, size=s.size) for s in found)
+    machine = fmt.unpack("H", data, 18)[0]
+    return ElfFacts(
+        machine=_MACHINES.get(machine, str(machine)),
+        bits=fmt.bits,
+        soname=soname,
+        needed=needed,
+        sections=spans,
+        undefined=tuple(name for _, name in imported),
+        versions=versions,
+    )
+
+
+_SHT_GNU_VERNEED, _SHT_GNU_VERSYM = 0x6FFFFFFE, 0x6FFFFFFF
+
+
+def _quick_versions(
+    data: Buffer, fmt: _Format, sections: tuple[_Section, ...], imported: list[tuple[int, str]]
+) -> tuple[VersionNeed, ...]:
+    need = next((s for s in sections if s.kind == _SHT_GNU_VERNEED), None)
+    if need is None:
+        return ()
+    versym = next((s for s in sections if s.kind == _SHT_GNU_VERSYM), None)
+    strings = _bytes(data, sections[need.link])
+    table = _bytes(data, versym) if versym is not None else b""
+    return _needs_in(_bytes(data, need), strings, table, imported, little=fmt.little)
+
+
+def _section_table(data: Buffer, fmt: _Format, source: str) -> tuple[_Section, ...]:
+    header = fmt.unpack(fmt.header, data, 16)
+    shoff, shentsize, shnum, shstrndx = header[5], header[10], header[11], header[12]
+    if shoff == 0:
+        return ()
+    first = fmt.unpack(fmt.section, data, shoff)
+    count = shnum or first[5]  # extended numbering: the count is section 0's sh_size
+    entry = struct.Struct(("<" if fmt.little else ">") + fmt.section)
+    if shentsize == entry.size:
+        raw = list(entry.iter_unpack(data[shoff : shoff + count * shentsize]))
+    else:
+        raw = [fmt.unpack(fmt.section, data, shoff + i * shentsize) for i in range(count)]
+    if len(raw) < count:
+        raise _Truncated(f"the section header table ({count} entries) runs past the end")
+    strndx = first[6] if shstrndx == 0xFFFF else shstrndx  # SHN_XINDEX: section 0's sh_link
+    table = raw[strndx]
+    names = _bytes(data, _Section(".shstrtab", 0, table[4], table[5], 0))
+    return tuple(_Section(_cstring(names, f[0]), f[1], f[4], f[5], f[6]) for f in raw)
+
+
+def _quick_dynamic(
+    data: Buffer, fmt: _Format, sections: tuple[_Section, ...]
+) -> tuple[tuple[str, ...], str | None]:
+    needed: list[str] = []
+    soname: str | None = None
+    entry = struct.Struct(("<" if fmt.little else ">") + fmt.dyn)
+    for section in sections:
+        if section.kind != _SHT_DYNAMIC:
+            continue
+        strings = _bytes(data, sections[section.link])
+        raw = _bytes(data, section)
+        for tag, value in entry.iter_unpack(raw[: len(raw) - len(raw) % entry.size]):
+            if tag == _DT_NULL:
+                break
+            if tag == _DT_NEEDED:
+                needed.append(_cstring(strings, value))
+            elif tag == _DT_SONAME:
+                soname = _cstring(strings, value)
+    return tuple(needed), soname
+
+
+def _bytes(data: Buffer, section: _Section) -> bytes:
+    _inside(data, section)
+    return bytes(data[section.offset : section.offset + section.size])
+
+
+def _inside(data: Buffer, section: _Section) -> None:
+    if section.kind != _SHT_NOBITS and section.offset + section.size > len(data):
+        raise _Truncated(
+            f"section {section.name!r} at offset {section.offset:#x} runs {section.size} bytes "
+            f"past the end of the file ({len(data)} bytes)"
+        )
+
+
+class _Truncated(Exception):
+    pass
+
+
+def _cstring(table: bytes, start: int) -> str:
+    end = table.find(b"\0", start)
+    return table[start : end if end >= 0 else len(table)].decode("utf-8", "replace")

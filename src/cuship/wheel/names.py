@@ -2,7 +2,9 @@
 
 A label is written from a template and read back with a pattern derived from the same template,
 so a project that chooses its own spelling can still be parsed. Validity is decided by
-``packaging``: a label is whatever ``Version("0+" + label)`` accepts.
+``packaging``: a label is whatever ``Version("0+" + label)`` accepts. A template holds only
+plain ``{field}`` placeholders of the fields below (:func:`check_template`, run when the config
+is read): no conversion, format spec, index or attribute.
 """
 
 from __future__ import annotations
@@ -12,11 +14,14 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
+from cuship._format import TemplateError, template_fields
 from cuship.errors import UsageError
 
 __all__ = [
     "DEFAULT_TEMPLATE",
+    "FIELDS",
     "Variant",
+    "check_template",
     "default_template",
     "format_label",
     "label_of",
@@ -37,6 +42,8 @@ _FIELDS = {
     "abi": r"true|false",
 }
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+FIELDS = tuple(_FIELDS)
+_MAX_LABEL_TEMPLATE = 200
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,16 +92,37 @@ def _values(variant: Variant) -> dict[str, str]:
     return values
 
 
+_SAMPLE = Variant(cuda=Version("12.8.1"), torch=Version("2.8"), cxx11abi=True)
+
+
+def check_template(template: str) -> tuple[str, ...]:
+    """The fields of a label template; :class:`~cuship._format.TemplateError` (a ValueError)
+    when it uses anything but plain ``{field}`` placeholders of :data:`FIELDS`, or when the
+    labels it writes are not valid local version labels."""
+    if len(template) > _MAX_LABEL_TEMPLATE:
+        raise TemplateError(
+            f"label template is {len(template):,} characters; at most {_MAX_LABEL_TEMPLATE}"
+        )
+    fields = template_fields(template, FIELDS, what="label template")
+    label = template.format(**_values(_SAMPLE))
+    try:
+        Version(f"0+{label}")
+    except InvalidVersion:
+        raise TemplateError(
+            f"label template {template!r} writes labels such as {label!r}, which are not valid "
+            "local version labels; use letters, digits and '.' around the fields"
+        ) from None
+    return fields
+
+
 def format_label(variant: Variant, template: str) -> str:
     """Fill ``template`` from ``variant``; the result must be a valid PEP 440 local label."""
+    try:
+        fields = template_fields(template, FIELDS, what="label template")
+    except TemplateError as err:
+        raise UsageError(str(err), hint="set [label] template to plain {field} names") from None
     values = _values(variant)
-    missing = [name for name in _PLACEHOLDER.findall(template) if name not in values]
-    unknown = [name for name in missing if name not in _FIELDS]
-    if unknown:
-        raise UsageError(
-            f"label template {template!r} uses unknown field {unknown[0]!r}",
-            hint=f"known fields: {', '.join('{' + f + '}' for f in _FIELDS)}",
-        )
+    missing = [name for name in fields if name not in values]
     if missing:
         raise UsageError(
             f"label template {template!r} needs {{{missing[0]}}}, which this job lacks"

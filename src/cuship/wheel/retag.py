@@ -28,6 +28,7 @@ from cuship.events import Emit, Event, discard
 __all__ = ["RetagPlan", "plan_retag", "record_hash", "retag", "strip_label"]
 
 _SIGNATURES = ("RECORD.jws", "RECORD.p7s")
+_WHEEL_MODE = 0o644  # readable by anyone, whatever the umask: wheels are published
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,7 +121,10 @@ def retag(
     target_dir.mkdir(parents=True, exist_ok=True)
     target = target_dir / plan.new_filename
     handle, tmp_name = tempfile.mkstemp(dir=target_dir, prefix=".retag-", suffix=".whl")
-    os.close(handle)
+    try:
+        os.fchmod(handle, _WHEEL_MODE)  # mkstemp makes 0600; a wheel is published, readable
+    finally:
+        os.close(handle)
     try:
         _rewrite(wheel, Path(tmp_name), plan, emit)
         Path(tmp_name).replace(target)
@@ -151,6 +155,7 @@ def strip_label(wheel: Path, *, out_dir: Path, emit: Emit = discard) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / plan.new_filename
     _rewrite(wheel, target, plan, emit)
+    target.chmod(_WHEEL_MODE)
     return target
 
 

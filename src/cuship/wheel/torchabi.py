@@ -35,6 +35,7 @@ from cuship.errors import InputError
 
 __all__ = [
     "TORCH_ABIS",
+    "TORCH_SYMBOL_HINTS",
     "TorchAbi",
     "TorchAbiFacts",
     "TorchPin",
@@ -54,6 +55,8 @@ TORCH_ABIS: tuple[TorchAbi, ...] = ("none", "stable", "exact")  # weakest first
 # merely contains "2at" (foo::at) does not count.
 _TORCH_CXX = re.compile(r"N[rVKRO]*(?:3c10|2at|5torch|6caffe2)")
 _SHIM_PREFIXES = ("aoti_torch_", "torch_")
+# One of these is in every string table that names a symbol classify() counts (a prefilter).
+TORCH_SYMBOL_HINTS = (b"3c10", b"2at", b"5torch", b"6caffe2", b"torch_")
 _TORCH_LIBRARY = re.compile(r"lib(?:torch|c10)(?:_[a-z0-9_]+)?\.so(?:\.[0-9.]+)?")
 
 

@@ -11,6 +11,7 @@ from packaging.version import InvalidVersion, Version
 from cuship.arch import ArchTarget, parse_arch_list
 from cuship.errors import UsageError
 from cuship.wheel.audit import ObjectReport, WheelReport, sm_key
+from cuship.wheel.manylinux import floor_problem, parse_floor
 from cuship.wheel.torchabi import TorchAbi, TorchPin
 
 __all__ = ["VerifyResult", "satisfies", "verify"]
@@ -59,9 +60,11 @@ def verify(
     arches: Sequence[str] | str = (),
     local: str | None = None,
     torch: str | None = None,
+    manylinux: str | None = None,
 ) -> VerifyResult:
     """Check configured arches (SASS, and PTX for ``+PTX``), bundled CUDA libraries, the label,
-    and a wheel's torch requirement against the torch ABI of its shared objects.
+    a wheel's torch requirement against the torch ABI of its shared objects, and (with
+    ``manylinux``, a glibc floor such as ``"2_28"``) that its platform tag is within the floor.
 
     ``arches`` is an arch spec (``"8.0;9.0;12.0+PTX"``) or a sequence of such items. ``torch``
     is the torch X.Y the wheel was built against, when the caller knows it; else its local
@@ -81,14 +84,27 @@ def verify(
         _check_wheel(report, local, checks, problems)
         built = built or report.torch_label
         _check_torch(report, built, checks, problems, notes)
+        _check_floor(report, manylinux, checks, problems)
     else:
-        for option, value in (("--local", local), ("--torch", torch)):
+        for option, value in (("--local", local), ("--torch", torch), ("--manylinux", manylinux)):
             if value is not None:
                 problems.append(f"{option} {value!r} given, but {report.path!r} is not a wheel")
     target = report.filename if isinstance(report, WheelReport) else report.path
     return VerifyResult(
         target=target, checks=tuple(checks), problems=tuple(problems), notes=tuple(notes)
     )
+
+
+def _check_floor(
+    report: WheelReport, manylinux: str | None, checks: list[str], problems: list[str]
+) -> None:
+    if manylinux is None:
+        return
+    floor = parse_floor(manylinux)
+    checks.append(f"glibc floor manylinux_{floor[0]}_{floor[1]}")
+    problem = floor_problem(report, floor)
+    if problem is not None:
+        problems.append(problem)
 
 
 def _torch_minor(torch: str | None) -> str | None:

@@ -1,0 +1,190 @@
+"""Field validators shared by the config sections: each raises ``ValueError`` with the problem,
+which :mod:`cuship.schema` turns into a :class:`~cuship.errors.ConfigError` naming
+the file and key. A config file is input like any other: ranges are bounded, not just signed."""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections.abc import Callable, Collection, Mapping
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import InvalidName, canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from cuship._format import TemplateError, template_fields
+from cuship.arch import parse_arch_list
+from cuship.errors import CushipError
+from cuship.wheel.names import check_template
+
+__all__ = [
+    "IMAGE_FIELDS",
+    "arch_list",
+    "between",
+    "check_dtype",
+    "floors",
+    "glibc_floor",
+    "image_template",
+    "interpreter_path",
+    "label_template",
+    "memory_gib",
+    "non_negative",
+    "positive",
+    "project_name",
+    "python_version",
+    "shape",
+    "shell_words",
+    "specifier",
+    "torch_index_template",
+    "version",
+]
+
+# [build] image: what builder.container.image_for fills
+IMAGE_FIELDS = ("cuda", "cuda_mm", "cuda_major", "python", "python_tag")
+_PYTHON = re.compile(r"3\.(?:0|[1-9][0-9]?)")
+
+
+def python_version(item: str) -> None:
+    """A CPython version as the matrix and CI spell it: ``3.N`` (N up to 99)."""
+    if not _PYTHON.fullmatch(item):
+        raise ValueError(f'{item!r} is not a Python version; write 3.MINOR, e.g. "3.12"')
+
+
+def interpreter_path(item: str) -> None:
+    """A path naming a python3.X executable (``~`` and relative paths allowed)."""
+    if not item.strip():
+        raise ValueError("an empty interpreter path; write the path of a python3.X executable")
+    if len(item) > 4096 or "\0" in item:
+        raise ValueError(f"{item[:80]!r}… is not a path (too long, or a NUL byte)")
+
+
+def positive(value: float | int | None) -> None:
+    if value is not None and value <= 0:
+        raise ValueError(f"must be positive, got {value!r}")
+
+
+def non_negative(value: float | int | None) -> None:
+    if value is not None and value < 0:
+        raise ValueError(f"must be zero or more, got {value!r}")
+
+
+def between(low: float, high: float) -> Callable[[float | int | None], None]:
+    """A validator for ``low <= value <= high`` (``None`` passes: the default applies)."""
+
+    def check(value: float | int | None) -> None:
+        if value is not None and not low <= value <= high:
+            raise ValueError(f"must be between {low:,} and {high:,}, got {value!r}")
+
+    return check
+
+
+def _template(value: str | None, fields: Collection[str], what: str) -> None:
+    if value is None:
+        return
+    try:
+        template_fields(value, fields, what=what)
+    except TemplateError as err:
+        raise ValueError(str(err)) from err
+
+
+def label_template(value: str | None) -> None:
+    """Only the documented label fields, and what it writes must be a valid local label."""
+    if value is not None:
+        check_template(value)
+
+
+def image_template(value: str) -> None:
+    _template(value, IMAGE_FIELDS, "image template")
+
+
+def torch_index_template(value: str) -> None:
+    _template(value, ("variant",), "torch index template")
+
+
+def version(item: str) -> None:
+    try:
+        Version(item)
+    except (InvalidVersion, ValueError):  # ValueError: digits past int()'s limit
+        raise ValueError(f"{item[:60]!r} is not a version") from None
+
+
+def arch_list(item: str) -> None:
+    try:
+        parse_arch_list(item)
+    except CushipError as err:
+        raise ValueError(err.message) from err
+
+
+def specifier(value: str | None) -> None:
+    if value is None:
+        return
+    try:
+        SpecifierSet(value)
+    except InvalidSpecifier as err:
+        raise ValueError(f"{value!r} is not a version specifier such as '>=3.10'") from err
+
+
+def glibc_floor(value: str | None) -> None:
+    """[build] manylinux: a glibc floor written MAJOR_MINOR, e.g. "2_28"."""
+    if value is None:
+        return
+    major, _, minor = value.partition("_")
+    if not (major.isdigit() and minor.isdigit() and len(value) <= 8):
+        raise ValueError(f'{value!r} is not a glibc floor; write it like "2_28"')
+
+
+def memory_gib(value: float) -> None:
+    """Memory per nvcc thread: more than 0, at most 1 TiB."""
+    if not 0 < value <= 1024:
+        raise ValueError(f"must be more than 0 and at most 1024 GiB, got {value!r}")
+
+
+_CHECK_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64")
+
+
+def check_dtype(item: str) -> None:
+    if item not in _CHECK_DTYPES:
+        raise ValueError(f"{item!r} is not one of {', '.join(_CHECK_DTYPES)}")
+
+
+_MAX_DIM = 1 << 31
+
+
+def shape(value: Mapping[str, int]) -> None:
+    """Dimension sizes of one check shape: 0 to 2**31 - 1."""
+    for name, size in value.items():
+        if not 0 <= size < _MAX_DIM:
+            raise ValueError(f"{name} = {size!r}: a dimension size is 0 to {_MAX_DIM - 1:,}")
+
+
+_FLOOR_UNITS = ("ops/s", "GB/s", "TFLOP/s")
+
+
+def floors(table: Mapping[str, str]) -> None:
+    """Throughput floors: a positive finite number and a unit."""
+    for name, value in table.items():
+        number, _, unit = value.strip().partition(" ")
+        try:
+            parsed = float(number)
+        except ValueError:
+            parsed = -1.0
+        if unit.strip() not in _FLOOR_UNITS or not 0 < parsed < math.inf:
+            raise ValueError(
+                f"{name} = {value!r} is not a floor: write a positive number and one of "
+                f'{", ".join(_FLOOR_UNITS)}, e.g. "5000 ops/s" or "900 GB/s"'
+            )
+
+
+def shell_words(value: str) -> None:
+    try:
+        shlex.split(value)
+    except ValueError as err:
+        raise ValueError(f"{value[:60]!r} is not shell words ({err})") from None
+
+
+def project_name(value: str) -> None:
+    try:
+        canonicalize_name(value, validate=True)
+    except InvalidName:
+        raise ValueError(f"{value[:60]!r} is not a valid project name") from None

@@ -1,0 +1,104 @@
+"""``cuship doctor``: why an installed CUDA package will not run here, and what fixes it.
+
+For each installed distribution with ELF shared objects (or the ones named): its variant (the
+local version label, or the ``cuship.json`` provenance the backend wrote), its SASS/PTX against
+every GPU, the CUDA libraries it needs against the driver, its torch ABI against the installed
+torch, and its wheel's glibc tag against this system. Works for any wheel, built by cuship or
+not: nothing is imported, only files are read (:mod:`cuship.doctor.scan`); the decisions are
+pure (:mod:`cuship.doctor.judge`, :mod:`cuship.doctor.abi`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from cuship.compat import Compat, load
+from cuship.doctor.judge import judge
+from cuship.doctor.model import (
+    CudaLibrary,
+    DoctorReport,
+    GlibcCheck,
+    GpuRun,
+    InstalledPackage,
+    Machine,
+    PackageReport,
+    Problem,
+    Provenance,
+    Skipped,
+    TorchCheck,
+)
+from cuship.doctor.scan import read_cuship_json, scan
+from cuship.errors import NothingToDo
+from cuship.machine import Fingerprint, fingerprint
+
+__all__ = [
+    "CudaLibrary",
+    "DoctorReport",
+    "GlibcCheck",
+    "GpuRun",
+    "InstalledPackage",
+    "Machine",
+    "PackageReport",
+    "Problem",
+    "Provenance",
+    "Skipped",
+    "TorchCheck",
+    "diagnose",
+    "judge",
+    "machine_of",
+    "read_cuship_json",
+    "scan",
+]
+
+
+def machine_of(fp: Fingerprint) -> Machine:
+    """The facts of a fingerprint that the checks use."""
+    return Machine(
+        gpus=tuple((gpu.name, gpu.cc) for gpu in fp.gpus),
+        gpu_source=fp.gpu_source,
+        driver=fp.driver_version,
+        driver_cuda=fp.driver_cuda,
+        torch=fp.torch.version if fp.torch is not None else None,
+        torch_cxx11abi=fp.torch.cxx11abi if fp.torch is not None else None,
+        glibc=fp.glibc,
+    )
+
+
+def diagnose(
+    names: Sequence[str] = (),
+    *,
+    paths: Sequence[str | Path] | None = None,
+    environ: Mapping[str, str] | None = None,
+    machine: Fingerprint | None = None,
+    compat: Compat | None = None,
+) -> DoctorReport:
+    """Check the distributions ``names`` (default: every one with shared objects) installed on
+    ``paths`` (default: this interpreter's ``sys.path``) for this machine (``machine``, else the
+    fingerprint of ``environ``: ``CUSHIP_GPUS`` and friends fake one).
+
+    A name that is not installed is a :class:`~cuship.errors.UsageError`; nothing with compiled
+    code to check is :class:`~cuship.errors.NothingToDo`.
+    """
+    start = time.perf_counter()
+    found = scan(names, paths=paths)
+    fp = machine if machine is not None else fingerprint(environ, toolkit=False)
+    facts = machine_of(fp)
+    data = compat or load()
+    packages = tuple(judge(package, facts, data) for package in found.packages)
+    if not packages:
+        detail = "; ".join(f"{s.name}: {s.reason}" for s in found.skipped)
+        raise NothingToDo(
+            f"no installed distribution with compiled code to check (looked at {found.scanned})"
+            + (f": {detail}" if detail else ""),
+            hint="name a package that has compiled extensions, or run it in the environment "
+            "that has them",
+        )
+    return DoctorReport(
+        machine=facts,
+        packages=packages,
+        skipped=found.skipped,
+        scanned=found.scanned,
+        seconds=time.perf_counter() - start,
+    )

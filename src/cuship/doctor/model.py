@@ -1,0 +1,249 @@
+"""What ``cuship doctor`` found: immutable facts per installed distribution, the verdict of each
+check, and the problems with the command that fixes each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from cuship.wheel.audit import ObjectReport
+from cuship.wheel.torchabi import TorchAbi, TorchPin
+
+__all__ = [
+    "Area",
+    "CudaLibrary",
+    "DoctorReport",
+    "GlibcCheck",
+    "GpuRun",
+    "InstalledPackage",
+    "Machine",
+    "PackageReport",
+    "Problem",
+    "Provenance",
+    "Runs",
+    "Skipped",
+    "TorchCheck",
+]
+
+Area = Literal["files", "gpu", "cuda", "torch", "glibc"]
+Runs = Literal["sass", "ptx", "none"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Provenance:
+    """Where an installed distribution came from, as far as its files say."""
+
+    label: str | None = None  # the local version label of the installed version
+    filename: str | None = None  # cuship.json: the prebuilt wheel the backend installed
+    index: str | None = None  # cuship.json: the index it came from
+    kind: str | None = None  # cuship.json: "prebuilt" or "source"
+    variant: str | None = None  # cuship.json's label, else the local version label
+    variant_from: str | None = None  # "cuship.json" or "local version label"
+    url: str | None = None  # PEP 610 direct_url.json: installed from this file or URL
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "variant": self.variant,
+            "variant_from": self.variant_from,
+            "label": self.label,
+            "filename": self.filename,
+            "index": self.index,
+            "kind": self.kind,
+            "url": self.url,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstalledPackage:
+    """One installed distribution and its shared objects, as read from its files (no decisions)."""
+
+    name: str
+    version: str
+    location: str  # the site directory holding its .dist-info
+    objects: tuple[ObjectReport, ...]  # its ELF shared objects; paths as RECORD lists them
+    tags: tuple[str, ...] = ()  # the Tag lines of its WHEEL file
+    torch_requirement: TorchPin | None = None
+    provenance: Provenance = Provenance()
+    broken: tuple[str, ...] = ()  # a RECORD-listed shared object missing or unreadable: why
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Machine:
+    """The facts of this machine the checks use."""
+
+    gpus: tuple[tuple[str, str | None], ...]  # (name, compute capability)
+    gpu_source: str
+    driver: str | None
+    driver_cuda: str | None
+    torch: str | None
+    torch_cxx11abi: bool | None
+    glibc: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gpus": [{"name": name, "cc": cc} for name, cc in self.gpus],
+            "gpu_source": self.gpu_source,
+            "driver": self.driver,
+            "driver_cuda": self.driver_cuda,
+            "torch": self.torch,
+            "torch_cxx11abi": self.torch_cxx11abi,
+            "glibc": self.glibc,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Problem:
+    """One thing that fails on this machine, the error a user meets, and what to run."""
+
+    area: Area
+    message: str
+    fix: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"area": self.area, "message": self.message, "fix": self.fix}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuRun:
+    """How one GPU runs the distribution's device code: native SASS, PTX by JIT, or not at all."""
+
+    gpu: str
+    cc: str
+    runs: Runs
+    arches: tuple[str, ...] = ()  # what it runs: "sm_90", "compute_80"
+    objects: tuple[str, ...] = ()  # the shared objects that need JIT ("ptx") or have nothing
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu,
+            "cc": self.cc,
+            "runs": self.runs,
+            "arches": list(self.arches),
+            "objects": list(self.objects),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CudaLibrary:
+    """A CUDA library the shared objects need whose SONAME names a CUDA major."""
+
+    soname: str
+    cuda_major: int
+    runs: bool | None  # whether the driver runs that CUDA major; None: unknown driver
+
+    def to_json(self) -> dict[str, Any]:
+        return {"soname": self.soname, "cuda_major": self.cuda_major, "runs": self.runs}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TorchCheck:
+    """The torch ABI of the shared objects against the installed torch."""
+
+    abi: TorchAbi
+    built: str | None = None  # the torch X.Y it was built for
+    built_from: str | None = None  # "local version label" or "Requires-Dist"
+    installed: str | None = None
+    ok: bool | None = None  # None: not decidable (or not applicable)
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "abi": self.abi,
+            "built": self.built,
+            "built_from": self.built_from,
+            "installed": self.installed,
+            "ok": self.ok,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GlibcCheck:
+    """The glibc the wheel's platform tag promises to need against this system's."""
+
+    tag: str | None = None
+    needed: str | None = None
+    system: str | None = None
+    ok: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tag": self.tag, "needed": self.needed, "system": self.system, "ok": self.ok}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PackageReport:
+    """Every check of one distribution; ``problems`` is empty when it should work here."""
+
+    name: str
+    version: str
+    location: str
+    provenance: Provenance
+    objects: tuple[str, ...]
+    sass: tuple[str, ...]
+    ptx: tuple[str, ...]
+    gpus: tuple[GpuRun, ...]
+    libraries: tuple[CudaLibrary, ...]
+    torch: TorchCheck
+    glibc: GlibcCheck
+    problems: tuple[Problem, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "location": self.location,
+            "provenance": self.provenance.to_json(),
+            "objects": list(self.objects),
+            "sass": list(self.sass),
+            "ptx": list(self.ptx),
+            "gpus": [g.to_json() for g in self.gpus],
+            "cuda_libraries": [lib.to_json() for lib in self.libraries],
+            "torch": self.torch.to_json(),
+            "glibc": self.glibc.to_json(),
+            "problems": [p.to_json() for p in self.problems],
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Skipped:
+    """A distribution that was looked at and not checked, and why."""
+
+    name: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DoctorReport:
+    """The whole run: this machine, each distribution checked, those passed over."""
+
+    machine: Machine
+    packages: tuple[PackageReport, ...]
+    skipped: tuple[Skipped, ...] = ()
+    scanned: int = 0  # distributions looked at
+    seconds: float = 0.0
+
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        return tuple(p for package in self.packages for p in package.problems)
+
+    @property
+    def exit_code(self) -> int:
+        """1 when something will fail here, else 0."""
+        return 1 if self.problems else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "machine": self.machine.to_json(),
+            "packages": [p.to_json() for p in self.packages],
+            "skipped": [s.to_json() for s in self.skipped],
+            "scanned": self.scanned,
+            "problems": len(self.problems),
+            "seconds": round(self.seconds, 3),
+            "exit_code": self.exit_code,
+        }

@@ -1,0 +1,239 @@
+"""Read installed distributions: which hold ELF shared objects (their RECORD says), what each
+object carries, the WHEEL tags, the torch requirement and where the distribution came from.
+
+Only what RECORD lists is read, and of each ``*.so`` only its headers, dynamic section, symbol
+table and fatbin headers (:func:`cuship.wheel.audit.scan_object`), so a whole environment with
+torch takes a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from email.parser import HeaderParser
+from importlib import metadata
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from cuship.doctor.model import InstalledPackage, Provenance, Skipped
+from cuship.errors import CushipError, UsageError
+from cuship.resolve.provenance import read_dist
+from cuship.wheel.audit import ObjectReport, scan_object
+from cuship.wheel.torchabi import TORCH_SYMBOL_HINTS, TorchPin, torch_pin, torch_requirements
+
+__all__ = ["Scan", "read_cuship_json", "scan"]
+
+_NAME = re.compile(r"^Name:[ \t]*(\S+)", re.MULTILINE)
+_VERSION = re.compile(r"^Version:[ \t]*(\S+)", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scan:
+    """The distributions with shared objects, those passed over, and how many were looked at."""
+
+    packages: tuple[InstalledPackage, ...]
+    skipped: tuple[Skipped, ...]
+    scanned: int
+
+
+def scan(names: Sequence[str] = (), *, paths: Sequence[str | Path] | None = None) -> Scan:
+    """Read the distributions ``names`` (default: every one installed) found on ``paths``
+    (default: ``sys.path``). A name that is not installed raises :class:`UsageError`.
+
+    Passed over, and said so: a named distribution without shared objects, and (named or not)
+    an editable install, whose compiled files live in its source tree and not in RECORD."""
+    search = None if paths is None else [str(p) for p in paths]
+    wanted = {canonicalize_name(name): name for name in names}
+    dists = [_named(name, search) for name in wanted.values()] if names else _every(search)
+    packages: list[InstalledPackage] = []
+    skipped: list[Skipped] = []
+    for dist in dists:
+        files = _shared_files(dist)
+        if files:
+            packages.append(_package(dist, files))
+        elif names or _editable(dist):
+            skipped.append(Skipped(name=_name(dist), reason=_why_nothing(dist)))
+    return Scan(packages=tuple(packages), skipped=tuple(skipped), scanned=len(dists))
+
+
+def _every(search: list[str] | None) -> list[metadata.Distribution]:
+    """Each distribution once: the first on the path, the one ``import`` would see."""
+    found = metadata.distributions() if search is None else metadata.distributions(path=search)
+    seen: set[str] = set()
+    unique = []
+    for dist in found:
+        key = canonicalize_name(_name(dist))
+        if key not in seen:
+            seen.add(key)
+            unique.append(dist)
+    return unique
+
+
+def _named(name: str, search: list[str] | None) -> metadata.Distribution:
+    found = (
+        metadata.distributions(name=name)
+        if search is None
+        else metadata.distributions(name=name, path=search)
+    )
+    dist = next(iter(found), None)
+    if dist is not None:
+        return dist
+    where = "for this interpreter" if search is None else f"on {os.pathsep.join(search)!r}"
+    close = _close_names(name, search)
+    raise UsageError(
+        f"{name!r} is not installed {where}",
+        hint=(f"did you mean {', '.join(close)}? " if close else "")
+        + f'install it first: pip install "{name}"',
+    )
+
+
+def _close_names(name: str, search: list[str] | None) -> list[str]:
+    import difflib
+
+    known: dict[str, str] = {canonicalize_name(_name(d)): _name(d) for d in _every(search)}
+    close = difflib.get_close_matches(canonicalize_name(name), list(known), n=3, cutoff=0.7)
+    return [known[c] for c in close]
+
+
+def _headers(dist: metadata.Distribution) -> str:
+    """The header block of METADATA (without the long description after the first blank line)."""
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    return text.replace("\r\n", "\n").split("\n\n", 1)[0]
+
+
+def _header(headers: str, pattern: re.Pattern[str]) -> str:
+    match = pattern.search(headers)
+    return match[1] if match else "?"
+
+
+def _name(dist: metadata.Distribution) -> str:
+    """The Name header, read with a regex: parsing every METADATA as email costs 100x more."""
+    return _header(_headers(dist), _NAME)
+
+
+def _shared_files(dist: metadata.Distribution) -> tuple[str, ...]:
+    """The ``*.so`` / ``*.so.N`` paths its RECORD lists (relative to its site directory)."""
+    text = dist.read_text("RECORD") or ""
+    lines = [line for line in text.splitlines() if ".so" in line]
+    found = []
+    for row in csv.reader(lines):
+        base = row[0].rpartition("/")[2] if row else ""
+        if base.endswith(".so") or ".so." in base:
+            found.append(row[0])
+    return tuple(found)
+
+
+def _editable(dist: metadata.Distribution) -> bool:
+    dir_info = _direct_url(dist).get("dir_info")
+    return isinstance(dir_info, dict) and bool(dir_info.get("editable"))
+
+
+def _why_nothing(dist: metadata.Distribution) -> str:
+    if dist.read_text("RECORD") is None:
+        return "no RECORD: its files cannot be listed"
+    if _editable(dist):
+        return "an editable install: its source tree is not in RECORD; compiled files there were not checked"
+    return "no compiled code (no shared object in its RECORD): nothing to check"
+
+
+def _package(dist: metadata.Distribution, files: Iterable[str]) -> InstalledPackage:
+    headers = _headers(dist)
+    name, version = _header(headers, _NAME), _header(headers, _VERSION)
+    symbols: bool | tuple[bytes, ...] = (
+        False if canonicalize_name(name) == "torch" else TORCH_SYMBOL_HINTS
+    )
+    objects: list[ObjectReport] = []
+    broken: list[str] = []
+    root = Path(str(dist.locate_file("")))
+    for relative in files:
+        try:
+            report = scan_object(root / relative, symbols=symbols, name=relative)
+        except FileNotFoundError:
+            broken.append(f"{relative}: listed in RECORD but missing")
+            continue
+        except (CushipError, OSError, ValueError) as err:
+            broken.append(f"{relative}: {err}".split("\n", 1)[0])
+            continue
+        if report is not None:
+            objects.append(report)
+    requirement, notes = _torch_pin(headers, name)
+    return InstalledPackage(
+        name=name,
+        version=version,
+        location=str(root),
+        objects=tuple(objects),
+        tags=_wheel_tags(dist),
+        torch_requirement=requirement,
+        provenance=_provenance(dist, version),
+        broken=tuple(broken),
+        notes=notes,
+    )
+
+
+def _torch_pin(headers: str, name: str) -> tuple[TorchPin | None, tuple[str, ...]]:
+    try:
+        found = torch_requirements(headers, source=f"{name} METADATA")
+    except CushipError as err:
+        return None, (f"its torch requirement cannot be read: {err.message}",)
+    return torch_pin(found), ()
+
+
+def _wheel_tags(dist: metadata.Distribution) -> tuple[str, ...]:
+    text = dist.read_text("WHEEL")
+    if not text:
+        return ()
+    return tuple(str(tag).strip() for tag in HeaderParser().parsestr(text).get_all("Tag") or ())
+
+
+def _direct_url(dist: metadata.Distribution) -> dict[str, object]:
+    try:
+        raw = json.loads(dist.read_text("direct_url.json") or "{}")
+    except ValueError:
+        return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def read_cuship_json(dist: metadata.Distribution) -> dict[str, str]:
+    """What ``cuship.json`` (the provenance cuship's PEP 517 backend writes into the .dist-info of
+    the wheel it hands over) says of the keys doctor uses; {} when absent or unreadable (doctor
+    reports on a damaged install, it does not fail on one)."""
+    try:
+        written = read_dist(dist)
+    except CushipError:
+        return {}
+    if written is None:
+        return {}
+    values = {
+        "filename": written.filename,
+        "label": written.label,
+        "index": written.index,
+        "kind": written.kind,
+    }
+    return {key: value for key, value in values.items() if value}
+
+
+def _provenance(dist: metadata.Distribution, version: str) -> Provenance:
+    try:
+        label = Version(version).local
+    except InvalidVersion:
+        label = None
+    written = read_cuship_json(dist)
+    url = _direct_url(dist).get("url")
+    variant, source = (
+        (written["label"], "cuship.json") if "label" in written else (label, "local version label")
+    )
+    return Provenance(
+        label=label,
+        filename=written.get("filename"),
+        index=written.get("index"),
+        kind=written.get("kind"),
+        variant=variant,
+        variant_from=source if variant else None,
+        url=url if isinstance(url, str) and not _editable(dist) else None,
+    )

@@ -1,0 +1,70 @@
+"""CUDA toolkits on demand: a toolkit prefix (``bin/nvcc``, ``nvvm/``, ``include/``, ``lib64/``)
+assembled from NVIDIA's PyPI wheels into a cache, so a build can use a CUDA 13.x minor this
+machine has no installer for.
+
+``catalog`` says which wheel versions make which CUDA release (``data/toolkits.toml``) and
+which majors PyPI cannot supply; ``layout`` maps wheel files onto the prefix (pure); ``cache``
+finds assembled toolkits; ``install`` downloads, checks and assembles one.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Mapping
+
+from cuship.events import Emit, discard
+from cuship.toolkit.cache import (
+    Installed,
+    WheelFile,
+    cached,
+    index_url,
+    read_installed,
+    toolkit_prefix,
+    toolkits_root,
+)
+from cuship.toolkit.catalog import (
+    Catalog,
+    ToolkitRelease,
+    Unavailable,
+    WheelComponent,
+    catalog,
+    runner_hint,
+)
+from cuship.toolkit.install import InstallResult, install, nvcc_version
+
+__all__ = [
+    "Catalog",
+    "InstallResult",
+    "Installed",
+    "ToolkitRelease",
+    "Unavailable",
+    "WheelComponent",
+    "WheelFile",
+    "cached",
+    "catalog",
+    "ensure",
+    "index_url",
+    "install",
+    "nvcc_version",
+    "read_installed",
+    "runner_hint",
+    "toolkit_prefix",
+    "toolkits_root",
+]
+
+
+def ensure(
+    spec: str, environ: Mapping[str, str], *, offline: bool = False, emit: Emit = discard
+) -> InstallResult:
+    """The toolkit ``spec`` names (``"13.1"``, ``"13.0.2"``), from the cache or assembled now;
+    cache and index from ``environ`` (:func:`toolkits_root`, :func:`index_url`)."""
+    rows = catalog()
+    return install(
+        rows.find(spec),
+        catalog=rows,
+        root=toolkits_root(environ),
+        index=index_url(environ),
+        machine=platform.machine(),
+        offline=offline,
+        emit=emit,
+    )
