@@ -91,7 +91,11 @@ def test_a_failing_shim_is_passed_over_with_its_reason(machine: dict[str, str]) 
     )
     environ = {"PATH": machine["PATH"], "PYENV_ROOT": machine["PYENV_ROOT"]}
     search = Search(environ=environ, running=RUNNING, probe=answers)
-    found = find_interpreters(["3.10", "3.11", "3.12", "3.13"], search)
+    events: list[Event] = []
+    found = find_interpreters(["3.10", "3.11", "3.12", "3.13"], search, collect(events))
+    assert [e.message for e in events if e.level == "debug"] == [
+        f"Python 3.12: passed over {machine['shim312']}: exit 127: pyenv: python3.12: command not found"
+    ], "-v says what was passed over"
     assert {v: (i.full, i.source) for v, i in found.found.items()} == {
         "3.10": ("3.10.13", "pyenv"),
         "3.11": ("3.11.7", "running"),

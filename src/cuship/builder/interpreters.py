@@ -30,7 +30,7 @@ from packaging.version import InvalidVersion, Version
 
 from cuship.builder.uvpython import fetch_python, uv_find
 from cuship.errors import ConfigError, ToolMissing
-from cuship.events import Emit, discard
+from cuship.events import Emit, Event, discard
 
 __all__ = [
     "PROBE",
@@ -359,6 +359,14 @@ def find_interpreters(
             continue
         chosen, skipped = choose(version, candidates(version, environ), ask)
         passed += skipped
+        for path, why in skipped:
+            emit(
+                Event(
+                    level="debug",
+                    topic="build",
+                    message=f"Python {version}: passed over {path}: {why}",
+                )
+            )
         if chosen is None and search.uv:
             chosen = _from_uv(version, search, ask, emit)
         if chosen is not None:
