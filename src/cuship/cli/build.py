@@ -33,7 +33,9 @@ def _print_dry_run(console: Console, plans: list[BuildPlan]) -> None:
     for plan in plans:
         state = "runnable here" if plan.runnable else f"not here: {plan.reason}"
         console.out.print(
-            f"[bold]{escape(plan.job.id)}[/] ({plan.mode}; {escape(state)})", highlight=False
+            f"[bold]{escape(plan.job.id)}[/] ({plan.mode}; {escape(state)})",
+            highlight=False,
+            soft_wrap=True,
         )
         if plan.python is not None:
             where = f"; builds in {plan.build_env}" if plan.build_env else ""
