@@ -26,7 +26,7 @@ from cuship.matrix import jobs_with_configs
 if TYPE_CHECKING:
     from cuship.check.results import CheckReport
 
-__all__ = ["ShipReport", "ship"]
+__all__ = ["ShipReport", "matrix_pythons", "ship"]
 
 PYPI = "https://pypi.org/simple"
 
@@ -55,6 +55,12 @@ class ShipReport:
         """
         where = url or (self.site / "simple").as_uri()
         return f"pip install {project} --index-url {where} --extra-index-url {PYPI}"
+
+
+def matrix_pythons(config: Config) -> set[str]:
+    """The Python versions of the config's jobs: the interpreters a ship looks for."""
+    record = collapse.read_record(config.root)
+    return {job.python for _, job in jobs_with_configs(config, load(), torch_abi=record)}
 
 
 class _Clock:

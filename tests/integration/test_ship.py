@@ -22,10 +22,19 @@ def test_ship_builds_indexes_and_the_install_line_works(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
     built = [j for j in report["jobs"] if j["status"] == "built"]
-    # one wheel: this host's Python x its nvcc's CUDA, labelled by CUDA alone (no torch axis)
-    (job,) = built
-    assert re.fullmatch(r"cuvecops-0\.1\.0-cp3\d+-cu1\d\d", job["job"]), job["job"]
-    assert re.fullmatch(r"cuvecops-0\.1\.0\+cu1\d\d-cp3\d+-.*\.whl", Path(job["wheel"]).name)
+    # one wheel per Python of the matrix this machine has (3.10-3.13: the running one and
+    # pyenv's) x its nvcc's CUDA, labelled by CUDA alone (no torch axis), each smoke-tested by
+    # its own interpreter
+    assert len(built) == 4, [(j["job"], j["detail"]) for j in report["jobs"]]
+    for job in built:
+        assert re.fullmatch(r"cuvecops-0\.1\.0-cp3\d+-cu1\d\d", job["job"]), job["job"]
+        name = Path(job["wheel"]).name
+        assert re.fullmatch(r"cuvecops-0\.1\.0\+cu1\d\d-cp3\d+-.*\.whl", name)
+        tag = job["job"].split("-")[2]
+        assert f"-{tag}-{tag}-" in name
+        assert job["python"]["version"].startswith(f"3.{tag[3:]}.")
+        assert job["smoke"].startswith("cuvecops 0.1.0 "), job["smoke"]
+    assert {j["python"]["source"] for j in built} >= {"running"}
     assert all(j["status"] in ("built", "needs-runner") for j in report["jobs"])
     assert report["index"]["wheels"] == len(built)
     assert set(report["stages"]) == {"plan", "build", "check", "index"}
@@ -69,7 +78,7 @@ def test_ship_with_nothing_buildable_exits_4(tmp_path: Path) -> None:
     )
     done = cuship("ship", str(tmp_path), "-o", str(tmp_path / "out"))
     assert done.returncode == 4
-    assert "needs Python 3.13" in done.stderr
+    assert "CUDA 12.8" in done.stderr  # the reason is the toolkit: it has a Python 3.13 (pyenv)
 
 
 def test_ship_without_nvcc_takes_the_cpu_only_path_and_says_so(tmp_path: Path) -> None:

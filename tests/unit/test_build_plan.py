@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from pathlib import Path
 
+from cuship.builder.interpreters import Interpreter, Interpreters
 from cuship.builder.model import Host
 from cuship.builder.plan import plan_job
 from cuship.compat import load
-from cuship.config import load_config
-from cuship.matrix import jobs_with_configs
+from cuship.config import Config, load_config
+from cuship.matrix import BuildJob, jobs_with_configs
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 HOST = Host(
@@ -106,3 +108,113 @@ def test_a_torch_job_builds_here_only_against_its_own_torch(tmp_path: Path) -> N
         config, build=dataclasses.replace(config.build, extra_deps=("torch",))
     )
     assert plan_job(other, installs, host, mode="local", out_dir=tmp_path).runnable
+
+
+def _interpreters(*found: Interpreter) -> Interpreters:
+    return Interpreters(
+        found={i.version: i for i in found},
+        looked=("the running interpreter", "python3.X on PATH", "/p/versions/*/bin/python3.X"),
+    )
+
+
+RUNNING = Interpreter(
+    version="3.11", full="3.11.7", executable="/usr/bin/python3", source="running"
+)
+PYENV_312 = Interpreter(
+    version="3.12",
+    full="3.12.1",
+    executable="/p/versions/3.12.1/bin/python3.12",
+    source="pyenv",
+)
+
+
+def _job(python: str) -> tuple[Config, BuildJob]:
+    return next(
+        (c, j)
+        for c, j in jobs_with_configs(load_config(EXAMPLE), load())
+        if j.python == python and j.cuda.major == 13
+    )
+
+
+def test_each_job_builds_with_its_own_interpreter_in_a_venv_under_the_output(
+    tmp_path: Path,
+) -> None:
+    host = dataclasses.replace(HOST, interpreters=_interpreters(RUNNING, PYENV_312))
+    config, job = _job("3.12")
+    assert not config.build.isolation  # the example's build deps come from cuship[build]
+    plan = plan_job(job, config, host, mode="local", out_dir=tmp_path)
+    assert plan.runnable and plan.python == PYENV_312
+    env = tmp_path / "envs" / plan.build_env.name if plan.build_env else None
+    assert env is not None and plan.build_env == env and env.name.startswith("cp312-")
+    venv, deps, build = (s for s in plan.steps if s.argv)
+    assert venv.argv == (PYENV_312.executable, "-m", "venv", "--without-pip", str(env))
+    assert venv.creates == str(env / "bin" / "python"), "made once, reused by later runs"
+    assert venv.shell().startswith(f"test -e {env / 'bin' / 'python'} || ")
+    through = ("/usr/bin/python3", "-m", "pip", "--python", str(env / "bin" / "python"))
+    assert deps.argv[:5] == through and deps.argv[-1] == "scikit-build-core>=0.10"
+    assert build.argv[:5] == through
+    assert build.argv[5:10] == (
+        "wheel",
+        "--no-deps",
+        "-w",
+        str(plan.raw_dir),
+        "--no-build-isolation",
+    )
+    assert build.env["TMPDIR"] == str(plan.raw_dir / "tmp"), "temporary files stay in out_dir"
+    assert build.env["CUSHIP_LOCAL_VERSION"] == job.label
+
+    config311, job311 = _job("3.11")
+    running = plan_job(job311, config311, host, mode="local", out_dir=tmp_path)
+    (step,) = (s for s in running.steps if s.argv)
+    assert step.argv[:4] == ("/usr/bin/python3", "-m", "pip", "wheel"), "as before"
+    assert running.python == RUNNING and running.build_env is None
+
+
+def test_an_isolated_build_venv_gets_no_build_requirements(tmp_path: Path) -> None:
+    host = dataclasses.replace(HOST, interpreters=_interpreters(RUNNING, PYENV_312))
+    config, job = _job("3.12")
+    isolated = dataclasses.replace(config, build=dataclasses.replace(config.build, isolation=True))
+    plan = plan_job(job, isolated, host, mode="local", out_dir=tmp_path)
+    names = [s.name for s in plan.steps if s.argv]
+    assert names == ["build-env", "build-wheel"]
+    assert "--no-build-isolation" not in plan.steps[1].argv
+
+
+def test_a_job_whose_python_is_not_found_needs_a_runner_saying_where_cuship_looked(
+    tmp_path: Path,
+) -> None:
+    host = dataclasses.replace(HOST, interpreters=_interpreters(RUNNING, PYENV_312))
+    config, job = _job("3.13")
+    plan = plan_job(job, config, host, mode="local", out_dir=tmp_path)
+    assert not plan.runnable and plan.python is None
+    assert plan.reason == (
+        "needs Python 3.13; none found (looked in the running interpreter, python3.13 on PATH, "
+        "/p/versions/*/bin/python3.13): add its path to [build] pythons, or pass "
+        "--fetch-python (uv)"
+    )
+    assert "python3.13" in plan.steps[0].argv, "--dry-run still shows the commands"
+    # without a search (a Host built by hand) the old sentence stays
+    assert plan_job(job, config, HOST, mode="local", out_dir=tmp_path).reason == (
+        "needs Python 3.13; this host runs 3.11"
+    )
+
+
+def test_a_torch_project_needs_its_torch_installed_in_another_interpreter_s_venv(
+    tmp_path: Path,
+) -> None:
+    host = dataclasses.replace(
+        HOST, torch="2.13.0+cpu", interpreters=_interpreters(RUNNING, PYENV_312)
+    )
+    config, job = _job("3.12")
+    torchy = dataclasses.replace(config, build_requires=("scikit-build-core", "torch>=2"))
+    plan = plan_job(job, torchy, host, mode="local", out_dir=tmp_path)
+    assert not plan.runnable and plan.reason is not None
+    assert "needs torch to build against in its Python 3.12 build env" in plan.reason
+    installs = dataclasses.replace(
+        torchy, build=dataclasses.replace(torchy.build, extra_deps=("torch",))
+    )
+    plan = plan_job(job, installs, host, mode="local", out_dir=tmp_path)
+    assert plan.runnable
+    deps = next(s for s in plan.steps if s.name == "build-env-deps")
+    assert deps.argv[-1] == "scikit-build-core", "torch is the deps step's, never the venv's"
+    assert plan.torch is None, "the host's torch is not what this venv builds against"

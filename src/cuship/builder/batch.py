@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -71,27 +72,87 @@ def build_all(
     """Build every runnable plan in order; list the others as needing another runner.
 
     With ``collapse``, jobs a built wheel already serves (see :mod:`cuship.builder.collapse`)
-    are not built: their outcome is ``collapsed``, naming that wheel.
+    are not built: their outcome is ``collapsed``, naming that wheel. Progress events (level
+    ``progress``, ``data["phase"]`` ``start``/``job-start``/``job-end``) say how far it got.
     """
+    ordered = collapse.order(plans) if collapse else list(plans)
+    counter = _Counter([p.job.id for p in ordered if p.runnable], emit)
+    emit(
+        Event(
+            level="progress",
+            topic="build",
+            message=f"{counter.total} of {len(ordered)} jobs to build here",
+            data={"phase": "start", "jobs": list(counter.jobs), "total": len(ordered)},
+        )
+    )
     outcomes = []
-    for plan in collapse.order(plans) if collapse else plans:
-        outcome = _one(plan, environ, emit, collapse)
+    for plan in ordered:
+        outcome = _one(plan, environ, emit, collapse, counter)
         outcomes.append(outcome)
         if on_done is not None:
             on_done(outcome)
     return tuple(outcomes)
 
 
+class _Counter:
+    """Numbers the jobs built here (``[2/4]``) in their progress events."""
+
+    def __init__(self, jobs: list[str], emit: Emit) -> None:
+        self.jobs, self.total, self.emit, self.started = tuple(jobs), len(jobs), emit, 0
+
+    def start(self, plan: BuildPlan) -> None:
+        self.started += 1
+        python = f"Python {plan.python.describe()}" if plan.python else plan.mode
+        self.emit(
+            Event(
+                level="progress",
+                topic="build",
+                message=f"[{self.started}/{self.total}] {plan.job.id}: {python}",
+                data={"phase": "job-start", "job": plan.job.id, "python": python},
+            )
+        )
+
+    def end(self, job_id: str, outcome: Outcome, seconds: float) -> None:
+        self.emit(
+            Event(
+                level="progress",
+                topic="build",
+                message=f"[{self.started}/{self.total}] {job_id}: {outcome.status} in {seconds:.1f} s",
+                data={"phase": "job-end", "job": job_id, "status": outcome.status},
+            )
+        )
+
+
 def _one(
-    plan: BuildPlan, environ: Mapping[str, str] | None, emit: Emit, collapse: Collapser | None
+    plan: BuildPlan,
+    environ: Mapping[str, str] | None,
+    emit: Emit,
+    collapse: Collapser | None,
+    counter: _Counter,
 ) -> Outcome:
     served = collapse.skip(plan) if collapse else None
     if served is not None:
-        return Outcome(job_id=plan.job.id, status="collapsed", detail=served.detail, job=plan.job)
+        outcome = Outcome(
+            job_id=plan.job.id, status="collapsed", detail=served.detail, job=plan.job
+        )
+        if plan.runnable:
+            counter.start(plan)
+            counter.end(plan.job.id, outcome, 0.0)
+        return outcome
     if not plan.runnable:
         return Outcome(
             job_id=plan.job.id, status="needs-runner", detail=plan.reason or "", job=plan.job
         )
+    start = time.perf_counter()
+    counter.start(plan)
+    outcome = _build(plan, environ, emit, collapse)
+    counter.end(plan.job.id, outcome, time.perf_counter() - start)
+    return outcome
+
+
+def _build(
+    plan: BuildPlan, environ: Mapping[str, str] | None, emit: Emit, collapse: Collapser | None
+) -> Outcome:
     plan = collapse.prepare(plan) if collapse else plan
     emit(Event(level="group-start", topic="build", message=plan.job.id))
     build = functools.partial(

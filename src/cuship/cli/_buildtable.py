@@ -3,10 +3,43 @@
 from __future__ import annotations
 
 from cuship.builder.batch import Outcome
+from cuship.builder.execute import JobResult
 from cuship.cli._console import Console
 from cuship.wheel.audit import sm_key
 
-__all__ = ["render_build_summary"]
+__all__ = ["python_label", "render_build_summary", "result_json"]
+
+
+def result_json(result: JobResult) -> dict[str, object]:
+    """The interpreter a job built with and how its smoke test went, for ``--json``."""
+    import platform
+    import sys
+
+    python = (
+        result.python.to_json()
+        if result.python is not None
+        else {
+            "version": platform.python_version(),
+            "executable": sys.executable,
+            "source": "running",
+        }
+    )
+    smoke = result.smoke
+    return {
+        "python": python,
+        "smoke": smoke.said if smoke else None,
+        "smoke_env": smoke.env if smoke else None,
+        "smoke_note": smoke.note if smoke else None,
+    }
+
+
+def python_label(result: JobResult) -> str:
+    """``3.12.1 pyenv``: the interpreter's version and where cuship found it."""
+    import platform
+
+    if result.python is None:
+        return f"{platform.python_version()} running"
+    return f"{result.python.full} {result.python.source}"
 
 
 def render_build_summary(
@@ -17,7 +50,7 @@ def render_build_summary(
     from rich.table import Table
 
     table = Table(title="cuship build")
-    for column in ("job", "status", "wheel / reason", "size", "SASS", "PTX", "smoke"):
+    for column in ("job", "status", "wheel / reason", "python", "size", "SASS", "PTX", "smoke"):
         table.add_column(column)
     colours = {"built": "green", "needs-runner": "yellow", "failed": "red", "collapsed": "cyan"}
     elsewhere: dict[str, int] = {}
@@ -32,14 +65,20 @@ def render_build_summary(
         ]
         if item.result is not None:
             ext = item.result.report.extensions
+            smoke = item.result.smoke.summary().splitlines() if item.result.smoke else []
             row += [
+                python_label(item.result),
                 f"{item.result.report.size / 1024:.0f} KiB",
                 ",".join(sorted({sm for x in ext for sm in x.sass}, key=sm_key)),
                 ",".join(sorted({sm for x in ext for sm in x.ptx}, key=sm_key)),
-                (item.result.smoke or "").splitlines()[-1] if item.result.smoke else "",
+                escape(smoke[-1]) if smoke else "",
             ]
         table.add_row(*row)
     console.out.print(table)
+    for item in outcomes:
+        tested = item.result.smoke if item.result else None
+        if tested is not None and tested.note:
+            console.out.print(f"smoke test of {item.job_id}: {tested.note}", markup=False)
     for reason, count in sorted(elsewhere.items()):
         console.out.print(
             f"[yellow]{count} jobs need another runner[/]: {escape(reason)}", highlight=False

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -16,9 +16,20 @@ from cuship import __version__
 from cuship.cli._console import Console
 from cuship.errors import CushipError
 
+if TYPE_CHECKING:
+    from cuship.config import Config
+
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["json_option", "make_console", "run_cli", "verbose_option"]
+__all__ = [
+    "OUT_DIR",
+    "default_out",
+    "fetch_python_option",
+    "json_option",
+    "make_console",
+    "run_cli",
+    "verbose_option",
+]
 
 
 def run_cli(group: click.Group, argv: list[str]) -> int:
@@ -85,6 +96,25 @@ def _write_crash_report(text: str) -> str:
             continue
         return path
     return "nowhere (neither the cache nor the temp directory is writable)"
+
+
+OUT_DIR = Path("dist") / "cuship"
+"""Where ``cuship build`` and ``cuship ship`` write, under the project: ``wheels/`` (the wheels,
+with ``raw/``, ``logs/``, ``envs/``), ``site/`` and ``check/`` (ship)."""
+
+
+def default_out(config: Config) -> Path:
+    """The project's own output directory, ``<project>/dist/cuship`` (never the current one)."""
+    return config.root / OUT_DIR
+
+
+def fetch_python_option(func: F) -> F:
+    return click.option(
+        "--fetch-python",
+        is_flag=True,
+        help="Install a Python the matrix needs and this machine lacks with `uv python install` "
+        "(into uv's own Python directory).",
+    )(func)
 
 
 def json_option(func: F) -> F:

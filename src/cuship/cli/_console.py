@@ -58,6 +58,11 @@ class Console:
             return None
         return int(os.environ.get("COLUMNS", "160"))
 
+    def err_is_terminal(self) -> bool:
+        """Whether human-facing output (stderr) goes to a terminal."""
+        isatty = getattr(self._err, "isatty", None)
+        return bool(isatty is not None and isatty())
+
     @property
     def out(self) -> RichConsole:
         if self._rich_out is None:

@@ -11,21 +11,40 @@ from cuship.builder.batch import Outcome, build_all, require_buildable
 from cuship.builder.hosttools import detect_host, preflight, sccache_stats
 from cuship.builder.model import BuildPlan
 from cuship.builder.plan import plan_job
-from cuship.cli._buildtable import render_build_summary
-from cuship.cli._common import exit_with, json_option, make_console, verbose_option
+from cuship.cli._buildtable import render_build_summary, result_json
+from cuship.cli._common import (
+    default_out,
+    exit_with,
+    fetch_python_option,
+    json_option,
+    make_console,
+    verbose_option,
+)
 from cuship.cli._console import Console
+from cuship.cli._progress import BuildProgress, live_progress
 from cuship.compat import load
 from cuship.config import Config, load_config
 from cuship.matrix import BuildJob, jobs_with_configs, unknown_job
 
 
 def _print_dry_run(console: Console, plans: list[BuildPlan]) -> None:
+    from rich.markup import escape
+
     for plan in plans:
         state = "runnable here" if plan.runnable else f"not here: {plan.reason}"
-        console.out.print(f"[bold]{plan.job.id}[/] ({plan.mode}; {state})", highlight=False)
+        console.out.print(
+            f"[bold]{escape(plan.job.id)}[/] ({plan.mode}; {escape(state)})",
+            highlight=False,
+            soft_wrap=True,
+        )
+        if plan.python is not None:
+            where = f"; builds in {plan.build_env}" if plan.build_env else ""
+            console.out.print(
+                f"  # Python {plan.python.describe()}{where}", markup=False, soft_wrap=True
+            )
         for step in plan.steps:
             line = step.shell() if step.argv else f"# {step.description}"
-            console.out.print(f"  {line}", markup=False, highlight=False)
+            console.out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _select(
@@ -55,10 +74,12 @@ def _select(
     "-o",
     "--out",
     "out_dir",
-    type=click.Path(path_type=Path),
-    default=Path("wheelhouse"),
-    show_default=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Where the wheels go (with raw/, logs/, envs/). Default: the project's "
+    "dist/cuship/wheels.",
 )
+@fetch_python_option
 @json_option
 @verbose_option
 def command(
@@ -66,7 +87,8 @@ def command(
     job_ids: tuple[str, ...],
     mode: str | None,
     dry_run: bool,
-    out_dir: Path,
+    out_dir: Path | None,
+    fetch_python: bool,
     as_json: bool,
     verbose: bool,
 ) -> None:
@@ -75,8 +97,9 @@ def command(
     config = load_config(path)
     record, collapser = collapse.start(config, console.emit)
     pairs = _select(config, job_ids, record)
-    host = detect_host(config)
-    out_dir = out_dir.resolve()
+    pythons = {job.python for _, job in pairs} if mode != "container" else ()
+    host = detect_host(config, pythons=pythons, fetch_python=fetch_python, emit=console.emit)
+    out_dir = (out_dir or default_out(config) / "wheels").resolve()
     modes = [mode] if mode else (["local", "container"] if dry_run else ["local"])
     plans = [plan_job(job, cfg, host, mode=m, out_dir=out_dir) for m in modes for cfg, job in pairs]  # type: ignore[arg-type]
     if dry_run:
@@ -85,7 +108,8 @@ def command(
     preflight(host, config, mode or "local")
     require_buildable(plans, "the matrix of " + repr(str(path)))
     stats = sccache_stats(host.sccache, zero=True) if host.sccache else None
-    outcomes = build_all(plans, emit=console.emit, collapse=collapser)
+    with BuildProgress(console, live=live_progress(console, as_json=as_json)) as emit:
+        outcomes = build_all(plans, emit=emit, collapse=collapser)
     stats = sccache_stats(host.sccache) if host.sccache else None
     if as_json:
         console.print_json([_outcome_json(o) for o in outcomes])
@@ -105,5 +129,5 @@ def _outcome_json(outcome: Outcome) -> dict[str, object]:
         doc["wheel"] = str(outcome.result.wheel)
         doc["report"] = outcome.result.report.to_json()
         doc["seconds"] = round(outcome.result.seconds, 2)
-        doc["smoke"] = outcome.result.smoke
+        doc.update(result_json(outcome.result))
     return doc

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cuship.cli._common import exit_with, json_option, make_console, verbose_option
+from cuship.cli._common import (
+    default_out,
+    exit_with,
+    fetch_python_option,
+    json_option,
+    make_console,
+    verbose_option,
+)
 
 if TYPE_CHECKING:
     from cuship.cli._console import Console
@@ -21,9 +28,9 @@ if TYPE_CHECKING:
     "-o",
     "--out",
     "out_dir",
-    type=click.Path(path_type=Path),
-    default=Path("shipped"),
-    show_default=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Where wheels/, site/ and check/ go. Default: the project's dist/cuship.",
 )
 @click.option("--no-check", is_flag=True, help="Skip the quick check stage.")
 @click.option(
@@ -32,31 +39,42 @@ if TYPE_CHECKING:
     type=click.Path(path_type=Path, dir_okay=False),
     help="Private key (cuship keygen): attest each wheel; the index links the attestations.",
 )
+@fetch_python_option
 @json_option
 @verbose_option
 def command(
-    path: Path, out_dir: Path, no_check: bool, sign_key: Path | None, as_json: bool, verbose: bool
+    path: Path,
+    out_dir: Path | None,
+    no_check: bool,
+    sign_key: Path | None,
+    fetch_python: bool,
+    as_json: bool,
+    verbose: bool,
 ) -> None:
     """Plan, build what this host can, repair/label/verify, quick-check, index, and summarise."""
     from cuship.builder.hosttools import detect_host, preflight
+    from cuship.cli._progress import BuildProgress, live_progress
     from cuship.config import load_config
-    from cuship.ship import ship
+    from cuship.ship import matrix_pythons, ship
 
     console = make_console(verbose)
     config = load_config(path)
-    host = detect_host(config)
+    host = detect_host(
+        config, pythons=matrix_pythons(config), fetch_python=fetch_python, emit=console.emit
+    )
     if host.nvcc is not None:
         preflight(host, config, "local")
-    report = ship(
-        path,
-        out_dir.resolve(),
-        config=config,
-        host=host,
-        environ=os.environ,
-        quick_check=not no_check,
-        sign_key=sign_key,
-        emit=console.emit,
-    )
+    with BuildProgress(console, live=live_progress(console, as_json=as_json)) as emit:
+        report = ship(
+            path,
+            (out_dir or default_out(config)).resolve(),
+            config=config,
+            host=host,
+            environ=os.environ,
+            quick_check=not no_check,
+            sign_key=sign_key,
+            emit=emit,
+        )
     line = report.install_line(config.project.name or "PROJECT")
     if as_json:
         console.print_json(_as_json(report, line))
@@ -67,6 +85,8 @@ def command(
 
 
 def _as_json(report: ShipReport, line: str) -> dict[str, object]:
+    from cuship.cli._buildtable import result_json
+
     return {
         "cpu_only": report.cpu_only,
         "jobs": [
@@ -75,6 +95,7 @@ def _as_json(report: ShipReport, line: str) -> dict[str, object]:
                 "status": o.status,
                 "detail": o.detail,
                 "wheel": str(o.result.wheel) if o.result else None,
+                **(result_json(o.result) if o.result else {}),
             }
             for o in report.outcomes
         ],

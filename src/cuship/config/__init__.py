@@ -179,6 +179,20 @@ class BuildSection:
         validate=values.glibc_floor,
         schema={"pattern": r"^[0-9]+_[0-9]+$"},
     )
+    pythons: tuple[str, ...] = field_doc(
+        "Interpreters to build with, by path ('~/.pyenv/versions/3.12.1/bin/python3.12'; "
+        "relative to the config file): each serves the jobs of its Python version, before "
+        "the running one, python3.X on PATH, pyenv and uv-managed Pythons.",
+        default=(),
+        validate=values.interpreter_path,
+    )
+    smoke: Literal["auto", "isolated", "system-site"] = field_doc(
+        "The import smoke test's venv. 'isolated': a fresh venv, dependencies from the index; "
+        "'system-site': a venv over the builder's site-packages, the wheel installed with "
+        "--no-deps --no-index (no network); 'auto': isolated, falling back to system-site "
+        "when the isolated install fails (an offline host).",
+        default="auto",
+    )
 
 
 _MAX_CASES = 100_000  # random-shape cases per op and dtype

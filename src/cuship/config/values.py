@@ -26,6 +26,7 @@ __all__ = [
     "floors",
     "glibc_floor",
     "image_template",
+    "interpreter_path",
     "label_template",
     "memory_gib",
     "non_negative",
@@ -48,6 +49,14 @@ def python_version(item: str) -> None:
     """A CPython version as the matrix and CI spell it: ``3.N`` (N up to 99)."""
     if not _PYTHON.fullmatch(item):
         raise ValueError(f'{item!r} is not a Python version; write 3.MINOR, e.g. "3.12"')
+
+
+def interpreter_path(item: str) -> None:
+    """A path naming a python3.X executable (``~`` and relative paths allowed)."""
+    if not item.strip():
+        raise ValueError("an empty interpreter path; write the path of a python3.X executable")
+    if len(item) > 4096 or "\0" in item:
+        raise ValueError(f"{item[:80]!r}… is not a path (too long, or a NUL byte)")
 
 
 def positive(value: float | int | None) -> None:

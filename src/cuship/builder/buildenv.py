@@ -1,0 +1,118 @@
+"""The environment a job builds in when its interpreter is not the one cuship runs in (pure).
+
+The running interpreter builds as it always has: in itself (``[build] isolation = false`` takes
+the build requirements from cuship's own environment, e.g. ``cuship[build]``). Another
+interpreter (pyenv's 3.12, a uv-managed 3.13) has none of them, and cuship must not install
+into it; so each gets a venv of its own under the output directory, ``<out>/envs/cp312-<key>``
+(the key: the interpreter's path and version), made once and reused by later runs:
+
+- ``isolation = false``: the project's build-system requirements are installed into it (torch
+  excepted: a job's torch comes from ``[build] extra_deps``, installed by the deps step), and
+  ``pip wheel --no-build-isolation`` runs from it;
+- ``isolation = true``: it holds only ``extra_deps``; pip makes an isolated build environment
+  per build, as it does for the running interpreter.
+
+The venv is made ``--without-pip`` (ensurepip takes ~10 s on two cores): the running
+interpreter's pip acts on it with ``--python`` (see :func:`pip_prefix`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from pathlib import Path
+
+from cuship.builder.interpreters import Interpreter
+from cuship.builder.model import Step
+from cuship.config import Config
+
+__all__ = [
+    "BuildEnv",
+    "build_env",
+    "env_dir",
+    "env_of",
+    "env_requirements",
+    "env_site",
+    "pip_prefix",
+    "through_pip",
+]
+
+_PIP = ("-m", "pip", "install", "--disable-pip-version-check", "--no-input")
+
+
+def env_dir(out_dir: Path, python: Interpreter) -> Path:
+    """Where the build venv of ``python`` lives under ``out_dir``."""
+    key = hashlib.sha256(f"{python.executable}\0{python.full}".encode()).hexdigest()[:10]
+    return out_dir / "envs" / f"{python.tag}-{key}"
+
+
+def env_of(python: Interpreter | None, out_dir: Path) -> Path | None:
+    """The build venv a job of ``python`` uses under ``out_dir``; None: it builds in ``python``."""
+    return None if python is None or python.running else env_dir(out_dir, python)
+
+
+def env_site(env: Path, python: Interpreter) -> str:
+    """The site-packages of the build venv ``env`` of ``python`` (the POSIX venv layout)."""
+    return str(env / "lib" / f"python{python.version}" / "site-packages")
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[\s=<>!~;\[@]", requirement.strip(), maxsplit=1)[0].lower()
+
+
+def env_requirements(config: Config) -> tuple[str, ...]:
+    """What a build venv needs beyond pip: the build-system requirements when the build is
+    not isolated, without torch (the job's own torch is installed by the deps step)."""
+    if config.build.isolation:
+        return ()
+    return tuple(r for r in config.build_requires if _name(r) != "torch")
+
+
+BuildEnv = tuple[tuple[Step, ...], str, Path | None]
+"""(the steps that make the env, the python the build runs, the env's directory or None)."""
+
+
+def pip_prefix(runner: str, python: str) -> tuple[str, ...]:
+    """``pip`` acting on ``python``: its own, or (another interpreter's venv, made without pip)
+    the running interpreter's pip with ``--python`` (pip >= 22.3), which runs pip, and so the
+    build backend, inside that interpreter; the venv needs no ensurepip (seconds each)."""
+    if python == runner:
+        return (python, "-m", "pip")
+    return (runner, "-m", "pip", "--python", python)
+
+
+def through_pip(step: Step, runner: str, python: str) -> Step:
+    """``step`` (``python -m pip …``) run by :func:`pip_prefix`'s pip."""
+    if step.argv[:3] != (python, "-m", "pip"):
+        return step
+    return dataclasses.replace(step, argv=(*pip_prefix(runner, python), *step.argv[3:]))
+
+
+def build_env(config: Config, python: Interpreter, out_dir: Path, runner: str) -> BuildEnv:
+    """The steps that make (or reuse) the build venv of ``python``; nothing for the running one.
+
+    ``runner``: the running interpreter, whose pip installs into the venv (see :func:`pip_prefix`).
+    """
+    if python.running:
+        return (), python.executable, None
+    env = env_dir(out_dir, python)
+    env_python = str(env / "bin" / "python")
+    steps = [
+        Step(
+            name="build-env",
+            description=f"a build venv of Python {python.full} ({python.source})",
+            argv=(python.executable, "-m", "venv", "--without-pip", str(env)),
+            creates=env_python,
+        )
+    ]
+    requirements = env_requirements(config)
+    if requirements:
+        steps.append(
+            Step(
+                name="build-env-deps",
+                description="install the build requirements into it",
+                argv=(*pip_prefix(runner, env_python), *_PIP[2:], *requirements),
+            )
+        )
+    return tuple(steps), env_python, env

@@ -1,0 +1,158 @@
+"""Progress across build jobs, from the events the builder emits (``cuship build``, ``ship``).
+
+On a terminal (and not in CI, not with ``--json``): a live rich display, one bar for the jobs
+(done / running / left, elapsed) and one line per running job with its current step and time;
+each finished job leaves one line above it. Elsewhere the same events are plain lines, as
+every other event: ``[2/4] job: Python 3.12.1 (pyenv: …)`` … ``[2/4] job: built in 41.0 s``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from cuship.cli._console import Console
+from cuship.events import Emit, Event
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+__all__ = ["BuildProgress", "JobBoard", "in_ci", "live_progress"]
+
+_FALSE = ("", "0", "false", "no", "off")
+
+
+def in_ci(environ: Mapping[str, str] | None = None) -> bool:
+    """A CI run: ``CI`` set to something true (GitHub, GitLab, Buildkite, … set it) or GitHub
+    Actions."""
+    env = os.environ if environ is None else environ
+    return env.get("CI", "").strip().lower() not in _FALSE or bool(env.get("GITHUB_ACTIONS"))
+
+
+def live_progress(
+    console: Console, *, as_json: bool, environ: Mapping[str, str] | None = None
+) -> bool:
+    """Whether to draw the live display: a terminal on stderr, not CI, not ``--json``."""
+    return not as_json and not console.github and console.err_is_terminal() and not in_ci(environ)
+
+
+@dataclass(slots=True)
+class JobBoard:
+    """Where the jobs stand: which are done, which run (and their step), how many are left."""
+
+    total: int = 0
+    done: int = 0
+    running: dict[str, str] = field(default_factory=dict)  # job → its current step
+    started: dict[str, float] = field(default_factory=dict)
+
+    def apply(self, event: Event) -> str | None:
+        """Take one event in; the job it concerns, if any."""
+        data = event.data
+        phase, job = data.get("phase"), data.get("job")
+        if phase == "start":
+            self.total = len(data.get("jobs", ()))  # type: ignore[arg-type]
+            return None
+        if not isinstance(job, str):
+            return None
+        if phase == "job-start":
+            self.running[job] = "starting"
+            self.started[job] = time.monotonic()
+        elif phase == "job-end":
+            self.running.pop(job, None)
+            self.done += 1
+        elif "step" in data and job in self.running:
+            self.running[job] = event.message.removeprefix(f"{job}: ").replace(f" of {job}", "")
+        return job
+
+    @property
+    def left(self) -> int:
+        return max(0, self.total - self.done - len(self.running))
+
+    def summary(self) -> str:
+        return f"jobs: {self.done} done · {len(self.running)} running · {self.left} left"
+
+
+class BuildProgress:
+    """An :data:`~cuship.events.Emit` that keeps the live display (``live``) or prints lines."""
+
+    def __init__(self, console: Console, *, live: bool) -> None:
+        self.console, self.live, self.board = console, live, JobBoard()
+        self._progress: Progress | None = None
+        self._overall: TaskID | None = None
+        self._tasks: dict[str, TaskID] = {}
+
+    def __enter__(self) -> Emit:
+        if self.live:
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.fields[count]}"),
+                TimeElapsedColumn(),
+                console=self.console.err,
+                transient=True,
+            )
+            self._progress.start()
+        return self.emit
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def emit(self, event: Event) -> None:
+        if self._progress is None:
+            self.board.apply(event)
+            self.console.emit(event)
+            return
+        if event.topic == "build" and (event.level == "progress" or "step" in event.data):
+            self._update(event)
+        elif event.level not in ("group-start", "group-end"):  # the display shows the jobs
+            self.console.emit(event)
+
+    def _update(self, event: Event) -> None:
+        from rich.markup import escape
+
+        progress = self._progress
+        assert progress is not None
+        job = self.board.apply(event)
+        phase = event.data.get("phase")
+        if phase == "start":
+            self._overall = progress.add_task(
+                self.board.summary(), total=self.board.total, count=f"0/{self.board.total}"
+            )
+        elif phase == "job-start" and job is not None:
+            self._tasks[job] = progress.add_task(f"  {job}: starting", total=None, count="")
+        elif phase == "job-end" and job is not None:
+            task = self._tasks.pop(job, None)
+            if task is not None:
+                progress.remove_task(task)
+            status = event.data.get("status")
+            colour = {"built": "green", "failed": "red"}.get(str(status), "cyan")
+            progress.console.print(f"[{colour}]{escape(event.message)}[/]", highlight=False)
+        elif job is not None and job in self._tasks:
+            progress.update(self._tasks[job], description=f"  {job}: {self.board.running[job]}")
+        if self._overall is not None:
+            progress.update(
+                self._overall,
+                description=self.board.summary(),
+                completed=self.board.done,
+                count=f"{self.board.done}/{self.board.total}",
+            )
