@@ -16,6 +16,7 @@ from cuship.builder import collapse
 from cuship.builder.batch import Outcome, build_all, require_buildable
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
+from cuship.builder.record import read_record
 from cuship.compat import load
 from cuship.config import Config
 from cuship.errors import CheckFailed, ToolMissing
@@ -59,7 +60,7 @@ class ShipReport:
 
 def matrix_pythons(config: Config) -> set[str]:
     """The Python versions of the config's jobs: the interpreters a ship looks for."""
-    record = collapse.read_record(config.root)
+    record = read_record(config.root)
     return {job.python for _, job in jobs_with_configs(config, load(), torch_abi=record)}
 
 
