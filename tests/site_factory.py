@@ -3,8 +3,6 @@ a ``.dist-info`` with METADATA, WHEEL (tags), RECORD and any extra files (cuship
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,10 +10,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-
-def _hash(data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-    return f"sha256={digest.decode()}"
+from cuship.wheel.retag import record_hash
 
 
 def install(
@@ -53,7 +48,7 @@ def install(
         path = site / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-    record = "".join(f"{p},{_hash(d)},{len(d)}\n" for p, d in members.items())
+    record = "".join(f"{p},{record_hash(d)},{len(d)}\n" for p, d in members.items())
     record += "".join(f"{p},sha256=x,1\n" for p in record_only)
     (site / info / "RECORD").write_text(record + f"{info}/RECORD,,\n")
     return site / info

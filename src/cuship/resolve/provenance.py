@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cuship.errors import InputError, UsageError
-from cuship.wheel.retag import record_hash
+from cuship.wheel.retag import find_dist_info, record_hash
 
 __all__ = ["FILENAME", "Provenance", "add_to_wheel", "read_dist", "read_installed"]
 
@@ -74,18 +74,6 @@ class Provenance:
         return cls(**values)
 
 
-def _dist_info(archive: zipfile.ZipFile, wheel: Path) -> str:
-    tops = {name.split("/", 1)[0] for name in archive.namelist()}
-    found = sorted(top for top in tops if top.endswith(".dist-info"))
-    if len(found) != 1 or f"{found[0]}/RECORD" not in archive.namelist():
-        raise InputError(
-            f"{str(wheel)!r} has {len(found)} .dist-info directories {found!r}; expected one "
-            "holding RECORD",
-            hint="the real backend made a malformed wheel; rebuild it",
-        )
-    return found[0]
-
-
 def _rows(record: bytes, skip: frozenset[str]) -> list[list[str]]:
     reader = csv.reader(io.StringIO(record.decode("utf-8")))
     return [row for row in reader if row and row[0] not in skip]
@@ -113,7 +101,7 @@ def _rewrite(wheel: Path, dest: Path, provenance: Provenance) -> None:
     data = provenance.to_bytes()
     try:
         with zipfile.ZipFile(wheel) as old, zipfile.ZipFile(dest, "w") as new:
-            root = _dist_info(old, wheel)
+            root = find_dist_info(old, wheel)
             ours, record = f"{root}/{FILENAME}", f"{root}/RECORD"
             dropped = {ours, record, *(f"{root}/{s}" for s in _SIGNATURES)}
             for info in old.infolist():

@@ -25,7 +25,7 @@ from packaging.version import InvalidVersion, Version
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
 
-__all__ = ["RetagPlan", "plan_retag", "record_hash", "retag", "strip_label"]
+__all__ = ["RetagPlan", "find_dist_info", "plan_retag", "record_hash", "retag", "strip_label"]
 
 _SIGNATURES = ("RECORD.jws", "RECORD.p7s")
 _WHEEL_MODE = 0o644  # readable by anyone, whatever the umask: wheels are published
@@ -162,7 +162,7 @@ def strip_label(wheel: Path, *, out_dir: Path, emit: Emit = discard) -> Path:
 def _rewrite(source: Path, dest: Path, plan: RetagPlan, emit: Emit) -> None:
     try:
         with zipfile.ZipFile(source) as old, zipfile.ZipFile(dest, "w") as new:
-            dist_info = _find_dist_info(old, source)
+            dist_info = find_dist_info(old, source)
             rows = [_copy(old, new, info, plan, dist_info, emit) for info in old.infolist()]
             record = f"{plan.new_prefix}.dist-info/RECORD"
             new.writestr(_like(old.getinfo(f"{dist_info}/RECORD"), record), _record(rows, record))
@@ -170,13 +170,14 @@ def _rewrite(source: Path, dest: Path, plan: RetagPlan, emit: Emit) -> None:
         raise InputError(f"{str(source)!r} is not a readable wheel (zip): {err}") from err
 
 
-def _find_dist_info(archive: zipfile.ZipFile, source: Path) -> str:
+def find_dist_info(archive: zipfile.ZipFile, source: Path) -> str:
+    """The wheel's one ``.dist-info`` directory (holding RECORD); InputError otherwise."""
     tops = {name.split("/", 1)[0] for name in archive.namelist()}
     found = sorted(top for top in tops if top.endswith(".dist-info"))
     if len(found) != 1 or f"{found[0]}/RECORD" not in archive.namelist():
         raise InputError(
             f"{str(source)!r} has {len(found)} .dist-info directories {found!r}; expected one "
-            "holding METADATA and RECORD",
+            "holding RECORD",
             hint="rebuild the wheel with a standard build backend",
         )
     return found[0]
