@@ -38,7 +38,8 @@ def test_synthetic_objects_read_the_same_both_ways(bits: int, endian: str) -> No
 
 
 def test_real_extension_modules_of_this_interpreter_read_the_same() -> None:
-    dynload = Path(sysconfig.get_path("platstdlib")) / "lib-dynload"
+    # the base interpreter's (a venv has no lib-dynload of its own)
+    dynload = Path(sysconfig.get_config_var("DESTSHARED"))
     objects = sorted(dynload.glob("*.so"))[:12]
     assert objects, f"no extension modules in {dynload}"
     for path in objects:
