@@ -247,13 +247,7 @@ def _check_installed(
 
     path, work = path.resolve(), (out_dir / "check").resolve()  # the stages run in the project
     facts = probe(sys.executable, env=environ, cwd=path, venv=work / "venv")
-    base = Interpreter(
-        executable=str(facts["executable"]),
-        python=str(facts["python"]),
-        site=tuple(facts.get("site", ())),
-        has_pip=bool(facts.get("tools", {}).get("pip")),
-        venv_purelib=facts.get("venv_purelib"),
-    )
+    base = Interpreter.from_probe(facts)
     plan = plan_install(wheel, base, in_place=False, venv=work / "venv")
     installed = install(
         plan, wheel, name, env=environ, cwd=path, log=work / "install.log", emit=emit

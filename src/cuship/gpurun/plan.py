@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from cuship import settings
 from cuship.config import Config
@@ -91,6 +91,17 @@ class Interpreter:
     site: tuple[str, ...] = ()
     has_pip: bool = True
     venv_purelib: str | None = None
+
+    @classmethod
+    def from_probe(cls, facts: Mapping[str, Any]) -> Interpreter:
+        """From what :func:`cuship.gpurun.execute.probe` reported."""
+        return cls(
+            executable=str(facts["executable"]),
+            python=str(facts["python"]),
+            site=tuple(facts.get("site", ())),
+            has_pip=bool(facts.get("tools", {}).get("pip")),
+            venv_purelib=facts.get("venv_purelib"),
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

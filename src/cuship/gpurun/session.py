@@ -103,13 +103,7 @@ def _interpreter(facts: Mapping[str, Any]) -> Interpreter:
             f"pytest is not installed for {facts['executable']!r}",
             hint="install pytest there (a gpu-run venv sees that interpreter's packages)",
         )
-    return Interpreter(
-        executable=str(facts["executable"]),
-        python=str(facts["python"]),
-        site=tuple(facts.get("site", ())),
-        has_pip=bool(tools.get("pip")),
-        venv_purelib=facts.get("venv_purelib"),
-    )
+    return Interpreter.from_probe(facts)
 
 
 def _choose(
