@@ -29,7 +29,7 @@ from cuship.doctor.model import (
     Skipped,
     TorchCheck,
 )
-from cuship.doctor.scan import read_cuship_json, scan
+from cuship.doctor.scan import scan
 from cuship.errors import NothingToDo
 from cuship.machine import Fingerprint, fingerprint
 
@@ -48,7 +48,6 @@ __all__ = [
     "diagnose",
     "judge",
     "machine_of",
-    "read_cuship_json",
     "scan",
 ]
 

@@ -23,11 +23,12 @@ from packaging.version import InvalidVersion, Version
 
 from cuship.doctor.model import InstalledPackage, Provenance, Skipped
 from cuship.errors import CushipError, UsageError
+from cuship.resolve.provenance import Provenance as WrittenProvenance
 from cuship.resolve.provenance import read_dist
 from cuship.wheel.audit import ObjectReport, scan_object
 from cuship.wheel.torchabi import TORCH_SYMBOL_HINTS, TorchPin, torch_pin, torch_requirements
 
-__all__ = ["Scan", "read_cuship_json", "scan"]
+__all__ = ["Scan", "scan"]
 
 _NAME = re.compile(r"^Name:[ \t]*(\S+)", re.MULTILINE)
 _VERSION = re.compile(r"^Version:[ \t]*(\S+)", re.MULTILINE)
@@ -199,23 +200,13 @@ def _direct_url(dist: metadata.Distribution) -> dict[str, object]:
     return raw if isinstance(raw, dict) else {}
 
 
-def read_cuship_json(dist: metadata.Distribution) -> dict[str, str]:
-    """What ``cuship.json`` (the provenance cuship's PEP 517 backend writes into the .dist-info of
-    the wheel it hands over) says of the keys doctor uses; {} when absent or unreadable (doctor
-    reports on a damaged install, it does not fail on one)."""
+def _written(dist: metadata.Distribution) -> WrittenProvenance | None:
+    """The ``cuship.json`` cuship's PEP 517 backend put in the .dist-info, if any; a damaged one
+    counts as none (doctor reports on a broken install, it does not fail on one)."""
     try:
-        written = read_dist(dist)
+        return read_dist(dist)
     except CushipError:
-        return {}
-    if written is None:
-        return {}
-    values = {
-        "filename": written.filename,
-        "label": written.label,
-        "index": written.index,
-        "kind": written.kind,
-    }
-    return {key: value for key, value in values.items() if value}
+        return None
 
 
 def _provenance(dist: metadata.Distribution, version: str) -> Provenance:
@@ -223,16 +214,18 @@ def _provenance(dist: metadata.Distribution, version: str) -> Provenance:
         label = Version(version).local
     except InvalidVersion:
         label = None
-    written = read_cuship_json(dist)
+    written = _written(dist)
     url = _direct_url(dist).get("url")
     variant, source = (
-        (written["label"], "cuship.json") if "label" in written else (label, "local version label")
+        (written.label, "cuship.json")
+        if written is not None and written.label
+        else (label, "local version label")
     )
     return Provenance(
         label=label,
-        filename=written.get("filename"),
-        index=written.get("index"),
-        kind=written.get("kind"),
+        filename=(written.filename or None) if written else None,
+        index=(written.index or None) if written else None,
+        kind=written.kind if written else None,
         variant=variant,
         variant_from=source if variant else None,
         url=url if isinstance(url, str) and not _editable(dist) else None,
