@@ -23,18 +23,42 @@ _DIAGNOSTIC = re.compile(r"(\(\d+\)|:\d+(:\d+)?):\s*(fatal )?error|CMake Error|u
 
 
 _ERROR_LINE = re.compile(r"\b(error|ERROR|fatal)\b")
+_CMAKE_BODY = re.compile(r"\b(error|ERROR|fatal|FAILED|caused by)\b")
 
 
 class BuildFailed(CheckFailed):
     """A build step failed; the message carries the tool's own error lines."""
 
 
+def _cmake_block(lines: list[str], start: int) -> list[int]:
+    """A ``CMake Error`` message: its first lines, then the error lines of its indented body
+    (a failed compiler check quotes the compiler's output there)."""
+    body = []
+    for j in range(start + 1, len(lines)):
+        if lines[j].strip() and not lines[j][:1].isspace():
+            break
+        body.append(j)
+    text = [j for j in body if lines[j].strip()]
+    return [start, *text[:3], *(j for j in text[3:] if _CMAKE_BODY.search(lines[j]))]
+
+
 def _error_excerpt(log: str, limit: int = 25) -> str:
-    """The tool's own error lines: compiler diagnostics with two lines of context, else error lines."""
+    """The tool's own error lines: compiler diagnostics with two lines of context (a CMake error
+    with the error lines of its message), else error lines."""
     lines = log.splitlines()
     hits = [i for i, line in enumerate(lines) if _DIAGNOSTIC.search(line)]
     if hits:
-        picked = sorted({j for i in hits for j in range(i, min(i + 3, len(lines)))})
+        picked = sorted(
+            {
+                j
+                for i in hits
+                for j in (
+                    _cmake_block(lines, i)
+                    if "CMake Error" in lines[i]
+                    else range(i, min(i + 3, len(lines)))
+                )
+            }
+        )
         return "\n".join(lines[j].strip() for j in picked[:limit])
     errors = [line.strip() for line in lines if _ERROR_LINE.search(line)]
     return "\n".join(errors[:limit] or lines[-limit:])

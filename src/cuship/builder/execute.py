@@ -19,6 +19,7 @@ from packaging.utils import parse_wheel_filename
 from cuship.builder.buildenv import env_site
 from cuship.builder.commands import BuildFailed, run_step
 from cuship.builder.glibc import GlibcFloor
+from cuship.builder.hosttools import start_sccache_server
 from cuship.builder.interpreters import Interpreter
 from cuship.builder.model import BuildPlan, Step
 from cuship.builder.smoke import Smoke, SmokeMode, smoke_test
@@ -195,6 +196,64 @@ def _step_event(job_id: str, name: str, description: str) -> Event:
     )
 
 
+def _run_steps(
+    job_id: str,
+    steps: Sequence[Step],
+    log: Path,
+    env: Mapping[str, str],
+    caller_env: Mapping[str, str],
+    emit: Emit,
+) -> None:
+    """Run the command steps; when the compiler cache itself fails, run them again without it.
+
+    sccache is an accelerator, never a reason for a failed release: a server that cannot work
+    (one started where ``TMPDIR`` has since been deleted answers every compile with "failed to
+    write temporary file") is reported and bypassed. The server is started first from the
+    caller's environment, so that no compile of this job starts it inside the job's temporary
+    directory, which is removed when the job ends.
+    """
+    cached = [step for step in steps if step.argv and step.uses_compiler_cache]
+    if cached:
+        start_sccache_server(cached[0].env, caller_env)
+    try:
+        for step in steps:
+            if step.argv:
+                emit(_step_event(job_id, step.name, step.description))
+                run_step(step, log, env, emit)
+    except BuildFailed:
+        said = _sccache_error(log.read_text(encoding="utf-8", errors="replace"))
+        if not cached or said is None:
+            raise
+        emit(
+            Event(
+                level="warning",
+                topic="build",
+                message=f"{job_id}: the compiler cache failed ({said}); building again "
+                "without it (a broken sccache server is fixed by `sccache --stop-server`)",
+                data={"job": job_id, "sccache": said},
+            )
+        )
+        with log.open("a", encoding="utf-8") as out:
+            out.write(f"# cuship: sccache failed ({said}); the steps again without it\n")
+        for step in steps:
+            if step.argv:
+                emit(_step_event(job_id, step.name, f"{step.description} (no compiler cache)"))
+                run_step(step.without_compiler_cache(), log, env, emit)
+
+
+def _sccache_error(log: str) -> str | None:
+    """The first error sccache itself printed ("sccache: error: ..." and its cause), if any."""
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        if "sccache: error:" in line:
+            said = line.split("sccache: error:", 1)[1].strip()
+            cause = lines[i + 1] if i + 1 < len(lines) else ""
+            if "sccache: caused by:" in cause:
+                said += ": " + cause.split("sccache: caused by:", 1)[1].strip()
+            return said
+    return None
+
+
 def build_job(
     job_id: str,
     steps: Sequence[Step],
@@ -226,10 +285,7 @@ def build_job(
     env["TMPDIR"] = str(raw_dir / "tmp")  # pip, CMake, nvcc, auditwheel: nothing outside out_dir
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("", encoding="utf-8")
-    for step in steps:
-        if step.argv:
-            emit(_step_event(job_id, step.name, step.description))
-            run_step(step, log, env, emit)
+    _run_steps(job_id, steps, log, env, os.environ if environ is None else environ, emit)
     emit(_step_event(job_id, "repair", "repair, label and verify"))
     wheel, report, problems = finish_wheel(
         single_wheel(raw_dir, job_id),

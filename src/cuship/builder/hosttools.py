@@ -28,6 +28,7 @@ __all__ = [
     "find_sccache",
     "preflight",
     "sccache_stats",
+    "start_sccache_server",
 ]
 
 
@@ -77,6 +78,25 @@ def _sccache(sccache: str, *args: str) -> subprocess.CompletedProcess[str]:
         raise ToolMissing(
             f"cannot run {what!r}: {err.strerror or err}", hint=_SCCACHE_HINT
         ) from err
+
+
+def start_sccache_server(step_env: Mapping[str, str], caller_env: Mapping[str, str]) -> None:
+    """Start the server of the compiler launcher named in ``step_env`` from ``caller_env``
+    (a running one stays: sccache then answers "Address in use"). Best effort: a server that
+    cannot start shows as a failed compile, which the build handles."""
+    launchers = [v for k, v in step_env.items() if k.endswith("_COMPILER_LAUNCHER")]
+    if not launchers:
+        return
+    try:
+        subprocess.run(
+            [launchers[0], "--start-server"],
+            env=dict(caller_env),
+            capture_output=True,
+            timeout=_SCCACHE_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return
 
 
 def sccache_stats(sccache: str, *, zero: bool = False) -> dict[str, int] | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -106,12 +106,31 @@ class Step:
     cwd: str | None = None
     creates: str | None = None
 
+    def without_compiler_cache(self) -> Step:
+        """The step with no compiler launcher (sccache) in its environment or CMake arguments."""
+        env = {k: v for k, v in self.env.items() if not _is_launcher(k)}
+        if "CMAKE_ARGS" in env:
+            env["CMAKE_ARGS"] = " ".join(
+                arg
+                for arg in env["CMAKE_ARGS"].split()
+                if not _is_launcher(arg.removeprefix("-D").split("=")[0])
+            )
+        return replace(self, env=env)
+
+    @property
+    def uses_compiler_cache(self) -> bool:
+        return self.without_compiler_cache().env != self.env
+
     def shell(self) -> str:
         """The step as one line a person could paste into a shell."""
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
         cmd = shlex.join(self.argv) if self.argv else f"# cuship: {self.description}"
         line = f"{env} {cmd}".strip()
         return f"test -e {shlex.quote(self.creates)} || {line}" if self.creates else line
+
+
+def _is_launcher(name: str) -> bool:
+    return name.startswith("CMAKE_") and name.endswith("_COMPILER_LAUNCHER")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
