@@ -20,18 +20,12 @@ from cuship.attest import (
 from cuship.cli import main
 from cuship.errors import InputError
 from cuship.events import Event, collect
-from cuship.index import write
+from cuship.index import site_records, write
 from tests.wheel_factory import make_wheel
 
 
-def _manifest(site: Path) -> dict[str, Any]:
-    document = json.loads((site / "cuship-index.json").read_text())
-    assert isinstance(document, dict)
-    return document
-
-
 def _records(site: Path) -> dict[str, dict[str, Any]]:
-    return {r["filename"]: r for r in _manifest(site)["wheels"]}
+    return {r["filename"]: dict(r) for r in site_records(site)}
 
 
 def _attest(wheel: Path, key_dir: Path) -> Path:
@@ -57,7 +51,7 @@ def test_an_attestation_beside_a_wheel_is_published_and_linked(tmp_path: Path) -
     assert published.read_bytes() == envelope.read_bytes()
     record = _records(site)[wheel.name]["attestation"]
     assert record == {
-        "url": "files/demo-1.0%2Bcu128-py3-none-any.whl.intoto.jsonl",
+        "url": "../../files/demo-1.0%2Bcu128-py3-none-any.whl.intoto.jsonl",
         "sha256": hashlib.sha256(envelope.read_bytes()).hexdigest(),
     }
     assert _records(site)[plain.name]["attestation"] is None
@@ -118,7 +112,7 @@ def test_keep_existing_carries_wheels_inside_the_site_and_a_new_file_replaces_it
     write([two], site, keep_existing=True)
     assert (site / "files" / one.name).is_file()
     assert (site / "files" / f"{one.name}.intoto.jsonl").is_file()
-    assert _records(site)[one.name]["url"] == f"files/{one.name}"
+    assert _records(site)[one.name]["url"] == f"../../files/{one.name}"
     rebuilt = make_wheel(tmp_path / "r3", "demo", "2.0", modules={"demo": "X = 1\n"})
     events: list[Event] = []
     write([rebuilt], site, keep_existing=True, emit=collect(events))

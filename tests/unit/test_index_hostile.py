@@ -7,7 +7,6 @@ a rewritten wheel is rehashed; ``-o`` through a symlink and ``-o .`` work.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ import pytest
 
 from cuship.cli import main
 from cuship.events import Event, collect
-from cuship.index import scan_report, write
+from cuship.index import scan_report, site_records, write
 from cuship.index.simple import cache_path
 from tests.hostile_wheels import corrupt_deflate, foreign_dist_info, metadata_bomb
 from tests.sitecheck import publish_problems
@@ -140,7 +139,7 @@ def _rewrite_in_place(path: Path) -> None:
 
 
 def _listed_sha256(site: Path) -> str:
-    (record,) = json.loads((site / "cuship-index.json").read_text())["wheels"]
+    (record,) = site_records(site)
     return str(record["sha256"])
 
 

@@ -107,7 +107,7 @@ def test_json_pages_follow_pep_691_and_700(wheels: tuple[IndexedWheel, ...]) -> 
         "projects": [{"name": "demo-pkg"}, {"name": "other"}],
     }
     page = json.loads(tree["simple/demo-pkg/index.json"])
-    assert set(page) == {"meta", "name", "files", "versions"}
+    assert set(page) == {"meta", "name", "files", "versions", "_cuship"}
     assert page["versions"] == ["1.0", "1.1+cu128torch2.8", "1.1+cu130torch2.9"]
     first = page["files"][0]
     assert first["yanked"] == "broken build"
@@ -136,11 +136,25 @@ def test_markup_in_metadata_comes_out_inert(tmp_path: Path) -> None:
     assert b"<script>" not in tree["simple/evil/index.html"]
 
 
-def test_manifest_records_each_wheel(wheels: tuple[IndexedWheel, ...]) -> None:
+def test_manifests_index_and_project(wheels: tuple[IndexedWheel, ...]) -> None:
     descriptions = {w.filename: {"sass": ["sm_90"]} for w in wheels}
-    manifest = json.loads(render(wheels, descriptions=descriptions)["cuship-index.json"])
+    tree = render(wheels, descriptions=descriptions)
+    manifest = json.loads(tree["cuship-index.json"])
+    assert manifest["schema"] == "cuship-index/2"
     assert set(manifest["indexes"]) == {"", "cu128torch2.8", "cu130torch2.9"}
-    record = next(r for r in manifest["wheels"] if r["local"] == "cu128torch2.8")
+    assert "wheels" not in manifest, "the index's manifest is thin: no wheel records"
+    entry = manifest["projects"]["demo-pkg"]
+    assert entry["manifest"] == "simple/demo-pkg/cuship.json"
+    assert entry["labels"] == ["cu128torch2.8", "cu130torch2.9"]
+    project = json.loads(tree[entry["manifest"]])
+    assert project["schema"] == "cuship-project/1" and project["project"] == "demo-pkg"
+    assert len(project["wheels"]) == entry["wheels"]
+    page = json.loads(tree["simple/demo-pkg/index.json"])
+    assert page["_cuship"] == {"manifest": "cuship.json"}, "PEP 700 keeps '_' keys for us"
+    variant = json.loads(tree["cu128torch2.8/simple/demo-pkg/index.json"])
+    assert variant["_cuship"] == {"manifest": "../../../simple/demo-pkg/cuship.json"}
+    record = next(r for r in project["wheels"] if r["local"] == "cu128torch2.8")
+    assert record["url"] == "../../files/demo_pkg-1.1%2Bcu128torch2.8-py3-none-any.whl"
     assert record["project"] == "demo-pkg"
     assert record["version"] == "1.1+cu128torch2.8"
     assert record["tags"] == ["py3-none-any"]

@@ -14,7 +14,14 @@ import pytest
 from cuship.cli import main
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Event, collect
-from cuship.index import FileStamp, ScanCache, parse_yank_lines, scan_report, write
+from cuship.index import (
+    FileStamp,
+    ScanCache,
+    parse_yank_lines,
+    scan_report,
+    site_records,
+    write,
+)
 from tests.wheel_factory import make_wheel
 
 
@@ -82,8 +89,7 @@ def test_cache_rereads_only_new_or_changed_files(tmp_path: Path) -> None:
     os.utime(changed, ns=(1, 1))
     second = write([wheels], site)
     assert (second.hashed, second.cached) == (2, 4)
-    manifest = json.loads((site / "cuship-index.json").read_text())
-    assert len(manifest["wheels"]) == 6
+    assert len(site_records(site)) == 6
 
 
 def test_cache_survives_corruption(tmp_path: Path) -> None:
@@ -154,7 +160,7 @@ def test_describe_output_lands_in_the_manifest(tmp_path: Path) -> None:
     source = make_wheel(tmp_path / "w", "pkg", "1.0")
     site = tmp_path / "site"
     write([source], site, describe=lambda p: {"size_from_describe": p.stat().st_size})
-    record = json.loads((site / "cuship-index.json").read_text())["wheels"][0]
+    record = site_records(site)[0]
     assert record["describe"] == {"size_from_describe": source.stat().st_size}
 
 
@@ -209,9 +215,7 @@ def test_concurrent_runs_do_not_interleave(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert errors == []
-    names = {
-        r["project"][:4] for r in json.loads((site / "cuship-index.json").read_text())["wheels"]
-    }
+    names = {r["project"][:4] for r in site_records(site)}
     assert names in ({"alph"}, {"beta"})  # one run's whole tree, never a mix
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site.")) == [
         ".site.cuship-cache.sqlite",  # the scan cache, beside the site
@@ -241,6 +245,5 @@ def test_describe_runs_once_per_wheel_bytes_across_runs(tmp_path: Path) -> None:
     changed = make_wheel(wheels, "pkg", "1.0", modules={"pkg": "X = 2\n"})
     write([wheels], site, describe=describe)
     assert seen == [changed.name]
-    manifest = json.loads((site / "cuship-index.json").read_bytes())
-    sizes = {r["filename"]: r["describe"]["size"] for r in manifest["wheels"]}
+    sizes = {r["filename"]: r["describe"]["size"] for r in site_records(site)}
     assert sizes[changed.name] == changed.stat().st_size

@@ -22,7 +22,12 @@ def _table(summary: dict[str, object]) -> str:
     lines = [
         f"index   {site}/simple/   ({summary['wheels']} wheels, {summary['projects']} projects)",
         *(f"variant {site}/{label}/simple/" for label in variants),
-        f"read {summary['hashed']} files, {summary['cached']} from cache"
+        (
+            f"rewrote {summary['rewritten']} of {summary['projects']} projects; "
+            if summary.get("rewritten") is not None
+            else ""
+        )
+        + f"read {summary['hashed']} files, {summary['cached']} from cache"
         + (f"; kept {summary['kept']} wheels of the earlier index" if summary.get("kept") else ""),
     ]
     skipped = summary["skipped"]
@@ -75,6 +80,19 @@ def _table(summary: dict[str, object]) -> str:
     "release jobs use it so a deploy does not drop earlier releases.",
 )
 @click.option(
+    "--unyank",
+    "unyanks",
+    multiple=True,
+    metavar="SPEC",
+    help="With --keep-existing: lift the yank of a kept wheel filename or NAME==VERSION.",
+)
+@click.option(
+    "--rebuild",
+    is_flag=True,
+    help="Render every page and swap the whole site in at once, instead of rewriting only "
+    "the projects that change.",
+)
+@click.option(
     "--skip-bad",
     is_flag=True,
     help="Exit 0 when some wheels could not be indexed (they are skipped either way).",
@@ -89,6 +107,8 @@ def command(
     yanks: tuple[str, ...],
     yank_file: Path | None,
     keep_existing: bool,
+    unyanks: tuple[str, ...],
+    rebuild: bool,
     skip_bad: bool,
     as_json: bool,
     verbose: bool,
@@ -98,11 +118,23 @@ def command(
 
     console = make_console(verbose)
     inputs = [*wheels, *wheel_dirs]
-    if not inputs:
-        raise UsageError("no wheels given", hint="pass wheel files, directories or --wheels-dir")
     yanked = parse_yank_lines((y.replace(":", " ", 1) for y in yanks), source="--yank")
     if yank_file is not None:
         yanked.update(read_yank_file(yank_file))
+    unyanked = set(parse_yank_lines(unyanks, source="--unyank"))
+    if unyanked and not keep_existing:
+        raise UsageError(
+            "--unyank changes the yanks of kept wheels: it needs --keep-existing",
+            hint="without --keep-existing a yank lasts while --yank/--yank-file names it",
+        )
+    if both := sorted(unyanked & set(yanked)):
+        raise UsageError(f"{both[0]!r} is both yanked and unyanked", hint="name it once")
+    if not inputs and not (keep_existing and (yanked or unyanked)):
+        raise UsageError(
+            "no wheels given",
+            hint="pass wheel files, directories or --wheels-dir (or --keep-existing with "
+            "--yank/--unyank to change only yanks)",
+        )
     from cuship.index.describe import describe_wheel
 
     summary = write(
@@ -112,6 +144,8 @@ def command(
         yanked=yanked,
         describe=describe_wheel,
         keep_existing=keep_existing,
+        unyanked=unyanked,
+        rebuild=rebuild,
         emit=console.emit,
     )
     if as_json:

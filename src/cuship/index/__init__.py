@@ -8,6 +8,7 @@ negotiates HTML or JSON as PEP 691 asks.
 from __future__ import annotations
 
 from cuship.index._cache import FileStamp, ScanCache
+from cuship.index.keep import site_records
 from cuship.index.scan import IndexedWheel, Skipped, expand_paths, scan, scan_report
 from cuship.index.simple import MANIFEST, Describe, IndexSummary, render, write
 from cuship.index.yank import parse_yank_lines, read_yank_file
@@ -26,5 +27,6 @@ __all__ = [
     "render",
     "scan",
     "scan_report",
+    "site_records",
     "write",
 ]

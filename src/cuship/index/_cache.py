@@ -43,6 +43,9 @@ CREATE TABLE IF NOT EXISTS described (
 """
 
 
+_COLUMNS = "path, size, mtime_ns, ino, ctime_ns, sha256, metadata"
+
+
 class FileStamp(NamedTuple):
     """What says a file is unchanged since it was read."""
 
@@ -67,8 +70,11 @@ class CacheEntry:
 class ScanCache:
     """Wheel hashes and METADATA in SQLite; ``ScanCache(None)`` keeps them in memory."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, *, preload: bool = True) -> None:
+        """``preload``: read every row up front (a run that scans the whole index); without
+        it a row is read when asked for (an update that scans a few wheels of many)."""
         self.path = path
+        self.preloaded = preload
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -82,24 +88,36 @@ class ScanCache:
         # One query up front: a per-wheel SELECT costs more than the rows themselves.
         self._rows: dict[str, tuple[FileStamp, str, bytes]] = {
             row[0]: (FileStamp(*row[1:5]), row[5], bytes(row[6]))
-            for row in self._db.execute(
-                "SELECT path, size, mtime_ns, ino, ctime_ns, sha256, metadata FROM wheels"
-            )
+            for row in (self._db.execute(f"SELECT {_COLUMNS} FROM wheels") if preload else ())
         }
         self._pending: dict[str, tuple[str, int, int, int, int, str, bytes]] = {}
-        self._described: dict[str, str] = dict(self._db.execute("SELECT key, doc FROM described"))
+        self._described: dict[str, str] = (
+            dict(self._db.execute("SELECT key, doc FROM described")) if preload else {}
+        )
         self._described_pending: list[tuple[str, str]] = []
         self.hits = 0
         self.misses = 0
 
     def get(self, path: str, stamp: FileStamp) -> CacheEntry | None:
         """The entry for ``path`` when its stamp still matches, else None."""
-        row = self._rows.get(path)
+        row = self._row(path)
         if row is None or row[0] != stamp:
             self.misses += 1
             return None
         self.hits += 1
         return CacheEntry(sha256=row[1], metadata=row[2])
+
+    def _row(self, path: str) -> tuple[FileStamp, str, bytes] | None:
+        if self.preloaded or path in self._rows:
+            return self._rows.get(path)
+        found = self._db.execute(
+            f"SELECT {_COLUMNS} FROM wheels WHERE path = ?", (path,)
+        ).fetchone()
+        if found is None:
+            return None
+        row = (FileStamp(*found[1:5]), found[5], bytes(found[6]))
+        self._rows[path] = row
+        return row
 
     def put(self, path: str, stamp: FileStamp, entry: CacheEntry) -> None:
         """Remember ``entry`` for ``path``; written on :meth:`flush`."""
@@ -112,7 +130,7 @@ class ScanCache:
         Called after the site is written: linking the wheel into the site (and unlinking the
         previous site's copy) changed the ctime, not the file.
         """
-        row = self._rows.get(path)
+        row = self._row(path)
         if row is None or row[0] == stamp or row[0][:3] != stamp[:3]:
             return
         self.put(path, stamp, CacheEntry(sha256=row[1], metadata=row[2]))
@@ -120,6 +138,9 @@ class ScanCache:
     def described(self, key: str) -> dict[str, object] | None:
         """The describe record stored under ``key`` (describer + sha256), if any."""
         doc = self._described.get(key)
+        if doc is None and not self.preloaded:
+            found = self._db.execute("SELECT doc FROM described WHERE key = ?", (key,)).fetchone()
+            doc = None if found is None else str(found[0])
         return None if doc is None else dict(json.loads(doc))
 
     def remember(self, key: str, doc: object) -> None:
@@ -130,6 +151,7 @@ class ScanCache:
 
     def retain_described(self, keys: set[str]) -> None:
         """Forget describe records not in ``keys`` (wheels no longer indexed, older describers)."""
+        assert self.preloaded, "retain needs every row"
         stale = [(k,) for k in self._described if k not in keys]
         for (k,) in stale:
             del self._described[k]
@@ -138,6 +160,7 @@ class ScanCache:
 
     def retain(self, paths: set[str]) -> None:
         """Forget every path not in ``paths`` (wheels no longer indexed)."""
+        assert self.preloaded, "retain needs every row"
         stale = [(p,) for p in self._rows if p not in paths]
         for (p,) in stale:
             del self._rows[p]
@@ -194,7 +217,10 @@ def _open(path: Path | None) -> sqlite3.Connection:
             db.executescript("DROP TABLE IF EXISTS wheels; DROP TABLE IF EXISTS described")
             db.execute(f"PRAGMA user_version = {_VERSION}")
         db.executescript(_SCHEMA)
-        db.execute("PRAGMA journal_mode=OFF")
+        # A rollback journal: the cache is updated in place, and a run killed mid-commit
+        # leaves the last committed state (synchronous=OFF: a power cut may lose it, which
+        # costs only a slower next run).
+        db.execute("PRAGMA journal_mode=DELETE")
         db.execute("PRAGMA synchronous=OFF")
     except BaseException:
         db.close()

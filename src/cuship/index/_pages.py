@@ -124,14 +124,24 @@ def _dump(document: object) -> bytes:
     return (json.dumps(document, separators=(",", ":")) + "\n").encode("ascii")
 
 
-def project_json(project: str, links: Sequence[FileLink], versions: Sequence[str]) -> bytes:
-    """The PEP 691 (api-version 1.1, PEP 700) document of one project."""
+def project_json(
+    project: str,
+    links: Sequence[FileLink],
+    versions: Sequence[str],
+    private: Mapping[str, object] | None = None,
+) -> bytes:
+    """The PEP 691 (api-version 1.1, PEP 700) document of one project; ``private`` keys must
+    start with an underscore (PEP 700 keeps those for the index's own use)."""
+    extra = dict(private or {})
+    if any(not key.startswith("_") for key in extra):
+        raise ValueError(f"private keys must start with '_': {sorted(extra)}")
     return _dump(
         {
             "meta": {"api-version": API_VERSION},
             "name": project,
             "versions": list(versions),
             "files": [_file_json(link) for link in links],
+            **extra,
         }
     )
 

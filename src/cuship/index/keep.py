@@ -1,10 +1,11 @@
 """``cuship index --keep-existing``: carry the wheels an earlier run indexed into the new index.
 
 A release job indexes only that release's wheels; without this, each Pages deploy would drop
-every earlier release. The previous site's manifest says, per wheel, where it lives (an
+every earlier release. The previous site's manifests say, per wheel, where it lives (an
 absolute URL at an earlier release's assets, or ``files/NAME`` inside the site), its hashes,
-its ``describe`` record and its attestation; its ``files/NAME.metadata`` holds the PEP 658
-metadata. Kept wheels keep their URLs, so links of release 1 still point at release 1's assets
+its yank, its ``describe`` record and its attestation; its ``files/NAME.metadata`` holds the
+PEP 658 metadata. A site of schema 2 keeps them per project (``simple/PROJECT/cuship.json``,
+listed by ``cuship-index.json``); one of schema 1 in ``cuship-index.json`` itself. Kept wheels keep their URLs, so links of release 1 still point at release 1's assets
 when release 2 is indexed with another ``--base-url``.
 """
 
@@ -16,15 +17,15 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from packaging.utils import canonicalize_name
 
 from cuship.errors import InputError
 from cuship.index.attached import ATTESTATION_SUFFIX, AttestationRef
+from cuship.index.render import MANIFEST, PROJECT_MANIFEST, Row, base_of
 from cuship.index.scan import IndexedWheel
 
-__all__ = ["Kept", "read_existing"]
+__all__ = ["Kept", "project_records", "project_rows", "read_existing", "site_records"]
 
 _HINT = "repair or delete the site, or run without --keep-existing to start afresh"
 
@@ -37,13 +38,7 @@ class Kept:
     bases: Mapping[str, str | None] = field(default_factory=dict)  # None: inside the site
     descriptions: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     attestations: Mapping[str, AttestationRef] = field(default_factory=dict)
-
-
-def _base_of(url: str) -> str | None:
-    """The base URL of an absolute file URL; None for a link into the site's ``files/``."""
-    if urlsplit(url).scheme in ("http", "https"):
-        return url.rsplit("/", 1)[0]
-    return None
+    yanks: Mapping[str, str | None] = field(default_factory=dict)
 
 
 def _metadata(out: Path, record: Mapping[str, Any]) -> bytes:
@@ -64,7 +59,7 @@ def _metadata(out: Path, record: Mapping[str, Any]) -> bytes:
 def _wheel(out: Path, record: Mapping[str, Any]) -> IndexedWheel:
     filename = str(record["filename"])
     path = out / "files" / filename
-    if _base_of(str(record["url"])) is None and not path.is_file():
+    if base_of(str(record["url"])) is None and not path.is_file():
         raise InputError(
             f"the existing index lists {filename!r} in the site, but {str(path)!r} is missing",
             hint=_HINT,
@@ -88,7 +83,7 @@ def _attestation(out: Path, record: Mapping[str, Any]) -> AttestationRef | None:
     link = record.get("attestation")
     if not isinstance(link, Mapping):
         return None
-    if _base_of(str(link["url"])) is not None:
+    if base_of(str(link["url"])) is not None:
         return AttestationRef(sha256=str(link["sha256"]), content=None)
     path = out / "files" / f"{record['filename']}{ATTESTATION_SUFFIX}"
     try:
@@ -98,22 +93,57 @@ def _attestation(out: Path, record: Mapping[str, Any]) -> AttestationRef | None:
     return AttestationRef(sha256=hashlib.sha256(content).hexdigest(), content=content)
 
 
-def _records(out: Path) -> list[Mapping[str, Any]]:
-    from cuship.index.render import MANIFEST
-
-    path = out / MANIFEST
+def _load(path: Path) -> Any:
     try:
-        document = json.loads(path.read_bytes())
-        records = document["wheels"]
+        return json.loads(path.read_bytes())
     except FileNotFoundError:
-        return []
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise InputError(
-            f"cannot read the existing manifest {str(path)!r}: {err}", hint=_HINT
-        ) from err
+        return None
+    except (OSError, ValueError) as err:
+        raise InputError(f"cannot read the manifest {str(path)!r}: {err}", hint=_HINT) from err
+
+
+def _wheel_list(path: Path, document: Any) -> list[Mapping[str, Any]]:
+    records = document.get("wheels") if isinstance(document, Mapping) else None
     if not isinstance(records, list) or not all(isinstance(r, Mapping) for r in records):
         raise InputError(f"{str(path)!r} has no list of wheel records", hint=_HINT)
     return records
+
+
+def project_records(out: Path, project: str) -> list[Mapping[str, Any]]:
+    """The records of one project's manifest (none when the project has no manifest)."""
+    path = out / "simple" / project / PROJECT_MANIFEST
+    document = _load(path)
+    return [] if document is None else _wheel_list(path, document)
+
+
+def project_rows(out: Path, project: str) -> list[Row]:
+    """One project's rows, from its manifest; a broken record is an :class:`InputError`."""
+    rows = []
+    for record in project_records(out, project):
+        try:
+            rows.append(Row.from_record(record))
+        except (KeyError, TypeError, ValueError) as err:
+            raise InputError(
+                f"the manifest record of {record.get('filename')!r} in project {project!r} is "
+                f"broken: {err!r}",
+                hint=_HINT,
+            ) from err
+    return rows
+
+
+def site_records(out: Path) -> list[Mapping[str, Any]]:
+    """Every wheel record of the index at ``out`` (schema 2: each project's manifest in turn;
+    schema 1: the one manifest); an index not there yet has none."""
+    path = out / MANIFEST
+    document = _load(path)
+    if document is None:
+        return []
+    if isinstance(document, Mapping) and isinstance(document.get("projects"), Mapping):
+        records: list[Mapping[str, Any]] = []
+        for project in document["projects"]:
+            records.extend(project_records(out, str(project)))
+        return records
+    return _wheel_list(path, document)
 
 
 def read_existing(out: Path, *, replaced: Collection[str] = ()) -> Kept:
@@ -122,15 +152,18 @@ def read_existing(out: Path, *, replaced: Collection[str] = ()) -> Kept:
     bases: dict[str, str | None] = {}
     descriptions: dict[str, Mapping[str, object]] = {}
     attestations: dict[str, AttestationRef] = {}
-    for record in _records(out):
+    yanks: dict[str, str | None] = {}
+    for record in site_records(out):
         filename = str(record.get("filename"))
         if filename in replaced:
             continue
         try:
             wheels.append(_wheel(out, record))
-            bases[filename] = _base_of(str(record["url"]))
+            bases[filename] = base_of(str(record["url"]))
             describe = record.get("describe")
             descriptions[filename] = describe if isinstance(describe, Mapping) else {}
+            yanked = record.get("yanked")
+            yanks[filename] = None if yanked is None else str(yanked)
             attestation = _attestation(out, record)
         except (KeyError, TypeError, ValueError) as err:
             raise InputError(
@@ -139,5 +172,9 @@ def read_existing(out: Path, *, replaced: Collection[str] = ()) -> Kept:
         if attestation is not None:
             attestations[filename] = attestation
     return Kept(
-        wheels=tuple(wheels), bases=bases, descriptions=descriptions, attestations=attestations
+        wheels=tuple(wheels),
+        bases=bases,
+        descriptions=descriptions,
+        attestations=attestations,
+        yanks=yanks,
     )

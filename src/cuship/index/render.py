@@ -1,7 +1,16 @@
-"""The index as data: :func:`render` turns wheels into ``{path in SITE: bytes}`` (pure).
+"""The index as data: wheels become :class:`Row` records, rows become ``{path in SITE: bytes}``.
 
-Pages link each wheel relative to the site (``files/NAME``) or, with a base URL, absolutely;
-kept wheels of earlier releases keep their own base. Attestations are linked from their row.
+One row per wheel holds everything its pages show (hashes, sizes, where the file lives, yank,
+the ``describe`` record, the attestation). Each project is rendered from its rows alone
+(:func:`project_tree`: its PEP 503/691 pages in the combined index and in each variant
+sub-index, and its manifest ``simple/PROJECT/cuship.json``), the roots from the list of
+projects (:func:`root_tree`), so an update can rewrite one project and the roots while a full
+:func:`render` of the same rows gives the same bytes.
+
+Pages link each wheel relative to themselves (``../../files/NAME``) or, with a base URL,
+absolutely; kept wheels of earlier releases keep their own base. PEP 700 reserves JSON keys
+that start with an underscore for the index's own use: each project's JSON page names its
+manifest under ``_cuship``, so ``cuship resolve`` reads one project's records, never the index's.
 """
 
 from __future__ import annotations
@@ -10,7 +19,8 @@ import functools
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 from packaging.version import Version
@@ -29,10 +39,29 @@ from cuship.index.attached import ATTESTATION_SUFFIX, AttestationRef
 from cuship.index.scan import IndexedWheel
 from cuship.index.yank import yank_reason
 
-__all__ = ["MANIFEST", "check_base_url", "file_href", "render", "variant_labels"]
+__all__ = [
+    "MANIFEST",
+    "PROJECT_MANIFEST",
+    "ProjectEntry",
+    "Row",
+    "base_of",
+    "check_base_url",
+    "file_href",
+    "group",
+    "project_tree",
+    "render",
+    "root_tree",
+    "rows_of",
+    "site_tree",
+    "variant_labels",
+]
 
 MANIFEST = "cuship-index.json"
+PROJECT_MANIFEST = "cuship.json"
+INDEX_SCHEMA = "cuship-index/2"
+PROJECT_SCHEMA = "cuship-project/1"
 _RESERVED = frozenset({"simple", "files"})
+_PROJECT_DEPTH = 2  # simple/PROJECT/ below SITE
 
 
 def check_base_url(base_url: str | None) -> str | None:
@@ -61,27 +90,139 @@ def file_href(filename: str, *, base_url: str | None, depth: int) -> str:
     return "../" * depth + "files/" + name
 
 
+def base_of(url: str) -> str | None:
+    """The base URL of an absolute file URL; None for a link into the site's ``files/``."""
+    if urlsplit(url).scheme in ("http", "https"):
+        return url.rsplit("/", 1)[0]
+    return None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class _Hosting:
-    """Where each file lives: the run's base URL, per-wheel overrides, attestations."""
+class Row:
+    """One wheel as the index shows it. ``base``: where the file lives (None: ``files/``)."""
 
-    base_url: str | None
-    bases: Mapping[str, str | None]  # kept wheels: their earlier base (None: in the site)
-    attestations: Mapping[str, AttestationRef]
+    filename: str
+    project: str
+    version: str
+    local: str | None
+    tags: tuple[str, ...]
+    sha256: str
+    size: int
+    requires_python: str | None
+    metadata_sha256: str
+    base: str | None
+    yanked: str | None  # None: not yanked; "": yanked without a reason
+    describe: Mapping[str, object] = field(default_factory=dict)
+    attestation_sha256: str | None = None
 
-    def base(self, filename: str) -> str | None:
-        return self.bases.get(filename, self.base_url)
+    def href(self, depth: int) -> str:
+        return file_href(self.filename, base_url=self.base, depth=depth)
 
-    def href(self, filename: str, depth: int) -> str:
-        return file_href(filename, base_url=self.base(filename), depth=depth)
-
-    def attestation_href(self, filename: str, depth: int) -> str | None:
-        if filename not in self.attestations:
+    def attestation_href(self, depth: int) -> str | None:
+        if self.attestation_sha256 is None:
             return None
-        return file_href(filename + ATTESTATION_SUFFIX, base_url=self.base(filename), depth=depth)
+        return file_href(self.filename + ATTESTATION_SUFFIX, base_url=self.base, depth=depth)
+
+    def link(self, depth: int) -> FileLink:
+        return FileLink(
+            filename=self.filename,
+            href=self.href(depth),
+            attestation_href=self.attestation_href(depth),
+            sha256=self.sha256,
+            size=self.size,
+            requires_python=self.requires_python,
+            metadata_sha256=self.metadata_sha256,
+            yanked=self.yanked,
+        )
+
+    def record(self) -> dict[str, object]:
+        """The manifest record; URLs relative to ``simple/PROJECT/cuship.json``."""
+        attestation = None
+        href = self.attestation_href(_PROJECT_DEPTH)
+        if href is not None:
+            attestation = {"url": href, "sha256": self.attestation_sha256}
+        return {
+            "filename": self.filename,
+            "project": self.project,
+            "version": self.version,
+            "local": self.local,
+            "tags": list(self.tags),
+            "sha256": self.sha256,
+            "size": self.size,
+            "requires_python": self.requires_python,
+            "metadata_sha256": self.metadata_sha256,
+            "url": self.href(_PROJECT_DEPTH),
+            "yanked": self.yanked,
+            "describe": dict(self.describe),
+            "attestation": attestation,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Row:
+        """A row back from its manifest record (KeyError/TypeError/ValueError when broken)."""
+        attestation = record.get("attestation")
+        describe = record.get("describe")
+        yanked = record.get("yanked")
+        python = record.get("requires_python")
+        return cls(
+            filename=str(record["filename"]),
+            project=str(record["project"]),
+            version=str(record["version"]),
+            local=None if record.get("local") is None else str(record["local"]),
+            tags=tuple(str(t) for t in record["tags"]),
+            sha256=str(record["sha256"]),
+            size=int(record["size"]),
+            requires_python=None if python is None else str(python),
+            metadata_sha256=str(record["metadata_sha256"]),
+            base=base_of(str(record["url"])),
+            yanked=None if yanked is None else str(yanked),
+            describe=dict(describe) if isinstance(describe, Mapping) else {},
+            attestation_sha256=(
+                str(attestation["sha256"]) if isinstance(attestation, Mapping) else None
+            ),
+        )
 
 
-def variant_labels(wheels: Iterable[IndexedWheel]) -> tuple[str, ...]:
+def rows_of(
+    wheels: Iterable[IndexedWheel],
+    *,
+    base_url: str | None = None,
+    yanked: Mapping[str, str] | None = None,
+    descriptions: Mapping[str, Mapping[str, object]] | None = None,
+    bases: Mapping[str, str | None] | None = None,
+    attestations: Mapping[str, AttestationRef] | None = None,
+) -> list[Row]:
+    """The rows of ``wheels``: hosted at ``base_url`` (per wheel: ``bases``), yanked per
+    ``yanked``, described per ``descriptions``, attested per ``attestations``."""
+    base = check_base_url(base_url)
+    yanks, described = yanked or {}, descriptions or {}
+    overrides, attested = bases or {}, attestations or {}
+    rows = []
+    for w in wheels:
+        ref = attested.get(w.filename)
+        rows.append(
+            Row(
+                filename=w.filename,
+                project=w.project,
+                version=w.version,
+                local=w.local,
+                tags=w.tags,
+                sha256=w.sha256,
+                size=w.size,
+                requires_python=w.requires_python,
+                metadata_sha256=w.metadata_sha256,
+                base=overrides.get(w.filename, base),
+                yanked=yank_reason(
+                    yanks, filename=w.filename, project=w.project, version=w.version
+                ),
+                describe=dict(described.get(w.filename, {})),
+                attestation_sha256=None if ref is None else ref.sha256,
+            )
+        )
+    return rows
+
+
+def variant_labels(wheels: Iterable[IndexedWheel | Row]) -> tuple[str, ...]:
     """Local version labels that get a sub-index (sorted; names the layout uses are left out)."""
     return tuple(sorted({w.local for w in wheels if w.local and w.local not in _RESERVED}))
 
@@ -91,93 +232,97 @@ def _version(text: str) -> Version:
     return Version(text)
 
 
-def _sort_key(wheel: IndexedWheel) -> tuple[Version, str]:
-    return _version(wheel.version), wheel.filename
+def _sort_key(row: Row) -> tuple[Version, str]:
+    return _version(row.version), row.filename
 
 
-def _index_tree(
-    prefix: str,
-    wheels: Sequence[IndexedWheel],
-    *,
-    hosting: _Hosting,
-    yanked: Mapping[str, str],
-) -> dict[str, bytes]:
+def _dump(document: object) -> bytes:
+    return (json.dumps(document, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+
+
+def _pages(prefix: str, project: str, rows: Sequence[Row], manifest: str) -> dict[str, bytes]:
     depth = prefix.count("/") + 2
-    by_project: dict[str, list[IndexedWheel]] = defaultdict(list)
-    for wheel in wheels:
-        by_project[wheel.project].append(wheel)
-    tree: dict[str, bytes] = {}
-    for project, group in by_project.items():
-        group.sort(key=_sort_key)
-        links = [_link(w, hosting=hosting, depth=depth, yanked=yanked) for w in group]
-        versions = sorted({w.version for w in group}, key=_version)
-        tree[f"{prefix}/{project}/index.html"] = project_html(project, links)
-        tree[f"{prefix}/{project}/index.json"] = project_json(project, links, versions)
-    projects = sorted(by_project)
-    tree[f"{prefix}/index.html"] = root_html(projects)
-    tree[f"{prefix}/index.json"] = root_json(projects)
+    links = [row.link(depth) for row in rows]
+    versions = sorted({row.version for row in rows}, key=_version)
+    private = {"_cuship": {"manifest": manifest}}
+    return {
+        f"{prefix}/{project}/index.html": project_html(project, links),
+        f"{prefix}/{project}/index.json": project_json(project, links, versions, private),
+    }
+
+
+def project_tree(project: str, rows: Iterable[Row]) -> dict[str, bytes]:
+    """One project's files: pages in the combined index and in the sub-index of each of its
+    labels, then its manifest (last: an update writes it after the pages it describes)."""
+    ordered = sorted(rows, key=_sort_key)
+    tree = _pages("simple", project, ordered, PROJECT_MANIFEST)
+    for label in variant_labels(ordered):
+        subset = [row for row in ordered if row.local == label]
+        back = f"../../../simple/{project}/{PROJECT_MANIFEST}"
+        tree.update(_pages(f"{label}/simple", project, subset, back))
+    tree[f"simple/{project}/{PROJECT_MANIFEST}"] = _dump(
+        {
+            "schema": PROJECT_SCHEMA,
+            "generator": f"cuship {__version__}",
+            "project": project,
+            "wheels": [row.record() for row in ordered],
+        }
+    )
     return tree
 
 
-def _link(
-    wheel: IndexedWheel, *, hosting: _Hosting, depth: int, yanked: Mapping[str, str]
-) -> FileLink:
-    return FileLink(
-        filename=wheel.filename,
-        href=hosting.href(wheel.filename, depth),
-        attestation_href=hosting.attestation_href(wheel.filename, depth),
-        sha256=wheel.sha256,
-        size=wheel.size,
-        requires_python=wheel.requires_python,
-        metadata_sha256=wheel.metadata_sha256,
-        yanked=yank_reason(
-            yanked, filename=wheel.filename, project=wheel.project, version=wheel.version
-        ),
-    )
-
-
-def _attestation_record(wheel: IndexedWheel, hosting: _Hosting) -> dict[str, str] | None:
-    ref = hosting.attestations.get(wheel.filename)
-    url = hosting.attestation_href(wheel.filename, 0)
-    return None if ref is None or url is None else {"url": url, "sha256": ref.sha256}
-
-
-def _manifest(
-    wheels: Sequence[IndexedWheel],
-    *,
-    hosting: _Hosting,
-    yanked: Mapping[str, str],
-    descriptions: Mapping[str, Mapping[str, object]],
-) -> bytes:
-    labels = variant_labels(wheels)
-    records = [
+def root_tree(entries: Mapping[str, ProjectEntry], base_url: str | None) -> dict[str, bytes]:
+    """The roots from each project's entry: the combined and per-label project lists, the
+    landing page, and the index's manifest (where each project's manifest is; last)."""
+    projects = sorted(entries)
+    by_label: dict[str, list[str]] = defaultdict(list)
+    for project in projects:
+        for label in entries[project].labels:
+            by_label[label].append(project)
+    labels = sorted(by_label)
+    tree = {"simple/index.html": root_html(projects), "simple/index.json": root_json(projects)}
+    for label in labels:
+        tree[f"{label}/simple/index.html"] = root_html(by_label[label])
+        tree[f"{label}/simple/index.json"] = root_json(by_label[label])
+    indexes = {"all variants": "simple/", **{label: f"{label}/simple/" for label in labels}}
+    tree["index.html"] = landing_html(indexes)
+    tree[MANIFEST] = _dump(
         {
-            "filename": w.filename,
-            "project": w.project,
-            "version": w.version,
-            "local": w.local,
-            "tags": list(w.tags),
-            "sha256": w.sha256,
-            "size": w.size,
-            "requires_python": w.requires_python,
-            "metadata_sha256": w.metadata_sha256,
-            "url": hosting.href(w.filename, 0),
-            "yanked": yank_reason(
-                yanked, filename=w.filename, project=w.project, version=w.version
-            ),
-            "describe": dict(descriptions.get(w.filename, {})),
-            "attestation": _attestation_record(w, hosting),
+            "schema": INDEX_SCHEMA,
+            "generator": f"cuship {__version__}",
+            "base_url": base_url,
+            "indexes": {"": "simple/", **{label: f"{label}/simple/" for label in labels}},
+            "projects": {
+                p: {
+                    "manifest": f"simple/{p}/{PROJECT_MANIFEST}",
+                    "labels": list(entries[p].labels),
+                    "wheels": entries[p].wheels,
+                }
+                for p in projects
+            },
         }
-        for w in wheels
-    ]
-    document = {
-        "schema": "cuship-index/1",
-        "generator": f"cuship {__version__}",
-        "base_url": hosting.base_url,
-        "indexes": {"": "simple/", **{label: f"{label}/simple/" for label in labels}},
-        "wheels": records,
-    }
-    return (json.dumps(document, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    )
+    return tree
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectEntry:
+    """What the index's manifest says of one project."""
+
+    labels: tuple[str, ...]
+    wheels: int
+
+    @classmethod
+    def of(cls, rows: Sequence[Row]) -> ProjectEntry:
+        return cls(variant_labels(rows), len(rows))
+
+
+def group(rows: Iterable[Row]) -> dict[str, list[Row]]:
+    """Rows by project."""
+    by_project: dict[str, list[Row]] = defaultdict(list)
+    for row in rows:
+        by_project[row.project].append(row)
+    return dict(by_project)
 
 
 def render(
@@ -195,24 +340,31 @@ def render(
     ``describe`` record stored in the manifest; ``bases`` overrides ``base_url`` per wheel
     (None: the wheel is inside the site), ``attestations`` are linked from each wheel's row.
     """
-    hosting = _Hosting(
-        base_url=check_base_url(base_url), bases=bases or {}, attestations=attestations or {}
+    wheels = list(wheels)
+    rows = rows_of(
+        wheels,
+        base_url=base_url,
+        yanked=yanked,
+        descriptions=descriptions,
+        bases=bases,
+        attestations=attestations,
     )
-    yanks = yanked or {}
-    ordered = sorted(wheels, key=lambda w: (w.project, *_sort_key(w)))
-    tree = _index_tree("simple", ordered, hosting=hosting, yanked=yanks)
-    labels = variant_labels(ordered)
-    for label in labels:
-        subset = [w for w in ordered if w.local == label]
-        tree.update(_index_tree(f"{label}/simple", subset, hosting=hosting, yanked=yanks))
-    for wheel in ordered:
+    tree: dict[str, bytes] = {}
+    for wheel in sorted(wheels, key=lambda w: w.filename):
         tree[f"files/{wheel.filename}.metadata"] = wheel.metadata
-        ref = hosting.attestations.get(wheel.filename)
+        ref = (attestations or {}).get(wheel.filename)
         if ref is not None and ref.content is not None:
             tree[f"files/{wheel.filename}{ATTESTATION_SUFFIX}"] = ref.content
-    tree[MANIFEST] = _manifest(
-        ordered, hosting=hosting, yanked=yanks, descriptions=descriptions or {}
-    )
-    indexes = {"all variants": "simple/", **{label: f"{label}/simple/" for label in labels}}
-    tree["index.html"] = landing_html(indexes)
+    tree.update(site_tree(rows, check_base_url(base_url)))
+    return tree
+
+
+def site_tree(rows: Iterable[Row], base_url: str | None) -> dict[str, bytes]:
+    """Every page and manifest of ``rows`` (no wheel, metadata or attestation file)."""
+    tree: dict[str, bytes] = {}
+    entries: dict[str, ProjectEntry] = {}
+    for project, group_rows in sorted(group(rows).items()):
+        tree.update(project_tree(project, group_rows))
+        entries[project] = ProjectEntry.of(group_rows)
+    tree.update(root_tree(entries, base_url))
     return tree

@@ -7,7 +7,7 @@ followed by whitespace and a reason; blank lines and ``#`` comments are ignored.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -15,7 +15,7 @@ from packaging.version import InvalidVersion, Version
 
 from cuship.errors import InputError
 
-__all__ = ["parse_yank_lines", "read_yank_file", "yank_reason"]
+__all__ = ["kept_yank", "parse_yank_lines", "read_yank_file", "spec_project", "yank_reason"]
 
 
 def _key(spec: str, source: str) -> str:
@@ -62,3 +62,34 @@ def yank_reason(
     if filename in yanks:
         return yanks[filename]
     return yanks.get(f"{project}=={version}")
+
+
+def spec_project(key: str) -> str:
+    """The project a normalised yank entry names (a wheel filename or ``name==version``)."""
+    if key.endswith(".whl"):
+        from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+        try:
+            return str(parse_wheel_filename(key)[0])
+        except InvalidWheelFilename:
+            return canonicalize_name(key.split("-", 1)[0])
+    return key.partition("==")[0]
+
+
+def kept_yank(
+    stored: str | None,
+    *,
+    yanks: Mapping[str, str],
+    unyanks: Collection[str],
+    filename: str,
+    project: str,
+    version: str,
+) -> str | None:
+    """The yank of a file an index keeps: a yank entry naming it wins, then an unyank entry
+    naming it lifts the stored one, else the stored one stays."""
+    reason = yank_reason(yanks, filename=filename, project=project, version=version)
+    if reason is not None:
+        return reason
+    if filename in unyanks or f"{project}=={version}" in unyanks:
+        return None
+    return stored

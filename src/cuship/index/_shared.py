@@ -1,0 +1,195 @@
+"""What the two ways of writing an index share: options, the summary, scanning and describing
+what was given, the index's own manifest as state, and the modes of published files."""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import json
+import os
+import stat
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cuship.errors import NothingToDo
+from cuship.events import Emit, Event
+from cuship.index._cache import ScanCache
+from cuship.index.render import INDEX_SCHEMA, MANIFEST, ProjectEntry, Row
+from cuship.index.scan import IndexedWheel, Skipped, scan_report
+from cuship.index.yank import kept_yank
+
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "Describe",
+    "IndexSummary",
+    "Options",
+    "SiteState",
+    "describe_all",
+    "scan_given",
+    "try_link",
+    "upload_note",
+    "warn_replaced",
+]
+
+Describe = Callable[[Path], Mapping[str, object]]
+DIR_MODE = 0o755
+FILE_MODE = 0o644
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Options:
+    base_url: str | None
+    describe: Describe | None
+    yanked: Mapping[str, str]
+    unyanked: frozenset[str]
+    keep: bool
+
+    def keep_yank(self, row: Row, stored: str | None) -> Row:
+        """A kept row with its yank as this run leaves it (see :func:`kept_yank`)."""
+        yanked = kept_yank(
+            stored,
+            yanks=self.yanked,
+            unyanks=self.unyanked,
+            filename=row.filename,
+            project=row.project,
+            version=row.version,
+        )
+        return row if yanked == row.yanked else dataclasses.replace(row, yanked=yanked)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexSummary:
+    """What :func:`~cuship.index.write` did. ``rewritten``: projects an update rewrote (None
+    when the whole tree was rendered)."""
+
+    site: Path
+    wheels: int
+    projects: int
+    variants: tuple[str, ...]
+    skipped: tuple[Skipped, ...]
+    hashed: int
+    cached: int
+    base_url: str | None
+    kept: int = 0
+    rewritten: int | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "site": str(self.site),
+            "wheels": self.wheels,
+            "projects": self.projects,
+            "variants": list(self.variants),
+            "skipped": [
+                {"path": str(s.path), "reason": s.reason, "bad_wheel": s.bad_wheel}
+                for s in self.skipped
+            ],
+            "hashed": self.hashed,
+            "cached": self.cached,
+            "base_url": self.base_url,
+            "kept": self.kept,
+            "rewritten": self.rewritten,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SiteState:
+    """An index's own manifest (schema 2): its projects, their labels and wheel counts."""
+
+    base_url: str | None
+    projects: Mapping[str, ProjectEntry]
+
+    @classmethod
+    def read(cls, out: Path) -> SiteState | None:
+        """The state of the index at ``out``; None when there is none to update in place
+        (no index, an older schema, or a manifest that cannot be read: rendered afresh)."""
+        try:
+            document = json.loads((out / MANIFEST).read_bytes())
+            if document.get("schema") != INDEX_SCHEMA:
+                return None
+            projects = {
+                str(name): ProjectEntry(
+                    tuple(str(label) for label in entry["labels"]), int(entry["wheels"])
+                )
+                for name, entry in document["projects"].items()
+            }
+            base = document.get("base_url")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        return cls(base_url=None if base is None else str(base), projects=projects)
+
+
+def scan_given(
+    given: Sequence[IndexedWheel | Path], cache: ScanCache, options: Options, emit: Emit
+) -> tuple[list[IndexedWheel], tuple[IndexedWheel, ...], tuple[Skipped, ...]]:
+    """The usable wheels among ``given`` (scanned through the cache), those scanned, those
+    skipped. Without ``keep`` the cache forgets every other path (the index lists exactly
+    these); an empty result is :class:`NothingToDo` unless kept wheels may carry the run."""
+    ready = [item for item in given if isinstance(item, IndexedWheel)]
+    paths = [item for item in given if not isinstance(item, IndexedWheel)]
+    scanned, skipped = scan_report(paths, cache=cache, emit=emit)
+    if cache.preloaded:
+        cache.retain({str(w.path.absolute()) for w in scanned})
+    wheels = ready + list(scanned)
+    if not wheels and given:
+        raise NothingToDo(
+            f"no usable wheel among {len(given)} input(s); {len(skipped)} skipped",
+            hint="pass .whl files or directories holding them (see the warnings above)",
+        )
+    return wheels, scanned, skipped
+
+
+def describe_all(
+    wheels: Sequence[IndexedWheel], describe: Describe | None, cache: ScanCache
+) -> dict[str, Mapping[str, object]]:
+    """``describe`` of each wheel, through the cache: a wheel already described is not reopened.
+
+    The key names the describer and cuship's version (inspection may improve between releases)
+    with the wheel's sha256, so a record is reused only for the same bytes and the same code.
+    """
+    if describe is None:
+        return {}
+    from cuship import __version__
+
+    who = f"{__version__}:{describe.__module__}.{describe.__qualname__}:"
+    found: dict[str, Mapping[str, object]] = {}
+    for wheel in wheels:
+        key = who + wheel.sha256
+        doc = cache.described(key)
+        if doc is None:
+            doc = dict(describe(wheel.path))
+            cache.remember(key, doc)
+        found[wheel.filename] = doc
+    if cache.preloaded:
+        cache.retain_described({who + w.sha256 for w in wheels})
+    return found
+
+
+def warn_replaced(wheel: IndexedWheel, previous_sha256: object, emit: Emit) -> None:
+    if previous_sha256 is not None and previous_sha256 != wheel.sha256:
+        message = f"{wheel.filename!r} replaces the indexed file of that name (sha256 differs)"
+        emit(Event(level="warning", topic="index", message=message))
+
+
+def upload_note(base_url: str | None, out: Path, emit: Emit) -> None:
+    if base_url is not None:
+        message = (
+            f"upload {str(out / 'files')!r}/*.metadata (and *.intoto.jsonl) next to the wheels "
+            f"at {base_url!r}: pip and uv fetch WHEEL_URL.metadata (PEP 658) before the wheel"
+        )
+        emit(Event(level="info", topic="index", message=message))
+
+
+def try_link(source: Path, target: Path) -> bool:
+    """Hard-link ``source`` at ``target``; False when a copy must do (another filesystem, a
+    mode other than 0644: a link shares the mode, and a published file must be 0644)."""
+    try:
+        if stat.S_IMODE(source.stat().st_mode) != FILE_MODE:
+            return False
+        os.link(source, target)
+    except OSError as err:
+        if err.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOENT, errno.EACCES):
+            return False
+        raise
+    return True
