@@ -40,6 +40,7 @@ __all__ = ["MANIFEST", "PROJECT_MANIFEST", "Found", "find_manifest", "manifest_u
 
 MANIFEST = "cuship-index.json"
 PROJECT_MANIFEST = "cuship.json"
+_MAX_URL = 8192  # characters of a manifest URL cuship follows (pip's longest are under 300)
 Records = Mapping[str, Mapping[str, Any]]
 
 
@@ -66,6 +67,8 @@ class _Reader:
         refusal = outside_scheme(self.index, url, "manifests")
         if refusal is not None:
             raise InputError(refusal)
+        if len(url) > _MAX_URL:
+            raise InputError(f"its URL is {len(url)} characters long; refused, nothing read")
         answer = get(
             url,
             accept="application/json",
