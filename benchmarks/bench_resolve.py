@@ -1,18 +1,26 @@
 """`cuship resolve` vs `pip download --no-deps` on one project with 10,000 files, same server.
 
-    python3 benchmarks/bench_resolve.py [--files 10000] [--runs 5] [--cache-dir /tmp/cuship-bench-resolve]
+    python3 benchmarks/bench_resolve.py [--files 10000] [--runs 5] [--layout v2|v1]
+        [--other-wheels 0] [--cache-dir /tmp/cuship-bench-resolve]
 
-The index is written directly (PEP 503 HTML, PEP 691 JSON and a cuship manifest with arches for
+The index is written directly (PEP 503 HTML, PEP 691 JSON and cuship manifests with arches for
 every file): 250 versions x 10 local labels (cu126/cu128/cu129/cu130, torch 2.7-2.9, both C++
 ABIs) x 4 CPython tags. Only the newest version's files are real wheels (nobody downloads the
-others). `cuship serve` serves it on loopback. Each run is a fresh process, as a user types it:
+others). `--layout v2` (the default) writes the project's own manifest,
+`simple/bench-cuda/cuship.json`, names it in the JSON page (`"_cuship": {"manifest": ...}`) and
+keeps `cuship-index.json` to a map of projects; `--layout v1` writes every record into
+`cuship-index.json`, as sites did before. `--other-wheels N` adds N records of other projects
+(100 a project; manifests only, no pages or files), the rest of a community index that a resolve
+of bench-cuda should not have to read. cuship's server serves the site on loopback. Each run is a
+fresh process, as a user types it:
 
 * cuship: `python -m cuship resolve bench-cuda --index URL --json` (JSON page + manifest, judges
   all 10,000 files for an H100 with a CUDA 12.8 driver and torch 2.8, explains every rejection);
 * pip: `python -m pip download --no-deps bench-cuda --index-url URL -d TMP` (JSON page, picks by
   tags and version, downloads the one wheel it picked).
 
-Runs alternate between the two; medians and the ratio are printed.
+Runs alternate between the two; medians and the ratio are printed, with the bytes each run
+fetched (the sum of the server's 200 answers: pages, manifests, and pip's wheel).
 """
 
 from __future__ import annotations
@@ -27,11 +35,17 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO / "src") not in sys.path:
+    sys.path.insert(0, str(REPO / "src"))
+from cuship.index.serve import IndexServer, RequestLog, serve  # noqa: E402
+
 PROJECT = "bench-cuda"
+PER_OTHER = 100  # records per filler project
 DIST = "bench_cuda"
 PYTHONS = ("cp310", "cp311", "cp312", "cp313")
 LABELS = (
@@ -71,7 +85,7 @@ def _wheel(path: Path, version: str, tag: str) -> bytes:
 def _files(count: int, site: Path) -> list[dict[str, object]]:
     per_version = len(LABELS) * len(PYTHONS)
     versions = max(1, count // per_version)
-    rows = []
+    rows: list[dict[str, object]] = []
     for v in range(versions):
         newest = v == versions - 1
         for label, cuda, torch, abi in LABELS:
@@ -91,6 +105,7 @@ def _files(count: int, site: Path) -> list[dict[str, object]]:
                         "filename": filename,
                         "version": version,
                         "sha256": sha,
+                        "url": _href(filename),
                         "describe": {
                             "cuda": cuda,
                             "torch": torch,
@@ -103,22 +118,22 @@ def _files(count: int, site: Path) -> list[dict[str, object]]:
     return rows
 
 
-def write_site(site: Path, count: int) -> None:
-    """The index tree, written directly (no scanning): pages, manifest, the newest wheels."""
-    shutil.rmtree(site, ignore_errors=True)
-    (site / "files").mkdir(parents=True)
-    (site / "simple" / PROJECT).mkdir(parents=True)
-    rows = _files(count, site)
+def _href(filename: object) -> str:
+    return f"../../files/{str(filename).replace('+', '%2B')}"
+
+
+def _pages(site: Path, rows: list[dict[str, object]], layout: str) -> None:
+    folder = site / "simple" / PROJECT
+    folder.mkdir(parents=True)
     links = "".join(
-        f'<a href="../../files/{str(r["filename"]).replace("+", "%2B")}#sha256={r["sha256"]}" data-requires-python="&gt;=3.10">{r["filename"]}</a><br>\n'
+        f'<a href="{_href(r["filename"])}#sha256={r["sha256"]}" data-requires-python="&gt;=3.10">{r["filename"]}</a><br>\n'
         for r in rows
     )
-    page = f"<!DOCTYPE html><html><body>\n{links}</body></html>\n"
-    (site / "simple" / PROJECT / "index.html").write_text(page)
+    (folder / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
     files = [
         {
             "filename": r["filename"],
-            "url": f"../../files/{str(r['filename']).replace('+', '%2B')}",
+            "url": _href(r["filename"]),
             "hashes": {"sha256": r["sha256"]},
             "requires-python": ">=3.10",
             "yanked": False,
@@ -126,18 +141,76 @@ def write_site(site: Path, count: int) -> None:
         for r in rows
     ]
     versions = sorted({str(r["version"]) for r in rows})
-    document = {
+    document: dict[str, object] = {
         "meta": {"api-version": "1.1"},
         "name": PROJECT,
         "versions": versions,
         "files": files,
     }
-    (site / "simple" / PROJECT / "index.json").write_text(json.dumps(document))
+    if layout == "v2":
+        document["_cuship"] = {"manifest": "cuship.json"}
+    (folder / "index.json").write_text(json.dumps(document))
     (site / "simple" / "index.html").write_text(f'<a href="{PROJECT}/">{PROJECT}</a>\n')
     root = {"meta": {"api-version": "1.1"}, "projects": [{"name": PROJECT}]}
     (site / "simple" / "index.json").write_text(json.dumps(root))
-    manifest = {"schema": "cuship-index/1", "wheels": rows}
-    (site / "cuship-index.json").write_text(json.dumps(manifest))
+
+
+def _others(count: int) -> dict[str, list[dict[str, object]]]:
+    """Records of filler projects, PER_OTHER each, shaped like bench-cuda's."""
+    projects: dict[str, list[dict[str, object]]] = {}
+    for n in range(count):
+        name = f"other-{n // PER_OTHER:04d}"
+        filename = f"{name.replace('-', '_')}-1.{n % PER_OTHER}+cu128-cp312-cp312-linux_x86_64.whl"
+        record: dict[str, object] = {
+            "filename": filename,
+            "version": f"1.{n % PER_OTHER}+cu128",
+            "sha256": hashlib.sha256(filename.encode()).hexdigest(),
+            "url": _href(filename),
+            "describe": {"cuda": "12.8", "sass": ["80", "90a"], "ptx": ["90a"]},
+        }
+        projects.setdefault(name, []).append(record)
+    return projects
+
+
+def _manifests(site: Path, projects: dict[str, list[dict[str, object]]], layout: str) -> None:
+    if layout == "v1":
+        every = [r for records in projects.values() for r in records]
+        (site / "cuship-index.json").write_text(
+            json.dumps({"schema": "cuship-index/1", "wheels": every})
+        )
+        return
+    listed = {}
+    for name, records in projects.items():
+        folder = site / "simple" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        document = {"schema": "cuship-project/1", "project": name, "wheels": records}
+        (folder / "cuship.json").write_text(json.dumps(document))
+        listed[name] = {"manifest": f"simple/{name}/cuship.json", "labels": []}
+    thin = {"schema": "cuship-index/2", "indexes": {"": "simple/"}, "projects": listed}
+    (site / "cuship-index.json").write_text(json.dumps(thin))
+
+
+def write_site(site: Path, count: int, *, layout: str = "v2", other_wheels: int = 0) -> int:
+    """The index tree, written directly (no scanning); returns how many files bench-cuda has."""
+    shutil.rmtree(site, ignore_errors=True)
+    (site / "files").mkdir(parents=True)
+    rows = _files(count, site)
+    _pages(site, rows, layout)
+    _manifests(site, {PROJECT: rows, **_others(other_wheels)}, layout)
+    return len(rows)
+
+
+def _answered_bytes(site: Path, log: tuple[RequestLog, ...]) -> int:
+    """The bytes of the server's 200 answers in ``log`` (a negotiated page: the chosen one)."""
+    total = 0
+    for entry in log:
+        if entry.status != 200:
+            continue
+        path = site / urllib.parse.unquote(urllib.parse.urlsplit(entry.path).path).lstrip("/")
+        if path.is_dir():
+            path /= "index.json" if "json" in (entry.content_type or "") else "index.html"
+        total += path.stat().st_size
+    return total
 
 
 def _clean_env() -> dict[str, str]:
@@ -147,7 +220,11 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-def _timed(args: list[str], env: dict[str, str]) -> tuple[float, str]:
+def _timed(
+    args: list[str], env: dict[str, str], server: IndexServer, site: Path
+) -> tuple[float, str, int]:
+    """Seconds, stdout and the bytes the server answered while ``args`` ran."""
+    before = len(server.requests)
     start = time.perf_counter()
     done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
     took = time.perf_counter() - start
@@ -155,30 +232,35 @@ def _timed(args: list[str], env: dict[str, str]) -> tuple[float, str]:
         raise SystemExit(
             f"{args[:5]} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         )
-    return took, done.stdout
+    return took, done.stdout, _answered_bytes(site, server.requests[before:])
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--layout", choices=("v2", "v1"), default="v2")
+    parser.add_argument("--other-wheels", type=int, default=0)
     parser.add_argument(
         "--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "cuship-bench-resolve"
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def _size(count: float) -> str:
+    return f"{count / (1 << 20):.2f} MiB" if count >= 1 << 20 else f"{count / 1024:.1f} KiB"
+
+
+def main() -> None:
+    args = _arguments()
     site = args.cache_dir / "site"
-    write_site(site, args.files)
+    count = write_site(site, args.files, layout=args.layout, other_wheels=args.other_wheels)
     env = _clean_env()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "cuship", "serve", str(site), "--port", "0"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        index = server.stdout.readline().strip() + "simple"
+    times: dict[str, list[float]] = {"cuship resolve": [], "pip download": []}
+    fetched: dict[str, list[int]] = {"cuship resolve": [], "pip download": []}
+    chosen = picked = manifest = ""
+    with serve(site) as server:
+        index = f"{server.url}simple"
         cuship_cmd = [
             sys.executable,
             "-m",
@@ -189,28 +271,31 @@ def main() -> None:
             index,
             "--json",
         ]
-        times: dict[str, list[float]] = {"cuship resolve": [], "pip download": []}
-        chosen = picked = ""
         for _ in range(args.runs):
-            took, out = _timed(cuship_cmd, env)
+            took, out, size = _timed(cuship_cmd, env, server, site)
             times["cuship resolve"].append(took)
-            chosen = json.loads(out)["chosen"]["filename"]
+            fetched["cuship resolve"].append(size)
+            doc = json.loads(out)
+            chosen, manifest = doc["chosen"]["filename"], doc["manifest"]
             with tempfile.TemporaryDirectory() as dest:
                 pip_cmd = [sys.executable, "-m", "pip", "download", "--no-deps", PROJECT]
-                took, _ = _timed([*pip_cmd, "--index-url", index, "-d", dest], env)
+                took, _, size = _timed(
+                    [*pip_cmd, "--index-url", index, "-d", dest], env, server, site
+                )
                 times["pip download"].append(took)
+                fetched["pip download"].append(size)
                 picked = next(Path(dest).iterdir()).name
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-    count = sum(1 for _ in json.loads((site / "cuship-index.json").read_text())["wheels"])
-    print(f"{count} files of {PROJECT!r}, {args.runs} runs each, fingerprint {ENV}")
-    print(f"cuship chose {chosen}")
+    print(
+        f"{count} files of {PROJECT!r} ({args.layout} layout, {args.other_wheels} other wheels "
+        f"in the index), {args.runs} runs each, fingerprint {ENV}"
+    )
+    print(f"cuship chose {chosen} (manifest {manifest})")
     print(f"pip picked   {picked}  (tags and version only: no torch, CUDA or GPU check)")
     medians = {name: statistics.median(values) for name, values in times.items()}
     for name, values in times.items():
         print(
             f"{name:16} median {medians[name]:.3f} s  (min {min(values):.3f}, max {max(values):.3f})"
+            f"  fetched {_size(statistics.median(fetched[name]))} a run"
         )
     ratio = medians["cuship resolve"] / medians["pip download"]
     print(f"ratio cuship/pip: {ratio:.2f}x")

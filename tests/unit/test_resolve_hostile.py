@@ -3,17 +3,13 @@ own scheme, and every field of its manifest is untrusted. No input ends in a tra
 
 from __future__ import annotations
 
-import email.message
 import hashlib
 import io
 import json
 import tracemalloc
 import urllib.error
 import urllib.request
-from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,12 +19,12 @@ from cuship.resolve import Candidate, Target, Verdict, select
 from cuship.resolve._http import FetchOptions
 from cuship.resolve.fetch import download, fetch_page, parse_json
 from cuship.resolve.install import resolve_index
+from tests.fake_index import JSON_TYPE, FakeServer, installed
 from tests.wheel_factory import make_wheel
 
 INDEX = "http://evil.test/simple"
 PAGE = f"{INDEX}/pkg/"
 MANIFEST = "http://evil.test/cuship-index.json"
-JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 WHEEL = "pkg-1.0+cu128-py3-none-any.whl"
 SHA = "ab" * 32
 MiB = 1 << 20
@@ -38,67 +34,9 @@ GPU_TARGET = Target(
 QUICK = FetchOptions(timeout=1.0, retries=0)
 
 
-class _Response(io.RawIOBase):
-    """What urllib's opener returns, fed from a chunk iterator; counts the bytes read."""
-
-    def __init__(
-        self, server: FakeServer, url: str, kind: str, chunks: Iterator[bytes], size: int | None
-    ):
-        super().__init__()
-        self._server, self._url, self._chunks = server, url, chunks
-        self._left = b""
-        self.headers = email.message.Message()
-        self.headers["Content-Type"] = kind
-        if size is not None:
-            self.headers["Content-Length"] = str(size)
-
-    def geturl(self) -> str:
-        return self._url
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int | None = -1) -> bytes:
-        if not self._left:
-            self._left = next(self._chunks, b"")
-        want = len(self._left) if size is None or size < 0 else size
-        out, self._left = self._left[:want], self._left[want:]
-        self._server.served[self._url] += len(out)
-        return out
-
-
-class FakeServer:
-    """An HTTP index without sockets: urllib's opener answers from ``routes``."""
-
-    def __init__(self) -> None:
-        self.routes: dict[str, tuple[str, Any, int | None]] = {}
-        self.served: Counter[str] = Counter()
-
-    def json(self, url: str, document: object) -> None:
-        self.routes[url] = (JSON_TYPE, json.dumps(document).encode(), None)
-
-    def raw(self, url: str, kind: str, body: bytes) -> None:
-        self.routes[url] = (kind, body, None)
-
-    def stream(self, url: str, chunk: bytes, count: int, *, size: int | None = None) -> None:
-        self.routes[url] = (JSON_TYPE, (chunk, count), size)
-
-    def open(
-        self, request: urllib.request.Request | str, data: Any = None, timeout: Any = None
-    ) -> _Response:
-        url = request.full_url if isinstance(request, urllib.request.Request) else request
-        if url not in self.routes:
-            raise urllib.error.HTTPError(url, 404, "Not Found", email.message.Message(), None)
-        kind, body, size = self.routes[url]
-        chunks = iter([body]) if isinstance(body, bytes) else iter([body[0]] * body[1])
-        return _Response(self, url, kind, chunks, size)
-
-
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> FakeServer:
-    fake = FakeServer()
-    monkeypatch.setattr(urllib.request.OpenerDirector, "open", fake.open)
-    return fake
+    return installed(monkeypatch)
 
 
 def _entry(url: str, sha: str = SHA, filename: str = WHEEL) -> dict[str, object]:

@@ -17,7 +17,7 @@ from typing import IO, Any, TypeVar
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from cuship import __version__
+from cuship import __version__, _json
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 
@@ -30,6 +30,7 @@ __all__ = [
     "TooLarge",
     "get",
     "open_stream",
+    "outside_scheme",
     "with_retries",
 ]
 
@@ -71,6 +72,32 @@ class TooLarge(InputError):
 
 class _Transient(Exception):
     """A failure worth another attempt (5xx, timeout, refused, reset)."""
+
+
+def _family(scheme: str) -> tuple[str, frozenset[str]]:
+    """The name of an index's scheme family and the URL schemes what it lists may have."""
+    if scheme in ("http", "https"):
+        return "http", frozenset({"http", "https"})
+    return scheme, frozenset(SCHEMES)  # a file:// index is the user's own disk: files or http(s)
+
+
+def outside_scheme(index: str, url: str, what: str) -> str | None:
+    """Why ``url`` (``what``: "files", "manifests") may not be read for ``index``, or None.
+
+    An http(s) index may send cuship only to http(s): never to the local disk (``file://``) or
+    any other scheme. A ``file://`` index is the user's own disk and may use files or http(s).
+    """
+    family, allowed = _family(urlsplit(index).scheme)
+    scheme = urlsplit(url).scheme
+    if scheme in allowed:
+        return None
+    article = "an" if family == "http" else "a"
+    *others, last = sorted(allowed)
+    kinds = f"{', '.join(others)} or {last}"
+    return (
+        f"{article} {family} index may link only {kinds} {what}, not "
+        f"{scheme or 'a path'!r} ({_json.shown(url, 80)}); refused, nothing read"
+    )
 
 
 def _user_agent() -> str:

@@ -1,14 +1,16 @@
-"""Read an index (PEP 691 JSON first, PEP 503 HTML otherwise, plus the cuship manifest when the
-site offers one) and download files with their sha256 verified.
+"""Read an index (PEP 691 JSON first, PEP 503 HTML otherwise, plus the cuship manifest of the
+project when the site offers one) and download files with their sha256 verified.
 
 urllib only. Every network step has a timeout and a few retries with back-off; what still fails
 is an :class:`~cuship.errors.InputError` naming the URL. A download whose bytes do not hash to
 what the index says is a :class:`~cuship.errors.CheckFailed` and leaves nothing on disk.
 
-What an index serves is untrusted: pages and the manifest are read up to a size cap
-(:class:`FetchOptions`), JSON of any depth fails cleanly, a file listed at a URL outside the
-index's own scheme (``file://`` from an http index) is refused with that reason and never read,
-and a manifest record with a bad field is ignored with a note on its file.
+Where the manifest is found (the project's own ``cuship.json``, named by its page, or the
+site's ``cuship-index.json``) is ``_manifest.py``'s to say. What an index serves is untrusted:
+pages and manifests are read up to a size cap (:class:`FetchOptions`), JSON of any depth fails
+cleanly, a file or manifest at a URL outside the index's own scheme (``file://`` from an http
+index) is refused with that reason and never read, and a manifest record with a bad field is
+ignored with a note on its file.
 """
 
 from __future__ import annotations
@@ -33,13 +35,13 @@ from cuship.errors import CheckFailed, InputError
 from cuship.events import Emit, Event, discard
 from cuship.resolve._http import (
     DEFAULT_OPTIONS,
-    SCHEMES,
     FetchOptions,
-    Missing,
     get,
     open_stream,
+    outside_scheme,
     with_retries,
 )
+from cuship.resolve._manifest import Records, find_manifest, manifest_urls
 from cuship.resolve.select import Candidate, WheelFacts
 
 __all__ = [
@@ -56,7 +58,6 @@ __all__ = [
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 ACCEPT = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
-MANIFEST = "cuship-index.json"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,7 +67,7 @@ class IndexPage:
     url: str
     format: Literal["json", "html"]
     candidates: tuple[Candidate, ...]
-    manifest: str | None  # the manifest URL whose records were merged in, if any
+    manifest: str | None  # the URL of the manifest whose records were merged in, if any
 
 
 def project_url(index: str, project: str) -> str:
@@ -136,8 +137,8 @@ def _json_file(entry: Any, base: str, url: str) -> Candidate:
     )
 
 
-def parse_json(body: bytes, url: str) -> tuple[Candidate, ...]:
-    """The files of a PEP 691 project page; links are made absolute against ``url``."""
+def _json_page(body: bytes, url: str) -> tuple[tuple[Candidate, ...], object]:
+    """The files of a PEP 691 page and its ``_cuship`` entry (None when it has none)."""
     try:
         document = _json.loads(body)
     except _json.JsonRefused as err:
@@ -147,7 +148,12 @@ def parse_json(body: bytes, url: str) -> tuple[Candidate, ...]:
     files = document.get("files") if isinstance(document, dict) else None
     if not isinstance(files, list):
         raise _garbage(url, "a JSON document without a 'files' list")
-    return tuple(_json_file(entry, url, url) for entry in files)
+    return tuple(_json_file(entry, url, url) for entry in files), document.get("_cuship")
+
+
+def parse_json(body: bytes, url: str) -> tuple[Candidate, ...]:
+    """The files of a PEP 691 project page; links are made absolute against ``url``."""
+    return _json_page(body, url)[0]
 
 
 class _Anchors(HTMLParser):
@@ -204,57 +210,7 @@ def parse_html(body: bytes, url: str) -> tuple[Candidate, ...]:
     return tuple(c for c in found if c is not None)
 
 
-def manifest_urls(index: str) -> tuple[str, ...]:
-    """Where a cuship manifest may sit: beside ``simple/``, and one level up for sub-indexes."""
-    root = index.rstrip("/") + "/"
-    parts = urlsplit(root)
-    if parts.scheme not in ("http", "https", "file"):
-        return ()
-    depth = parts.path.strip("/").count("/") + 1 if parts.path.strip("/") else 0
-    found = [urljoin(root, "../" * up + MANIFEST) for up in (1, 2) if up <= depth]
-    return tuple(dict.fromkeys(found))
-
-
-def _manifest_records(body: bytes) -> dict[str, Mapping[str, Any]]:
-    """The records of a manifest by file name; a document of the wrong shape is ``ValueError``.
-
-    Records without a string ``filename`` are skipped; their fields are judged when used.
-    """
-    document = _json.loads(body)
-    records = document.get("wheels") if isinstance(document, dict) else None
-    if not isinstance(records, list):
-        raise ValueError("it holds no 'wheels' list")
-    return {
-        r["filename"]: r
-        for r in records
-        if isinstance(r, dict) and isinstance(r.get("filename"), str)
-    }
-
-
-def _read_manifest(
-    index: str, options: FetchOptions, emit: Emit
-) -> tuple[str, dict[str, Mapping[str, Any]]] | None:
-    for url in manifest_urls(index):
-        try:
-            answer = get(
-                url,
-                accept="application/json",
-                options=options,
-                emit=emit,
-                limit=options.max_manifest_bytes,
-            )
-            return url, _manifest_records(answer.body)
-        except Missing:
-            continue
-        except (InputError, ValueError) as err:
-            problem = err.message if isinstance(err, InputError) else str(err)
-            message = f"ignoring the cuship manifest at {url!r}: {problem}"
-            emit(Event(level="warning", topic="fetch", message=message))
-            return None
-    return None
-
-
-def _with_facts(c: Candidate, records: Mapping[str, Mapping[str, Any]]) -> Candidate:
+def _with_facts(c: Candidate, records: Records) -> Candidate:
     record = records.get(c.filename)
     if record is None or (c.sha256 is not None and record.get("sha256") != c.sha256):
         return c  # no record, or one for other bytes: judge it by its name alone
@@ -272,27 +228,10 @@ def _with_facts(c: Candidate, records: Mapping[str, Mapping[str, Any]]) -> Candi
     return replace(c, facts=facts)
 
 
-def _family(scheme: str) -> tuple[str, frozenset[str]]:
-    """The name of an index's scheme family and the URL schemes its files may have."""
-    if scheme in ("http", "https"):
-        return "http", frozenset({"http", "https"})
-    return scheme, frozenset(SCHEMES)  # a file:// index is the user's own disk: files or http(s)
-
-
 def _in_scheme(c: Candidate, index: str) -> Candidate:
     """``c``, refused when its URL leaves the index's scheme (an http index listing file://)."""
-    family, allowed = _family(urlsplit(index).scheme)
-    scheme = urlsplit(c.url).scheme
-    if scheme in allowed:
-        return c
-    article = "an" if family == "http" else "a"
-    *others, last = sorted(allowed)
-    kinds = f"{', '.join(others)} or {last}"
-    reason = (
-        f"{article} {family} index may link only {kinds} files, not "
-        f"{scheme or 'a path'!r} ({_json.shown(c.url, 80)}); refused, nothing read"
-    )
-    return replace(c, refused=reason)
+    reason = outside_scheme(index, c.url, "files")
+    return c if reason is None else replace(c, refused=reason)
 
 
 def fetch_page(
@@ -303,29 +242,45 @@ def fetch_page(
     manifest: bool = True,
     emit: Emit = discard,
 ) -> IndexPage:
-    """The files ``index`` lists for ``project``, with manifest facts merged in when offered."""
+    """The files ``index`` lists for ``project``, with manifest facts merged in when offered.
+
+    The facts come from the project's manifest that the JSON page names (``_cuship``), else
+    ``cuship.json`` beside an HTML page, else the site manifest (see ``_manifest.py``). A
+    manifest that cannot be used is a warning event: the files are judged by name alone.
+    """
     url = project_url(index, project)
     answer = get(url, accept=ACCEPT, options=options, emit=emit)
     kind = answer.content_type.split(";")[0].strip().lower()
+    declared: object = None
     if kind.endswith("+json") or kind == "application/json":
-        candidates, fmt = parse_json(answer.body, answer.url), "json"
+        (candidates, declared), fmt = _json_page(answer.body, answer.url), "json"
     elif "html" in kind:
         candidates, fmt = parse_html(answer.body, answer.url), "html"
     else:
         raise _garbage(url, f"content type {answer.content_type!r} is no simple index page")
     candidates = tuple(_in_scheme(c, index) for c in candidates)
-    found = _read_manifest(index, options, emit) if manifest else None
+    found = None
+    if manifest:
+        found = find_manifest(
+            index=index,
+            project=project,
+            page=answer.url,
+            page_format=fmt,
+            declared=declared,
+            options=options,
+            emit=emit,
+        )
     if found is not None:
-        candidates = tuple(_with_facts(c, found[1]) for c in candidates)
+        candidates = tuple(_with_facts(c, found.records) for c in candidates)
     message = f"{url}: {len(candidates)} files ({fmt})" + (
-        f", manifest {found[0]}" if found else ""
+        f", manifest {found.url}" if found else ""
     )
     emit(Event(level="debug", topic="fetch", message=message))
     return IndexPage(
         url=answer.url,
         format=fmt,  # type: ignore[arg-type]
         candidates=candidates,
-        manifest=found[0] if found else None,
+        manifest=found.url if found else None,
     )
 
 
