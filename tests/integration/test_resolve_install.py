@@ -75,7 +75,7 @@ def test_resolve_follows_the_driver(server: IndexServer, workdir: Path) -> None:
     code, doc = _resolve(server, workdir, CUSHIP_GPUS="H100", CUSHIP_DRIVER_CUDA="12.8")
     assert code == 0 and _chosen(doc) == CU128
     assert _rejected(doc)[CU130].startswith("cuda: built for CUDA 13.0")
-    assert doc["manifest"] == f"{server.url}cuship-index.json"
+    assert doc["manifest"] == f"{server.url}simple/cuvecops/cuship.json", "one project's manifest"
     code, doc = _resolve(
         server, workdir, CUSHIP_GPUS="H100", CUSHIP_CUDA_DRIVER_VERSION="580.65.06"
     )

@@ -136,7 +136,7 @@ def test_fetch_page_reads_a_written_index_and_its_manifest(tmp_path: Path) -> No
     for index in (site / "simple", site / "cu128" / "simple"):
         page = fetch_page(index.as_uri(), "PKG")
         assert page.format == "json"
-        assert page.manifest == (site / "cuship-index.json").as_uri()
+        assert page.manifest == (site / "simple" / "pkg" / "cuship.json").as_uri()
         by_name = {c.filename: c for c in page.candidates}
         labelled = by_name["pkg-1.0+cu128-cp311-cp311-linux_x86_64.whl"]
         assert labelled.facts is not None
