@@ -222,3 +222,18 @@ def test_a_run_stopped_at_any_write_leaves_a_readable_site_that_a_rerun_complete
             stop_after(None)
             break
         assert stops > 10, "every write of the update was tried"
+
+
+def test_a_describe_record_read_back_from_the_cache_changes_nothing(
+    tmp_path: Path, wheels: dict[str, Path]
+) -> None:
+    """The cache keeps a describe record with sorted keys; a fresh one may come in any order:
+    the manifests must not tell them apart (else every run rewrites the project)."""
+
+    def describe(path: Path) -> dict[str, object]:
+        return {"zeta": path.name, "alpha": {"y": 1, "x": 2}}
+
+    site = tmp_path / "site"
+    write([wheels["a1"]], site, describe=describe)
+    again = write([wheels["a1"]], site, describe=describe)
+    assert (again.cached, again.rewritten) == (1, 0)

@@ -237,7 +237,10 @@ def _sort_key(row: Row) -> tuple[Version, str]:
 
 
 def _dump(document: object) -> bytes:
-    return (json.dumps(document, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    """A manifest's bytes: keys sorted, so a ``describe`` record read back from the cache (or
+    from an earlier manifest) gives the bytes it gave when fresh."""
+    text = json.dumps(document, separators=(",", ":"), default=str, sort_keys=True)
+    return (text + "\n").encode("utf-8")
 
 
 def _pages(prefix: str, project: str, rows: Sequence[Row], manifest: str) -> dict[str, bytes]:
