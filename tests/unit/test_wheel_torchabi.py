@@ -278,3 +278,12 @@ def test_cli_inspect_and_verify(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "note: " in out and "ok: " in out
     assert main(["verify", str(pinned), "--torch", "x.y"]) == 2
     assert "'x.y' is not a version" in capsys.readouterr().err
+
+
+def test_requires_dist_is_read_from_the_headers_only_continuations_included() -> None:
+    metadata = (
+        "Metadata-Version: 2.1\nName: x\nRequires-Dist: torch>=2.12\n"
+        '  ; python_version >= "3.10"\nrequires-dist: numpy\nSummary: s\n\n'
+        "Requires-Dist: torch==1.0  (in the description: not a header)\n"
+    )
+    assert torch_requirements(metadata, source="m") == ('torch>=2.12; python_version >= "3.10"',)

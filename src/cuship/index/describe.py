@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from packaging.utils import parse_wheel_filename
-
 from cuship.errors import CushipError
 from cuship.wheel.audit import inspect_wheel, sm_key
 from cuship.wheel.names import parse_label
@@ -17,18 +15,17 @@ __all__ = ["describe_wheel"]
 def describe_wheel(path: Path) -> Mapping[str, object]:
     """Label parts (CUDA, torch, C++ ABI), the SASS/PTX arches of every extension inside, and the
     torch ABI its binaries need (with the torch it was built against, when known)."""
-    _, version, _, _ = parse_wheel_filename(path.name)
-    doc: dict[str, object] = {"label": version.local}
-    if version.local:
+    report = inspect_wheel(path)
+    doc: dict[str, object] = {"label": report.local}
+    if report.local:
         try:
-            variant = parse_label(version.local)
+            variant = parse_label(report.local)
         except CushipError:
             pass
         else:
             doc["cuda"] = None if variant.cuda is None else str(variant.cuda)
             doc["torch"] = None if variant.torch is None else str(variant.torch)
             doc["cxx11abi"] = variant.cxx11abi
-    report = inspect_wheel(path)
     doc["sass"] = sorted({sm for x in report.extensions for sm in x.sass}, key=sm_key)
     doc["ptx"] = sorted({sm for x in report.extensions for sm in x.ptx}, key=sm_key)
     doc["bundled_cuda_libs"] = list(report.bundled_cuda_libs)

@@ -9,6 +9,7 @@ is read): no conversion, format spec, index or attribute.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -138,6 +139,7 @@ def format_label(variant: Variant, template: str) -> str:
     return label
 
 
+@functools.lru_cache(maxsize=64)
 def _pattern(template: str) -> re.Pattern[str]:
     parts = []
     pos = 0
