@@ -1,0 +1,480 @@
+"""The index at community scale: 5,000 and 50,000 small wheels on a real disk, cold and incremental.
+
+    python3 benchmarks/bench_index_scale.py [--sizes 5000,50000] [--repeat 3] [--quick]
+        [--work-dir /var/tmp/cuship-index-scale] [--dumb-pypi PATH] [--parts cold,incremental,resolve]
+        [--allow-tmpfs] [--json FILE]
+
+Each size is N wheels of about 3.3 kB (valid zips: METADATA, WHEEL, a RECORD with real hashes)
+in N/10 projects; per project six plain releases and four local-label variants of the newest
+(+cu128, +cu130, +cu128torch2.8, +cu130torch2.9), so cuship writes four sub-indexes. They are
+generated once into WORK/wheels-N and reused; generating is never timed. Everything runs in the
+work directory, which must be a disk: tmpfs is refused (it hides the metadata cost a site of
+100,000 small files has on the disks people index on) unless --allow-tmpfs.
+
+Cold (each run on a fresh directory; cuship's scan cache, ``.SITE.cuship-cache.sqlite`` beside
+SITE, is deleted first; the page cache is warm and dirty pages are synced before each run):
+
+* filesystem floor: the tree of a cuship-written site (learned once by walking one) written
+  again with plain os calls: the same directories, the same files with the same bytes, and the
+  wheels hard-linked into files/ as cuship links them. No hashing, no parsing, no rendering;
+* cuship: ``python -m cuship index WHEELS -o SITE --json``; its peak RSS comes from wait4;
+* hash list + dumb-pypi: what dumb-pypi's README asks of a user, a JSON-lines package list with
+  sha256 computed by hashlib here, then ``dumb-pypi --package-list-json ... --output-dir ...``.
+
+Incremental, each run on a fresh copy of a finished site with its scan cache (copying is not
+timed): +1 wheel of an existing project, +1 wheel of a new project, and yanking one file, each
+as ``python -m cuship index [NEW.whl] --keep-existing [--yank FILE] -o SITE`` and in this
+process as ``cuship.index.write`` (the same call the CLI makes, describe included), to tell
+Python's start-up from the work. dumb-pypi's own partial rebuild (--previous-package-list-json)
+is timed beside +1 wheel. The goal is under 0.3 s at 50,000 wheels and flat in index size.
+
+Resolve: ``cuship serve SITE`` behind a counting reverse proxy in this process (it counts the
+requests and the response body bytes of each contender), then ``cuship resolve PROJECT`` (picks a
+file, downloads nothing), the same resolution plus the verified download through cuship's library
+(what ``cuship install`` does before it runs pip), and ``pip download --no-deps``. The machine is
+fixed by CUSHIP_GPUS and friends, so no probe of this host is timed. The goals: bytes per resolve
+that do not grow with the index, and resolve+download at most half of pip's time.
+
+All times are medians over --repeat runs, peak RSS the largest (raw samples go to --json);
+"growth" is the largest size's value over the smallest's. --quick is a smoke run (sizes 500 and
+5,000, one run each); --parts picks among cold, incremental and resolve. Every cuship process gets
+this checkout's src on PYTHONPATH, whatever cuship is installed. dumb-pypi is found by --dumb-pypi, $DUMB_PYPI or PATH (e.g.
+``python3 -m venv /tmp/dumbpypi && /tmp/dumbpypi/bin/pip install dumb-pypi``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+sys.path[:0] = [str(SRC), str(REPO)]  # this checkout's cuship; the helpers beside this script
+
+from benchmarks._index_scale import (  # noqa: E402
+    Results,
+    SiteTree,
+    WheelSpec,
+    copy_site,
+    fresh,
+    generate,
+    learn_tree,
+    mount_of,
+    served,
+    spec_at,
+    table,
+    write_floor,
+    write_wheel,
+)
+
+# The machine cuship resolves for: fixed, so that no GPU, driver or torch probe is timed.
+TARGET_ENV = {
+    "CUSHIP_GPUS": "H100:9.0:80GiB",
+    "CUSHIP_CUDA_DRIVER_VERSION": "580.65.06",
+    "CUSHIP_DRIVER_CUDA": "13.0",
+    "CUSHIP_TORCH": "2.9.0+cu130",
+    "CUSHIP_NVCC": "none",
+}
+PARTS = ("cold", "incremental", "resolve")
+
+
+# --- the disk -----------------------------------------------------------------------------------
+
+
+def check_disk(work: Path, allow_tmpfs: bool) -> str:
+    """Say which filesystem ``work`` is on; refuse tmpfs unless allowed."""
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        mounts = Path("/proc/mounts").read_text()
+    except OSError:
+        mounts = ""
+    kind, point = mount_of(os.path.realpath(work), mounts)
+    print(f"work dir {work} is on {kind} (mounted at {point or '?'})", flush=True)
+    if kind in ("tmpfs", "ramfs"):
+        if not allow_tmpfs:
+            sys.exit(f"{work} is on {kind}: pick a disk with --work-dir, or pass --allow-tmpfs")
+        print(f"warning: {kind} hides the disk's metadata cost; these are not disk numbers")
+    return kind
+
+
+# --- processes ----------------------------------------------------------------------------------
+
+
+class Outcome(NamedTuple):
+    seconds: float
+    returncode: int
+    peak_mb: float
+    stderr: str
+
+
+def cuship_env() -> dict[str, str]:
+    return {
+        **os.environ,
+        **TARGET_ENV,
+        "PYTHONPATH": str(SRC),
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }
+
+
+def spawn(argv: Sequence[str], env: dict[str, str]) -> Outcome:
+    """Run ``argv``: wall time, exit status and peak RSS (wait4), stderr kept for failures."""
+    with tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        text = err.read().decode(errors="replace")
+    return Outcome(seconds, proc.returncode, usage.ru_maxrss / 1024, text)
+
+
+def gist(text: str) -> str:
+    """The line of a failure's output that says what went wrong: the first error, else the last."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()]
+    return (errors or lines or ["(no output)"])[0 if errors else -1]
+
+
+def cuship_index(args: Sequence[str], site: Path) -> Outcome:
+    argv = [sys.executable, "-m", "cuship", "index", *args, "-o", str(site), "--json"]
+    return spawn(argv, cuship_env())
+
+
+# --- one size under test ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Size:
+    """One index size under test: its wheels, its working folder, its finished site."""
+
+    count: int
+    wheel_dir: Path
+    wheels: list[Path]
+    run: Path
+    template: Path
+    tree: SiteTree
+    repeat: int
+    dumb_pypi: str | None
+
+
+# --- cold ---------------------------------------------------------------------------------------
+
+
+def timed(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def package_list(wheels: Sequence[Path], out: Path, mode: str = "w") -> None:
+    """dumb-pypi's package list: one JSON object per wheel, sha256 from hashlib."""
+    with out.open(mode) as listing:
+        for path in wheels:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            listing.write(json.dumps({"filename": path.name, "hash": f"sha256={digest}"}) + "\n")
+
+
+def dumb_pypi(tool: str, listing: Path, site: Path, previous: Path | None = None) -> None:
+    argv = [tool, "--package-list-json", str(listing), "--output-dir", str(site)]
+    argv += ["--packages-url", "../../files/"]
+    if previous is not None:
+        argv += ["--previous-package-list-json", str(previous)]
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+
+
+def dumb_cold(size: Size, folder: Path) -> None:
+    fresh(folder).mkdir()
+    package_list(size.wheels, folder / "packages.json")
+    assert size.dumb_pypi is not None
+    dumb_pypi(size.dumb_pypi, folder / "packages.json", folder / "site")
+
+
+def measure_cold(size: Size, results: Results) -> None:
+    n = size.count
+    floor, dumb = size.run / "floor", size.run / "dumb"
+    for _ in range(size.repeat):
+        fresh(floor)
+        results.add("cold.floor", n, timed(lambda: write_floor(size.tree, floor)))
+        site = fresh(size.run / "cold" / "site")
+        outcome = cuship_index([str(size.wheel_dir)], site)
+        if outcome.returncode != 0:
+            raise SystemExit(f"cuship index failed: {gist(outcome.stderr)}")
+        results.add("cold.cuship", n, outcome.seconds)
+        results.add("rss.cold", n, outcome.peak_mb)
+        if size.dumb_pypi:
+            results.add("cold.dumb", n, timed(lambda: dumb_cold(size, dumb)))
+    for name in ("floor", "cold", "dumb"):
+        shutil.rmtree(size.run / name, ignore_errors=True)
+
+
+# --- incremental --------------------------------------------------------------------------------
+
+
+class Op(NamedTuple):
+    key: str
+    wheel: Path | None
+    yank: str | None
+
+
+def ops_for(size: Size) -> list[Op]:
+    folder = size.run / "new"
+    folder.mkdir(parents=True, exist_ok=True)
+    first = spec_at(0)
+    added = write_wheel(folder, WheelSpec(first.project, "9.0.0"), b"new wheel" * 200)
+    project = write_wheel(folder, WheelSpec("scale-new-project", "1.0.0"), b"new project" * 200)
+    return [
+        Op("+1 wheel", added, None),
+        Op("+1 project", project, None),
+        Op("yank 1 wheel", None, spec_at(size.count // 2).filename),
+    ]
+
+
+def check_op(site: Path, op: Op) -> None:
+    """Refuse a timing of an operation that did not do its job."""
+    if op.wheel is not None and not (site / "files" / op.wheel.name).is_file():
+        raise SystemExit(f"{op.key}: {op.wheel.name} is not in {site}/files")
+    if op.yank is not None:
+        project = op.yank.split("-", 1)[0].replace("_", "-")
+        page = json.loads((site / "simple" / project / "index.json").read_bytes())
+        if not any(f["filename"] == op.yank and f.get("yanked") for f in page["files"]):
+            raise SystemExit(f"{op.key}: {op.yank} is not marked yanked in {site}")
+
+
+def _failed(op: Op, message: str) -> str:
+    return ("not supported yet: " if op.yank else "failed: ") + message
+
+
+def op_cli(size: Size, op: Op, results: Results) -> bool:
+    site = copy_site(size.template, size.run / "inc" / "site")
+    args = [str(op.wheel)] if op.wheel else []
+    args += ["--keep-existing", *(["--yank", op.yank] if op.yank else [])]
+    outcome = cuship_index(args, site)
+    if outcome.returncode != 0:
+        message = f"exit {outcome.returncode}, {gist(outcome.stderr)}"
+        results.note(f"inc.{op.key}.cli", size.count, _failed(op, message))
+        return False
+    check_op(site, op)
+    results.add(f"inc.{op.key}.cli", size.count, outcome.seconds)
+    results.add(f"rss.{op.key}", size.count, outcome.peak_mb)
+    return True
+
+
+def op_in_process(size: Size, op: Op, results: Results) -> bool:
+    from cuship.errors import CushipError
+    from cuship.index import write
+    from cuship.index.describe import describe_wheel
+
+    site = copy_site(size.template, size.run / "inc" / "site")
+    wheels = [op.wheel] if op.wheel else []
+    yanked = {op.yank: ""} if op.yank else None
+    started = time.perf_counter()
+    try:
+        write(wheels, site, keep_existing=True, yanked=yanked, describe=describe_wheel)
+    except CushipError as err:
+        results.note(
+            f"inc.{op.key}.lib",
+            size.count,
+            _failed(op, f"{type(err).__name__}: {str(err).splitlines()[0]}"),
+        )
+        return False
+    results.add(f"inc.{op.key}.lib", size.count, time.perf_counter() - started)
+    check_op(site, op)
+    return True
+
+
+def dumb_plus_one(size: Size, wheel: Path, results: Results) -> None:
+    """dumb-pypi's partial rebuild: the old list plus one hashed line, --previous-package-list."""
+    assert size.dumb_pypi is not None
+    template = size.run / "dumb-template"
+    fresh(template).mkdir()
+    package_list(size.wheels, template / "packages.json")
+    dumb_pypi(size.dumb_pypi, template / "packages.json", template / "site")
+    work = size.run / "dumb-inc"
+    for _ in range(size.repeat):
+        fresh(work).mkdir()
+        shutil.copytree(template / "site", work / "site")
+        os.sync()
+
+        def add() -> None:
+            shutil.copyfile(template / "packages.json", work / "packages.json")
+            package_list([wheel], work / "packages.json", mode="a")
+            previous = template / "packages.json"
+            dumb_pypi(str(size.dumb_pypi), work / "packages.json", work / "site", previous)
+
+        results.add("inc.dumb", size.count, timed(add))
+    shutil.rmtree(template, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def warm_up(site: Path, op: Op) -> None:
+    """Index one wheel in this process, untimed, so that imports (cuship's lazy ones included)
+    are not counted in the first in-process sample."""
+    from cuship.index import write
+    from cuship.index.describe import describe_wheel
+
+    assert op.wheel is not None
+    write([op.wheel], fresh(site), describe=describe_wheel)
+    shutil.rmtree(site.parent, ignore_errors=True)
+
+
+def measure_incremental(size: Size, results: Results) -> None:
+    ops = ops_for(size)
+    warm_up(size.run / "warm-up" / "site", ops[0])
+    for op in ops:
+        cli = lib = True
+        for _ in range(size.repeat):
+            cli = cli and op_cli(size, op, results)
+            lib = lib and op_in_process(size, op, results)
+    if size.dumb_pypi and ops[0].wheel is not None:
+        dumb_plus_one(size, ops[0].wheel, results)
+    shutil.rmtree(size.run / "inc", ignore_errors=True)
+
+
+# --- resolve ------------------------------------------------------------------------------------
+
+
+_DOWNLOAD = """\
+import os, sys
+from pathlib import Path
+from cuship.resolve.fetch import download
+from cuship.resolve.install import resolve_index, target_from_env
+page, resolution = resolve_index(sys.argv[1], sys.argv[2], target_from_env(os.environ))
+assert resolution.chosen is not None, "nothing chosen"
+download(resolution.chosen.candidate, Path(sys.argv[3]))
+"""
+
+
+def resolvers(project: str, index: str, dest: Path) -> dict[str, tuple[list[str], int]]:
+    """Each contender: its command line and how many files it must leave in ``dest``."""
+    py = sys.executable
+    pip = [py, "-m", "pip", "--isolated", "--disable-pip-version-check", "download", "--no-deps"]
+    pip += ["--no-cache-dir", "--index-url", index, "-d", str(dest), project]
+    return {
+        "cuship": ([py, "-m", "cuship", "resolve", project, "--index", index, "--json"], 0),
+        "cuship+dl": ([py, "-c", _DOWNLOAD, project, index, str(dest)], 1),
+        "pip": (pip, 1),
+    }
+
+
+def measure_resolve(size: Size, results: Results) -> None:
+    project = spec_at(size.count // 2).project
+    dest = size.run / "downloads"
+    with served(size.template, cuship_env()) as proxy:
+        index = f"{proxy.url}/simple/"
+        for _ in range(size.repeat):
+            for key, (argv, files) in resolvers(project, index, dest).items():
+                fresh(dest).mkdir()
+                proxy.reset()
+                outcome = spawn(argv, cuship_env())
+                got = len(list(dest.iterdir()))
+                if outcome.returncode != 0 or got != files:
+                    why = f"exit {outcome.returncode}, {got} files, {gist(outcome.stderr)}"
+                    results.note(f"resolve.{key}", size.count, f"failed: {why}")
+                    continue
+                results.add(f"resolve.{key}", size.count, outcome.seconds)
+                results.add(f"bytes.{key}", size.count, proxy.body_bytes)
+                results.add(f"requests.{key}", size.count, proxy.requests)
+    shutil.rmtree(dest, ignore_errors=True)
+
+
+# --- one size, the table, main ------------------------------------------------------------------
+
+
+def prepare(count: int, opts: argparse.Namespace) -> Size:
+    wheel_dir = opts.work_dir / f"wheels-{count}"
+    started = time.perf_counter()
+    wheels, made = generate(wheel_dir, count)
+    if made:
+        print(f"generated {count} wheels in {time.perf_counter() - started:.1f} s", flush=True)
+    for path in wheels:  # warm the page cache for everyone
+        path.read_bytes()
+    run = opts.work_dir / "run" / str(count)
+    shutil.rmtree(run, ignore_errors=True)
+    template = fresh(run / "template" / "site")
+    warmup = cuship_index([str(wheel_dir)], template)
+    if warmup.returncode != 0:
+        raise SystemExit(f"cuship index failed: {gist(warmup.stderr)}")
+    tree = learn_tree(template, wheel_dir)
+    data = sum(len(b) for _, b in tree.files)
+    print(
+        f"{count} wheels: the site has {len(tree.folders)} folders, {len(tree.files)} files "
+        f"({data / 1e6:.1f} MB) and {len(tree.links)} linked wheels",
+        flush=True,
+    )
+    return Size(count, wheel_dir, wheels, run, template, tree, opts.repeat, opts.dumb_pypi)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument(
+        "--sizes",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=None,
+        help="wheel counts (default 5000,50000; --quick: 500,5000)",
+    )
+    parser.add_argument("--repeat", type=int, default=None, help="runs per measure (default 3)")
+    parser.add_argument("--quick", action="store_true", help="smoke run: sizes 500,5000, repeat 1")
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=Path("/var/tmp/cuship-index-scale"),
+        help="where wheels (kept) and sites (removed) go; must be a disk (default %(default)s)",
+    )
+    parser.add_argument("--allow-tmpfs", action="store_true", help="run on tmpfs, with a warning")
+    parser.add_argument(
+        "--dumb-pypi",
+        default=os.environ.get("DUMB_PYPI") or shutil.which("dumb-pypi"),
+        help="the dumb-pypi command (default $DUMB_PYPI, then PATH)",
+    )
+    parser.add_argument(
+        "--parts", default=",".join(PARTS), help="which of cold,incremental,resolve"
+    )
+    parser.add_argument("--json", type=Path, default=None, help="write the raw samples here")
+    opts = parser.parse_args(argv)
+    opts.sizes = opts.sizes or ([500, 5000] if opts.quick else [5000, 50000])
+    opts.repeat = opts.repeat or (1 if opts.quick else 3)
+    opts.parts = [p for p in opts.parts.split(",") if p]
+    if unknown := set(opts.parts) - set(PARTS):
+        parser.error(f"unknown parts {sorted(unknown)}; pick from {', '.join(PARTS)}")
+    return opts
+
+
+def main() -> None:
+    opts = parse_args()
+    opts.work_dir = opts.work_dir.absolute()
+    filesystem = check_disk(opts.work_dir, opts.allow_tmpfs)
+    if not opts.dumb_pypi:
+        print("dumb-pypi not found (--dumb-pypi, $DUMB_PYPI or PATH): its rows stay empty")
+    results = Results()
+    steps = {"cold": measure_cold, "incremental": measure_incremental, "resolve": measure_resolve}
+    for count in opts.sizes:
+        size = prepare(count, opts)
+        for part in opts.parts:
+            started = time.perf_counter()
+            steps[part](size, results)
+            print(
+                f"  {part} at {count:,} done in {time.perf_counter() - started:.0f} s", flush=True
+            )
+        shutil.rmtree(size.run, ignore_errors=True)
+    print("\n" + table(results, opts.sizes))
+    if opts.json:
+        document = {"filesystem": filesystem, "sizes": opts.sizes, "repeat": opts.repeat}
+        document |= {"samples": results.samples, "notes": results.notes}
+        opts.json.write_text(json.dumps(document, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
