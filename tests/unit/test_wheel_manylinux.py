@@ -17,10 +17,11 @@ from cuship.config import BuildSection, load_config
 from cuship.errors import ConfigError, UsageError
 from cuship.matrix import BuildJob, jobs_with_configs
 from cuship.wheel.audit import inspect_wheel
-from cuship.wheel.elf import VersionNeed, elf_facts, quick_facts
+from cuship.wheel.elf import VersionNeed, quick_facts
 from cuship.wheel.manylinux import floor_problem, offenders, parse_floor, tag_glibc
 from cuship.wheel.verify import verify
 from tests.elf_factory import make_elf
+from tests.elf_oracle import elf_facts
 from tests.wheel_factory import make_wheel
 
 NEW_GLIBC = [
@@ -42,7 +43,7 @@ def test_the_elf_reader_groups_imported_symbols_by_the_version_they_need(
     bits: int, endian: str
 ) -> None:
     data = make_elf(undefined=["plain"], versioned=NEW_GLIBC, bits=bits, endian=endian)
-    facts = elf_facts(io.BytesIO(data), source="x.so")
+    facts = quick_facts(data, source="x.so")
     assert facts.versions == (
         VersionNeed(
             library="libc.so.6", version="GLIBC_2.34", symbols=("dlopen", "pthread_create")
@@ -69,7 +70,7 @@ def test_the_struct_reader_reads_the_same_versions(bits: int, endian: str) -> No
 
 
 def test_an_object_without_version_sections_needs_no_version() -> None:
-    assert elf_facts(io.BytesIO(make_elf(undefined=["f"])), source="x.so").versions == ()
+    assert quick_facts(make_elf(undefined=["f"]), source="x.so").versions == ()
 
 
 def test_a_wheel_tagged_above_the_floor_fails_naming_the_symbols_and_the_fix(

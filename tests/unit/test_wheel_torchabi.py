@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import struct
@@ -13,7 +12,7 @@ import pytest
 from cuship.cli import main
 from cuship.errors import InputError, UsageError
 from cuship.wheel.audit import ObjectReport, WheelReport, inspect_path
-from cuship.wheel.elf import elf_facts
+from cuship.wheel.elf import quick_facts
 from cuship.wheel.torchabi import classify, strictest, torch_pin, torch_requirements
 from cuship.wheel.verify import verify
 from tests.elf_factory import make_elf
@@ -83,7 +82,7 @@ def test_elf_reader_lists_only_undefined_symbols(bits: int, endian: str) -> None
         bits=bits,
         endian=endian,
     )
-    facts = elf_facts(io.BytesIO(data), source="x.so")
+    facts = quick_facts(data, source="x.so")
     assert facts.undefined == (*SHIM, CXX[0])
     assert facts.needed == TORCH_LIBS
 
@@ -95,12 +94,12 @@ def test_symbol_table_past_the_end_is_input_error() -> None:
     with pytest.raises(
         InputError, match=r"'cut\.so': section '\.dynsym' at offset .* past the end"
     ):
-        elf_facts(io.BytesIO(bytes(data)), source="cut.so")
+        quick_facts(data, source="cut.so")
 
 
 def test_not_an_elf_file_is_input_error() -> None:
     with pytest.raises(InputError, match=r"'x\.so' is not a readable ELF file") as caught:
-        elf_facts(io.BytesIO(b"\x7fELF\x02\x01" + b"\0" * 10), source="x.so")
+        quick_facts(b"\x7fELF\x02\x01" + b"\0" * 10, source="x.so")
     assert caught.value.hint is not None and "again" in caught.value.hint
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import mmap
 import re
 import zipfile
@@ -15,7 +14,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from cuship.errors import CushipError, InputError
 from cuship.wheel.cudalibs import is_cuda_lib
-from cuship.wheel.elf import ElfFacts, VersionNeed, elf_facts, is_elf, quick_facts
+from cuship.wheel.elf import ElfFacts, VersionNeed, is_elf, quick_facts
 from cuship.wheel.fatbin import FATBIN_SECTIONS, Buffer, FatbinEntry, parse_sections
 from cuship.wheel.names import parse_label
 from cuship.wheel.torchabi import (
@@ -181,9 +180,8 @@ def inspect_object(path: Path) -> ObjectReport:
         size = path.stat().st_size
         if not is_elf(handle.read(4)):
             raise InputError(f"{str(path)!r} is not an ELF file", hint="pass a .whl or a .so")
-        handle.seek(0)
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            facts = elf_facts(handle, source=str(path), wanted=FATBIN_SECTIONS)
+            facts = quick_facts(mapped, source=str(path), wanted=FATBIN_SECTIONS)
             return _object_report(str(path), size, facts, mapped)
 
 
@@ -295,7 +293,7 @@ def _shared_objects(
             continue
         data = archive.read(info)
         where = f"{path.name}:{info.filename}"
-        facts = elf_facts(io.BytesIO(data), source=where, wanted=FATBIN_SECTIONS)
+        facts = quick_facts(data, source=where, wanted=FATBIN_SECTIONS)
         report = _object_report(info.filename, info.file_size, facts, data)
         yield info.filename, report
 

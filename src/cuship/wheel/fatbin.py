@@ -10,7 +10,6 @@ counted per kind over all containers, never per container.
 
 from __future__ import annotations
 
-import io
 import mmap
 import struct
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 from cuship.errors import InputError
-from cuship.wheel.elf import ElfFacts, elf_facts
+from cuship.wheel.elf import ElfFacts, quick_facts
 
 __all__ = [
     "FATBIN_SECTIONS",
@@ -80,14 +79,14 @@ def parse_sections(data: Buffer, facts: ElfFacts, *, source: str) -> tuple[Fatbi
 def fatbin_of_elf(source: Path | bytes) -> tuple[FatbinEntry, ...]:
     """All fatbin entries of an ELF file on disk (read through mmap) or in memory."""
     if isinstance(source, bytes):
-        facts = elf_facts(io.BytesIO(source), source="<bytes>", wanted=FATBIN_SECTIONS)
+        facts = quick_facts(source, source="<bytes>", wanted=FATBIN_SECTIONS)
         return parse_sections(source, facts, source="<bytes>")
     try:
         with source.open("rb") as handle:
             if source.stat().st_size == 0:
                 raise InputError(f"{str(source)!r} is empty", hint="rebuild the shared object")
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                facts = elf_facts(handle, source=str(source), wanted=FATBIN_SECTIONS)
+                facts = quick_facts(mapped, source=str(source), wanted=FATBIN_SECTIONS)
                 return parse_sections(mapped, facts, source=str(source))
     except FileNotFoundError as err:
         raise InputError(f"{str(source)!r} does not exist", hint="check the path") from err
