@@ -44,9 +44,10 @@ def objects() -> list[Path]:
 
 
 def reader_times(paths: list[Path], runs: int) -> tuple[float, float]:
+    from tests.elf_oracle import elf_facts
+
     from cuship.wheel.audit import scan_object
     from cuship.wheel.fatbin import FATBIN_SECTIONS
-    from tests.elf_oracle import elf_facts
 
     def pyelftools(path: Path) -> None:
         with path.open("rb") as handle:

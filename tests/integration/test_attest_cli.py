@@ -17,10 +17,11 @@ from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import pytest
 
-from cuship.index import write
+from cuship.index import site_records, write
 from cuship.index.serve import serve
 from tests import wheel_factory
 from tests.integration import cudawheel
@@ -154,9 +155,9 @@ def test_index_links_the_attestation_and_pip_and_uv_install_through_the_page(
     with serve(site) as server:
         page = urllib.request.urlopen(f"{server.url}simple/cudaxpy/", timeout=10).read()
         assert b">attestation</a>" in page
-        manifest = json.loads((site / "cuship-index.json").read_text())
-        url = manifest["wheels"][0]["attestation"]["url"]
-        served = urllib.request.urlopen(server.url + url, timeout=10).read()
+        (record,) = site_records(site)  # URLs relative to simple/PROJECT/cuship.json
+        url = urljoin(f"{server.url}simple/cudaxpy/cuship.json", record["attestation"]["url"])
+        served = urllib.request.urlopen(url, timeout=10).read()
         assert served == attested.read_bytes()
         env = _env(work)
         pip = [sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(work / "dl")]
@@ -225,8 +226,7 @@ def test_keep_existing_release_2_keeps_release_1_and_pip_gets_both(
 ) -> None:
     _release(tmp_path, assets, "v1", "1.0", keep=False)
     _release(tmp_path, assets, "v2", "2.0", keep=True)
-    manifest = json.loads((tmp_path / "site" / "cuship-index.json").read_text())
-    urls = sorted(w["url"] for w in manifest["wheels"])
+    urls = sorted(w["url"] for w in site_records(tmp_path / "site"))
     assert urls == [
         f"{assets[0]}/v1/relpkg-1.0-py3-none-any.whl",
         f"{assets[0]}/v2/relpkg-2.0-py3-none-any.whl",

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cuship.index import site_records
 from tests.integration.clirun import cuship
 from tests.sitecheck import publish_problems
 
@@ -40,8 +41,7 @@ def test_ship_builds_indexes_and_the_install_line_works(tmp_path: Path) -> None:
     assert set(report["stages"]) == {"plan", "build", "check", "index"}
     assert report["check"]["verdict"] == "passed"
     assert report["cpu_only"] is False
-    manifest = json.loads((out / "site" / "cuship-index.json").read_text())
-    described = [w["describe"] for w in manifest["wheels"]]
+    described = [w["describe"] for w in site_records(out / "site")]
     assert all(
         d["sass"] == ["80", "90", "100", "120"] and d["ptx"] == ["80", "120"] for d in described
     )
@@ -110,8 +110,7 @@ def test_ship_without_nvcc_takes_the_cpu_only_path_and_says_so(tmp_path: Path) -
     assert [Path(j["wheel"]).name for j in built] == ["cuvecops-0.1.0+cpu-py3-none-any.whl"]
     needs = [j for j in report["jobs"] if j["status"] == "needs-runner"]
     assert needs and all("needs nvcc" in j["detail"] or "Python" in j["detail"] for j in needs)
-    manifest = json.loads((out / "site" / "cuship-index.json").read_text())
-    (record,) = manifest["wheels"]
+    (record,) = site_records(out / "site")
     assert record["describe"]["sass"] == [] and record["describe"]["ptx"] == []
     assert report["check"]["verdict"] == "passed"
     assert record["attestation"] is not None
