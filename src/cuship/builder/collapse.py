@@ -143,6 +143,11 @@ class Collapser:
         """The order to build ``plans`` in."""
         return build_order(plans) if self.policy.active else list(plans)
 
+    def group(self, plan: BuildPlan) -> TorchFreeKey | None:
+        """The jobs ``plan``'s job must be built one after another with (the first of them may
+        serve the others), when builds may collapse; None: it need wait for none."""
+        return torch_free_key(plan.job) if self.policy.active else None
+
     def skip(self, plan: BuildPlan) -> Served | None:
         """The wheel that serves ``plan``'s job, when it need not be built."""
         return served_by(plan.job, self.served) if self._collapsing(plan.job) else None
