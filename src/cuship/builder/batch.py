@@ -149,7 +149,11 @@ def _pool(
         for i in indices:
             if stop.is_set():
                 return
-            outcomes[i] = batch.one(ordered[i])
+            try:
+                outcomes[i] = batch.one(ordered[i])
+            except BaseException:
+                stop.set()  # before this worker takes another job
+                raise
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cuship-build")
     futures: list[Future[None]] = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -92,7 +93,11 @@ class Stopped(BuildFailed):
 
 class Children:
     """The build commands running now, in every thread, so that an interrupted batch can end
-    them at once (a Ctrl-C reaches only the main thread) and start no more until it is done."""
+    them at once (a Ctrl-C reaches only the main thread) and start no more until it is done.
+
+    Each command runs in a session of its own and is ended with everything it started (pip's
+    build backend, CMake, nvcc): killing pip alone would leave its compilers running.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -112,12 +117,13 @@ class Children:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
+                start_new_session=True,
             )
             self._running.add(child)
         try:
             out, err = child.communicate()
         except BaseException:
-            child.kill()
+            _end(child)
             child.wait()
             raise
         finally:
@@ -131,12 +137,20 @@ class Children:
         with self._lock:
             self._stopping += 1
             for child in self._running:
-                child.kill()
+                _end(child)
         try:
             yield
         finally:
             with self._lock:
                 self._stopping -= 1
+
+
+def _end(child: subprocess.Popen[str]) -> None:
+    """Kill ``child`` and every process of its session (it leads its own process group)."""
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        child.kill()
 
 
 CHILDREN = Children()
