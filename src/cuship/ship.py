@@ -93,7 +93,7 @@ def ship(
     environ: Mapping[str, str],
     quick_check: bool = True,
     sign_key: Path | None = None,
-    parallel: int = 1,
+    parallel: int | None = None,
     emit: Emit = discard,
 ) -> ShipReport:
     """Run the whole pipeline for the project at ``path`` (its ``config`` as loaded); wheels and
@@ -102,7 +102,8 @@ def ship(
     Without nvcc, a project with ``[build] cpu_fallback`` gets its CPU-only wheel (said plainly);
     one without is refused with exit 3. With ``sign_key`` each wheel gets a signed build
     attestation (``WHEEL.intoto.jsonl``) before indexing, and the index links it. Up to
-    ``parallel`` jobs build at once (see :func:`~cuship.builder.batch.build_all`).
+    ``parallel`` jobs build at once (None: ``[build] parallel``; see
+    :func:`~cuship.builder.batch.build_all`).
     """
     from cuship.index.describe import describe_wheel
     from cuship.index.simple import write
@@ -121,7 +122,8 @@ def ship(
             wheels = out_dir / "wheels"
             return [plan_job(job, cfg, host, mode="local", out_dir=wheels) for cfg, job in pairs]
 
-        plans, workers = plan_shared(plan_all, host, parallel, collapser)
+        at_once = config.build.parallel if parallel is None else parallel
+        plans, workers = plan_shared(plan_all, host, at_once, collapser)
     cpu_only = _cpu_only(config, host, emit)
     if not cpu_only:
         require_buildable(plans, repr(str(path)))

@@ -6,19 +6,22 @@ together."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
 from cuship.builder import batch, shared
+from cuship.builder.collapse import start
 from cuship.builder.commands import CHILDREN, BuildFailed, Stopped
 from cuship.builder.execute import JobResult
 from cuship.builder.interpreters import Interpreter, Interpreters
 from cuship.builder.model import BuildPlan, Host, Step, job_env, share
 from cuship.builder.plan import plan_job
+from cuship.builder.record import read_record
 from cuship.cli import cli
 from cuship.cli._common import run_cli
 from cuship.cli._console import Console
@@ -27,8 +30,10 @@ from cuship.compat import load
 from cuship.config import Config, load_config
 from cuship.errors import ConfigError
 from cuship.events import Event, collect
-from cuship.matrix import jobs_with_configs
+from cuship.matrix import BuildJob, expand, jobs_with_configs
 from cuship.wheel.audit import WheelReport
+from tests.unit.test_collapse import HOST as COLLAPSE_HOST
+from tests.unit.test_collapse import ONE_PYTHON, TWO_TORCH, config_of, fake_builds
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 PYTHONS = {
@@ -104,6 +109,7 @@ def test_plans_are_shared_among_the_workers_that_have_jobs(tmp_path: Path) -> No
     plans, workers = batch.plan_shared(plan, HOST, 2)
     assert workers == 2 and len([p for p in plans if p.runnable]) == 4
     assert all(_max_jobs(p) == {"4"} and p.max_jobs == 4 for p in plans if p.runnable)
+    assert batch.chains(plans) == [[0], [1], [2], [3]], "four wheels of four names"
     _, capped = batch.plan_shared(plan, HOST, 16)
     assert capped == 4, "no more workers than jobs"
     single = dataclasses.replace(HOST, interpreters=Interpreters(found={"3.11": PYTHONS["3.11"]}))
@@ -366,3 +372,46 @@ def test_build_parallel_in_the_config_is_checked(tmp_path: Path) -> None:
     (tmp_path / "cuship.toml").write_text("[matrix]\npython = ['3.11']\n[build]\nparallel = 0\n")
     with pytest.raises(ConfigError, match=r"build\.parallel.*between 1 and 256, got 0"):
         load_config(tmp_path)
+
+
+def _plan_jobs(jobs: Sequence[BuildJob], config: Config, out: Path, host: Host) -> list[BuildPlan]:
+    return [plan_job(j, config, host, mode="local", out_dir=out) for j in jobs]
+
+
+# The torch axis: jobs one wheel may serve follow each other, the outcomes are those of a
+# build one job at a time.
+
+
+@pytest.mark.parametrize(
+    ("matrix", "runs"),
+    [
+        (TWO_TORCH, 2),  # one torch-free wheel per Python: the two Pythons build at once
+        # two arch lists of one label end with one wheel name: one after another
+        (ONE_PYTHON.replace('"9.0"', '["8.0", "9.0"]'), 1),
+    ],
+)
+def test_a_parallel_build_collapses_the_torch_axis_as_a_sequential_one(
+    matrix: str, runs: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    both = dataclasses.replace(
+        COLLAPSE_HOST,
+        interpreters=Interpreters(found={v: PYTHONS[v] for v in ("3.11", "3.12")}),
+    )
+    seen = []
+    for workers in (1, 2):
+        root = tmp_path / f"w{workers}"
+        root.mkdir()
+        built = fake_builds(monkeypatch, "none")
+        config = config_of(root, matrix)
+        events: list[Event] = []
+        seed, collapser = start(config, events.append)
+        jobs = expand(config, load(), torch_abi=seed).jobs
+        plan = functools.partial(_plan_jobs, jobs, config, root / "out")
+        plans, at_once = batch.plan_shared(plan, both, workers, collapser)
+        assert len(batch.chains(plans, collapser)) == runs
+        assert at_once == min(workers, runs)
+        outcomes = batch.build_all(plans, emit=collect(events), collapse=collapser, workers=at_once)
+        seen.append([(o.job_id, o.status, o.detail) for o in outcomes])
+        assert len(built) == 2, "one build per group, the other jobs are served"
+        assert read_record(root) is not None
+    assert seen[0] == seen[1]

@@ -3,11 +3,11 @@
 Up to ``workers`` jobs build at once, on a thread pool (a job is mostly subprocesses: pip, CMake,
 nvcc, auditwheel, the smoke venv). Whatever finishes first, the outcomes come back in plan order.
 Each job's compile parallelism is its share of the host (:func:`plan_shared`); what jobs share
-is taken in turns (:mod:`cuship.builder.shared`); jobs the torch axis may collapse onto one
-wheel follow each other. With more than one worker a job's events are held and told together
-when it ends (its ``group-start`` … ``group-end`` stay whole in a CI log); only its progress
-(``data["phase"]`` ``job-start``, ``job-step``, ``job-end``) is told as it happens.
-"""
+is taken in turns (:mod:`cuship.builder.shared`); jobs whose wheels may end with one name (the
+torch axis collapsing onto one wheel) follow each other (:func:`chains`). With more than one
+worker a job's events are held and told together when it ends (its ``group-start`` …
+``group-end`` stay whole in a CI log); only its progress (``data["phase"]`` ``job-start``,
+``job-step``, ``job-end``) is told as it happens."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import dataclasses
 import functools
 import threading
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from typing import Literal
@@ -77,12 +77,15 @@ def outcome_of(job_id: str, build: Callable[[], JobResult], emit: Emit = discard
 
 
 def chains(plans: Sequence[BuildPlan], collapse: Collapser | None = None) -> list[list[int]]:
-    """The plans (by index) as runs that must follow each other, in plan order: jobs the torch
-    axis may collapse onto one wheel share a run; every other job is a run of its own."""
-    runs: dict[Hashable, list[int]] = {}
+    """The plans (by index) as runs whose jobs are built one after another, in plan order: the
+    jobs whose wheels may end with one name (the same project, version, Python, platform and
+    label, as the torch axis collapses or as arch lists of one label do) share a run; the
+    first of them may serve the others, and none may overwrite another's wheel as it is made."""
+    runs: dict[tuple[str, ...], list[int]] = {}
     for i, plan in enumerate(plans):
-        group = collapse.group(plan) if collapse else None
-        runs.setdefault(("group", group) if group is not None else ("job", i), []).append(i)
+        job = collapse.may_become(plan) if collapse else plan.job
+        key = (job.project, job.version, job.python_tag, job.platform, job.label)
+        runs.setdefault(key, []).append(i)
     return list(runs.values())
 
 

@@ -143,10 +143,12 @@ class Collapser:
         """The order to build ``plans`` in."""
         return build_order(plans) if self.policy.active else list(plans)
 
-    def group(self, plan: BuildPlan) -> TorchFreeKey | None:
-        """The jobs ``plan``'s job must be built one after another with (the first of them may
-        serve the others), when builds may collapse; None: it need wait for none."""
-        return torch_free_key(plan.job) if self.policy.active else None
+    def may_become(self, plan: BuildPlan) -> BuildJob:
+        """The job ``plan``'s wheel may end up labelled as: without torch when the axis may
+        collapse (whether or not it will), else its own."""
+        if not self.policy.active or self.policy.blocked is not None:
+            return plan.job
+        return without_torch(plan.job, self.policy.template)
 
     def skip(self, plan: BuildPlan) -> Served | None:
         """The wheel that serves ``plan``'s job, when it need not be built."""

@@ -76,7 +76,7 @@ def command(
             environ=os.environ,
             quick_check=not no_check,
             sign_key=sign_key,
-            parallel=config.build.parallel if parallel is None else parallel,
+            parallel=parallel,
             emit=emit,
         )
     line = report.install_line(config.project.name or "PROJECT")
