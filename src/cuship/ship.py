@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from cuship.attest.keys import SigningKey
 from cuship.builder import collapse
-from cuship.builder.batch import Outcome, build_all, require_buildable
+from cuship.builder.batch import Outcome, build_all, plan_shared, require_buildable
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
 from cuship.builder.record import read_record
@@ -93,6 +93,7 @@ def ship(
     environ: Mapping[str, str],
     quick_check: bool = True,
     sign_key: Path | None = None,
+    parallel: int | None = None,
     emit: Emit = discard,
 ) -> ShipReport:
     """Run the whole pipeline for the project at ``path`` (its ``config`` as loaded); wheels and
@@ -100,7 +101,9 @@ def ship(
 
     Without nvcc, a project with ``[build] cpu_fallback`` gets its CPU-only wheel (said plainly);
     one without is refused with exit 3. With ``sign_key`` each wheel gets a signed build
-    attestation (``WHEEL.intoto.jsonl``) before indexing, and the index links it.
+    attestation (``WHEEL.intoto.jsonl``) before indexing, and the index links it. Up to
+    ``parallel`` jobs build at once (None: ``[build] parallel``; see
+    :func:`~cuship.builder.batch.build_all`).
     """
     from cuship.index.describe import describe_wheel
     from cuship.index.simple import write
@@ -113,15 +116,19 @@ def ship(
     clock = _Clock()
     with clock.run("plan", emit):
         record, collapser = collapse.start(config, emit)
-        plans = [
-            plan_job(job, cfg, host, mode="local", out_dir=out_dir / "wheels")
-            for cfg, job in jobs_with_configs(config, load(), torch_abi=record)
-        ]
+        pairs = jobs_with_configs(config, load(), torch_abi=record)
+
+        def plan_all(host: Host) -> list[BuildPlan]:
+            wheels = out_dir / "wheels"
+            return [plan_job(job, cfg, host, mode="local", out_dir=wheels) for cfg, job in pairs]
+
+        at_once = config.build.parallel if parallel is None else parallel
+        plans, workers = plan_shared(plan_all, host, at_once, collapser)
     cpu_only = _cpu_only(config, host, emit)
     if not cpu_only:
         require_buildable(plans, repr(str(path)))
     with clock.run("build", emit):
-        outcomes = build_all(plans, environ=environ, emit=emit, collapse=collapser)
+        outcomes = build_all(plans, environ=environ, emit=emit, collapse=collapser, workers=workers)
         if cpu_only:
             from cuship.builder.cpu import plan_cpu, run_cpu
 

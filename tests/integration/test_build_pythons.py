@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import signal
 import socket
+import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.integration.clirun import cuship
+from tests.integration.clirun import SRC, cuship
 
 PYENV_312 = sorted(Path.home().glob(".pyenv/versions/3.12.*/bin/python3.12"))
 pytestmark = pytest.mark.skipif(
@@ -191,3 +196,82 @@ def test_offline_a_good_wheel_is_not_failed_by_the_missing_network(
         other["smoke_note"]
     )
     assert "warning: smoke test of tinycu-0.1.0+cu130-cp311" in done.stderr
+
+
+def test_two_jobs_build_at_once_and_report_in_plan_order(project: Path, tmp_path: Path) -> None:
+    """--parallel 2: both jobs start before either ends, each with its share of MAX_JOBS (half
+    the cores), both wheels are built and the JSON lists them in plan order (3.11, 3.12)."""
+    out = tmp_path / "out"
+    done = cuship("build", str(project), "-o", out, "--parallel", "2", "--json", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    jobs = [str(j["job"]) for j in json.loads(done.stdout)]
+    assert jobs == ["tinycu-0.1.0-cp311-cu130", "tinycu-0.1.0-cp312-cu130"]
+    assert all(j["status"] == "built" for j in json.loads(done.stdout))
+    assert len(list(out.glob("*.whl"))) == 2
+    progress = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    starts = [i for i, line in enumerate(progress) if "jobs at once" in line]
+    ends = [i for i, line in enumerate(progress) if ": built in " in line]
+    assert len(starts) == 2 and len(ends) == 2, progress
+    assert max(starts) < min(ends), f"the second job started only after the first ended: {progress}"
+    said = re.search(r"MAX_JOBS (\d+), its share with 2 jobs at once", progress[starts[0]])
+    assert said is not None, progress[starts[0]]
+    share = int(said[1])
+    assert 1 <= share <= max(1, (os.cpu_count() or 1) // 2), "half the cores at most"
+    log = (out / "logs" / "tinycu-0.1.0-cp312-cu130.log").read_text()
+    assert f"MAX_JOBS={share} " in log
+
+
+def _running_under(path: Path) -> list[str]:
+    """Command lines of this machine's processes that name ``path``."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(str(path).encode() in arg for arg in argv):
+            found.append(" ".join(a.decode(errors="replace") for a in argv))
+    return found
+
+
+SLOW = """
+_fast = build_wheel
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    # a compile that takes a minute: a grandchild of pip, named by the output directory
+    subprocess.run([sys.executable, "-c", "import time; time.sleep(60)", wheel_directory])
+    return _fast(wheel_directory, config_settings, metadata_directory)
+"""
+
+
+def test_ctrl_c_ends_every_running_job_and_exits_130(project: Path, tmp_path: Path) -> None:
+    """SIGINT while two jobs build at once, one in a minute-long compile (the other waits for
+    the source tree: this backend is not known to build out of it): exit 130 at once, and
+    nothing the jobs started is left running (pip's backend and its child included)."""
+    slow = tmp_path / "slow"
+    shutil.copytree(project, slow, ignore=shutil.ignore_patterns("dist"))
+    with (slow / "backend.py").open("a") as backend:
+        backend.write(SLOW)
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "cuship", "build", str(slow), "-o", str(out), "--parallel", "2"]
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    with subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True) as child:
+        assert child.stderr is not None
+        deadline = time.monotonic() + 60
+        while not _sleeping(out) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _sleeping(out), "the slow compile started"
+        start = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        rest = child.stderr.read()
+        assert child.wait(timeout=60) == 130, rest[-3000:]
+    assert time.monotonic() - start < 20, "the running compile was ended, not waited for"
+    assert rest.rstrip().endswith(("aborted", "interrupted")), rest[-3000:]
+    assert not list(out.glob("*.whl"))
+    time.sleep(1)
+    assert not _running_under(out), "a command of an interrupted job is still running"
+
+
+def _sleeping(out: Path) -> bool:
+    return any("time.sleep(60)" in cmd for cmd in _running_under(out))

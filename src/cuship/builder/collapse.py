@@ -143,6 +143,13 @@ class Collapser:
         """The order to build ``plans`` in."""
         return build_order(plans) if self.policy.active else list(plans)
 
+    def may_become(self, plan: BuildPlan) -> BuildJob:
+        """The job ``plan``'s wheel may end up labelled as: without torch when the axis may
+        collapse (whether or not it will), else its own."""
+        if not self.policy.active or self.policy.blocked is not None:
+            return plan.job
+        return without_torch(plan.job, self.policy.template)
+
     def skip(self, plan: BuildPlan) -> Served | None:
         """The wheel that serves ``plan``'s job, when it need not be built."""
         return served_by(plan.job, self.served) if self._collapsing(plan.job) else None

@@ -3,19 +3,31 @@ tool's own error lines (compiler diagnostics first)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from cuship.builder.model import Step
 from cuship.errors import CheckFailed
 from cuship.events import Emit, Event, discard
 
-__all__ = ["BuildFailed", "Runner", "checked", "run_command", "run_step"]
+__all__ = [
+    "CHILDREN",
+    "BuildFailed",
+    "Children",
+    "Runner",
+    "Stopped",
+    "checked",
+    "run_command",
+    "run_step",
+]
 
 
 # compiler diagnostics first ("ops.cu(193): error: ...", "x.cpp:3:1: error: ..."), then any error line
@@ -75,6 +87,76 @@ def _path(step: Step, environ: Mapping[str, str]) -> str:
     return os.pathsep.join([*bins, environ.get("PATH", "")])
 
 
+class Stopped(BuildFailed):
+    """The batch this command belongs to was interrupted: it was ended, or never started."""
+
+
+class Children:
+    """The build commands running now, in every thread, so that an interrupted batch can end
+    them at once (a Ctrl-C reaches only the main thread) and start no more until it is done.
+
+    Each command runs in a session of its own and is ended with everything it started (pip's
+    build backend, CMake, nvcc): killing pip alone would leave its compilers running.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: set[subprocess.Popen[str]] = set()
+        self._stopping = 0
+
+    def run(self, argv: list[str], *, env: Mapping[str, str], cwd: str | None) -> tuple[int, str]:
+        """Run ``argv`` to its end: (exit code, stdout then stderr)."""
+        with self._lock:
+            if self._stopping:
+                raise Stopped(f"not started, the build was interrupted: {argv[0]!r}")
+            child = subprocess.Popen(
+                argv,
+                env=dict(env),
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+            self._running.add(child)
+        try:
+            out, err = child.communicate()
+        except BaseException:
+            _end(child)
+            child.wait()
+            raise
+        finally:
+            with self._lock:
+                self._running.discard(child)
+        return child.returncode, out + err
+
+    @contextlib.contextmanager
+    def stopped(self) -> Iterator[None]:
+        """End every running command and refuse new ones until the block is left."""
+        with self._lock:
+            self._stopping += 1
+            for child in self._running:
+                _end(child)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._stopping -= 1
+
+
+def _end(child: subprocess.Popen[str]) -> None:
+    """Kill ``child`` and every process of its session (it leads its own process group)."""
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        child.kill()
+
+
+CHILDREN = Children()
+"""The one registry of this process's build commands (:func:`run_command` runs through it)."""
+
+
 Runner = Callable[[Step, Path, Mapping[str, str]], tuple[int, str]]
 """Runs a command step, its output appended to a log: (exit code, output)."""
 
@@ -88,22 +170,17 @@ def run_command(
     emit(Event(level="debug", topic="build", message=step.shell()))
     start = time.perf_counter()
     try:
-        done = subprocess.run(
-            list(step.argv), env=env, cwd=step.cwd, capture_output=True, text=True, check=False
-        )
+        code, output = CHILDREN.run(list(step.argv), env=env, cwd=step.cwd)
     except OSError as err:  # missing, not executable, no such working directory
         raise BuildFailed(
             f"{step.name}: cannot run {step.argv[0]!r}: {err.strerror or err}",
             hint=f"check that {step.argv[0]!r} is installed and executable"
             + (f" and that {step.cwd!r} exists" if step.cwd else ""),
         ) from err
-    output = done.stdout + done.stderr
     with log_path.open("a", encoding="utf-8") as log:
         took = time.perf_counter() - start
-        log.write(
-            f"$ {step.shell()}\n{output}\n# {step.name}: exit {done.returncode} in {took:.1f} s\n"
-        )
-    return done.returncode, output
+        log.write(f"$ {step.shell()}\n{output}\n# {step.name}: exit {code} in {took:.1f} s\n")
+    return code, output
 
 
 def run_step(step: Step, log_path: Path, environ: Mapping[str, str], emit: Emit = discard) -> str:

@@ -70,6 +70,7 @@ def container_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) ->
         cpus=host.cpus,
         memory_available_gib=_memory_gib(config.build.container_memory),
         sccache="sccache" if config.build.cache == "sccache" else None,
+        workers=host.workers,
     )
     env = job_env(job, config.build, inside)
     engine = host.engine or config.build.engine or "docker"

@@ -7,6 +7,7 @@ step fails. Writes go to a job's own directories; the finished wheel is moved in
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import shutil
 import sys
@@ -22,6 +23,7 @@ from cuship.builder.glibc import GlibcFloor
 from cuship.builder.hosttools import start_sccache_server
 from cuship.builder.interpreters import Interpreter
 from cuship.builder.model import BuildPlan, Step
+from cuship.builder.shared import Locks, describe
 from cuship.builder.smoke import Smoke, SmokeMode, smoke_test
 from cuship.errors import CushipError
 from cuship.events import Emit, Event, discard
@@ -155,6 +157,7 @@ def run_plan(
     environ: Mapping[str, str] | None = None,
     test_import: str | None = None,
     emit: Emit = discard,
+    locks: Locks | None = None,
 ) -> JobResult:
     """Build ``plan.job``: commands, repair, label, verify and (optionally) smoke-import."""
     if not plan.runnable:
@@ -174,6 +177,7 @@ def run_plan(
         floor=plan.glibc_floor,
         emit=emit,
         smoke=JobSmoke(python=plan.python, mode=plan.smoke, site_dirs=site_dirs),
+        locks=locks,
     )
 
 
@@ -203,6 +207,7 @@ def _run_steps(
     env: Mapping[str, str],
     caller_env: Mapping[str, str],
     emit: Emit,
+    locks: Locks,
 ) -> None:
     """Run the command steps; when the compiler cache itself fails, run them again without it.
 
@@ -216,10 +221,7 @@ def _run_steps(
     if cached:
         start_sccache_server(cached[0].env, caller_env)
     try:
-        for step in steps:
-            if step.argv:
-                emit(_step_event(job_id, step.name, step.description))
-                run_step(step, log, env, emit)
+        _in_turn(job_id, steps, log, env, emit, locks)
     except BuildFailed:
         said = _sccache_error(log.read_text(encoding="utf-8", errors="replace"))
         if not cached or said is None:
@@ -235,10 +237,32 @@ def _run_steps(
         )
         with log.open("a", encoding="utf-8") as out:
             out.write(f"# cuship: sccache failed ({said}); the steps again without it\n")
-        for step in steps:
-            if step.argv:
-                emit(_step_event(job_id, step.name, f"{step.description} (no compiler cache)"))
-                run_step(step.without_compiler_cache(), log, env, emit)
+        bare = [step.without_compiler_cache() for step in steps]
+        _in_turn(job_id, bare, log, env, emit, locks, note=" (no compiler cache)")
+
+
+def _in_turn(
+    job_id: str,
+    steps: Sequence[Step],
+    log: Path,
+    env: Mapping[str, str],
+    emit: Emit,
+    locks: Locks,
+    note: str = "",
+) -> None:
+    """Run the command steps, each holding what it shares with other jobs (its ``holds``)."""
+    with locks.spans(steps) as turns:
+        for i, step in enumerate(steps):
+            if not step.argv:
+                continue
+            turns.before(i, functools.partial(_waiting, job_id, step.name, emit))
+            emit(_step_event(job_id, step.name, step.description + note))
+            run_step(step, log, env, emit)
+            turns.after(i)
+
+
+def _waiting(job_id: str, name: str, emit: Emit, key: str) -> None:
+    emit(_step_event(job_id, name, f"waiting for {describe(key)} (another job uses it)"))
 
 
 def _sccache_error(log: str) -> str | None:
@@ -269,11 +293,13 @@ def build_job(
     floor: GlibcFloor | None = None,
     emit: Emit = discard,
     smoke: JobSmoke | None = None,
+    locks: Locks | None = None,
 ) -> JobResult:
     """Run ``steps`` (a fresh ``raw_dir`` and log), then finish, label and smoke-test the wheel.
 
     Shared by matrix jobs and the CPU-only job; ``arches`` empty means "no device code".
-    Temporary files (``TMPDIR`` of the steps, the smoke venv) stay under ``raw_dir``.
+    Temporary files (``TMPDIR`` of the steps, the smoke venv) stay under ``raw_dir``. ``locks``:
+    the batch's, when other jobs are built at the same time (see :mod:`cuship.builder.shared`).
     """
     import time
 
@@ -285,7 +311,8 @@ def build_job(
     env["TMPDIR"] = str(raw_dir / "tmp")  # pip, CMake, nvcc, auditwheel: nothing outside out_dir
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("", encoding="utf-8")
-    _run_steps(job_id, steps, log, env, os.environ if environ is None else environ, emit)
+    caller = os.environ if environ is None else environ
+    _run_steps(job_id, steps, log, env, caller, emit, locks or Locks())
     emit(_step_event(job_id, "repair", "repair, label and verify"))
     wheel, report, problems = finish_wheel(
         single_wheel(raw_dir, job_id),

@@ -26,6 +26,7 @@ __all__ = [
     "job_env",
     "max_jobs",
     "pip_wheel_argv",
+    "share",
     "wheel_step",
 ]
 
@@ -50,6 +51,7 @@ class Host:
     toolkits_root: str | None = None  # where toolkits from PyPI are cached (cuship toolkit)
     # every CPython found for the matrix's Python versions; None: only the running one
     interpreters: Interpreters | None = None
+    workers: int = 1  # jobs built at once here: each gets its share of MAX_JOBS
 
     def interpreter(self, version: str) -> Interpreter | None:
         """The interpreter a job for Python ``version`` builds with, if this host has one."""
@@ -97,7 +99,8 @@ class Step:
     """One thing to do. ``argv`` steps are commands; the others are done by cuship itself.
 
     ``creates``: a path the command makes; when it exists the step is skipped (a build
-    environment made by an earlier run is reused)."""
+    environment made by an earlier run is reused). ``holds``: what it uses that no other job
+    built at the same time may use meanwhile (see :mod:`cuship.builder.shared`)."""
 
     name: str
     description: str
@@ -105,6 +108,7 @@ class Step:
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
     creates: str | None = None
+    holds: tuple[str, ...] = ()
 
     def without_compiler_cache(self) -> Step:
         """The step with no compiler launcher (sccache) in its environment or CMake arguments."""
@@ -151,6 +155,7 @@ class BuildPlan:
     build_env: Path | None = None  # the venv of that interpreter it builds in, if not itself
     smoke: Literal["auto", "isolated", "system-site"] = "auto"  # [build] smoke
     glibc_floor: GlibcFloor | None = None  # the manylinux floor its wheel is held to
+    max_jobs: int | None = None  # the MAX_JOBS its build sees (local builds)
 
 
 def max_jobs(
@@ -163,13 +168,24 @@ def max_jobs(
     return max(1, min(cpus, by_memory))
 
 
+def share(jobs: int, workers: int) -> int:
+    """A job's part of ``jobs`` compile jobs when ``workers`` jobs build at once (at least one)."""
+    return max(1, jobs // max(1, workers))
+
+
 def job_env(job: BuildJob, build: BuildSection, host: Host) -> dict[str, str]:
-    """Environment a job's build sees: arch lists in every spelling, parallelism, compiler cache."""
-    jobs = build.max_jobs or max_jobs(
-        cpus=host.cpus,
-        available_gib=host.memory_available_gib,
-        per_thread_gib=build.memory_per_job_gib,
-        nvcc_threads=build.nvcc_threads,
+    """Environment a job's build sees: arch lists in every spelling, parallelism, compiler cache.
+
+    ``MAX_JOBS`` is derived from the host's cores and memory and divided among the jobs it
+    builds at once (``host.workers``); ``[build] max_jobs`` fixes it per job, undivided."""
+    jobs = build.max_jobs or share(
+        max_jobs(
+            cpus=host.cpus,
+            available_gib=host.memory_available_gib,
+            per_thread_gib=build.memory_per_job_gib,
+            nvcc_threads=build.nvcc_threads,
+        ),
+        host.workers,
     )
     cmake_args = [f"-DCMAKE_CUDA_ARCHITECTURES={job.arch.cmake}"]
     env = {

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from cuship.builder import shared
 from cuship.builder.buildenv import BuildEnv, build_env, env_of, through_pip
 from cuship.builder.container import container_steps
 from cuship.builder.glibc import glibc_floor
@@ -107,6 +108,20 @@ def _deps_step(job: BuildJob, config: Config, python: str) -> Step | None:
     return Step(name="build-deps", description="install build dependencies", argv=(*argv, *deps))
 
 
+def _build_holds(
+    config: Config, exe: str, env_dir: Path | None, deps: Step | None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What the deps step and the wheel step keep from other jobs built at once (see
+    :mod:`~cuship.builder.shared`): the env the deps go into, until the wheel is built; the
+    source tree of an in-tree build."""
+    env = (shared.env_key(env_dir or exe),) if deps else ()
+    in_tree = config.requirement is None and shared.builds_in_tree(
+        config.build_backend, config.build_dir
+    )
+    source = (shared.source_key(config.source_dir),) if in_tree else ()
+    return env, (*env, *source)
+
+
 def _local_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> ModeSteps:
     toolkit = choose_toolkit(job, config.build, host)
     tmp = {"TMPDIR": str(raw_dir / "tmp")}
@@ -114,12 +129,19 @@ def _local_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> Mo
     python = host.interpreter(job.python)
     none: BuildEnv = ((), f"python{job.python}", None)  # not found: shown by --dry-run only
     runner = host.python_exe
-    setup, exe, _ = build_env(config, python, raw_dir.parent.parent, runner) if python else none
+    setup, exe, env_dir = (
+        build_env(config, python, raw_dir.parent.parent, runner) if python else none
+    )
     deps = _deps_step(job, config, exe)
-    build = (*((deps,) if deps else ()), wheel_step(job.id, config, exe, raw_dir))
+    deps_holds, wheel_holds = _build_holds(config, exe, env_dir, deps)
+    build = (
+        *((dataclasses.replace(deps, holds=deps_holds),) if deps else ()),
+        dataclasses.replace(wheel_step(job.id, config, exe, raw_dir), holds=wheel_holds),
+    )
+    own = (shared.env_key(env_dir),) if env_dir else ()
     steps = (
         *((toolkit.step,) if toolkit.step else ()),
-        *(dataclasses.replace(s, env={**s.env, **tmp}) for s in setup),
+        *(dataclasses.replace(s, env={**s.env, **tmp}, holds=own) for s in setup),
         *(dataclasses.replace(through_pip(s, runner, exe), env={**s.env, **env}) for s in build),
     )
     blocker = _local_blocker(job, toolkit.host, toolkit.note)
@@ -175,4 +197,5 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         build_env=env_of(python, out_dir),
         smoke=config.build.smoke,
         glibc_floor=glibc_floor(job, config.build),
+        max_jobs=next((int(s.env["MAX_JOBS"]) for s in steps if "MAX_JOBS" in s.env), None),
     )

@@ -27,6 +27,7 @@ __all__ = [
     "fetch_python_option",
     "json_option",
     "make_console",
+    "parallel_option",
     "run_cli",
     "verbose_option",
 ]
@@ -114,6 +115,29 @@ def fetch_python_option(func: F) -> F:
         is_flag=True,
         help="Install a Python the matrix needs and this machine lacks with `uv python install` "
         "(into uv's own Python directory).",
+    )(func)
+
+
+def _jobs_at_once(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    del ctx
+    if value is not None and value < 1:
+        raise click.BadParameter(
+            f"{value} is not a number of jobs to build at once; give 1 (one after another, "
+            "the default) or more, e.g. --parallel 2",
+            param=param,
+        )
+    return value
+
+
+def parallel_option(func: F) -> F:
+    return click.option(
+        "--parallel",
+        type=int,
+        default=None,
+        metavar="N",
+        callback=_jobs_at_once,
+        help="Build up to N jobs at once, each with its share of MAX_JOBS. "
+        "Default: [build] parallel, else 1.",
     )(func)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any
 
@@ -49,6 +50,7 @@ class Console:
         self._err = err or sys.stderr
         self._rich_out: RichConsole | None = None
         self._rich_err: RichConsole | None = None
+        self._lock = threading.RLock()
 
     @staticmethod
     def _width(stream: IO[str]) -> int | None:
@@ -82,9 +84,14 @@ class Console:
         return self._rich_err
 
     def emit(self, event: Event) -> None:
-        """Render one event; this method is an :data:`cuship.events.Emit`."""
+        """Render one event; this method is an :data:`cuship.events.Emit`, safe to call from
+        several threads (each event is written whole)."""
         if event.level == "debug" and not self.verbose:
             return
+        with self._lock:
+            self._render(event)
+
+    def _render(self, event: Event) -> None:
         if event.level == "group-start":
             self._group_start(event.message)
         elif event.level == "group-end":
@@ -99,18 +106,20 @@ class Console:
             )
 
     def warn(self, message: str) -> None:
-        if self.github:
-            self._err.write(f"::warning::{_escape_workflow(message)}\n")
-            self._err.flush()
-        else:
-            self._line(f"warning: {message}", "yellow")
+        with self._lock:
+            if self.github:
+                self._err.write(f"::warning::{_escape_workflow(message)}\n")
+                self._err.flush()
+            else:
+                self._line(f"warning: {message}", "yellow")
 
     def error(self, message: str) -> None:
-        if self.github:
-            self._err.write(f"::error::{_escape_workflow(message)}\n")
-            self._err.flush()
-        else:
-            self._line(f"error: {message}", "bold red")
+        with self._lock:
+            if self.github:
+                self._err.write(f"::error::{_escape_workflow(message)}\n")
+                self._err.flush()
+            else:
+                self._line(f"error: {message}", "bold red")
 
     def _line(self, text: str, style: str) -> None:
         """A message on stderr, never broken at the console width (paths and commands stay

@@ -4,11 +4,15 @@ On a terminal (and not in CI, not with ``--json``): a live rich display, one bar
 (done / running / left, elapsed) and one line per running job with its current step and time;
 each finished job leaves one line above it. Elsewhere the same events are plain lines, as
 every other event: ``[2/4] job: Python 3.12.1 (pyenv: …)`` … ``[2/4] job: built in 41.0 s``.
+With jobs built at once the builder sends from several threads, one event at a time; the
+``job-step`` events it adds then (a step of a job whose other events it holds until the job
+ends) move the live display and print nothing, since the held events tell the steps again.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -81,6 +85,7 @@ class BuildProgress:
 
     def __init__(self, console: Console, *, live: bool) -> None:
         self.console, self.live, self.board = console, live, JobBoard()
+        self._lock = threading.RLock()
         self._progress: Progress | None = None
         self._overall: TaskID | None = None
         self._tasks: dict[str, TaskID] = {}
@@ -113,14 +118,20 @@ class BuildProgress:
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
+        with self._lock:
+            if self._progress is not None:
+                self._progress.stop()
+                self._progress = None
 
     def emit(self, event: Event) -> None:
+        with self._lock:
+            self._emit(event)
+
+    def _emit(self, event: Event) -> None:
         if self._progress is None:
             self.board.apply(event)
-            self.console.emit(event)
+            if event.data.get("phase") != "job-step":
+                self.console.emit(event)
             return
         if event.topic == "build" and (event.level == "progress" or "step" in event.data):
             self._update(event)

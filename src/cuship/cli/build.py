@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from cuship.builder import collapse
-from cuship.builder.batch import Outcome, build_all, require_buildable
+from cuship.builder.batch import Outcome, build_all, plan_shared, require_buildable
 from cuship.builder.hosttools import detect_host, preflight, sccache_stats
-from cuship.builder.model import BuildPlan
+from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
 from cuship.cli._buildtable import render_build_summary, result_json
 from cuship.cli._common import (
@@ -18,6 +18,7 @@ from cuship.cli._common import (
     fetch_python_option,
     json_option,
     make_console,
+    parallel_option,
     verbose_option,
 )
 from cuship.cli._console import Console
@@ -79,6 +80,7 @@ def _select(
     help="Where the wheels go (with raw/, logs/, envs/). Default: the project's "
     "dist/cuship/wheels.",
 )
+@parallel_option
 @fetch_python_option
 @json_option
 @verbose_option
@@ -88,6 +90,7 @@ def command(
     mode: str | None,
     dry_run: bool,
     out_dir: Path | None,
+    parallel: int | None,
     fetch_python: bool,
     as_json: bool,
     verbose: bool,
@@ -101,7 +104,16 @@ def command(
     host = detect_host(config, pythons=pythons, fetch_python=fetch_python, emit=console.emit)
     out_dir = (out_dir or default_out(config) / "wheels").resolve()
     modes = [mode] if mode else (["local", "container"] if dry_run else ["local"])
-    plans = [plan_job(job, cfg, host, mode=m, out_dir=out_dir) for m in modes for cfg, job in pairs]  # type: ignore[arg-type]
+
+    def plan_all(host: Host) -> list[BuildPlan]:
+        return [
+            plan_job(job, cfg, host, mode=m, out_dir=out_dir)  # type: ignore[arg-type]
+            for m in modes
+            for cfg, job in pairs
+        ]
+
+    at_once = config.build.parallel if parallel is None else parallel
+    plans, workers = plan_shared(plan_all, host, at_once, collapser)
     if dry_run:
         _print_dry_run(console, plans)
         return
@@ -109,7 +121,7 @@ def command(
     require_buildable(plans, "the matrix of " + repr(str(path)))
     stats = sccache_stats(host.sccache, zero=True) if host.sccache else None
     with BuildProgress(console, live=live_progress(console, as_json=as_json)) as emit:
-        outcomes = build_all(plans, emit=emit, collapse=collapser)
+        outcomes = build_all(plans, emit=emit, collapse=collapser, workers=workers)
     stats = sccache_stats(host.sccache) if host.sccache else None
     if as_json:
         console.print_json([_outcome_json(o) for o in outcomes])

@@ -14,6 +14,7 @@ from cuship.cli._common import (
     fetch_python_option,
     json_option,
     make_console,
+    parallel_option,
     verbose_option,
 )
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     type=click.Path(path_type=Path, dir_okay=False),
     help="Private key (cuship keygen): attest each wheel; the index links the attestations.",
 )
+@parallel_option
 @fetch_python_option
 @json_option
 @verbose_option
@@ -47,6 +49,7 @@ def command(
     out_dir: Path | None,
     no_check: bool,
     sign_key: Path | None,
+    parallel: int | None,
     fetch_python: bool,
     as_json: bool,
     verbose: bool,
@@ -73,6 +76,7 @@ def command(
             environ=os.environ,
             quick_check=not no_check,
             sign_key=sign_key,
+            parallel=parallel,
             emit=emit,
         )
     line = report.install_line(config.project.name or "PROJECT")

@@ -136,7 +136,15 @@ class BuildSection:
     )
     nvcc_threads: int = field_doc("nvcc --threads (1 to 64).", default=2, validate=between(1, 64))
     max_jobs: int | None = field_doc(
-        "Fix MAX_JOBS instead of deriving it (1 to 1024).", default=None, validate=between(1, 1024)
+        "Fix MAX_JOBS per job instead of deriving it (1 to 1024; not divided by parallel).",
+        default=None,
+        validate=between(1, 1024),
+    )
+    parallel: int = field_doc(
+        "Jobs built at once when --parallel is not given (1 to 256); each gets its share "
+        "of the derived MAX_JOBS (cores and memory divided by the jobs built at once).",
+        default=1,
+        validate=between(1, 256),
     )
     isolation: bool = field_doc("Build in an isolated environment.", default=True)
     extra_deps: tuple[str, ...] = field_doc("Installed before building.", default=())
@@ -418,6 +426,8 @@ class Config:
     build: BuildSection
     packages: tuple[PackageSpec, ...] = ()
     build_requires: tuple[str, ...] = ()
+    build_backend: str | None = None  # pyproject's build-system.build-backend
+    build_dir: str | None = None  # a fixed build directory ([tool.scikit-build] build-dir)
     requirement: str | None = None
     check: CheckSection = dataclasses.field(default_factory=CheckSection)
     ci: CiSection = dataclasses.field(default_factory=CiSection)
@@ -505,6 +515,18 @@ def _build_requires(pyproject: Mapping[str, Any], source: Path) -> tuple[str, ..
     return files.strings(system.get("requires", []), source, "build-system.requires")
 
 
+def _backend(pyproject: Mapping[str, Any], source: Path) -> tuple[str | None, str | None]:
+    """(the build backend, the fixed build directory it is given, if any): whether a build
+    writes into the source tree depends on both."""
+    backend = files.table(pyproject, "build-system", source).get("build-backend")
+    skbuild = files.table(files.table(pyproject, "tool", source), "tool.scikit-build", source)
+    build_dir = skbuild.get("build-dir")
+    return (
+        backend if isinstance(backend, str) else None,
+        build_dir if isinstance(build_dir, str) else None,
+    )
+
+
 def _tool_cuship(document: Mapping[str, Any], source: Path) -> Mapping[str, Any]:
     return files.table(files.table(document, "tool", source), "tool.cuship", source)
 
@@ -563,10 +585,12 @@ def load_config(path: str | Path = ".") -> Config:
     pyproject_path = root / "pyproject.toml"
     project = file.project
     build_requires: tuple[str, ...] = ()
+    backend: tuple[str | None, str | None] = (None, None)
     if pyproject_path.is_file():
         pyproject = files.read_toml(pyproject_path)
         project = _project_defaults(project, pyproject, pyproject_path)
         build_requires = _build_requires(pyproject, pyproject_path)
+        backend = _backend(pyproject, pyproject_path)
     return Config(
         source=toml_path or packages_path or path,
         root=root.resolve(),
@@ -576,6 +600,8 @@ def load_config(path: str | Path = ".") -> Config:
         build=file.build,
         packages=_load_packages(packages_path) if packages_path else (),
         build_requires=build_requires,
+        build_backend=backend[0],
+        build_dir=backend[1],
         check=file.check,
         ci=file.ci,
         bench=file.bench,
