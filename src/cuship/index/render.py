@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -53,6 +53,7 @@ __all__ = [
     "root_tree",
     "rows_of",
     "site_tree",
+    "site_trees",
     "variant_labels",
 ]
 
@@ -215,7 +216,7 @@ def rows_of(
                 yanked=yank_reason(
                     yanks, filename=w.filename, project=w.project, version=w.version
                 ),
-                describe=dict(described.get(w.filename, {})),
+                describe=described.get(w.filename, {}),
                 attestation_sha256=None if ref is None else ref.sha256,
             )
         )
@@ -362,12 +363,19 @@ def render(
     return tree
 
 
-def site_tree(rows: Iterable[Row], base_url: str | None) -> dict[str, bytes]:
-    """Every page and manifest of ``rows`` (no wheel, metadata or attestation file)."""
-    tree: dict[str, bytes] = {}
+def site_trees(rows: Iterable[Row], base_url: str | None) -> Iterator[dict[str, bytes]]:
+    """Every page and manifest of ``rows`` (no wheel, metadata or attestation file), one
+    project at a time, then the roots: a writer holds one project's pages, not the index's."""
     entries: dict[str, ProjectEntry] = {}
     for project, group_rows in sorted(group(rows).items()):
-        tree.update(project_tree(project, group_rows))
+        yield project_tree(project, group_rows)
         entries[project] = ProjectEntry.of(group_rows)
-    tree.update(root_tree(entries, base_url))
+    yield root_tree(entries, base_url)
+
+
+def site_tree(rows: Iterable[Row], base_url: str | None) -> dict[str, bytes]:
+    """:func:`site_trees` as one mapping."""
+    tree: dict[str, bytes] = {}
+    for part in site_trees(rows, base_url):
+        tree.update(part)
     return tree
