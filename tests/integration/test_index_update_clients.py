@@ -8,7 +8,6 @@ release added with --keep-existing, then that release yanked (no wheel given).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,23 +18,11 @@ from pypi_simple import ACCEPT_HTML_ONLY, ACCEPT_JSON_ONLY, PyPISimple
 
 from cuship.index.serve import IndexServer, serve
 from tests.integration.clirun import cuship
+from tests.integration.indexsite import clean_env
 from tests.wheel_factory import make_wheel
 
 PROJECT = "cuship-update-demo"
 MODULE = "cuship_update_demo"
-
-
-def _clean_env(tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
-    env.update(
-        PIP_CONFIG_FILE=os.devnull,
-        PIP_DISABLE_PIP_VERSION_CHECK="1",
-        PIP_NO_CACHE_DIR="1",
-        UV_NO_CONFIG="1",
-        UV_CACHE_DIR=str(tmp / "uv-cache"),
-        UV_PYTHON_DOWNLOADS="never",
-    )
-    return env
 
 
 def _wheel(directory: Path, version: str) -> Path:
@@ -75,7 +62,7 @@ def _install(tool: str, venv: Path, index: str, workdir: Path) -> str:
     else:
         args = ["uv", "pip", "install", "--reinstall", "--python", python, "--index-url", index]
     done = subprocess.run(
-        [*args, PROJECT], env=_clean_env(workdir), capture_output=True, text=True, timeout=300
+        [*args, PROJECT], env=clean_env(workdir), capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, f"{args}\n{done.stdout}\n{done.stderr}"
     code = f"import {MODULE}; print({MODULE}.VERSION)"
