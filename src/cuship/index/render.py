@@ -48,8 +48,10 @@ __all__ = [
     "check_base_url",
     "file_href",
     "group",
+    "index_manifest",
     "project_tree",
     "render",
+    "root_pages",
     "root_tree",
     "rows_of",
     "site_tree",
@@ -275,9 +277,9 @@ def project_tree(project: str, rows: Iterable[Row]) -> dict[str, bytes]:
     return tree
 
 
-def root_tree(entries: Mapping[str, ProjectEntry], base_url: str | None) -> dict[str, bytes]:
-    """The roots from each project's entry: the combined and per-label project lists, the
-    landing page, and the index's manifest (where each project's manifest is; last)."""
+def root_pages(entries: Mapping[str, ProjectEntry]) -> dict[str, bytes]:
+    """The combined and per-label project lists and the landing page: they depend only on
+    which projects there are and the labels each has."""
     projects = sorted(entries)
     by_label: dict[str, list[str]] = defaultdict(list)
     for project in projects:
@@ -290,7 +292,13 @@ def root_tree(entries: Mapping[str, ProjectEntry], base_url: str | None) -> dict
         tree[f"{label}/simple/index.json"] = root_json(by_label[label])
     indexes = {"all variants": "simple/", **{label: f"{label}/simple/" for label in labels}}
     tree["index.html"] = landing_html(indexes)
-    tree[MANIFEST] = _dump(
+    return tree
+
+
+def index_manifest(entries: Mapping[str, ProjectEntry], base_url: str | None) -> bytes:
+    """``cuship-index.json``: where each project's manifest is, its labels and wheel count."""
+    labels = sorted({label for entry in entries.values() for label in entry.labels})
+    return _dump(
         {
             "schema": INDEX_SCHEMA,
             "generator": f"cuship {__version__}",
@@ -302,11 +310,15 @@ def root_tree(entries: Mapping[str, ProjectEntry], base_url: str | None) -> dict
                     "labels": list(entries[p].labels),
                     "wheels": entries[p].wheels,
                 }
-                for p in projects
+                for p in sorted(entries)
             },
         }
     )
-    return tree
+
+
+def root_tree(entries: Mapping[str, ProjectEntry], base_url: str | None) -> dict[str, bytes]:
+    """The roots (:func:`root_pages`), then the index's manifest (last)."""
+    return {**root_pages(entries), MANIFEST: index_manifest(entries, base_url)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,8 +53,9 @@ from cuship.index.render import (
     ProjectEntry,
     Row,
     group,
+    index_manifest,
     project_tree,
-    root_tree,
+    root_pages,
     rows_of,
     variant_labels,
 )
@@ -298,6 +299,10 @@ def _old_rows(out: Path, project: str, options: Options) -> list[Row]:
         return []
 
 
+def _shape(entries: Mapping[str, ProjectEntry]) -> dict[str, tuple[str, ...]]:
+    return {project: entry.labels for project, entry in entries.items()}
+
+
 def _commit(
     site: _Site,
     state: SiteState,
@@ -307,11 +312,10 @@ def _commit(
     options: Options,
 ) -> None:
     """Steps 3 to 5: the roots, then what the rewritten and dropped projects left behind."""
-    roots = root_tree(entries, options.base_url)
-    for rel, data in roots.items():
-        if rel != MANIFEST:
+    if _shape(entries) != _shape(state.projects):  # the root pages show only the shape
+        for rel, data in root_pages(entries).items():
             site.put_changed(rel, data)
-    site.put_changed(MANIFEST, roots[MANIFEST])
+    site.put_changed(MANIFEST, index_manifest(entries, options.base_url))
     now = {label for entry in entries.values() for label in entry.labels}
     gone = sorted(_labels_before(state, options, site.out) - now)
     for label in gone:
