@@ -25,7 +25,14 @@ from cuship.index.attached import ATTESTATION_SUFFIX, AttestationRef
 from cuship.index.render import MANIFEST, PROJECT_MANIFEST, Row, base_of
 from cuship.index.scan import IndexedWheel
 
-__all__ = ["Kept", "project_records", "project_rows", "read_existing", "site_records"]
+__all__ = [
+    "Kept",
+    "check_in_site",
+    "project_records",
+    "project_rows",
+    "read_existing",
+    "site_records",
+]
 
 _HINT = "repair or delete the site, or run without --keep-existing to start afresh"
 
@@ -56,14 +63,21 @@ def _metadata(out: Path, record: Mapping[str, Any]) -> bytes:
     return data
 
 
-def _wheel(out: Path, record: Mapping[str, Any]) -> IndexedWheel:
-    filename = str(record["filename"])
+def check_in_site(out: Path, filename: str, base: str | None) -> Path:
+    """The path of a kept wheel in the site; an :class:`InputError` when the index lists it
+    in the site (``base`` None) and the file is gone (a page would link a missing file)."""
     path = out / "files" / filename
-    if base_of(str(record["url"])) is None and not path.is_file():
+    if base is None and not path.is_file():
         raise InputError(
             f"the existing index lists {filename!r} in the site, but {str(path)!r} is missing",
             hint=_HINT,
         )
+    return path
+
+
+def _wheel(out: Path, record: Mapping[str, Any]) -> IndexedWheel:
+    filename = str(record["filename"])
+    path = check_in_site(out, filename, base_of(str(record["url"])))
     return IndexedWheel(
         filename=filename,
         project=canonicalize_name(str(record["project"])),

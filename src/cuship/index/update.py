@@ -46,7 +46,7 @@ from cuship.index._shared import (
     warn_replaced,
 )
 from cuship.index.attached import ATTESTATION_SUFFIX, AttestationRef, find_attestations
-from cuship.index.keep import project_rows
+from cuship.index.keep import check_in_site, project_rows
 from cuship.index.render import (
     MANIFEST,
     PROJECT_MANIFEST,
@@ -174,13 +174,8 @@ def _rows_now(out: Path, old: Sequence[Row], new: Sequence[Row], options: Option
     merged.update((row.filename, row) for row in new)
     given = {row.filename for row in new}
     for row in old:
-        path = out / "files" / row.filename
-        if row.filename not in given and row.base is None and not path.is_file():
-            raise InputError(
-                f"the existing index lists {row.filename!r} in the site, but {str(path)!r} is "
-                "missing",
-                hint="repair or delete the site, or run without --keep-existing to start afresh",
-            )
+        if row.filename not in given:
+            check_in_site(out, row.filename, row.base)
     return list(merged.values())
 
 
