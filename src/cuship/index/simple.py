@@ -206,10 +206,15 @@ def _refuse_foreign(out: Path) -> None:
         )
 
 
-def _kept(out: Path, wheels: Sequence[IndexedWheel], keep: bool, emit: Emit) -> Kept:
+def _kept(
+    out: Path,
+    wheels: Sequence[IndexedWheel],
+    previous: Mapping[str, object],
+    keep: bool,
+    emit: Emit,
+) -> Kept:
     if not keep:
         return Kept()
-    previous = _previous_hashes(out)
     for wheel in wheels:
         warn_replaced(wheel, previous.get(wheel.filename), emit)
     return read_existing(out, replaced={w.filename for w in wheels})
@@ -225,7 +230,8 @@ def _build(
 ) -> tuple[IndexSummary, tuple[IndexedWheel, ...]]:
     wheels, scanned, skipped = scan_given(given, cache, options, emit)
     described = describe_all(wheels, options.describe, cache)
-    kept = _kept(out, wheels, options.keep, emit)
+    previous = _previous_hashes(out)
+    kept = _kept(out, wheels, previous, options.keep, emit)
     if not wheels and not kept.wheels:
         raise NothingToDo(f"{str(out)!r} lists no wheels to keep, and none were given")
     attestations = {**kept.attestations, **find_attestations(wheels, emit)}
@@ -253,7 +259,7 @@ def _build(
             files[f"files/{wheel.filename}{ATTESTATION_SUFFIX}"] = ref.content
     _write_trees(staging, itertools.chain([files], site_trees(rows, options.base_url)))
     inside = [w for w in everything if kept.bases.get(w.filename, options.base_url) is None]
-    _place_wheels(inside, staging / "files", out, emit)
+    _place_wheels(inside, staging / "files", out, previous, emit)
     upload_note(options.base_url, out, emit)
     summary = IndexSummary(
         site=out,
@@ -341,13 +347,19 @@ def _previous_hashes(out: Path) -> dict[str, object]:
         return {}
 
 
-def _place_wheels(wheels: Sequence[IndexedWheel], files: Path, out: Path, emit: Emit) -> None:
-    """Hard-link each wheel into ``files`` (reuse the last run's copy); copy it across
-    filesystems, or when its mode is not 0644 (a link shares the mode, and the site's files
-    must be readable by anyone without cuship changing the input's mode)."""
+def _place_wheels(
+    wheels: Sequence[IndexedWheel],
+    files: Path,
+    out: Path,
+    previous: Mapping[str, object],
+    emit: Emit,
+) -> None:
+    """Hard-link each wheel into ``files`` (reuse the last run's copy, when ``previous`` lists
+    it with the same sha256); copy it across filesystems, or when its mode is not 0644 (a link
+    shares the mode, and the site's files must be readable by anyone without cuship changing
+    the input's mode)."""
     files.mkdir(exist_ok=True)
     files.chmod(DIR_MODE)
-    previous = _previous_hashes(out)
     copied = 0
     for wheel in wheels:
         target = files / wheel.filename
