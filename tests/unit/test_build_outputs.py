@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from cuship.builder import batch
-from cuship.builder.execute import JobResult
 from cuship.builder.interpreters import Interpreter, Interpreters
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
@@ -25,7 +24,7 @@ from cuship.compat import load
 from cuship.config import load_config
 from cuship.events import Event, collect
 from cuship.matrix import jobs_with_configs
-from cuship.wheel.audit import WheelReport
+from tests.build_fakes import job_result
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 RUNNING = Interpreter(
@@ -71,30 +70,6 @@ def test_dry_run_names_each_job_s_interpreter_and_writes_under_the_project(
     assert not list(tmp_path.iterdir()), "nothing in the current directory"
 
 
-def _result(plan: BuildPlan) -> JobResult:
-    report = WheelReport(
-        path=f"/out/{plan.job.id}.whl",
-        filename=f"{plan.job.id}.whl",
-        name="cuvecops",
-        version="0.1.0",
-        local=plan.job.label,
-        tags=(),
-        size=1,
-        extensions=(),
-        bundled_libs=(),
-        bundled_cuda_libs=(),
-    )
-    return JobResult(
-        job_id=plan.job.id,
-        wheel=Path(report.path),
-        report=report,
-        verify_problems=(),
-        smoke=Smoke(said="ok", env="isolated"),
-        seconds=1.0,
-        python=plan.python,
-    )
-
-
 def _plans(tmp_path: Path) -> list[BuildPlan]:
     pairs = jobs_with_configs(load_config(EXAMPLE), load())
     return [
@@ -105,7 +80,13 @@ def _plans(tmp_path: Path) -> list[BuildPlan]:
 
 
 def _events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Event]:
-    monkeypatch.setattr(batch, "run_plan", lambda plan, **_: _result(plan))
+    monkeypatch.setattr(
+        batch,
+        "run_plan",
+        lambda plan, **_: job_result(
+            plan, smoke=Smoke(said="ok", env="isolated"), seconds=1.0, python=plan.python
+        ),
+    )
     events: list[Event] = []
     batch.build_all(_plans(tmp_path), emit=collect(events))
     return events

@@ -31,7 +31,7 @@ from cuship.config import Config, load_config
 from cuship.errors import ConfigError
 from cuship.events import Event, collect
 from cuship.matrix import BuildJob, expand, jobs_with_configs
-from cuship.wheel.audit import WheelReport
+from tests.build_fakes import job_result
 from tests.unit.test_collapse import HOST as COLLAPSE_HOST
 from tests.unit.test_collapse import ONE_PYTHON, TWO_TORCH, config_of, fake_builds
 
@@ -173,29 +173,6 @@ def test_turns_take_a_key_at_first_use_and_give_it_back_after_the_last() -> None
 Fake = Callable[[BuildPlan, Callable[[Event], None]], JobResult]
 
 
-def _result(plan: BuildPlan) -> JobResult:
-    report = WheelReport(
-        path=f"/out/{plan.job.id}.whl",
-        filename=f"{plan.job.id}.whl",
-        name="cuvecops",
-        version="0.1.0",
-        local=plan.job.label,
-        tags=(),
-        size=1,
-        extensions=(),
-        bundled_libs=(),
-        bundled_cuda_libs=(),
-    )
-    return JobResult(
-        job_id=plan.job.id,
-        wheel=Path(report.path),
-        report=report,
-        verify_problems=(),
-        smoke=None,
-        seconds=0.0,
-    )
-
-
 def _run(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake: Fake, workers: int = 2
 ) -> tuple[tuple[batch.Outcome, ...], list[Event]]:
@@ -225,7 +202,7 @@ def test_outcomes_come_in_plan_order_whatever_finished_first(
             assert done[later].wait(10), f"{python} waited for {later}, which never ran"
         order.append(python)
         done[python].set()
-        return _result(plan)
+        return job_result(plan)
 
     outcomes, events = _run(monkeypatch, tmp_path, fake)
     assert order == ["3.11", "3.10", "3.13", "3.12"]
@@ -244,7 +221,7 @@ def test_a_failed_job_stops_no_other(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     def fake(plan: BuildPlan, emit: Callable[[Event], None]) -> JobResult:
         if _by_python(plan) == "3.10":
             raise BuildFailed("build-wheel failed (exit 1); the tool said:\nops.cu(3): error")
-        return _result(plan)
+        return job_result(plan)
 
     outcomes, events = _run(monkeypatch, tmp_path, fake)
     assert [o.status for o in outcomes] == ["failed", "built", "built", "built"]
@@ -266,7 +243,7 @@ def test_an_interrupt_starts_no_more_jobs_and_is_raised(
             raise KeyboardInterrupt  # what Ctrl-C raises in the thread it lands in
         started.set()
         threading.Event().wait(0.5)  # still running when the interrupt comes
-        return _result(plan)
+        return job_result(plan)
 
     with pytest.raises(KeyboardInterrupt):
         _run(monkeypatch, tmp_path, fake)
@@ -281,7 +258,7 @@ def test_a_bug_in_a_job_is_raised_not_reported_as_a_failed_job(
     def fake(plan: BuildPlan, emit: Callable[[Event], None]) -> JobResult:
         if _by_python(plan) == "3.12":
             raise ZeroDivisionError("a bug")
-        return _result(plan)
+        return job_result(plan)
 
     with pytest.raises(ZeroDivisionError, match="a bug"):
         _run(monkeypatch, tmp_path, fake)
@@ -303,7 +280,7 @@ def test_each_job_s_events_stay_together_and_its_steps_show_as_progress(
                 )
             )
             barrier.wait()  # the other job says its step in between
-        return _result(plan)
+        return job_result(plan)
 
     _, events = _run(monkeypatch, tmp_path, fake)
     held = [e for e in events if e.level != "progress"]
@@ -323,7 +300,7 @@ def test_a_sequential_batch_tells_events_as_they_come(
         emit(
             Event(level="info", topic="build", message="x", data={"job": plan.job.id, "step": "s"})
         )
-        return _result(plan)
+        return job_result(plan)
 
     _, events = _run(monkeypatch, tmp_path, fake, workers=1)
     assert not [e for e in events if e.data.get("phase") == "job-step"]

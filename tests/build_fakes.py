@@ -1,0 +1,42 @@
+"""A built job's result without a build: for tests that replace the builder with a fake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cuship.builder.execute import JobResult
+from cuship.builder.interpreters import Interpreter
+from cuship.builder.model import BuildPlan
+from cuship.builder.smoke import Smoke
+from cuship.wheel.audit import WheelReport
+
+
+def job_result(
+    plan: BuildPlan,
+    *,
+    smoke: Smoke | None = None,
+    seconds: float = 0.0,
+    python: Interpreter | None = None,
+) -> JobResult:
+    """What building ``plan`` would give: a wheel named after the job, no extensions."""
+    report = WheelReport(
+        path=f"/out/{plan.job.id}.whl",
+        filename=f"{plan.job.id}.whl",
+        name="cuvecops",
+        version="0.1.0",
+        local=plan.job.label,
+        tags=(),
+        size=1,
+        extensions=(),
+        bundled_libs=(),
+        bundled_cuda_libs=(),
+    )
+    return JobResult(
+        job_id=plan.job.id,
+        wheel=Path(report.path),
+        report=report,
+        verify_problems=(),
+        smoke=smoke,
+        seconds=seconds,
+        python=python,
+    )
