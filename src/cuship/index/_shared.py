@@ -15,6 +15,7 @@ from pathlib import Path
 from cuship.errors import NothingToDo
 from cuship.events import Emit, Event
 from cuship.index._cache import ScanCache
+from cuship.index._pool import map_spread
 from cuship.index.render import INDEX_SCHEMA, MANIFEST, ProjectEntry, Row
 from cuship.index.scan import IndexedWheel, Skipped, scan_report
 from cuship.index.yank import kept_yank
@@ -154,16 +155,31 @@ def describe_all(
 
     who = f"{__version__}:{describe.__module__}.{describe.__qualname__}:"
     found: dict[str, Mapping[str, object]] = {}
+    missing: list[IndexedWheel] = []
     for wheel in wheels:
-        key = who + wheel.sha256
-        doc = cache.described(key)
+        doc = cache.described(who + wheel.sha256)
         if doc is None:
-            doc = dict(describe(wheel.path))
-            cache.remember(key, doc)
+            missing.append(wheel)
+        else:
+            found[wheel.filename] = doc
+    spread = map_spread(_describe_spread, [(describe, w.path) for w in missing])
+    for wheel, spread_doc in zip(missing, spread, strict=True):
+        # A wheel the worker could not describe is described here, to raise its own error.
+        doc = dict(describe(wheel.path)) if spread_doc is None else spread_doc
+        cache.remember(who + wheel.sha256, doc)
         found[wheel.filename] = doc
     if cache.preloaded:
         cache.retain_described({who + w.sha256 for w in wheels})
     return found
+
+
+def _describe_spread(job: tuple[Describe, Path]) -> dict[str, object] | None:
+    """One describe in a worker process; None when it raised (it is redone in the parent)."""
+    describe, path = job
+    try:
+        return dict(describe(path))
+    except Exception:
+        return None
 
 
 def warn_replaced(wheel: IndexedWheel, previous_sha256: object, emit: Emit) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
@@ -29,6 +30,7 @@ from cuship._fs import sha256_file
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, FileStamp, ScanCache
+from cuship.index._pool import map_spread
 from cuship.index._zipmeta import METADATA_LIMIT, Member, metadata_fast
 
 __all__ = ["IndexedWheel", "Skipped", "expand_paths", "scan", "scan_report"]
@@ -88,9 +90,11 @@ def expand_paths(paths: Iterable[Path]) -> tuple[Path, ...]:
     out: list[Path] = []
     for path in paths:
         if path.is_dir():
-            out.extend(
-                sorted(p for p in path.iterdir() if not p.name.startswith(".") and p.is_file())
-            )
+            with os.scandir(path) as entries:  # is_file() from the entry: no stat per file
+                names = sorted(
+                    e.name for e in entries if not e.name.startswith(".") and e.is_file()
+                )
+            out.extend(path / name for name in names)
         elif path.exists():
             out.append(path)
         else:
@@ -113,21 +117,25 @@ def scan_report(
 ) -> tuple[tuple[IndexedWheel, ...], tuple[Skipped, ...]]:
     """Like :func:`scan`, also returning the files skipped and why.
 
-    Each file is read once, in order; reading and hashing it is the floor of this work (a
-    thread pool was measured slower here, on two busy cores, and is not used).
+    Each file is read once; a run with many files to read spreads them over the cores in
+    forked processes (:mod:`cuship.index._pool`; a thread pool was measured slower here: the
+    work is Python holding the GIL).
     """
     # A wheel's attestation beside it is published with the wheel, not skipped with a warning.
     files = [p for p in expand_paths(paths) if not p.name.endswith(_ATTACHED)]
     jobs = [_plan(path, cache) for path in files]
-    todo = [job for job in jobs if isinstance(job, _Job) and job.entry is None]
-    fresh = {job.key: _read_or_skip(job) for job in todo}
+    todo = [job for job in jobs if isinstance(job, _Fresh)]
+    fresh = dict(zip((job.key for job in todo), map_spread(_read_fresh, todo), strict=True))
     wheels: dict[str, IndexedWheel] = {}
     skipped: list[Skipped] = []
     for job in jobs:
         try:
             if isinstance(job, _Skip):
                 raise job
-            wheel = _finish(job, job.entry or fresh[job.key], cache)
+            if isinstance(job, _Fresh):
+                wheel = _fresh_wheel(job, fresh[job.key], cache)
+            else:
+                wheel = _cached_wheel(job)
         except _Skip as why:
             skipped.append(_skipped(why, emit))
             continue
@@ -158,67 +166,98 @@ def _add_unique(wheels: dict[str, IndexedWheel], wheel: IndexedWheel, emit: Emit
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Job:
+    """A wheel the cache knows, unchanged since: read from the cache, not the file."""
+
     path: Path
     key: str
     name: NormalizedName
     version: Version
     tags: tuple[str, ...]
     stamp: FileStamp
-    entry: CacheEntry | None
+    entry: CacheEntry
 
 
-def _plan(path: Path, cache: ScanCache | None) -> _Job | _Skip:
-    """What is known about ``path`` before reading it (the cached entry, if still valid)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Fresh:
+    """A file to read (new to the cache, or changed): its name is parsed where it is read."""
+
+    path: Path
+    key: str
+    stamp: FileStamp
+
+
+def _plan(path: Path, cache: ScanCache | None) -> _Job | _Fresh | _Skip:
+    """What is known about ``path`` before reading it: the cached entry, if still valid."""
     if not path.name.endswith(".whl"):
         return _Skip(path, "not a wheel (name does not end in .whl)")
-    try:
-        name, version, _build, tags = parse_wheel_filename(path.name)
-    except (InvalidWheelFilename, InvalidVersion) as err:
-        return _Skip(path, f"invalid wheel filename: {err}")
     key = str(path.absolute())
     try:
         stamp = FileStamp.of(path.stat())
     except OSError as err:
         return _Skip(path, f"cannot read it: {err.strerror or err}")
     entry = cache.get(key, stamp) if cache is not None else None
-    return _Job(
-        path=path,
-        key=key,
-        name=name,
-        version=version,
-        tags=tuple(sorted(str(t) for t in tags)),
-        stamp=stamp,
-        entry=entry,
-    )
-
-
-def _read_or_skip(job: _Job) -> CacheEntry | _Skip:
+    if entry is None:
+        return _Fresh(path=path, key=key, stamp=stamp)
     try:
-        entry, member = _read(job.path, job.stamp.size)
-        _check_dist_info(job.path, member, job.name)
+        name, version, tags = _parse_name(path)
     except _Skip as why:
         return why
-    return entry
+    return _Job(path=path, key=key, name=name, version=version, tags=tags, stamp=stamp, entry=entry)
 
 
-def _finish(job: _Job, read: CacheEntry | _Skip, cache: ScanCache | None) -> IndexedWheel:
-    if isinstance(read, _Skip):
-        raise read
-    requires_python = _check_metadata(job.path, read.metadata, job.name, job.version)
-    if cache is not None and job.entry is None:
-        cache.put(job.key, job.stamp, read)
+def _parse_name(path: Path) -> tuple[NormalizedName, Version, tuple[str, ...]]:
+    try:
+        name, version, _build, tags = parse_wheel_filename(path.name)
+    except (InvalidWheelFilename, InvalidVersion) as err:
+        raise _Skip(path, f"invalid wheel filename: {err}") from err
+    return name, version, tuple(sorted(str(t) for t in tags))
+
+
+def _read_fresh(job: _Fresh) -> IndexedWheel | str:
+    """Parse, read, hash and check one file; a skip comes back as its reason. Runs in a worker
+    process for a large run (:func:`cuship.index._pool.map_spread`), so it raises nothing."""
+    try:
+        name, version, tags = _parse_name(job.path)
+        entry, member = _read(job.path, job.stamp.size)
+        _check_dist_info(job.path, member, name)
+        return _wheel(job.path, name, version, tags, job.stamp.size, entry)
+    except _Skip as why:
+        return str(why)
+
+
+def _fresh_wheel(job: _Fresh, read: IndexedWheel | str, cache: ScanCache | None) -> IndexedWheel:
+    if isinstance(read, str):
+        raise _Skip(job.path, read)
+    if cache is not None:
+        cache.put(job.key, job.stamp, CacheEntry(sha256=read.sha256, metadata=read.metadata))
+    return read
+
+
+def _cached_wheel(job: _Job) -> IndexedWheel:
+    return _wheel(job.path, job.name, job.version, job.tags, job.stamp.size, job.entry)
+
+
+def _wheel(
+    path: Path,
+    name: NormalizedName,
+    version: Version,
+    tags: tuple[str, ...],
+    size: int,
+    entry: CacheEntry,
+) -> IndexedWheel:
+    requires_python = _check_metadata(path, entry.metadata, name, version)
     return IndexedWheel(
-        filename=job.path.name,
-        project=job.name,
-        version=str(job.version),
-        local=job.version.local,
-        tags=job.tags,
-        sha256=read.sha256,
-        size=job.stamp.size,
+        filename=path.name,
+        project=name,
+        version=str(version),
+        local=version.local,
+        tags=tags,
+        sha256=entry.sha256,
+        size=size,
         requires_python=requires_python,
-        metadata=read.metadata,
-        metadata_sha256=hashlib.sha256(read.metadata).hexdigest(),
-        path=job.path,
+        metadata=entry.metadata,
+        metadata_sha256=hashlib.sha256(entry.metadata).hexdigest(),
+        path=path,
     )
 
 

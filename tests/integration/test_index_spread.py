@@ -1,0 +1,84 @@
+"""A large index run reads and describes its wheels in forked worker processes: the site it
+writes is byte for byte the site of the same run done in one process, skips and all."""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cuship.index import write
+from cuship.index import _pool
+from cuship.index._pool import MIN_ITEMS, map_spread, workers_available
+from cuship.index.describe import describe_wheel
+from tests.wheel_factory import make_wheel
+
+pytestmark = pytest.mark.integration
+
+PROJECTS = MIN_ITEMS // 4 + 10  # four wheels each: past the pool's threshold
+
+
+def _tree(site: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(site)): p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("spread")
+    for i in range(PROJECTS):
+        for version in ("1.0", "1.1", "2.0+cu130", "2.0+cu128torch2.8"):
+            make_wheel(root, f"proj{i:03d}", version)
+    (root / "broken-1.0-py3-none-any.whl").write_bytes(b"not a zip")
+    (root / "README.txt").write_text("not a wheel\n")
+    return root
+
+
+def _serial(fn: object, items: list[object], *, min_items: int = 0) -> list[object]:
+    del min_items
+    assert callable(fn)
+    return [fn(item) for item in items]
+
+
+class _Counted(ProcessPoolExecutor):
+    started = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        type(self).started += 1
+        super().__init__(*args, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def counted(monkeypatch: pytest.MonkeyPatch) -> type[_Counted]:
+    if workers_available() < 2:
+        pytest.skip("one core: the work is never spread (nothing to compare)")
+    _Counted.started = 0
+    monkeypatch.setattr(_pool, "ProcessPoolExecutor", _Counted)
+    return _Counted
+
+
+def test_spread_run_writes_the_site_of_a_serial_run(
+    wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: type[_Counted]
+) -> None:
+    spread = write([wheels], tmp_path / "spread", describe=describe_wheel)
+    assert counted.started == 2  # the reads, then the describes, on workers
+    assert spread.hashed == 4 * PROJECTS + 1  # every wheel-named file read, the broken one too
+    for module in ("cuship.index.scan", "cuship.index._shared"):
+        monkeypatch.setattr(sys.modules[module], "map_spread", _serial)
+    serial = write([wheels], tmp_path / "serial", describe=describe_wheel)
+    assert _tree(tmp_path / "spread") == _tree(tmp_path / "serial")
+    assert spread.wheels == serial.wheels == 4 * PROJECTS
+    assert [s.path.name for s in spread.skipped] == [s.path.name for s in serial.skipped]
+    assert {s.path.name for s in spread.skipped} == {"broken-1.0-py3-none-any.whl", "README.txt"}
+
+
+def test_map_spread_keeps_order_on_workers(counted: type[_Counted]) -> None:
+    items = list(range(MIN_ITEMS * 2))
+    assert map_spread(abs, [-i for i in items]) == items
+    assert counted.started == 1
+    assert map_spread(abs, [-i for i in items[: MIN_ITEMS - 1]]) == items[: MIN_ITEMS - 1]
+    assert counted.started == 1  # too few to spread
