@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from cuship.index import write
-from cuship.index import _pool
+from cuship.index import _pool, write
 from cuship.index._pool import MIN_ITEMS, map_spread, workers_available
 from cuship.index.describe import describe_wheel
 from tests.wheel_factory import make_wheel
