@@ -6,8 +6,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cuship.errors import CushipError
-from cuship.wheel.audit import inspect_wheel, sm_key
-from cuship.wheel.names import parse_label
 
 __all__ = ["describe_wheel"]
 
@@ -15,6 +13,11 @@ __all__ = ["describe_wheel"]
 def describe_wheel(path: Path) -> Mapping[str, object]:
     """Label parts (CUDA, torch, C++ ABI), the SASS/PTX arches of every extension inside, and the
     torch ABI its binaries need (with the torch it was built against, when known)."""
+    # Imported here: an update whose wheels are all described in the cache never needs the
+    # ELF and fatbin readers, and importing them is a third of `cuship index`'s start-up.
+    from cuship.wheel.audit import inspect_wheel, sm_key
+    from cuship.wheel.names import parse_label
+
     report = inspect_wheel(path)
     doc: dict[str, object] = {"label": report.local}
     if report.local:
