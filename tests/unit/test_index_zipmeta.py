@@ -5,8 +5,13 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
+import pytest
+
+from cuship.errors import InputError
 from cuship.index import scan
-from cuship.index._zipmeta import metadata_fast
+from cuship.index.describe import describe_wheel
+from cuship.wheel import audit
+from cuship.wheel._zipmeta import member_names, metadata_fast
 from tests.wheel_factory import make_wheel
 
 
@@ -39,3 +44,33 @@ def test_a_corrupt_metadata_member_is_skipped(tmp_path: Path) -> None:
     broken = tmp_path / wheel.name
     broken.write_bytes(bytes(data))
     assert scan([broken]) == ()
+
+
+def test_member_names_match_zipfile(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, "names", "1.0", files={"names/data/x.bin": b"\0" * 10})
+    with zipfile.ZipFile(wheel) as archive:
+        expected = archive.namelist()
+    assert member_names(wheel.read_bytes()) == expected
+    assert member_names(b"#!/bin/sh\n" + wheel.read_bytes()) is None
+
+
+def test_describing_a_pure_python_wheel_without_zipfile_says_what_zipfile_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pinned = make_wheel(
+        tmp_path,
+        "pinned",
+        "1.0+cu130torch2.9",
+        extra_metadata="Requires-Dist: torch==2.9.*\nRequires-Dist: pytest; extra == 'test'\n",
+    )
+    plain = make_wheel(tmp_path, "plain", "1.0")
+    bad = make_wheel(tmp_path, "bad", "1.0", extra_metadata="Requires-Dist: torch>>>2\n")
+    fast = [describe_wheel(w) for w in (pinned, plain)]
+    with pytest.raises(InputError) as fast_error:
+        describe_wheel(bad)
+    monkeypatch.setattr(audit, "_scan_small", lambda path: None)
+    assert [describe_wheel(w) for w in (pinned, plain)] == fast
+    assert fast[0]["torch_requirement"] == "torch==2.9.*"
+    with pytest.raises(InputError) as slow_error:
+        describe_wheel(bad)
+    assert str(slow_error.value) == str(fast_error.value)

@@ -31,7 +31,7 @@ from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, FileStamp, ScanCache
 from cuship.index._pool import map_spread
-from cuship.index._zipmeta import METADATA_LIMIT, Member, metadata_fast
+from cuship.wheel._zipmeta import METADATA_LIMIT, Member, metadata_fast
 
 __all__ = ["IndexedWheel", "Skipped", "expand_paths", "scan", "scan_report"]
 

@@ -13,6 +13,7 @@ from typing import Any
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from cuship.errors import CushipError, InputError
+from cuship.wheel._zipmeta import member_names, metadata_fast
 from cuship.wheel.cudalibs import is_cuda_lib
 from cuship.wheel.elf import ElfFacts, VersionNeed, is_elf, quick_facts
 from cuship.wheel.fatbin import FATBIN_SECTIONS, Buffer, FatbinEntry, parse_sections
@@ -38,6 +39,7 @@ __all__ = [
 ]
 
 _SM = re.compile(r"(\d+)([a-z]*)")
+_SMALL = 16 * 1024 * 1024  # wheels up to this size are read into memory whole
 _EXTENSION_MODULE = re.compile(r"\.(cpython-|abi3\.|pypy)")
 
 
@@ -251,6 +253,9 @@ def _scan_zip(
     path: Path,
 ) -> tuple[tuple[ObjectReport, ...], tuple[str, ...], tuple[str, ...]]:
     """The wheel's shared objects, its bundled libraries and its Requires-Dist entries on torch."""
+    small = _scan_small(path)
+    if small is not None:
+        return (), (), small
     try:
         with zipfile.ZipFile(path) as archive:
             objects = list(_shared_objects(archive, path))
@@ -263,6 +268,31 @@ def _scan_zip(
     libs = tuple(sorted(member for member, _ in objects if _is_library(member)))
     reports = tuple(report for _, report in objects if report is not None)
     return reports, libs, requirements
+
+
+def _scan_small(path: Path) -> tuple[str, ...] | None:
+    """The torch requirements of a small wheel with no shared object, read from its bytes
+    without :mod:`zipfile` (whose per-member objects cost most of describing a pure-Python
+    wheel in an index of thousands); None when the archive must be read in full."""
+    try:
+        if path.stat().st_size > _SMALL:
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None  # the zipfile path words the error
+    names = member_names(data)
+    if names is None or any(_looks_shared(name) for name in names):
+        return None
+    member = metadata_fast(data)
+    if member is None:
+        return None
+    text = member.data.decode("utf-8", "replace")
+    return torch_requirements(text, source=f"{path.name}:{member.name}")
+
+
+def _looks_shared(member: str) -> bool:
+    base = member.rsplit("/", 1)[-1]
+    return base.endswith(".so") or ".so." in base
 
 
 def _torch_requirements(archive: zipfile.ZipFile, path: Path) -> tuple[str, ...]:
@@ -281,8 +311,7 @@ def _shared_objects(
     archive: zipfile.ZipFile, path: Path
 ) -> Iterator[tuple[str, ObjectReport | None]]:
     for info in archive.infolist():
-        base = info.filename.rsplit("/", 1)[-1]
-        if info.is_dir() or not (base.endswith(".so") or ".so." in base):
+        if info.is_dir() or not _looks_shared(info.filename):
             continue
         with archive.open(info) as member:
             head = member.read(4)

@@ -1,4 +1,5 @@
-"""A fast path to one wheel's ``*.dist-info/METADATA`` from the wheel's bytes in memory.
+"""A fast path to one wheel's ``*.dist-info/METADATA``, and to its member names, from the
+wheel's bytes in memory.
 
 :mod:`zipfile` builds a ``ZipInfo`` object per member, which dominates the cost of indexing
 thousands of small wheels. This reads the central directory with :mod:`struct`, stops at the
@@ -17,7 +18,7 @@ import struct
 import zlib
 from typing import NamedTuple
 
-__all__ = ["METADATA_LIMIT", "Member", "metadata_fast"]
+__all__ = ["METADATA_LIMIT", "Member", "member_names", "metadata_fast"]
 
 METADATA_LIMIT = 8 * 1024 * 1024
 """The largest METADATA the index accepts (PyPI's largest are a few hundred kB)."""
@@ -79,6 +80,24 @@ def _find(data: bytes, offset: int, count: int) -> _Entry | None:
             )
         offset += 46 + name_len + extra_len + comment_len
     return found
+
+
+def member_names(data: bytes) -> list[str] | None:
+    """The names of every member, from the central directory; None when zipfile should read
+    the archive (zip64, a prefix, a directory that does not parse)."""
+    directory = _central_directory(data)
+    if directory is None:
+        return None
+    offset, count = directory
+    names: list[str] = []
+    for _ in range(count):
+        if data[offset : offset + 4] != b"PK\x01\x02" or offset + _CENTRAL.size > len(data):
+            return None
+        fields = _CENTRAL.unpack_from(data, offset)
+        name_len, extra_len, comment_len = fields[10], fields[11], fields[12]
+        names.append(data[offset + 46 : offset + 46 + name_len].decode("utf-8", errors="replace"))
+        offset += 46 + name_len + extra_len + comment_len
+    return names
 
 
 def _inflate(raw: bytes, method: int) -> bytes | None:
