@@ -215,7 +215,8 @@ def failure(code: int, out: str, err: str, problem: str) -> str:
         return f"{PERMISSION}: {PERMISSION_HINT}"
     if said:
         return f"{problem} (exit {code}): " + " / ".join(said[:3])
-    tail = " ".join((err or out).split())[-300:]
+    talk = [line for line in (err or out).splitlines() if not line.startswith('"')]  # no CSV
+    tail = " ".join(" ".join(talk).split())[-300:]
     return f"{problem} (exit {code})" + (f": {tail}" if tail else "")
 
 
@@ -263,7 +264,7 @@ def preflight(timer: str, environ: Mapping[str, str]) -> str:
         )
     from cuship.machine import fingerprint
 
-    if not fingerprint(environ).gpus:
+    if not fingerprint(environ, toolkit=False).gpus:
         raise ToolMissing(
             "--profile ncu profiles CUDA kernels, and this machine shows no NVIDIA GPU",
             hint="run it on a GPU machine (`cuship env` shows what cuship sees), "

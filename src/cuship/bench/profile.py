@@ -155,10 +155,10 @@ def _per_kernel(rows: Iterable[NcuRow]) -> dict[int, tuple[str, dict[str, float]
         if spec is None:
             continue
         field, unit, scale = spec
+        values = kernels.setdefault(row.id, (row.kernel, {}))[1]
         value, base = row.base
-        if base != unit or not math.isfinite(value):
-            continue  # a unit we cannot read as the metric's: leave it out, never guess
-        kernels.setdefault(row.id, (row.kernel, {}))[1][field] = value * scale
+        if base == unit and math.isfinite(value):  # another unit: left out, never guessed
+            values[field] = value * scale
     return kernels
 
 
