@@ -79,7 +79,7 @@ if args == ["--version"]:
 if "--import" in args:
     sys.stdout.write(open(os.environ["FAKE_NCU_RAW"]).read())
     sys.exit(0)
-program = args[args.index("-m") - 1 :]
+program = args[args.index("-c") - 1 :]
 done = subprocess.run(program, capture_output=True, text=True)
 with open(os.environ["FAKE_NCU_LOG"], "a") as log:
     log.write(json.dumps({{"args": args, "exit": done.returncode, "stderr": done.stderr,
@@ -112,8 +112,8 @@ def fake_ncu(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
     raw = tmp_path / "raw.csv"
     raw.write_text(RAW_PAGE)
-    env = {
-        **os.environ,
+    env = {  # no PYTHONPATH: the worker finds this cuship at the end of its sys.path
+        **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
         "FAKE_NCU_LOG": str(tmp_path / "ncu.log"),
         "FAKE_NCU_CSV": str(H100_CSV),
         "FAKE_NCU_RAW": str(raw),

@@ -48,9 +48,10 @@ def _point(key: str = "saxpy[n=262144]") -> Point:
 
 
 def _worker_spec(argv: Sequence[str]) -> dict[str, object]:
-    at = argv.index("cuship.bench._ncu_worker")
-    assert argv[at - 2 : at] == ("/usr/bin/python3", "-m") and len(argv) == at + 2
-    spec: dict[str, object] = json.loads(argv[at + 1])
+    at = argv.index("-c")
+    assert argv[at - 1] == "/usr/bin/python3" and len(argv) == at + 3
+    assert "from cuship.bench._ncu_worker import main" in argv[at + 1]
+    spec: dict[str, object] = json.loads(argv[at + 2])
     return spec
 
 
@@ -84,10 +85,10 @@ def test_basic_plan_profiles_one_call_with_the_small_metric_set() -> None:
         "seed": 0,
         "pythonpath": [str(ROOT / "src")],
     }
-    paths = plan.env["PYTHONPATH"].split(":")
-    assert paths[0] == str(ROOT / "src") and paths[-1] == "/extra"
-    assert Path(paths[1], "cuship", "bench", "_ncu_worker.py").is_file()  # this cuship
-    assert plan.env["PATH"] == "/usr/bin"
+    assert plan.env == {"PATH": "/usr/bin", "PYTHONPATH": "/extra"}  # the project's path: in SPEC
+    boot = plan.argv[plan.argv.index("-c") + 1]
+    home = boot.split("sys.path.append(", 1)[1].split(")", 1)[0].strip("'")
+    assert Path(home, "cuship", "bench", "_ncu_worker.py").is_file()  # this cuship, appended
     assert plan.to_json()["import"] is None
 
 

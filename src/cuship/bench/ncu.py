@@ -87,10 +87,11 @@ def _number(text: str) -> float:
 
 
 def _header(lines: Sequence[str]) -> int:
+    """The table's header: the first quoted CSV line naming a ``"Kernel Name"`` column."""
     for i, line in enumerate(lines):
-        if line.startswith(('"ID",', '"Kernel Name",')):
+        if line.startswith('"') and '"Kernel Name"' in line:
             return i
-    raise ValueError("no ncu CSV header (a line starting with '\"ID\",') in the output")
+    raise ValueError('no ncu CSV header (a line naming a "Kernel Name" column) in the output')
 
 
 def _long(lines: Sequence[str], wanted: Collection[str] | None) -> list[NcuRow]:

@@ -5,8 +5,8 @@ Plan, then act: :func:`plan_profile` builds the exact command lines (pure); :fun
 runs them and reads the CSV into an :class:`~cuship.bench.profile.NcuProfile`.
 
 * basic: ``ncu --csv --metrics <the five> --profile-from-start off --target-processes all
-  --clock-control none --cache-control all <python> -m cuship.bench._ncu_worker SPEC``;
-  the details page on stdout is the CSV read.
+  --clock-control none --cache-control all <python> -c <run cuship.bench._ncu_worker> SPEC``
+  (see :func:`worker_command`); the details page on stdout is the CSV read.
 * full (or a report directory given): the same with ``--set full -o REPORT -f``; ncu then writes
   the report instead of printing, and ``ncu --import REPORT --csv --page raw --metrics <the
   five>`` prints the figures.
@@ -53,6 +53,7 @@ __all__ = [
     "profile_run",
     "report_stem",
     "run_profile",
+    "worker_command",
 ]
 
 NCU_TIMEOUT = 600.0  # seconds for one point's ncu run (a full set replays each kernel ~40 times)
@@ -130,14 +131,18 @@ def report_stem(key: str) -> str:
     return f"{readable}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 
-def _child_env(environ: Mapping[str, str], pythonpath: Sequence[Path]) -> dict[str, str]:
-    """The caller's environment with the project's pythonpath and this cuship importable."""
+def worker_command(python: str, spec: Mapping[str, object]) -> tuple[str, ...]:
+    """``python -c BOOT SPEC``: the worker, with this cuship appended to the END of ``sys.path``
+    (never on ``PYTHONPATH``, which goes before site-packages and could shadow the installed
+    build the run is about); an importable cuship earlier on the path is used first."""
     import cuship
 
-    paths = [str(p) for p in pythonpath] + [str(Path(cuship.__file__).resolve().parents[1])]
-    if environ.get("PYTHONPATH"):
-        paths.append(environ["PYTHONPATH"])
-    return {**environ, "PYTHONPATH": os.pathsep.join(paths)}
+    home = str(Path(cuship.__file__).resolve().parents[1])
+    boot = (
+        f"import sys; sys.path.append({home!r}); "
+        "from cuship.bench._ncu_worker import main; sys.exit(main(sys.argv[1:]))"
+    )
+    return (python, "-c", boot, json.dumps(dict(spec)))
 
 
 def plan_profile(
@@ -158,7 +163,7 @@ def plan_profile(
         "seed": 0,
         "pythonpath": [str(p) for p in pythonpath],
     }
-    worker = (python, "-m", "cuship.bench._ncu_worker", json.dumps(spec))
+    worker = worker_command(python, spec)
     argv: tuple[str, ...] = (options.ncu, "--csv", "--metrics", metrics, *_COMMON, *_CONTROL)
     report: Path | None = None
     import_argv: tuple[str, ...] | None = None
@@ -175,7 +180,7 @@ def plan_profile(
     return NcuPlan(
         key=point.key,
         argv=(*argv, *worker),
-        env=_child_env(environ, pythonpath),
+        env=dict(environ),
         report=report,
         import_argv=import_argv,
         metric_set=options.metric_set,
