@@ -262,3 +262,21 @@ def test_the_text_table_and_summary_show_the_profile() -> None:
     assert bad[-2] == "NOT PROFILED (see notes)" and bad[-1] == ""
     assert len(_row(report.results[0])) == len(_COLUMNS)  # unprofiled runs: the old table
     assert "; ncu (basic): 1 of 2 profiled; verdict ok" in _summary(report)
+
+
+def test_a_profiled_export_is_attested_and_verifies(tmp_path: Path) -> None:
+    from cuship.attest.keys import keygen, load_signing_key, load_verify_key
+    from cuship.attest.run import attest_files
+    from cuship.attest.verify import verify
+
+    report = dataclasses.replace(report_of(_result("saxpy", GOOD)), profile=SESSION)
+    results = tmp_path / "bench.json"
+    results.write_text(json.dumps(to_json(report), allow_nan=False))
+    pair = keygen(tmp_path / "key")
+    (envelope,) = attest_files(
+        [results], load_signing_key(pair.private), kind="bench", environ={}, machine=dict
+    )
+    checked = verify(envelope, key=load_verify_key(pair.public), files=[results])
+    assert checked.problems == () and checked.predicate is not None
+    assert checked.predicate["profile"]["set"] == "basic"
+    assert checked.predicate["results"][0]["ncu"]["dram_bytes_per_s"] == 2.5e12
