@@ -264,6 +264,32 @@ def test_the_text_table_and_summary_show_the_profile() -> None:
     assert "; ncu (basic): 1 of 2 profiled; verdict ok" in _summary(report)
 
 
+def test_each_reason_a_point_was_not_profiled_is_one_error_line() -> None:
+    from cuship.cli.bench import _profile_errors
+
+    denied = NcuProfile(error="ERR_NVGPUCTRPERM: counters restricted")
+    crashed = NcuProfile(error="ncu printed no metrics (exit 1): KeyError: 'x'")
+    report = dataclasses.replace(
+        report_of(*(_result(k, p) for k, p in (("a", denied), ("b", GOOD), ("c", denied),
+                                               ("d", denied), ("e", crashed)))),
+        profile=SESSION,
+    )  # fmt: skip
+
+    class Console:
+        def __init__(self) -> None:
+            self.errors: list[str] = []
+
+        def error(self, text: str) -> None:
+            self.errors.append(text)
+
+    console = Console()
+    _profile_errors(console, report)
+    assert console.errors == [
+        "a (and 2 more) not profiled: ERR_NVGPUCTRPERM: counters restricted",
+        "e not profiled: ncu printed no metrics (exit 1): KeyError: 'x'",
+    ]
+
+
 def test_a_profiled_export_is_attested_and_verifies(tmp_path: Path) -> None:
     from cuship.attest.keys import keygen, load_signing_key, load_verify_key
     from cuship.attest.run import attest_files

@@ -260,7 +260,7 @@ def run_bench(
     if ncu is not None and kind != "cuda":
         raise ToolMissing(
             "--profile ncu needs the CUDA timer, but torch sees no CUDA device here",
-            hint="install a CUDA build of torch on this GPU machine, or run without --profile",
+            hint="install a CUDA build of torch on this GPU machine, or run without --profile ncu",
         )
     provenance = _provenance(project, kind)
     fp = bench_fingerprint(environ, timer=kind, project_package=project.package)

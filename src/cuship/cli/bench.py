@@ -349,11 +349,22 @@ def run(path: Path, **options: Any) -> None:
         _render(console, report)
     for result in report.errored:
         console.error(f"{result.key} errored: {result.error}")
+    _profile_errors(console, report)
     if options["export"]:
         for written in _export(report, options["export"], options["output"]):
             console.err.print(f"wrote {written}", markup=False)
     console.err.print(_summary(report), markup=False)
     exit_with(report.exit_code)
+
+
+def _profile_errors(console: Any, report: Any) -> None:
+    """One error line per distinct reason a point was not profiled (the rest share it)."""
+    reasons: dict[str, list[str]] = {}
+    for result in report.unprofiled:
+        reasons.setdefault(result.profile.error, []).append(result.key)
+    for reason, keys in reasons.items():
+        others = f" (and {len(keys) - 1} more)" if len(keys) > 1 else ""
+        console.error(f"{keys[0]}{others} not profiled: {reason}")
 
 
 def _burn_in(console: Any, request: Any, options: dict[str, Any]) -> None:
