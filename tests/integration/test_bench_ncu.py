@@ -36,8 +36,16 @@ def _clean_env(path: str) -> dict[str, str]:
     return env
 
 
-def test_no_gpu_exits_3_saying_so() -> None:
-    env = {**_clean_env(os.environ.get("PATH", "")), "CUSHIP_GPUS": "none"}
+@pytest.mark.parametrize("override", [True, False], ids=["CUSHIP_GPUS=none", "this-machine"])
+def test_no_gpu_exits_3_saying_so(override: bool) -> None:
+    env = _clean_env(os.environ.get("PATH", ""))
+    if override:
+        env["CUSHIP_GPUS"] = "none"
+    else:
+        from cuship.machine import fingerprint
+
+        if fingerprint(env, toolkit=False).gpus:
+            pytest.skip("this machine has a GPU")
     done = cuship("bench", str(EXAMPLE), "--profile", "ncu", "--no-store", base=env)
     assert done.returncode == 3, done.stderr
     assert (
