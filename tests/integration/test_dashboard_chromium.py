@@ -107,3 +107,37 @@ def test_without_chromium_the_test_fails_with_the_install_line(
     monkeypatch.setenv("PATH", str(tmp_path))  # a fresh machine: no chromium anywhere on PATH
     with pytest.raises(pytest.fail.Exception, match=r"apt-get install -y .*chromium"):
         chromium_path()
+
+
+_NCU_CELLS = """JSON.stringify({
+  header: Array.from(document.querySelectorAll("table.latest thead th"), th => th.textContent),
+  rows: Array.from(document.querySelectorAll("table.latest tbody tr"), tr =>
+    Array.from(tr.querySelectorAll("td.ncu"), td => td.textContent)),
+  visible: Array.from(document.querySelectorAll("table.latest td.ncu"),
+    td => td.getBoundingClientRect().width > 0).every(Boolean),
+})"""
+
+
+def test_ncu_figures_render_beside_the_timings(tmp_path: Path) -> None:
+    import json
+
+    from tests.unit.test_bench_profile import _store_of_profiled_run
+
+    store = _store_of_profiled_run(tmp_path)
+    out = tmp_path / "site"
+    done = cuship("dashboard", "--store", str(store), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    with chromium(tmp_path / "profile") as page:
+        page.open((out / "index.html").as_uri())
+        facts = json.loads(page.evaluate(_NCU_CELLS))
+        problems = page.problems()
+    assert problems == [], problems
+    header = facts["header"]
+    assert header[header.index("throughput") + 1 :][:5] == [
+        "kernel time (ncu)", "DRAM (ncu)", "occupancy", "SM throughput", "BW vs ncu",
+    ]  # fmt: skip
+    assert facts["rows"] == [
+        ["95 µs", "2500 GB/s (75% of peak)", "50%", "10%", "0.96x"],
+        ["not profiled"],
+    ]
+    assert facts["visible"]

@@ -84,6 +84,19 @@ def test_unconfigured_stages_are_skipped_with_a_reason() -> None:
     )
 
 
+def test_bench_stage_profiles_with_ncu_only_when_asked() -> None:
+    project = project_facts(load_config(EXAMPLE))
+
+    def bench_argv(profile: str | None = None) -> tuple[str, ...]:
+        stages = plan_stages(project, PY, RESULTS, environ={}, profile=profile)
+        return next(s for s in stages if s.name == "bench").argv
+
+    assert "--profile" not in bench_argv()
+    profiled = bench_argv(profile="ncu")
+    assert profiled[profiled.index("--profile") + 1] == "ncu"
+    assert profiled[: len(bench_argv())] == bench_argv()  # the same command, profile added
+
+
 def test_a_project_without_a_name_is_a_config_error(tmp_path: Path) -> None:
     (tmp_path / "cuship.toml").write_text("[ci]\n")
     with pytest.raises(ConfigError, match=r"project\.name: no distribution name") as err:

@@ -258,8 +258,10 @@ def bench_predicate(
     """Verdicts and figures of a ``cuship bench --export json`` document (``cuship-bench/1``).
 
     Tolerant: rows are kept as they are (only mappings, with their clocks, hot timing, share of
-    peak and notes), the verdict is the document's own (top level or under ``run``) or ``None``,
-    and the environment is the document's fingerprint when it carries one.
+    peak, ncu profile and notes), the verdict is the document's own (top level or under ``run``)
+    or ``None``, and the environment is the document's fingerprint when it carries one. A run
+    profiled with ``--profile ncu`` adds ``profile`` (the tool, its version, the metric set);
+    without one the predicate is what it always was.
     """
     fmt = results.get("format")
     if not (isinstance(fmt, str) and fmt.startswith("cuship-bench/")):
@@ -278,7 +280,7 @@ def bench_predicate(
         ),
         None,
     )
-    return {
+    predicate = {
         "format": fmt,
         "verdict": results.get("verdict", run.get("verdict")),
         "results": [dict(row) for row in _bench_rows(results) if isinstance(row, Mapping)],
@@ -286,3 +288,8 @@ def bench_predicate(
         "environment_source": "results" if own is not None else "attesting machine",
         "cuship": __version__,
     }
+    meta = run.get("meta")
+    profile = meta.get("profile") if isinstance(meta, Mapping) else None
+    if isinstance(profile, Mapping):
+        predicate["profile"] = dict(profile)
+    return predicate

@@ -18,6 +18,7 @@ __all__ = [
     "STEP_COLOUR",
     "format_clock",
     "format_hot",
+    "format_ncu",
     "format_throughput",
     "format_value",
     "history_svg",
@@ -79,6 +80,29 @@ def format_hot(numbers: Mapping[str, float]) -> str:
     ratio = numbers.get("hot_over_cold")
     bound = ratio is not None and ratio < LAUNCH_BOUND_RATIO
     return text + (" (launch-bound)" if bound else "")
+
+
+def format_ncu(numbers: Mapping[str, float]) -> dict[str, str] | None:
+    """ncu's figures of a profiled result, for the dashboard's columns (kernel time, DRAM
+    GB/s and % of peak, achieved occupancy, SM throughput, cuship's bandwidth over ncu's);
+    None when the result was not profiled."""
+    if "ncu_kernel_time" not in numbers:
+        return None
+
+    def share(key: str) -> str:
+        return f"{numbers[key]:.0%}" if key in numbers else "-"
+
+    dram = f"{numbers['ncu_dram_gbps']:.4g} GB/s" if "ncu_dram_gbps" in numbers else "-"
+    if "ncu_dram_peak_fraction" in numbers:
+        dram += f" ({share('ncu_dram_peak_fraction')} of peak)"
+    ratio = numbers.get("ncu_bw_ratio")
+    return {
+        "kernel": format_value(numbers["ncu_kernel_time"], "s"),
+        "dram": dram,
+        "occupancy": share("ncu_occupancy_fraction"),
+        "sm": share("ncu_sm_fraction"),
+        "agreement": f"{ratio:.2f}x" if ratio is not None else "-",
+    }
 
 
 def _quartiles(point: Point) -> tuple[float, float]:

@@ -22,6 +22,7 @@ from cuship import __version__
 from cuship.bench._plot import (
     format_clock,
     format_hot,
+    format_ncu,
     format_throughput,
     format_value,
     history_svg,
@@ -94,6 +95,7 @@ def _latest_rows(found: Sequence[History], ctx: _Context) -> list[dict[str, Any]
                 "throughput": format_throughput(last.numbers),
                 "hot": format_hot(last.numbers),
                 "clock": format_clock(last.numbers),
+                "ncu": format_ncu(last.numbers),
                 "machine": _machine_name(ctx.machines.get(s.machine_id, {})),
                 "machine_id": s.machine_id,
                 "when": when(last.started),
@@ -182,9 +184,10 @@ def build_site(runs: Sequence[BenchRun], *, title: str = "cuship benchmarks") ->
         "latest_run": ctx.latest,
     }
     steps = [_step_row(h, s, ctx, bench_page_name(h.series.case)) for h in found for s in h.steps]
+    latest = _latest_rows(found, ctx)
     site = {
         "index.html": env.get_template("dashboard_index.html").render(
-            root="", latest=_latest_rows(found, ctx), steps=steps, **common
+            root="", latest=latest, profiled=any(r["ncu"] for r in latest), steps=steps, **common
         ),
         ".nojekyll": "",
         MARKER: "This directory is written by `cuship dashboard`; it is replaced on each run.\n",

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from cuship.bench import _facts
 from cuship.bench.peak import PeakShare
+from cuship.bench.profile import NcuProfile, NcuSession, profile_notes, profile_numbers
 from cuship.bench.stats import Comparison, summarize
 from cuship.bench.timer import Measurement
 from cuship.provenance import Provenance
@@ -85,6 +86,7 @@ class PointResult:
     comparison: Comparison | None = None
     floor: FloorCheck | None = None
     peak: PeakShare | None = None
+    profile: NcuProfile | None = None  # --profile ncu: one call of the point under ncu
 
     @property
     def samples(self) -> tuple[float, ...]:
@@ -109,12 +111,15 @@ class PointResult:
 
     def notes(self) -> list[str]:
         """What a reader must know to trust this result (dropped samples, hot method,
-        launch-bound, unchecked host code, an assumed dtype)."""
-        return _facts.notes(self.measurement, self.cold, self.peak)
+        launch-bound, unchecked host code, an assumed dtype, a profile that failed or whose
+        DRAM throughput disagrees with cuship's bandwidth)."""
+        notes = _facts.notes(self.measurement, self.cold, self.peak)
+        return notes + profile_notes(self.profile, self.numbers())
 
     def numbers(self) -> dict[str, float]:
         """median, mean, min, stdev, rel_noise, the throughputs the work model allows, the
-        clocks, the hot per-call time and the shares of the GPU's peaks."""
+        clocks, the hot per-call time, the shares of the GPU's peaks and, when profiled, ncu's
+        figures with their agreement (see :func:`~cuship.bench.profile.profile_numbers`)."""
         if not self.kept:
             return {}
         s = summarize(self.kept)
@@ -138,11 +143,17 @@ class PointResult:
         m = self.measurement
         out |= _facts.clock_numbers(m) | _facts.hot_numbers(m, self.cold)
         out |= _facts.peak_numbers(self.peak)
+        out |= profile_numbers(
+            self.profile,
+            gbps=out.get("gbps"),
+            peak_bandwidth_fraction=out.get("peak_bandwidth_fraction"),
+        )
         return {k: v for k, v in out.items() if math.isfinite(v)}
 
     def payload(self) -> dict[str, Any]:
+        """The stored row's payload; ``ncu`` only when the point was profiled."""
         m = self.measurement
-        return {
+        payload = {
             "case": self.case,
             "params": dict(self.params),
             "unit": m.unit if m else "s",
@@ -159,6 +170,9 @@ class PointResult:
             "peak": self.peak.to_json() if self.peak else None,
             "notes": self.notes(),
         }
+        if self.profile is not None:
+            payload["ncu"] = self.profile.to_json()
+        return payload
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -180,6 +194,7 @@ class BenchReport:
     assert_floors: bool = False
     run_id: int | None = None
     provenance: Provenance | None = None  # where the project's packages were imported from
+    profile: NcuSession | None = None  # --profile ncu: how the points were profiled
 
     @property
     def errored(self) -> tuple[PointResult, ...]:
@@ -194,6 +209,11 @@ class BenchReport:
         return tuple(r for r in self.results if r.floor is not None and r.floor.missed)
 
     @property
+    def unprofiled(self) -> tuple[PointResult, ...]:
+        """Timed points whose ncu profile failed (their timings stand)."""
+        return tuple(r for r in self.results if r.profile is not None and not r.profile.ok)
+
+    @property
     def verdict(self) -> str:
         """errored, regressed (a clear SLOWER), floor-missed (a floor checked and missed), ok."""
         if self.errored:
@@ -206,15 +226,19 @@ class BenchReport:
 
     @property
     def exit_code(self) -> int:
+        """1 when a gate failed; else 3 when a requested profile could not be taken (the
+        counters or ncu failed: the environment, DESIGN's 3); else 0."""
         gated = (
             bool(self.errored)
             or (self.fail_on_regression and bool(self.slower))
             or (self.assert_floors and bool(self.floors_missed))
         )
-        return 1 if gated else 0
+        if gated:
+            return 1
+        return 3 if self.unprofiled else 0
 
     def meta(self) -> dict[str, Any]:
-        return {
+        meta = {
             "format": FORMAT,
             "seeds": self.seeds,
             "repeats": self.repeats,
@@ -223,6 +247,9 @@ class BenchReport:
             "path": self.path,
             "provenance": None if self.provenance is None else self.provenance.to_json(),
         }
+        if self.profile is not None:  # only then: runs without a profile keep their old shape
+            meta["profile"] = self.profile.to_json()
+        return meta
 
 
 def sample_seed(index: int, seeds: int, repeats: int) -> int:
@@ -264,6 +291,8 @@ def to_json(report: BenchReport) -> dict[str, Any]:
             entry["timing"] = _facts.timing_json(r.measurement, r.cold)
         if r.peak is not None:
             entry["peak"] = r.peak.to_json()
+        if r.profile is not None:
+            entry["ncu"] = r.profile.to_json()
         if r.comparison is not None:
             c = r.comparison
             entry["comparison"] = {

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from cuship.bench.burnin import BurnIn
 from cuship.bench.gate import apply_floor, check_machine, load_baseline
 from cuship.bench.peak import PeakShare, case_dtype, peak_share
+from cuship.bench.profile import NcuSession, NcuSet
 from cuship.bench.project import BenchProject, find_project
 from cuship.bench.registry import Case, Point, code_hash, discover, points
 from cuship.bench.results import BenchReport, PointResult
@@ -33,6 +34,7 @@ __all__ = [
 ]
 
 TimerKind = Literal["auto", "cuda", "wall", "instructions"]
+ProfileKind = Literal["ncu"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +58,9 @@ class BenchRequest:
     store: bool = True
     drop_throttled: bool | None = None
     installed: bool = False  # import the project's package as installed, never from its source
+    profile: ProfileKind | None = None  # --profile ncu: each point's kernels, after the timing
+    ncu_set: NcuSet = "basic"
+    ncu_reports: Path | None = None  # keep each point's .ncu-rep here (None: not kept)
 
 
 def _discover(project: BenchProject) -> tuple[Case, ...]:
@@ -237,11 +242,13 @@ def run_bench(
 
     Raises UsageError/ConfigError (bad flags, config, a baseline from another machine),
     InputError (a module or baseline that cannot be read), ToolMissing (no GPU for --timer
-    cuda, no valgrind for --timer instructions), NothingToDo (no case selected).
+    cuda or --profile ncu, no valgrind for --timer instructions, no ncu for --profile ncu),
+    NothingToDo (no case selected).
     """
     from cuship.bench.env import bench_fingerprint
 
     project = find_project(request.path, installed=request.installed)
+    ncu = _ncu_preflight(request, environ)
     cases = _discover(project)
     selected = select(points(cases), request.cases)
     if not selected:
@@ -250,6 +257,11 @@ def run_bench(
             hint="declare cases with @cuship.bench.case in the modules named in [bench] modules",
         )
     kind = resolve_timer(request.timer, environ)
+    if ncu is not None and kind != "cuda":
+        raise ToolMissing(
+            "--profile ncu needs the CUDA timer, but torch sees no CUDA device here",
+            hint="install a CUDA build of torch on this GPU machine, or run without --profile ncu",
+        )
     provenance = _provenance(project, kind)
     fp = bench_fingerprint(environ, timer=kind, project_package=project.package)
     drop = _rule(project, request).drop_throttled
@@ -257,8 +269,14 @@ def run_bench(
     emit(Event(level="info", topic="bench", message=f"{len(selected)} points, timer {kind}"))
     started = time.time()
     results, partners = _measure(request, project, selected, kind, emit)
+    finished = time.time()
     if partners is not None:
         baseline_samples, source = partners, f"interleaved with {request.compare_with}"
+    by_key = {p.key: p.case for p in selected}
+    results = _gate(results, project, fp, baseline_samples, by_key, _gpu_peak(kind, fp))
+    session = None
+    if ncu is not None:  # every point is timed by now: profiling never overlaps a sample
+        results, session = _profile(request, project, selected, results, ncu, environ, emit)
     seeds = request.seeds or project.config.seeds
     repeats = request.repeats or project.config.repeats
     fixed = seeds is not None and repeats is not None and kind != "instructions"
@@ -266,30 +284,59 @@ def run_bench(
         project=project.name,
         path=str(request.path),
         started=started,
-        finished=time.time(),
+        finished=finished,
         fingerprint=fp,
         seeds=seeds if fixed and seeds else 1,
         repeats=repeats if fixed and repeats else 0,
         label=request.label,
         code_hash={c.name: code_hash(c) for c in cases if any(p.case is c for p in selected)},
-        results=_gate(
-            results,
-            project,
-            fp,
-            baseline_samples,
-            {p.key: p.case for p in selected},
-            _gpu_peak(kind, fp),
-        ),
+        results=results,
         baseline=source,
         fail_on_regression=request.fail_on_regression,
         assert_floors=request.assert_floors,
         provenance=provenance,
+        profile=session,
     )
     if request.store:
         store_path = project.store_path(environ)
         report = replace(report, run_id=record(report, store_path))
         emit(Event(level="debug", topic="bench", message=f"run {report.run_id} in {store_path}"))
     return report
+
+
+def _ncu_preflight(request: BenchRequest, environ: Mapping[str, str]) -> str | None:
+    """The ncu that ``--profile ncu`` uses, found before anything is imported or timed."""
+    if request.profile is None:
+        return None
+    from cuship.bench.ncu_run import preflight
+
+    return preflight(request.timer, environ)
+
+
+def _profile(
+    request: BenchRequest,
+    project: BenchProject,
+    selected: Sequence[Point],
+    results: tuple[PointResult, ...],
+    ncu: str,
+    environ: Mapping[str, str],
+    emit: Emit,
+) -> tuple[tuple[PointResult, ...], NcuSession]:
+    from cuship.bench.ncu_run import NcuOptions, profile_run
+
+    reports = request.ncu_reports
+    if reports is None and request.ncu_set == "full":
+        reports = Path("bench/results/ncu")  # the CLI's default -o, plus ncu/
+    options = NcuOptions(ncu=ncu, metric_set=request.ncu_set, reports=reports)
+    return profile_run(
+        results,
+        selected,
+        options,
+        root=project.root,
+        pythonpath=project.pythonpath,
+        environ=environ,
+        emit=emit,
+    )
 
 
 def _provenance(project: BenchProject, kind: str) -> Provenance | None:

@@ -105,7 +105,24 @@ def _median_text(result: Any) -> str:
     return text + (f" ± {noise * 100:.2f}%" if noise is not None and unit == "s" else "")
 
 
-def _row(result: Any) -> list[str]:
+def _ncu_text(result: Any) -> str:
+    profile = result.profile
+    if profile is None:
+        return "" if result.measurement is None else "-"
+    return profile.describe() if profile.ok else "NOT PROFILED (see notes)"
+
+
+def _agreement_text(result: Any) -> str:
+    numbers = result.numbers()
+    parts = []
+    if "ncu_bw_ratio" in numbers:
+        parts.append(f"{numbers['ncu_bw_ratio']:.2f}x GB/s")
+    if "ncu_peak_ratio" in numbers:
+        parts.append(f"{numbers['ncu_peak_ratio']:.2f}x % of peak")
+    return ", ".join(parts)
+
+
+def _row(result: Any, profiled: bool = False) -> list[str]:
     m = result.measurement
     verdict = result.comparison.describe() if result.comparison else ""
     if result.floor is not None:
@@ -114,7 +131,7 @@ def _row(result: Any) -> list[str]:
         verdict = result.error
     params = ", ".join(f"{k}={v}" for k, v in result.params.items())
     throughput = ", ".join(t for t in (_throughput(result.numbers()), _peak_text(result)) if t)
-    return [
+    cells = [
         result.case,
         params,
         _median_text(result),
@@ -125,6 +142,7 @@ def _row(result: Any) -> list[str]:
         m.stop_reason if m else result.status,
         verdict,
     ]
+    return cells + ([_ncu_text(result), _agreement_text(result)] if profiled else [])
 
 
 _COLUMNS = (
@@ -138,6 +156,7 @@ _COLUMNS = (
     "stop",
     "verdict",
 )
+_NCU_COLUMNS = ("ncu: kernel time, DRAM, occupancy, SM", "cuship BW / ncu DRAM")
 
 
 def _render(console: Any, report: Any) -> None:
@@ -146,10 +165,11 @@ def _render(console: Any, report: Any) -> None:
     fp = report.fingerprint
     title = f"cuship bench: {report.project} on {fp.get('gpu') or fp.get('cpu_model')}"
     table = Table(title=title)
-    for column in _COLUMNS:
+    profiled = report.profile is not None
+    for column in _COLUMNS + (_NCU_COLUMNS if profiled else ()):
         table.add_column(column)
     for result in report.results:
-        table.add_row(*_row(result))
+        table.add_row(*_row(result, profiled))
     console.out.print(table)
     notes = [f"{r.key}: {note}" for r in report.results for note in r.notes()]
     if notes:
@@ -186,6 +206,12 @@ def _summary(report: Any) -> str:
         text += f"; vs {report.baseline}: {slower} SLOWER"
     if report.floors_missed:
         text += f"; {len(report.floors_missed)} floors missed"
+    if report.profile is not None:
+        profiled = sum(r.profile is not None for r in report.results)
+        failed = len(report.unprofiled)
+        text += f"; ncu ({report.profile.metric_set}): {profiled - failed} of {profiled} profiled"
+        if report.profile.reports:
+            text += f", reports in {report.profile.reports}"
     run = f", run {report.run_id}" if report.run_id is not None else ""
     return f"{text}; verdict {report.verdict}{run}"
 
@@ -198,6 +224,19 @@ def _request(path: Path, options: dict[str, Any]) -> Any:
         raise UsageError("--interleave needs --compare-with PATH2", hint="name the other build")
     if (options["seeds"] is None) != (options["repeats"] is None):
         raise UsageError("--seeds and --repeats go together", hint="e.g. --seeds 5 --repeats 50")
+    profile = options["profile"]
+    for flag, value in (
+        ("--ncu-set", options["ncu_set"]),
+        ("--ncu-reports", options["ncu_reports"]),
+    ):
+        if value is not None and profile != "ncu":
+            raise UsageError(f"{flag} needs --profile ncu", hint="add --profile ncu")
+    if profile is not None and options["burn_in"]:
+        raise UsageError("--profile profiles timed runs, not --burn-in", hint="pick one")
+    ncu_set: Any = options["ncu_set"] or "basic"
+    reports = options["ncu_reports"]
+    if reports is None and ncu_set == "full":
+        reports = options["output"] / "ncu"
     return BenchRequest(
         path=path,
         cases=tuple(options["cases"]),
@@ -216,6 +255,9 @@ def _request(path: Path, options: dict[str, Any]) -> Any:
         store=not options["no_store"],
         drop_throttled=True if options["drop_throttled"] else None,
         installed=options["installed"],
+        profile=profile,
+        ncu_set=ncu_set,
+        ncu_reports=reports,
     )
 
 
@@ -261,7 +303,23 @@ _pos = click.FloatRange(min=0, min_open=True)
     type=click.Path(path_type=Path, file_okay=False),
     default=Path("bench/results"),
     show_default=True,
-    help="Directory for --export.",
+    help="Directory for --export (and, under ncu/, the reports of --ncu-set full).",
+)
+@click.option(
+    "--profile",
+    type=click.Choice(["ncu"]),
+    help="After every point is timed, profile one call of each with Nsight Compute: kernel "
+    "time, DRAM throughput and % of peak, achieved occupancy, SM throughput.",
+)
+@click.option(
+    "--ncu-set",
+    type=click.Choice(["basic", "full"]),
+    help="basic (default): those metrics only; full: ncu --set full, each .ncu-rep kept.",
+)
+@click.option(
+    "--ncu-reports",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Keep each point's .ncu-rep here (default with --ncu-set full: OUTPUT/ncu).",
 )
 @click.option("--label", help="A label stored with the run (e.g. a git describe).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
@@ -291,11 +349,22 @@ def run(path: Path, **options: Any) -> None:
         _render(console, report)
     for result in report.errored:
         console.error(f"{result.key} errored: {result.error}")
+    _profile_errors(console, report)
     if options["export"]:
         for written in _export(report, options["export"], options["output"]):
             console.err.print(f"wrote {written}", markup=False)
     console.err.print(_summary(report), markup=False)
     exit_with(report.exit_code)
+
+
+def _profile_errors(console: Any, report: Any) -> None:
+    """One error line per distinct reason a point was not profiled (the rest share it)."""
+    reasons: dict[str, list[str]] = {}
+    for result in report.unprofiled:
+        reasons.setdefault(result.profile.error, []).append(result.key)
+    for reason, keys in reasons.items():
+        others = f" (and {len(keys) - 1} more)" if len(keys) > 1 else ""
+        console.error(f"{keys[0]}{others} not profiled: {reason}")
 
 
 def _burn_in(console: Any, request: Any, options: dict[str, Any]) -> None:

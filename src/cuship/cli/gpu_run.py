@@ -61,6 +61,11 @@ def _split(args: tuple[Path, ...], wheels: tuple[Path, ...]) -> tuple[Path, tupl
     help="Where to make the venv (default: RESULTS/venv); keep it out of uploaded artifacts.",
 )
 @click.option("--skip-bench", is_flag=True, help="Do not run the bench stage.")
+@click.option(
+    "--profile",
+    type=click.Choice(["ncu"]),
+    help="Run the bench stage with --profile ncu (each point once under Nsight Compute).",
+)
 @json_option
 @verbose_option
 def command(
@@ -71,6 +76,7 @@ def command(
     python: str | None,
     venv: Path | None,
     skip_bench: bool,
+    profile: str | None,
     as_json: bool,
     verbose: bool,
 ) -> None:
@@ -94,6 +100,7 @@ def command(
         python=python,
         venv=venv,
         skip_bench=skip_bench,
+        profile=profile,
     )
     report = gpu_run(request, environ=os.environ, emit=console.emit)
     if as_json:

@@ -229,7 +229,12 @@ def _check(project: ProjectFacts, python: str, results: Path, env: Mapping[str, 
 
 
 def _bench(
-    project: ProjectFacts, python: str, results: Path, env: Mapping[str, str], skip: bool
+    project: ProjectFacts,
+    python: str,
+    results: Path,
+    env: Mapping[str, str],
+    skip: bool,
+    profile: str | None = None,
 ) -> StagePlan:
     out = results / "bench"
     argv: tuple[str, ...] = (python, "-m", "cuship", "bench", str(project.root))
@@ -243,6 +248,8 @@ def _bench(
         "-o",
         str(out),
     )
+    if profile is not None:  # --profile ncu: after the timing, each point once under ncu
+        argv += ("--profile", profile)
     reason = None
     if skip:
         reason = "--skip-bench"
@@ -266,11 +273,13 @@ def plan_stages(
     *,
     environ: Mapping[str, str],
     skip_bench: bool = False,
+    profile: str | None = None,
 ) -> tuple[StagePlan, ...]:
-    """pytest, check and bench for ``project`` with interpreter ``python`` (pure)."""
+    """pytest, check and bench for ``project`` with interpreter ``python`` (pure);
+    ``profile`` ("ncu") is passed to the bench stage as ``--profile``."""
     env = stage_env(results, environ)
     return (
         _pytest(project, python, results, env),
         _check(project, python, results, env),
-        _bench(project, python, results, env, skip_bench),
+        _bench(project, python, results, env, skip_bench, profile),
     )
