@@ -36,9 +36,17 @@ def repro_command(report: CheckReport, tool: str, case: SanitizedCase) -> str:
     return shlex.join(args)
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
 def _found(summary: Summary) -> str:
+    """``2 findings in oob_write: Invalid __global__ write of size 4 bytes (+1 other kind)``."""
     kernels = f" in {', '.join(summary.kernels)}" if summary.kernels else ""
-    return f"{summary.findings} findings{kernels}: {'; '.join(summary.kinds)}"
+    kinds = summary.kinds[0] if summary.kinds else "?"
+    if len(summary.kinds) > 1:
+        kinds += f" (+{_plural(len(summary.kinds) - 1, 'other kind')})"
+    return f"{_plural(summary.findings, 'finding')}{kernels}: {kinds}"
 
 
 def case_text(report: CheckReport, run: SanitizerRun, case: SanitizedCase) -> str:
@@ -49,8 +57,11 @@ def case_text(report: CheckReport, run: SanitizerRun, case: SanitizedCase) -> st
     lines = [head + (_found(case.report) if case.status == "failed" else "not checked")]
     lines += [f"  {line}" for line in case.report.lines]
     if case.message:
-        outcome = "the case under the tool: " if case.status == "failed" else ""
-        lines += [f"  {outcome}{line}" for line in case.message.splitlines()[:6]]
+        message = case.message.splitlines()
+        if case.status == "failed":
+            lines.append(f"  the case under {run.tool}: {message[0]}")
+        else:
+            lines += [f"  {line}" for line in message[:8]]
     lines.append(f"reproduce: {repro_command(report, run.tool, case)}")
     return "\n".join(lines)
 
@@ -78,7 +89,7 @@ def cost_line(run: SanitizerRun) -> str:
     return (
         f"sanitize {run.tool}: {len(run.cases)} cases, {bad} bad, {len(run.unattributed)} "
         f"unattributed; {run.cases_s:.2f} s sanitized vs {run.plain_s:.2f} s plain{slowdown}, "
-        f"{run.wall_s:.1f} s in all with {run.workers} workers"
+        f"{run.wall_s:.1f} s in all with {_plural(run.workers, 'worker')}"
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -187,7 +188,7 @@ def _sanitize(
     )
     groups = skip_unavailable(the_plan, report.unavailable).runnable
     runs = sanitize(groups, report, _setup(request, project, environ), settings, emit=emit)
-    return replace(report, sanitize=runs)
+    return replace(report, sanitize=runs, finished=time.time())
 
 
 def _require_built(provenance: Provenance | None, the_plan: Plan) -> None:
