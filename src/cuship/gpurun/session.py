@@ -55,6 +55,7 @@ class GpuRunRequest:
     python: str | None = None  # default: the interpreter running cuship
     venv: Path | None = None  # default: RESULTS/venv
     skip_bench: bool = False
+    skip_sanitize: bool = False
 
 
 def interpreter_path(python: str | None) -> str:
@@ -188,7 +189,13 @@ def _run_stages(
     emit: Emit,
 ) -> tuple[StageResult, ...]:
     stages = plan_stages(
-        ready.project, python, ready.results, environ=environ, skip_bench=request.skip_bench
+        ready.project,
+        python,
+        ready.results,
+        environ=environ,
+        skip_bench=request.skip_bench,
+        skip_sanitize=request.skip_sanitize,
+        gpu_faked=ready.fingerprint.gpu_source == "override",
     )
     if installed.exit_code:
         return tuple(unrun(s, "not-run", f"the install step: {installed.verdict}") for s in stages)
