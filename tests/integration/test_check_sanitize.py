@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import textwrap
 import xml.etree.ElementTree as ET
@@ -68,6 +69,21 @@ def test_the_search_names_where_it_looked(tmp_path: Path) -> None:
     assert done.returncode == 3, done.stderr
     assert "which is not on PATH, in $CUDA_HOME/bin or in /usr/local/cuda/bin" in done.stderr
     assert f"{home}/bin" in done.stderr and str(bin_dir) in done.stderr
+
+
+def test_the_cost_benchmark_says_why_it_cannot_run(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in _DROP}
+    for extra, reason in (
+        ({"CUSHIP_GPUS": "none"}, "no CUDA GPU on this machine"),
+        ({"CUSHIP_GPUS": "H100", "CUSHIP_COMPUTE_SANITIZER": "none"}, "needs compute-sanitizer"),
+    ):
+        done = subprocess.run(
+            [sys.executable, REPO / "benchmarks" / "bench_sanitize.py"],
+            env={**env, **extra}, capture_output=True, text=True, cwd=tmp_path, check=False,
+        )  # fmt: skip
+        assert done.returncode == 3, done.stderr
+        assert done.stdout.startswith("bench_sanitize: ") and reason in done.stdout
+        assert len(done.stdout.splitlines()) == 1
 
 
 # --- the pipeline on the CPU, with a stand-in for compute-sanitizer --------------------------
