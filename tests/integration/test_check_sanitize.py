@@ -247,6 +247,29 @@ def test_the_report_formats_and_a_finding_in_no_case(tmp_path: Path) -> None:
     assert "sanitize: memcheck 1 bad" in leak.stderr
 
 
+def test_a_sanitizer_that_cannot_start_the_program_fails_every_case_once(tmp_path: Path) -> None:
+    """As when the tool cannot attach (a driver it does not support): it says so in its log and
+    exits without running the worker; the pass stops trying, and says why for each case."""
+    root, env = _fake_project(tmp_path)
+    tool = tmp_path / "bin" / "compute-sanitizer"
+    tool.write_text(
+        f"#!{sys.executable}\nimport os, sys\n"
+        "fd = os.open(sys.argv[sys.argv.index('--log-file') + 1], os.O_WRONLY)\n"
+        "os.write(fd, b'========= Error: No attachable process found.\\n')\nsys.exit(255)\n"
+    )
+    out = tmp_path / "r.json"
+    done = cuship("check", root, "--sanitize", "memcheck", "--format", "json", "-o", out, env=env)
+    assert done.returncode == 1, done.stderr
+    (run,) = json.loads(out.read_text())["sanitize"]
+    assert {c["status"] for c in run["cases"]} == {"error"} and run["workers"] == 1
+    message = run["cases"][-1]["message"]
+    assert message.startswith("not run: the sanitized worker could not start: worker process")
+    assert "exited with status 255" in message
+    (stray,) = run["unattributed"]
+    assert stray["where"] == "at the exit of worker w1"
+    assert stray["kinds"] == ["Error: No attachable process found."]
+
+
 # --- the planted bugs under the real tools (a GPU with compute-sanitizer only) -------------
 
 

@@ -71,13 +71,32 @@ def stray_text(run: SanitizerRun, stray: StrayFindings) -> str:
     return "\n".join(lines + [f"  {line}" for line in stray.report.lines])
 
 
-def failure_texts(report: CheckReport) -> list[str]:
-    """Every sanitizer failure in full: bad cases, then findings of no case."""
+def _unchecked_text(run: SanitizerRun, cases: Sequence[SanitizedCase]) -> str:
+    """Cases that were never run for one reason (the tool could not start the worker), once."""
+    keys = ", ".join(dict.fromkeys(c.key for c in cases))
+    lines = [f"sanitize {run.tool}: {len(cases)} cases not checked ({keys})"]
+    return "\n".join(lines + [f"  {line}" for line in (cases[0].message or "").splitlines()[:8]])
+
+
+def _run_texts(report: CheckReport, run: SanitizerRun) -> list[str]:
     texts = []
-    for run in report.sanitize:
-        texts += [case_text(report, run, case) for case in run.bad_cases]
-        texts += [stray_text(run, stray) for stray in run.unattributed]
-    return texts
+    unchecked: dict[str | None, list[SanitizedCase]] = {}
+    for case in run.bad_cases:
+        if case.status == "error" and not case.report.findings:
+            unchecked.setdefault(case.message, []).append(case)
+    for case in run.bad_cases:
+        same = unchecked.get(case.message, []) if case.status == "error" else []
+        if len(same) < 2 or case not in same:
+            texts.append(case_text(report, run, case))
+        elif case is same[0]:
+            texts.append(_unchecked_text(run, same))
+    return texts + [stray_text(run, stray) for stray in run.unattributed]
+
+
+def failure_texts(report: CheckReport) -> list[str]:
+    """Every sanitizer failure in full: bad cases (those not checked for one reason, once),
+    then findings of no case."""
+    return [text for run in report.sanitize for text in _run_texts(report, run)]
 
 
 def cost_line(run: SanitizerRun) -> str:

@@ -159,11 +159,13 @@ class SanitizerRun:
 
     @property
     def cases_s(self) -> float:
+        """The sanitized time of the cases that ran."""
         return sum(c.wall_s for c in self.cases)
 
     @property
     def plain_s(self) -> float:
-        return sum(c.plain_s or 0.0 for c in self.cases)
+        """The plain run's time of the same cases (those that ran sanitized)."""
+        return sum(c.plain_s or 0.0 for c in self.cases if c.wall_s > 0)
 
     @property
     def slowdown(self) -> float | None:
