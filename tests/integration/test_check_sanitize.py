@@ -97,7 +97,8 @@ args, opts = sys.argv[1:], {{}}
 while args and args[0].startswith("--"):
     opts[args[0]], args = args[1], args[2:]
 with open(os.environ["FAKE_SANITIZER_ARGV"], "a") as seen:
-    seen.write(json.dumps(sys.argv[1:]) + "\\n")
+    caching = os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING")
+    seen.write(json.dumps({{"argv": sys.argv[1:], "no_caching": caching}}) + "\\n")
 fd = os.open(opts["--log-file"], os.O_WRONLY)
 os.write(fd, b"========= COMPUTE-SANITIZER\\n")
 env = dict(os.environ, FAKE_SANITIZER_LOG=opts["--log-file"], FAKE_SANITIZER_TOOL=opts["--tool"])
@@ -220,7 +221,9 @@ def test_findings_map_to_their_cases_and_a_broken_worker_is_replaced(tmp_path: P
     assert racecheck["workers"] == 3 and racecheck["unattributed"] == []
     for run in (memcheck, racecheck):
         assert run["plain_s"] > 0 and run["cases_s"] > 0 and run["slowdown"] is not None
-    argv = [json.loads(line) for line in (tmp_path / "argv.jsonl").read_text().splitlines()]
+    seen = [json.loads(line) for line in (tmp_path / "argv.jsonl").read_text().splitlines()]
+    assert {s["no_caching"] for s in seen} == {"1"}  # torch's allocator off: exact bounds
+    argv = [s["argv"] for s in seen]
     assert [a[:5] for a in argv] == [
         ["--tool", tool, "--print-limit", "20", "--log-file"]
         for tool in ("memcheck",) * 2 + ("racecheck",) * 3

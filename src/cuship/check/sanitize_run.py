@@ -33,7 +33,7 @@ from cuship.check.sanitize_results import (
     summarise,
 )
 from cuship.check.sanitize_stream import MarkedStream
-from cuship.check.sanitize_tools import PRINT_LIMIT, sanitizer_command
+from cuship.check.sanitize_tools import PRINT_LIMIT, SANITIZED_ENV, sanitizer_command
 from cuship.check.sanitizer import parse
 from cuship.check.workers import Worker, WorkerDied, WorkerSetup, worker_argv
 from cuship.events import Emit, Event, discard
@@ -208,7 +208,8 @@ def _pass(
     prefix = sanitizer_command(
         settings.sanitizer, tool, stream.path, print_limit=settings.print_limit
     )
-    lane = _SanitizedLane(replace(setup, prefix=prefix), stream, settings.timeout)
+    sanitized = replace(setup, prefix=prefix, env={**setup.env, **SANITIZED_ENV})
+    lane = _SanitizedLane(sanitized, stream, settings.timeout)
     outcomes: list[_Outcome] = []
     try:
         for group in groups:

@@ -5,7 +5,10 @@ The tool writes its report to ``--log-file`` (by default it writes to stdout, wh
 worker's protocol channel); ``--print-limit`` bounds what one worker process prints, and a worker
 that reported anything is replaced before the next case, so the limit is per case in effect.
 Each tool runs with its defaults (racecheck's ``analysis`` report: one ``Race reported between``
-record per pair of accesses, the format the parser is tested on).
+record per pair of accesses, the format the parser is tested on). The sanitized worker runs with
+:data:`SANITIZED_ENV`: torch's caching allocator off, so that each tensor is an allocation of its
+own and memcheck sees its bounds (an access past a tensor inside a cached block is otherwise
+in bounds to the tool), and initcheck sees fresh memory rather than a reused block.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from cuship.errors import ToolMissing, UsageError
 
 __all__ = [
     "PRINT_LIMIT",
+    "SANITIZED_ENV",
     "SANITIZER",
     "TOOLS",
     "Tool",
@@ -32,6 +36,7 @@ __all__ = [
 
 SANITIZER = "compute-sanitizer"
 PRINT_LIMIT = 20
+SANITIZED_ENV: Mapping[str, str] = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
 _FALLBACK = "/usr/local/cuda/bin"
 
 
