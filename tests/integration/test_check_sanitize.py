@@ -154,6 +154,9 @@ def clean(x, out):
         say("memcheck", hit("cudaMemcpy"))
         raise RuntimeError("CUDA error: unspecified launch failure")
     out[...] = 2 * x
+    if os.environ.get("FAKE_CRASH") and say("memcheck", ("Invalid __global__ read of size 4 bytes",
+            "at clean(float *)+0x40 in planted_kernels.py:50")):
+        os.kill(os.getpid(), 11)
     if os.environ.get("FAKE_LEAK"):
         atexit.register(say, "memcheck", ("Leaked 4000 bytes at 0x7f0000000000",))
 
@@ -248,6 +251,24 @@ def test_the_report_formats_and_a_finding_in_no_case(tmp_path: Path) -> None:
     assert leak.returncode == 1, leak.stderr
     assert "Leaked 4000 bytes" in leak.stdout and "at the exit of worker w1" in leak.stdout
     assert "sanitize: memcheck 1 bad" in leak.stderr
+
+
+def test_what_the_tool_said_before_a_case_crashed_its_worker_belongs_to_that_case(
+    tmp_path: Path,
+) -> None:
+    root, env = _fake_project(tmp_path)
+    out = tmp_path / "r.json"
+    done = cuship(
+        "check", root, "--sanitize", "memcheck", "--op", "clean", "--format", "json", "-o", out,
+        env={**env, "FAKE_CRASH": "1"},
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    (run,) = json.loads(out.read_text())["sanitize"]
+    assert [c["status"] for c in run["cases"]] == ["failed", "failed"]
+    for case in run["cases"]:
+        assert case["kinds"] == ["Invalid __global__ read of size 4 bytes"]
+        assert case["message"].startswith("worker process exited with status 245")  # the tool's
+    assert run["unattributed"] == [] and run["workers"] == 2
 
 
 def test_a_sanitizer_that_cannot_start_the_program_fails_every_case_once(tmp_path: Path) -> None:

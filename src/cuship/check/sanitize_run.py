@@ -132,10 +132,17 @@ class _SanitizedLane:
             ran = True
         except WorkerDied as died:
             raw, ran = {"status": "error", "message": died.message}, False
+            self._close_case(token)
         wall = time.perf_counter() - mark
         if not ran or raw.get("status") == "error" or self._reported(token):
             self.retire()
         return _Outcome(group=group, case=case, token=token, raw=raw, wall_s=wall, ran=ran)
+
+    def _close_case(self, token: str) -> None:
+        """The worker died in the case (its sanitizer has exited: everything either wrote is in
+        the FIFO): mark the case's end for it, so that what the tool said belongs to the case."""
+        if not self.stream.wait_for(marker("case", token), 1.0):
+            self.stream.write("case", token)
 
     def _reported(self, token: str) -> bool:
         """Whether the tool reported anything for the case (a missing marker counts as yes)."""
