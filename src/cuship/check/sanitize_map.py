@@ -6,7 +6,8 @@ from both writers arrive in the order they were written. The markers:
 
 - ``ready W`` (the worker W loaded the check modules), ``prepared W ENGINE`` (it imported an
   engine's modules), ``case TOKEN`` (a case ended): written by the worker, after synchronizing
-  the device;
+  the device (``case TOKEN`` by the parent instead when the worker died in the case, once its
+  compute-sanitizer process has exited);
 - ``exit W``: written by the parent once worker W's compute-sanitizer process has exited (its
   last words: leftovers of a broken context, its ERROR SUMMARY).
 
