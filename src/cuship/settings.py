@@ -59,6 +59,12 @@ TORCH_CXX11ABI = _setting(
 NVCC = _setting(
     "CUSHIP_NVCC", "user", "The nvcc to use (`none`: act as if there were none).", "CUDA_HOME, PATH"
 )
+COMPUTE_SANITIZER = _setting(
+    "CUSHIP_COMPUTE_SANITIZER",
+    "user",
+    "`check --sanitize`: the compute-sanitizer to run (`none`: act as if there were none).",
+    "PATH, CUDA_HOME/bin, /usr/local/cuda/bin",
+)
 TAGS = _setting(
     "CUSHIP_TAGS",
     "user",

@@ -45,7 +45,8 @@ def test_stages_from_the_example_config() -> None:
         True,
         True,
     )
-    pytest_stage, check, bench = plan_stages(project, PY, RESULTS, environ={})
+    stages = {s.name: s for s in plan_stages(project, PY, RESULTS, environ={})}
+    pytest_stage, check, bench = stages["pytest"], stages["check"], stages["bench"]
     assert pytest_stage.argv[:4] == (PY, "-m", "pytest", "--require-gpu")
     assert pytest_stage.argv[-1] == "tests"  # [ci] pytest_args last: they may override ours
     for guard in ("--import-mode=append", "pythonpath=", "no:cacheprovider"):
@@ -61,7 +62,7 @@ def test_stages_from_the_example_config() -> None:
     for flag in ("--assert-floors", "--installed", "--export"):
         assert flag in bench.argv
     assert bench.argv[bench.argv.index("--timer") + 1] == "cuda"
-    for stage in (pytest_stage, check, bench):
+    for stage in stages.values():
         assert stage.cwd == EXAMPLE and stage.skipped is None
         assert stage.log == RESULTS / f"{stage.name}.log"
         assert stage.env == {
@@ -74,14 +75,34 @@ def test_stages_from_the_example_config() -> None:
 
 def test_unconfigured_stages_are_skipped_with_a_reason() -> None:
     tiny = ProjectFacts(root=Path("/p"), name="tiny")
-    _, check, bench = plan_stages(tiny, PY, RESULTS, environ={"CUSHIP_STORE": "/keep.db"})
+    stages = {s.name: s for s in plan_stages(tiny, PY, RESULTS, environ={"CUSHIP_STORE": "/keep.db"})}  # fmt: skip
+    check, bench = stages["check"], stages["bench"]
     assert check.skipped == "no [check] modules configured"
+    assert stages["sanitize"].skipped == "no [check] modules configured"
     assert bench.skipped is not None and "no [bench] modules" in bench.skipped
     assert "CUSHIP_STORE" not in check.env  # the caller's store is kept
     configured = dataclasses.replace(tiny, check=True, bench=True)
-    assert plan_stages(configured, PY, RESULTS, environ={}, skip_bench=True)[2].skipped == (
-        "--skip-bench"
-    )
+    skipped = {s.name: s.skipped for s in plan_stages(configured, PY, RESULTS, environ={}, skip_bench=True)}  # fmt: skip
+    assert skipped["bench"] == "--skip-bench"
+
+
+def test_the_sanitize_stage_runs_the_quick_check_under_all_four_tools() -> None:
+    project = project_facts(load_config(EXAMPLE))
+    stages = plan_stages(project, PY, RESULTS, environ={})
+    assert [s.name for s in stages] == ["pytest", "check", "sanitize", "bench"]
+    sanitize = stages[2]
+    assert sanitize.argv == (
+        PY, "-m", "cuship", "check", str(EXAMPLE), "--installed", "--device", "cuda", "--quick",
+        "--sanitize", "memcheck,racecheck,initcheck,synccheck",
+        "--format", "json", "-o", str(RESULTS / "sanitize.json"),
+    )  # fmt: skip
+    assert sanitize.outputs == (RESULTS / "sanitize.json", RESULTS / "sanitize.xml")
+    assert sanitize.log == RESULTS / "sanitize.log" and sanitize.skipped is None
+    assert sanitize.env == stages[1].env
+    skipped = plan_stages(project, PY, RESULTS, environ={}, skip_sanitize=True)[2].skipped
+    assert skipped == "--skip-sanitize"
+    faked = plan_stages(project, PY, RESULTS, environ={}, gpu_faked=True)[2].skipped
+    assert faked == "the GPU is faked (CUSHIP_GPUS): compute-sanitizer needs a real one"
 
 
 def test_bench_stage_profiles_with_ncu_only_when_asked() -> None:

@@ -9,6 +9,11 @@ or ``{"prepared": false, "problem": {...}}``, and ``{"batch": [case, ...]}`` run
 back, answering one line per case as each finishes (the parent times each case by its answer's
 arrival). Stray prints from kernels go to stderr, so stdout carries only the protocol.
 
+Under compute-sanitizer (``cuship check --sanitize``) the hello carries ``"marks": [path,
+worker]``: the worker then writes a marker into that stream (the sanitizer's log, a FIFO) after
+loading the modules, after each prepare and after each case that has a ``"mark"``, before it
+answers (see :mod:`cuship.check._marks`).
+
 ``python -m`` puts the working directory (the project root) first on sys.path; the worker drops
 that entry, so that the installed build of the project is imported, not its source tree (the
 hello's pythonpath is appended after site-packages).
@@ -27,6 +32,7 @@ from typing import IO, TYPE_CHECKING, Any
 from cuship.errors import CushipError
 
 if TYPE_CHECKING:
+    from cuship.check._marks import Marks
     from cuship.check.registry import Op
 
 
@@ -51,15 +57,33 @@ def _serve(channel: IO[str], hello: dict[str, Any]) -> int:
     ready: dict[str, Any] = {"ready": True}
     if "packages" in hello:
         ready["provenance"] = _provenance(hello["packages"])
+    marks = _marks(hello)
+    if marks is not None:
+        marks.write("ready", marks.worker)
     _send(channel, ready)
     for line in sys.stdin:
         request = json.loads(line)
         if "prepare" in request:
-            _send(channel, _prepare(request["prepare"], launch=bool(request.get("launch"))))
+            answer = _prepare(request["prepare"], launch=bool(request.get("launch")))
+            if marks is not None:
+                marks.write("prepared", marks.worker, request["prepare"])
+            _send(channel, answer)
             continue
         for one in request["batch"]:
-            _send(channel, _run(ops, one))
+            answer = _run(ops, one)
+            if marks is not None and "mark" in one:
+                marks.write("case", str(one["mark"]))
+            _send(channel, answer)
     return 0
+
+
+def _marks(hello: Mapping[str, Any]) -> Marks | None:
+    if "marks" not in hello:
+        return None
+    from cuship.check._marks import Marks
+
+    path, worker = hello["marks"]
+    return Marks(str(path), str(worker))
 
 
 def _provenance(packages: list[str]) -> dict[str, Any]:

@@ -4,7 +4,8 @@ JUnit: one ``<testcase>`` per (op, engine, dtype) with ``classname`` ``cuship.ch
 failure carries the error figures and the command that reproduces its first bad case; a skip
 carries its reason. The counts on ``<testsuite>`` match its test cases. Each suite's
 ``<properties>`` carry the seed, device, the provenance of the project's packages and the
-engines that could not run.
+engines that could not run. Sanitized passes (``--sanitize``) add a suite per tool
+(:mod:`cuship.check.sanitize_report`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import shlex
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from cuship.check import sanitize_report
 from cuship.check.results import CaseResult, CheckReport, GroupResult
 
 __all__ = [
@@ -98,6 +100,7 @@ def render_text(report: CheckReport) -> str:
             rows += ["", failure_text(report, g)]
     for r in report.regressions:
         rows += ["", f"regression {r.key}: {r.message}"]
+    rows += sanitize_report.text_lines(report)
     rows += ["", summary_line(report)]
     return "\n".join(rows) + "\n"
 
@@ -111,6 +114,7 @@ def summary_line(report: CheckReport) -> str:
     extra = f", {len(report.regressions)} regressions" if report.regressions else ""
     if report.unavailable:
         extra += f"; engines unavailable: {', '.join(u.engine for u in report.unavailable)}"
+    extra += sanitize_report.summary_part(report)
     took = report.finished - report.started
     return f"{report.verdict}: {counts or 'nothing ran'}{extra} (seed {report.seed}, {took:.1f} s)"
 
@@ -195,6 +199,7 @@ def render_junit(report: CheckReport) -> str:
                 suite, "testcase", classname="cuship.check.regression", name=reg.key
             )
             ET.SubElement(case, "failure", message=reg.message, type="cuship.check.regression")
+    root.extend(sanitize_report.junit_suites(report, _properties))
     ET.indent(root)
     body = ET.tostring(root, encoding="unicode")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"

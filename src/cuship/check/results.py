@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from cuship.check.availability import Unavailable
 from cuship.check.inputs import CaseSpec
+from cuship.check.sanitize_results import SanitizerRun
 from cuship.provenance import Provenance
 
 __all__ = ["CaseResult", "CheckReport", "GroupResult", "Regression", "Status", "json_number"]
@@ -177,7 +178,8 @@ class CheckReport:
     """A whole run. ``target`` is the PATH as given, used in reproduction commands.
 
     ``provenance``: where the project's packages were imported from in the workers;
-    ``unavailable``: engines whose modules did not import (their groups are skipped).
+    ``unavailable``: engines whose modules did not import (their groups are skipped);
+    ``sanitize``: one pass per compute-sanitizer tool over the GPU engines' cases.
     """
 
     target: str
@@ -191,6 +193,7 @@ class CheckReport:
     gate_regressions: bool = True
     provenance: Provenance | None = None
     unavailable: tuple[Unavailable, ...] = ()
+    sanitize: tuple[SanitizerRun, ...] = ()
 
     def count(self, status: Status) -> int:
         return sum(1 for g in self.groups if g.status == status)
@@ -208,10 +211,12 @@ class CheckReport:
 
     @property
     def verdict(self) -> Verdict:
-        """failed > passed (from the engines that ran) > unavailable (nothing ran because
-        engines could not import) > empty."""
-        if (self.regressions and self.gate_regressions) or any(
-            g.status in ("failed", "error") for g in self.groups
+        """failed (a case, a gated regression or a sanitizer finding) > passed (from the engines
+        that ran) > unavailable (nothing ran because engines could not import) > empty."""
+        if (
+            (self.regressions and self.gate_regressions)
+            or any(g.status in ("failed", "error") for g in self.groups)
+            or any(run.failed for run in self.sanitize)
         ):
             return "failed"
         if any(g.status == "passed" for g in self.groups):
@@ -240,6 +245,7 @@ class CheckReport:
             "groups": [g.to_json() for g in self.groups],
             "regressions": [r.to_json() for r in self.regressions],
             "gate_regressions": self.gate_regressions,
+            "sanitize": [run.to_json() for run in self.sanitize],
         }
 
     @classmethod
@@ -257,4 +263,5 @@ class CheckReport:
                 Regression(key=r["key"], message=r["message"]) for r in raw.get("regressions", ())
             ),
             gate_regressions=bool(raw.get("gate_regressions", True)),
+            sanitize=tuple(SanitizerRun.from_json(s) for s in raw.get("sanitize", ())),
         )

@@ -6,8 +6,8 @@ after the prefix and its details are indented further. What the program under te
 itself has no prefix and is ignored here. racecheck and initcheck exit 0 even when they report
 (without ``--error-exitcode``), so a run is judged by this report, never by the exit code.
 Recorded outputs of the three tools over planted bugs, taken on an H100, are the fixtures
-(tests/fixtures/h100/). Running the tool and mapping kernels back to check cases is the
-``--sanitize`` work still to come; this module is its parser.
+(tests/fixtures/h100/). ``cuship check --sanitize`` runs the tool and maps the findings back
+to check cases (:mod:`cuship.check.sanitize_run`, :mod:`cuship.check.sanitize_map`).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,7 +25,8 @@ from cuship.check.runner import (
     setup_for,
     skip_unavailable,
 )
-from cuship.errors import ToolMissing
+from cuship.check.workers import WorkerSetup
+from cuship.errors import ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.provenance import Provenance, require_built
 
@@ -51,6 +53,7 @@ class CheckRequest:
     fail_on_regression: bool = False
     store: bool = True
     installed: bool = False  # import the project's package as installed, never from its source
+    sanitize: tuple[str, ...] = ()  # compute-sanitizer tools to run the GPU engines' cases under
 
 
 def run_check(
@@ -60,10 +63,17 @@ def run_check(
 
     Raises UsageError/ConfigError (bad flags or config), NothingToDo (nothing selected),
     InputError (a check module or baseline that cannot be read), ToolMissing (--device cuda
-    without a GPU, or with the project imported from a source tree that has no built extension).
+    without a GPU, or with the project imported from a source tree that has no built extension;
+    --sanitize without compute-sanitizer).
     """
+    if request.sanitize and request.device != "cuda":
+        raise UsageError(
+            f"--sanitize runs compute-sanitizer on a GPU; this run is --device {request.device}",
+            hint="use --device cuda on a machine with a CUDA GPU",
+        )
     if request.device == "cuda":
         _require_gpu(environ)
+    sanitizer = _find_sanitizer(environ) if request.sanitize else None
     project = find_project(request.path, installed=request.installed)
     ops = discover(project.config.modules, project.root, project.pythonpath)
     if project.installed is not None:
@@ -83,6 +93,8 @@ def run_check(
     )
     baseline = load_baseline(request.baseline) if request.baseline is not None else None
     report = _execute(the_plan, request, project, environ=environ, emit=emit)
+    if sanitizer is not None:
+        report = _sanitize(the_plan, report, request, project, sanitizer, environ, emit)
     if baseline is not None:
         found = regressions(report, baseline, project.config.regression_threshold)
         report = replace(report, regressions=found, gate_regressions=request.fail_on_regression)
@@ -123,14 +135,7 @@ def _execute(
     emit: Emit,
 ) -> CheckReport:
     """Probe (provenance, engines; once each) on one worker, then run the plan, starting on it."""
-    setup = setup_for(
-        modules=project.config.modules,
-        root=project.root,
-        pythonpath=project.pythonpath,
-        device=request.device,
-        environ=environ,
-        packages=project.packages,
-    )
+    setup = _setup(request, project, environ)
     with EngineProbe(setup, project.config.timeout) as probe:
         if request.device == "cuda":
             _require_built(probe.provenance, the_plan)
@@ -145,6 +150,45 @@ def _execute(
             handover=probe.handover(),
         )
     return replace(report, provenance=probe.provenance, unavailable=unavailable)
+
+
+def _setup(request: CheckRequest, project: CheckProject, environ: Mapping[str, str]) -> WorkerSetup:
+    return setup_for(
+        modules=project.config.modules,
+        root=project.root,
+        pythonpath=project.pythonpath,
+        device=request.device,
+        environ=environ,
+        packages=project.packages,
+    )
+
+
+def _find_sanitizer(environ: Mapping[str, str]) -> str:
+    from cuship.check.sanitize_tools import find_sanitizer
+
+    return find_sanitizer(environ)
+
+
+def _sanitize(
+    the_plan: Plan,
+    report: CheckReport,
+    request: CheckRequest,
+    project: CheckProject,
+    sanitizer: str,
+    environ: Mapping[str, str],
+    emit: Emit,
+) -> CheckReport:
+    """The GPU engines' cases again under each tool (see :mod:`cuship.check.sanitize_run`)."""
+    from cuship.check.sanitize_run import TIMEOUT_FACTOR, SanitizeSettings, sanitize
+
+    settings = SanitizeSettings(
+        tools=request.sanitize,
+        sanitizer=sanitizer,
+        timeout=project.config.timeout * TIMEOUT_FACTOR,
+    )
+    groups = skip_unavailable(the_plan, report.unavailable).runnable
+    runs = sanitize(groups, report, _setup(request, project, environ), settings, emit=emit)
+    return replace(report, sanitize=runs, finished=time.time())
 
 
 def _require_built(provenance: Provenance | None, the_plan: Plan) -> None:
@@ -188,6 +232,7 @@ def record(report: CheckReport, path: Path, *, project: str, environ: Mapping[st
             "regressions": [r.to_json() for r in report.regressions],
             "provenance": None if report.provenance is None else report.provenance.to_json(),
             "unavailable": [u.to_json() for u in report.unavailable],
+            "sanitize": [s.to_json() for s in report.sanitize],
         },
     )
     rows = [

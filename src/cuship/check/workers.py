@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -17,21 +18,29 @@ from typing import IO, Any
 
 import cuship
 
-__all__ = ["Worker", "WorkerDied", "WorkerSetup"]
+__all__ = ["Worker", "WorkerDied", "WorkerSetup", "worker_argv"]
 
 _STDERR_TAIL_LINES = 15
+# compute-sanitizer's own lines, should any reach the protocol channel: never an answer.
+_SANITIZER_LINE = b"========="
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkerSetup:
     """What every worker needs: the check modules, where they live, and its environment;
-    ``packages`` are the project's top-level packages whose provenance a worker may report."""
+    ``packages`` are the project's top-level packages whose provenance a worker may report.
+
+    ``prefix``: a command the worker runs under (compute-sanitizer and its options); ``marks``:
+    the stream (path) and the worker's name in it, for the markers of a sanitized worker.
+    """
 
     modules: tuple[str, ...]
     root: Path
     pythonpath: tuple[Path, ...]
     env: Mapping[str, str]
     packages: tuple[str, ...] = ()
+    prefix: tuple[str, ...] = ()
+    marks: tuple[str, str] | None = None
 
     def hello(self, *, trace: bool = False) -> dict[str, Any]:
         document: dict[str, Any] = {
@@ -41,7 +50,14 @@ class WorkerSetup:
         }
         if trace:
             document["packages"] = list(self.packages)
+        if self.marks is not None:
+            document["marks"] = list(self.marks)
         return document
+
+
+def worker_argv(setup: WorkerSetup) -> list[str]:
+    """The worker's command line: this interpreter, under ``setup.prefix`` when there is one."""
+    return [*setup.prefix, sys.executable, "-m", "cuship.check._worker"]
 
 
 class WorkerDied(Exception):
@@ -59,9 +75,12 @@ def _package_root() -> str:
 class Worker:
     """One ``python -m cuship.check._worker`` process speaking JSON lines."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], log: IO[str]) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], log: IO[str], *, group: bool = False) -> None:
+        """``group``: the worker leads a process group of its own (it runs under a prefix, whose
+        children must go with it)."""
         self.proc = proc
         self.log = log
+        self.group = group
         assert proc.stdout is not None
         self.fd = proc.stdout.fileno()
         self.pending = b""
@@ -93,14 +112,15 @@ class Worker:
         # Closed by stop(); it outlives this function on purpose.
         log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cuship.check._worker"],
+            worker_argv(setup),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,
             env=env,
             cwd=str(setup.root),
+            start_new_session=bool(setup.prefix),
         )
-        worker = cls(proc, log)
+        worker = cls(proc, log, group=bool(setup.prefix))
         hello = worker.request(setup.hello(trace=trace), timeout=timeout, what="starting")
         if "fatal" in hello:
             worker.stop()
@@ -125,14 +145,16 @@ class Worker:
 
     def receive(self, *, timeout: float, what: str = "running the case") -> dict[str, Any]:
         """The next answer, waiting at most ``timeout`` seconds; WorkerDied on crash or timeout."""
-        try:
-            line = self._readline(timeout)
-        except TimeoutError:
-            tail = self._stderr_tail()
-            self.kill()
-            raise WorkerDied(
-                f"timed out after {timeout:g} s {what} (per-case limit: [check] timeout)" + tail
-            ) from None
+        line: bytes | None = _SANITIZER_LINE
+        while line is not None and line.startswith(_SANITIZER_LINE):
+            try:
+                line = self._readline(timeout)
+            except TimeoutError:
+                tail = self._stderr_tail()
+                self.kill()
+                raise WorkerDied(
+                    f"timed out after {timeout:g} s {what} (per-case limit: [check] timeout)" + tail
+                ) from None
         if line is None:
             raise WorkerDied(self._death(what))
         answer: dict[str, Any] = json.loads(line)
@@ -142,7 +164,7 @@ class Worker:
         try:
             code = self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            self.kill()
             code = self.proc.wait()
         if code < 0:
             how = f"killed by {signal.Signals(-code).name}"
@@ -161,16 +183,21 @@ class Worker:
 
     def kill(self) -> None:
         if self.proc.poll() is None:
-            self.proc.kill()
+            if self.group:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+            else:
+                self.proc.kill()
             self.proc.wait()
 
     def stop(self) -> None:
+        """Close its stdin and wait for it to exit (under a sanitizer, which writes its summary
+        at exit, longer), killing it when it does not."""
         if self.proc.poll() is None:
             try:
                 if self.proc.stdin is not None:
                     self.proc.stdin.close()
-                self.proc.wait(timeout=5)
+                self.proc.wait(timeout=60 if self.group else 5)
             except (subprocess.TimeoutExpired, OSError):
-                self.proc.kill()
-                self.proc.wait()
+                self.kill()
         self.log.close()

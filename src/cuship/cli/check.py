@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from cuship.cli._common import exit_with, make_console, verbose_option
+
+if TYPE_CHECKING:
+    from cuship.check.results import CheckReport
+    from cuship.cli._console import Console
 
 _DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64")
 _FORMATS = ("text", "json", "junit")
@@ -79,6 +84,14 @@ def _device(value: str, engines: tuple[str, ...] = ()) -> str:
 )
 @click.option("--no-store", is_flag=True, help="Do not record this run in the results store.")
 @click.option(
+    "--sanitize",
+    "sanitize",
+    metavar="TOOLS",
+    help="After the plain run, run the cuda/triton/numba cases again under compute-sanitizer, "
+    "one pass per tool: memcheck, racecheck, initcheck, synccheck (comma-separated) or all. "
+    "Needs --device cuda; a finding fails its case.",
+)
+@click.option(
     "--installed",
     is_flag=True,
     help="Import the project's package as installed (a wheel under test): [check] pythonpath "
@@ -90,11 +103,13 @@ def command(path: Path, **options: object) -> None:
     from cuship.check.session import CheckRequest, run_check
 
     console = make_console(bool(options.pop("verbose")))
+    sanitize = _tools(options["sanitize"])
+    device = "cuda" if sanitize and options["device"] == "auto" else str(options["device"])
     request = CheckRequest(
         target=str(path),
         path=path,
         quick=bool(options["quick"]),
-        device=_device(str(options["device"]), tuple(options["engines"])),  # type: ignore[arg-type]
+        device=_device(device, tuple(options["engines"])),  # type: ignore[arg-type]
         ops=tuple(options["ops"]),  # type: ignore[arg-type]
         engines=tuple(options["engines"]),  # type: ignore[arg-type]
         dtypes=tuple(options["dtypes"]),  # type: ignore[arg-type]
@@ -107,14 +122,23 @@ def command(path: Path, **options: object) -> None:
         fail_on_regression=bool(options["fail_on_regression"]),
         store=not options["no_store"],
         installed=bool(options["installed"]),
+        sanitize=sanitize,
     )
     report = run_check(request, environ=os.environ, emit=console.emit)
     _render(console, report, str(options["fmt"]), options["output"])  # type: ignore[arg-type]
     exit_with(report.exit_code)
 
 
+def _tools(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    from cuship.check.sanitize_tools import parse_tools
+
+    return parse_tools(str(value))
+
+
 def _render(console: object, report: object, fmt: str, output: Path | None) -> None:
-    from cuship.check.reports import failure_text, render, summary_line
+    from cuship.check.reports import render, summary_line
     from cuship.check.results import CheckReport
     from cuship.cli._console import Console
 
@@ -126,14 +150,28 @@ def _render(console: object, report: object, fmt: str, output: Path | None) -> N
     else:
         console.print_text(document)
     if fmt != "text" or output is not None or console.github:
-        if report.provenance is not None and (fmt != "text" or output is not None):
-            for line in report.provenance.lines():
-                console.err.print(f"package: {line}", markup=False, soft_wrap=True)
-        for engine in report.unavailable:
-            console.warn(engine.line())
-        for group in report.groups:
-            if group.status in ("failed", "error"):
-                console.error(failure_text(report, group))
-        for reg in report.regressions:
-            console.error(f"regression {reg.key}: {reg.message}")
+        _problems(console, report, fmt != "text" or output is not None)
     console.err.print(summary_line(report), markup=False)
+
+
+def _problems(console: Console, report: CheckReport, elsewhere: bool) -> None:
+    """On stderr, what the report (written elsewhere, or in CI) says went wrong; with
+    ``elsewhere`` (the report is not the text on stdout) also provenance and sanitizer costs."""
+    from cuship.check import sanitize_report
+    from cuship.check.reports import failure_text
+
+    if report.provenance is not None and elsewhere:
+        for line in report.provenance.lines():
+            console.err.print(f"package: {line}", markup=False, soft_wrap=True)
+    for engine in report.unavailable:
+        console.warn(engine.line())
+    for group in report.groups:
+        if group.status in ("failed", "error"):
+            console.error(failure_text(report, group))
+    for reg in report.regressions:
+        console.error(f"regression {reg.key}: {reg.message}")
+    for text in sanitize_report.failure_texts(report):
+        console.error(text)
+    if elsewhere:
+        for run in report.sanitize:
+            console.err.print(sanitize_report.cost_line(run), markup=False, soft_wrap=True)

@@ -66,6 +66,11 @@ def _split(args: tuple[Path, ...], wheels: tuple[Path, ...]) -> tuple[Path, tupl
     type=click.Choice(["ncu"]),
     help="Run the bench stage with --profile ncu (each point once under Nsight Compute).",
 )
+@click.option(
+    "--skip-sanitize",
+    is_flag=True,
+    help="Do not run the sanitize stage (the quick check under compute-sanitizer's tools).",
+)
 @json_option
 @verbose_option
 def command(
@@ -77,11 +82,13 @@ def command(
     venv: Path | None,
     skip_bench: bool,
     profile: str | None,
+    skip_sanitize: bool,
     as_json: bool,
     verbose: bool,
 ) -> None:
     """The GPU job: pick the wheel for this machine, install it, run pytest --require-gpu,
-    cuship check --device cuda and cuship bench --assert-floors against it, and summarise.
+    cuship check --device cuda (then --quick under compute-sanitizer's memcheck, racecheck,
+    initcheck and synccheck) and cuship bench --assert-floors against it, and summarise.
 
     Exit 0 when every stage that ran passed; otherwise the most serious stage code, in the
     order 2 (usage/config) > 3 (tool or GPU missing) > 1 (failed) > 4 (nothing checked).
@@ -101,6 +108,7 @@ def command(
         venv=venv,
         skip_bench=skip_bench,
         profile=profile,
+        skip_sanitize=skip_sanitize,
     )
     report = gpu_run(request, environ=os.environ, emit=console.emit)
     if as_json:

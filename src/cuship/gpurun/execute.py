@@ -179,9 +179,11 @@ def judge_origins(path: Path, dist: Mapping[str, Any]) -> tuple[int, tuple[str, 
 
 
 def _derive_junit(stage: StagePlan) -> tuple[str, ...]:
-    """check.xml rendered from check.json (cuship check writes one format per run)."""
+    """check.xml rendered from check.json (cuship check writes one format per run), likewise
+    sanitize.xml; for the sanitize stage, each tool's cost as a note."""
     from cuship.check.reports import render_junit
     from cuship.check.results import CheckReport
+    from cuship.check.sanitize_report import cost_line
 
     source, target = stage.extra["json"], stage.extra["junit"]
     if not source.is_file():
@@ -189,9 +191,9 @@ def _derive_junit(stage: StagePlan) -> tuple[str, ...]:
     try:
         report = CheckReport.from_json(json.loads(source.read_text(encoding="utf-8")))
     except (ValueError, KeyError, TypeError) as err:
-        return (f"check.json could not be read back for JUnit: {err}",)
+        return (f"{source.name} could not be read back for JUnit: {err}",)
     write_atomic(target, render_junit(report).encode("utf-8"))
-    return ()
+    return tuple(cost_line(run) for run in report.sanitize)
 
 
 def _after(
@@ -204,7 +206,7 @@ def _after(
         if verified:
             return (verified if code == 0 else code), notes, notes[0]
         return code, notes, None
-    if stage.name == "check":
+    if stage.name in ("check", "sanitize"):
         return code, _derive_junit(stage), None
     return code, (), None
 

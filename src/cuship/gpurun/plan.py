@@ -16,6 +16,9 @@ the checkout); ``[ci] pytest_args`` come last and may override any of these.
 ``cuship check``/``bench`` run with ``--installed`` (``[check]``/``[bench] pythonpath``
 directories holding the package are left off ``sys.path``, and a module imported from
 elsewhere fails the run). What each process really imported is verified after the run.
+The ``sanitize`` stage runs the quick check again under compute-sanitizer's four tools
+(``cuship check --sanitize``); it is skipped when the GPU is faked (``CUSHIP_GPUS``: the tools
+need a real one) or with ``--skip-sanitize``.
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ STAGE_ENV: Mapping[str, str] = {
 _PIP = ("-m", "pip", "install", "--no-deps", "--no-input", "--disable-pip-version-check")
 LAYER_PTH = "_cuship_gpu_run_layer.pth"
 
-StageName = Literal["pytest", "check", "bench"]
+StageName = Literal["pytest", "check", "sanitize", "bench"]
+SANITIZE_TOOLS = "memcheck,racecheck,initcheck,synccheck"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -228,6 +232,25 @@ def _check(project: ProjectFacts, python: str, results: Path, env: Mapping[str, 
     )
 
 
+def _sanitize(
+    project: ProjectFacts, python: str, results: Path, env: Mapping[str, str], skip: str | None
+) -> StagePlan:
+    report, junit = results / "sanitize.json", results / "sanitize.xml"
+    argv: tuple[str, ...] = (python, "-m", "cuship", "check", str(project.root), "--installed")
+    argv += ("--device", "cuda", "--quick", "--sanitize", SANITIZE_TOOLS)
+    argv += ("--format", "json", "-o", str(report))
+    return StagePlan(
+        name="sanitize",
+        argv=argv,
+        env=env,
+        cwd=project.root,
+        log=results / "sanitize.log",
+        outputs=(report, junit),
+        extra={"json": report, "junit": junit},
+        skipped=skip,
+    )
+
+
 def _bench(
     project: ProjectFacts,
     python: str,
@@ -274,12 +297,22 @@ def plan_stages(
     environ: Mapping[str, str],
     skip_bench: bool = False,
     profile: str | None = None,
+    skip_sanitize: bool = False,
+    gpu_faked: bool = False,
 ) -> tuple[StagePlan, ...]:
-    """pytest, check and bench for ``project`` with interpreter ``python`` (pure);
+    """pytest, check, sanitize and bench for ``project`` with interpreter ``python`` (pure);
     ``profile`` ("ncu") is passed to the bench stage as ``--profile``."""
     env = stage_env(results, environ)
+    no_sanitize = None
+    if not project.check:
+        no_sanitize = "no [check] modules configured"
+    elif skip_sanitize:
+        no_sanitize = "--skip-sanitize"
+    elif gpu_faked:
+        no_sanitize = "the GPU is faked (CUSHIP_GPUS): compute-sanitizer needs a real one"
     return (
         _pytest(project, python, results, env),
         _check(project, python, results, env),
+        _sanitize(project, python, results, env, no_sanitize),
         _bench(project, python, results, env, skip_bench, profile),
     )

@@ -56,6 +56,7 @@ class GpuRunRequest:
     venv: Path | None = None  # default: RESULTS/venv
     skip_bench: bool = False
     profile: str | None = None  # "ncu": the bench stage runs with --profile ncu
+    skip_sanitize: bool = False
 
 
 def interpreter_path(python: str | None) -> str:
@@ -195,6 +196,8 @@ def _run_stages(
         environ=environ,
         skip_bench=request.skip_bench,
         profile=request.profile,
+        skip_sanitize=request.skip_sanitize,
+        gpu_faked=ready.fingerprint.gpu_source == "override",
     )
     if installed.exit_code:
         return tuple(unrun(s, "not-run", f"the install step: {installed.verdict}") for s in stages)

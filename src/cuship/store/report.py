@@ -11,6 +11,7 @@ from typing import Any
 from cuship.check.availability import Unavailable
 from cuship.check.reports import render_junit
 from cuship.check.results import CheckReport, GroupResult
+from cuship.check.sanitize_results import SanitizerRun
 from cuship.provenance import Provenance
 from cuship.store.read import StoredRun
 
@@ -31,6 +32,7 @@ def as_check_report(stored: StoredRun) -> CheckReport:
         groups=tuple(GroupResult.from_json(row.payload) for row in stored.results),
         provenance=Provenance.from_json(provenance) if provenance is not None else None,
         unavailable=tuple(Unavailable.from_json(u) for u in meta.get("unavailable", ())),
+        sanitize=tuple(SanitizerRun.from_json(s) for s in meta.get("sanitize", ())),
     )
 
 

@@ -1,0 +1,144 @@
+"""compute-sanitizer's tools as ``cuship check --sanitize`` runs them: which tools there are, where
+the executable is found, and the command line that starts a check worker under one of them.
+
+The tool writes its report to ``--log-file`` (by default it writes to stdout, which is the
+worker's protocol channel); ``--print-limit`` bounds what one worker process prints, and a worker
+that reported anything is replaced before the next case, so the limit is per case in effect.
+Each tool runs with its defaults (racecheck's ``analysis`` report: one ``Race reported between``
+record per pair of accesses, the format the parser is tested on). The sanitized worker runs with
+:data:`SANITIZED_ENV`: torch's caching allocator off, so that each tensor is an allocation of its
+own and memcheck sees its bounds (an access past a tensor inside a cached block is otherwise
+in bounds to the tool), and initcheck sees fresh memory rather than a reused block.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cuship import settings
+from cuship.errors import ToolMissing, UsageError
+
+__all__ = [
+    "PRINT_LIMIT",
+    "SANITIZED_ENV",
+    "SANITIZER",
+    "TOOLS",
+    "Tool",
+    "find_sanitizer",
+    "parse_tools",
+    "sanitizer_command",
+    "search_dirs",
+]
+
+SANITIZER = "compute-sanitizer"
+PRINT_LIMIT = 20
+SANITIZED_ENV: Mapping[str, str] = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+_FALLBACK = "/usr/local/cuda/bin"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tool:
+    """One compute-sanitizer tool: what it catches, and options cuship adds to its defaults."""
+
+    name: str
+    catches: str
+    options: tuple[str, ...] = ()
+
+
+TOOLS: Mapping[str, Tool] = {
+    t.name: t
+    for t in (
+        Tool(
+            name="memcheck",
+            catches="out-of-bounds and misaligned accesses, hardware exceptions, failed API calls",
+        ),
+        Tool(name="racecheck", catches="shared-memory data races (hazards between threads)"),
+        Tool(name="initcheck", catches="reads of device global memory that was never written"),
+        Tool(name="synccheck", catches="invalid uses of barriers and other synchronisation"),
+    )
+}
+
+
+def parse_tools(text: str) -> tuple[str, ...]:
+    """``"memcheck,racecheck"`` (or ``"all"``) -> the tools, in order, once each; UsageError
+    (exit 2) on an unknown name or an empty list."""
+    names = [n.strip().lower() for n in text.split(",") if n.strip()]
+    choices = f"{', '.join(TOOLS)}, or all"
+    if not names:
+        raise UsageError(f"--sanitize {text!r} names no tool", hint=f"tools: {choices}")
+    chosen: list[str] = []
+    for name in names:
+        if name == "all":
+            chosen.extend(TOOLS)
+        elif name in TOOLS:
+            chosen.append(name)
+        else:
+            raise UsageError(f"--sanitize: no tool named {name!r}", hint=f"tools: {choices}")
+    return tuple(dict.fromkeys(chosen))
+
+
+def search_dirs(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Where compute-sanitizer is looked for, in order: PATH, $CUDA_HOME/bin, $CUDA_PATH/bin,
+    /usr/local/cuda/bin (as nvcc is found, see :mod:`cuship.machine`)."""
+    dirs = [d for d in environ.get("PATH", "").split(os.pathsep) if d]
+    dirs += [f"{environ[var]}/bin" for var in ("CUDA_HOME", "CUDA_PATH") if environ.get(var)]
+    dirs.append(_FALLBACK)
+    return tuple(dict.fromkeys(dirs))
+
+
+_FIX = (
+    "install the CUDA toolkit (compute-sanitizer ships with it) and put its bin/ on PATH or set "
+    f"CUDA_HOME, or name the executable in {settings.COMPUTE_SANITIZER}; "
+    "or run without --sanitize (cuship gpu-run: --skip-sanitize)"
+)
+
+
+def find_sanitizer(environ: Mapping[str, str]) -> str:
+    """The compute-sanitizer executable; ToolMissing (exit 3) saying where it looked and the fix.
+
+    ``CUSHIP_COMPUTE_SANITIZER`` names it (``none``: act as if there were none)."""
+    override = environ.get(settings.COMPUTE_SANITIZER)
+    if override is not None:
+        if override.strip().lower() in ("", "none"):
+            raise ToolMissing(
+                f"--sanitize needs {SANITIZER}, and {settings.COMPUTE_SANITIZER}={override!r} "
+                "says there is none",
+                hint=_FIX,
+            )
+        if not (Path(override).is_file() and os.access(override, os.X_OK)):
+            raise ToolMissing(
+                f"{settings.COMPUTE_SANITIZER}={override!r} is not an executable file",
+                hint=_FIX,
+            )
+        return override
+    looked = search_dirs(environ)
+    for directory in looked:
+        found = shutil.which(SANITIZER, path=directory)
+        if found is not None:
+            return found
+    shown = ", ".join(looked) if len(looked) <= 8 else ", ".join((*looked[:7], "..."))
+    raise ToolMissing(
+        f"--sanitize needs {SANITIZER}, which is not on PATH, in $CUDA_HOME/bin or in "
+        f"{_FALLBACK} (looked in {shown})",
+        hint=_FIX,
+    )
+
+
+def sanitizer_command(
+    sanitizer: str, tool: str, log: Path, *, print_limit: int = PRINT_LIMIT
+) -> tuple[str, ...]:
+    """The prefix that runs a program under ``tool``, its report going to ``log``."""
+    return (
+        sanitizer,
+        "--tool",
+        tool,
+        "--print-limit",
+        str(print_limit),
+        "--log-file",
+        str(log),
+        *TOOLS[tool].options,
+    )
