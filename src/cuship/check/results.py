@@ -177,7 +177,9 @@ class CheckReport:
     """A whole run. ``target`` is the PATH as given, used in reproduction commands.
 
     ``provenance``: where the project's packages were imported from in the workers;
-    ``unavailable``: engines whose modules did not import (their groups are skipped).
+    ``unavailable``: engines whose modules did not import (their groups are skipped);
+    ``force_ptx``: the ``cuda`` engine ran under ``CUDA_FORCE_PTX_JIT=1`` (``--force-ptx``),
+    and ``jit`` says which PTX each GPU JIT-compiled for which shared object.
     """
 
     target: str
@@ -191,6 +193,8 @@ class CheckReport:
     gate_regressions: bool = True
     provenance: Provenance | None = None
     unavailable: tuple[Unavailable, ...] = ()
+    force_ptx: bool = False
+    jit: tuple[str, ...] = ()
 
     def count(self, status: Status) -> int:
         return sum(1 for g in self.groups if g.status == status)
@@ -230,6 +234,8 @@ class CheckReport:
             "device": self.device,
             "seed": self.seed,
             "quick": self.quick,
+            "force_ptx": self.force_ptx,
+            "jit": list(self.jit),
             "started": self.started,
             "finished": self.finished,
             "verdict": self.verdict,
@@ -257,4 +263,6 @@ class CheckReport:
                 Regression(key=r["key"], message=r["message"]) for r in raw.get("regressions", ())
             ),
             gate_regressions=bool(raw.get("gate_regressions", True)),
+            force_ptx=bool(raw.get("force_ptx", False)),
+            jit=tuple(raw.get("jit", ())),
         )
