@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from cuship.gpurun.plan import (
     LAYER_PTH,
     Interpreter,
     ProjectFacts,
+    StagePlan,
     plan_install,
     plan_stages,
     project_facts,
@@ -37,6 +39,10 @@ RESULTS = Path("/ci/results")
 PY = "/venv/bin/python"
 
 
+def _by_name(stages: Sequence[StagePlan]) -> dict[str, StagePlan]:
+    return {stage.name: stage for stage in stages}
+
+
 def test_stages_from_the_example_config() -> None:
     project = project_facts(load_config(EXAMPLE))
     assert (project.name, project.pytest_args, project.check, project.bench) == (
@@ -45,7 +51,13 @@ def test_stages_from_the_example_config() -> None:
         True,
         True,
     )
-    pytest_stage, check, bench = plan_stages(project, PY, RESULTS, environ={})
+    stages = _by_name(plan_stages(project, PY, RESULTS, environ={}))
+    pytest_stage, check, bench = stages["pytest"], stages["check"], stages["bench"]
+    assert [s.name for s in plan_stages(project, PY, RESULTS, environ={})][:3] == [
+        "pytest",
+        "check",
+        "check-ptx",
+    ]  # check-ptx reported next to the plain check
     assert pytest_stage.argv[:4] == (PY, "-m", "pytest", "--require-gpu")
     assert pytest_stage.argv[-1] == "tests"  # [ci] pytest_args last: they may override ours
     for guard in ("--import-mode=append", "pythonpath=", "no:cacheprovider"):
@@ -74,14 +86,15 @@ def test_stages_from_the_example_config() -> None:
 
 def test_unconfigured_stages_are_skipped_with_a_reason() -> None:
     tiny = ProjectFacts(root=Path("/p"), name="tiny")
-    _, check, bench = plan_stages(tiny, PY, RESULTS, environ={"CUSHIP_STORE": "/keep.db"})
+    stages = _by_name(plan_stages(tiny, PY, RESULTS, environ={"CUSHIP_STORE": "/keep.db"}))
+    check, bench = stages["check"], stages["bench"]
     assert check.skipped == "no [check] modules configured"
+    assert stages["check-ptx"].skipped == "no [check] modules configured"
     assert bench.skipped is not None and "no [bench] modules" in bench.skipped
     assert "CUSHIP_STORE" not in check.env  # the caller's store is kept
     configured = dataclasses.replace(tiny, check=True, bench=True)
-    assert plan_stages(configured, PY, RESULTS, environ={}, skip_bench=True)[2].skipped == (
-        "--skip-bench"
-    )
+    skipping = _by_name(plan_stages(configured, PY, RESULTS, environ={}, skip_bench=True))
+    assert skipping["bench"].skipped == "--skip-bench"
 
 
 def test_a_project_without_a_name_is_a_config_error(tmp_path: Path) -> None:

@@ -61,6 +61,11 @@ def _split(args: tuple[Path, ...], wheels: tuple[Path, ...]) -> tuple[Path, tupl
     help="Where to make the venv (default: RESULTS/venv); keep it out of uploaded artifacts.",
 )
 @click.option("--skip-bench", is_flag=True, help="Do not run the bench stage.")
+@click.option(
+    "--skip-ptx",
+    is_flag=True,
+    help="Do not run the check-ptx stage (the quick check with the wheel's PTX, --force-ptx).",
+)
 @json_option
 @verbose_option
 def command(
@@ -71,11 +76,13 @@ def command(
     python: str | None,
     venv: Path | None,
     skip_bench: bool,
+    skip_ptx: bool,
     as_json: bool,
     verbose: bool,
 ) -> None:
     """The GPU job: pick the wheel for this machine, install it, run pytest --require-gpu,
-    cuship check --device cuda and cuship bench --assert-floors against it, and summarise.
+    cuship check --device cuda, the quick check again from the wheel's PTX (--force-ptx) and
+    cuship bench --assert-floors against it, and summarise.
 
     Exit 0 when every stage that ran passed; otherwise the most serious stage code, in the
     order 2 (usage/config) > 3 (tool or GPU missing) > 1 (failed) > 4 (nothing checked).
@@ -94,6 +101,7 @@ def command(
         python=python,
         venv=venv,
         skip_bench=skip_bench,
+        skip_ptx=skip_ptx,
     )
     report = gpu_run(request, environ=os.environ, emit=console.emit)
     if as_json:

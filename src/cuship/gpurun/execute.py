@@ -179,7 +179,8 @@ def judge_origins(path: Path, dist: Mapping[str, Any]) -> tuple[int, tuple[str, 
 
 
 def _derive_junit(stage: StagePlan) -> tuple[str, ...]:
-    """check.xml rendered from check.json (cuship check writes one format per run)."""
+    """check.xml rendered from check.json, check-ptx.xml from check-ptx.json (cuship check
+    writes one format per run)."""
     from cuship.check.reports import render_junit
     from cuship.check.results import CheckReport
 
@@ -206,7 +207,19 @@ def _after(
         return code, notes, None
     if stage.name == "check":
         return code, _derive_junit(stage), None
+    if stage.name == "check-ptx":
+        return code, _derive_junit(stage), _refusal(stage.log) if code == 3 else None
     return code, (), None
+
+
+def _refusal(log: Path) -> str | None:
+    """The error line a command wrote before exiting 3 (``error: …`` or ``::error::…``): for
+    check-ptx, why no GPU here can JIT the wheel's PTX."""
+    for line in reversed(_tail(log).splitlines()):
+        for prefix in ("error: ", "::error::"):
+            if line.startswith(prefix):
+                return line.removeprefix(prefix).split("%0A", 1)[0].strip()
+    return None
 
 
 def unrun(stage: StagePlan, verdict: str, reason: str | None) -> StageResult:

@@ -55,6 +55,7 @@ class GpuRunRequest:
     python: str | None = None  # default: the interpreter running cuship
     venv: Path | None = None  # default: RESULTS/venv
     skip_bench: bool = False
+    skip_ptx: bool = False  # no check-ptx stage (the quick check under CUDA_FORCE_PTX_JIT=1)
 
 
 def interpreter_path(python: str | None) -> str:
@@ -188,7 +189,13 @@ def _run_stages(
     emit: Emit,
 ) -> tuple[StageResult, ...]:
     stages = plan_stages(
-        ready.project, python, ready.results, environ=environ, skip_bench=request.skip_bench
+        ready.project,
+        python,
+        ready.results,
+        environ=environ,
+        skip_bench=request.skip_bench,
+        skip_ptx=request.skip_ptx,
+        wheel=ready.choice.verdict.candidate.facts,
     )
     if installed.exit_code:
         return tuple(unrun(s, "not-run", f"the install step: {installed.verdict}") for s in stages)

@@ -56,7 +56,12 @@ class PtxReach:
         return f"PTX compute_{self.sm}: JIT on {self.serves} ({_DRIVER})"
 
     def to_json(self) -> dict[str, Any]:
-        return {"arch": f"compute_{self.sm}", "rule": self.rule, "cc": self.cc}
+        return {
+            "arch": f"compute_{self.sm}",
+            "rule": self.rule,
+            "cc": self.cc,
+            "serves": self.serves,
+        }
 
 
 def reach(sm: str) -> PtxReach:
