@@ -22,7 +22,7 @@ from cuship.check.session import CheckRequest, run_check
 from cuship.cli.check import _device
 from cuship.cli.doctor import render as render_doctor
 from cuship.doctor import diagnose
-from cuship.errors import ToolMissing, UsageError
+from cuship.errors import NothingToDo, ToolMissing, UsageError
 from cuship.gpurun.execute import _after
 from cuship.gpurun.plan import ProjectFacts, StagePlan, plan_stages
 from cuship.machine import fingerprint
@@ -228,6 +228,16 @@ def test_a_forced_run_of_other_engines_only_is_a_usage_error() -> None:
         plan((OP,), CheckSettings(device="cuda", force_ptx=True, engines=("triton",)))
     the_plan = plan((OP,), CheckSettings(device="cuda", force_ptx=True, engines=("cuda",)))
     assert [g.engine for g in the_plan.runnable] == ["cuda"]
+    no_cuda = Op(
+        name="triton_only",
+        reference=_ref,
+        inputs=OP.inputs,
+        shapes=OP.shapes,
+        impls=(Impl(kind="triton", fn=_ref),),
+    )
+    with pytest.raises(NothingToDo, match=r"no selected op has a cuda entry point") as err:
+        plan((no_cuda,), CheckSettings(device="cuda", force_ptx=True))
+    assert err.value.exit_code == 4
 
 
 def test_force_ptx_is_a_gpu_run(tmp_path: Path) -> None:

@@ -177,6 +177,12 @@ def plan(ops: Sequence[Op], settings: CheckSettings) -> Plan:
             "nothing selected: no op has an entry point for the engines and dtypes asked for",
             hint="drop some --op/--engine/--dtype filters",
         )
+    if settings.force_ptx and not any(g.engine == "cuda" and g.skip_reason is None for g in groups):
+        raise NothingToDo(
+            "--force-ptx: no selected op has a cuda entry point (Impl(kind='cuda')) to run from "
+            "PTX; the other engines do not run forced",
+            hint="declare the compiled extension's entry points as kind='cuda', or drop --force-ptx",
+        )
     return Plan(
         groups=tuple(groups),
         seed=settings.seed,

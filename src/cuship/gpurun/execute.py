@@ -208,13 +208,13 @@ def _after(
     if stage.name == "check":
         return code, _derive_junit(stage), None
     if stage.name == "check-ptx":
-        return code, _derive_junit(stage), _refusal(stage.log) if code == 3 else None
+        return code, _derive_junit(stage), _refusal(stage.log) if code in (3, 4) else None
     return code, (), None
 
 
 def _refusal(log: Path) -> str | None:
-    """The error line a command wrote before exiting 3 (``error: …`` or ``::error::…``): for
-    check-ptx, why no GPU here can JIT the wheel's PTX."""
+    """The error line a command wrote before exiting 3 or 4 (``error: …`` or ``::error::…``):
+    for check-ptx, why no GPU here can JIT the wheel's PTX, or that no op has a cuda entry."""
     for line in reversed(_tail(log).splitlines()):
         for prefix in ("error: ", "::error::"):
             if line.startswith(prefix):
