@@ -174,6 +174,30 @@ def test_doctor_says_which_gpus_a_package_ptx_serves(
     assert [r["arch"] for r in package["ptx_reach"]] == ["compute_80", "compute_90a", "compute_120"]
 
 
+def _install(wheel: Path, site: Path) -> dict[str, str]:
+    """``wheel`` installed into ``site`` (pip --target); the environment that imports it."""
+    pip = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet"]
+    done = subprocess.run([*pip, "--target", str(site), str(wheel)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return {"PYTHONPATH": f"{clirun.SRC}{os.pathsep}{site}"}
+
+
+def test_the_example_wheel_passes_the_gate_on_a_9_0_gpu(
+    example_wheel: Path, tmp_path: Path
+) -> None:
+    """Its compute_80 PTX is what a 9.0 GPU JITs (the wheel that failed on the H100 had only
+    compute_120); here the cases then fail for want of a GPU, or pass on one."""
+    env = {**_install(example_wheel, tmp_path / "site"), "CUSHIP_STORE": str(tmp_path / "r.db")}
+    args = ("--installed", "--device", "cuda", "--quick", "--force-ptx")
+    code, report, stderr = _check(EXAMPLE, *args, env={**env, **FAKE_H100})
+    assert code in (0, 1), stderr
+    (line,) = report["jit"]
+    so = next((tmp_path / "site" / "cuvecops").glob("_cuda*.so"))
+    assert line == f"H100 (9.0) JIT-compiles compute_80 of {so}"
+    engines = {g["engine"]: g["status"] for g in report["groups"]}
+    assert engines["cuda"] != "skipped" and engines["triton"] == "skipped"
+
+
 # --- on a GPU --------------------------------------------------------------------------------
 
 
@@ -207,16 +231,7 @@ def test_on_a_gpu_the_example_quick_check_passes_from_its_ptx(
     """The example's compute_80 PTX, JIT-compiled by the driver, gives the right answers."""
     _require_gpu()
     example_wheel: Path = request.getfixturevalue("example_wheel")  # built only on a GPU box
-    site = tmp_path / "site"
-    pip = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet"]
-    done = subprocess.run(
-        [*pip, "--target", str(site), str(example_wheel)], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    env = {
-        "PYTHONPATH": f"{clirun.SRC}{os.pathsep}{site}",
-        "CUSHIP_STORE": str(tmp_path / "r.db"),
-    }
+    env = {**_install(example_wheel, tmp_path / "site"), "CUSHIP_STORE": str(tmp_path / "r.db")}
     args = ("--installed", "--device", "cuda", "--quick", "--force-ptx")
     code, report, stderr = _check(EXAMPLE, *args, env=env)
     assert code == 0, stderr

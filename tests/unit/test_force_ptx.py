@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from cuship.arch import parse_arch_list
 from cuship.check import Impl, Op, Tensor
 from cuship.check.engines import worker_env
 from cuship.check.forceptx import FORCED_SKIPS, decide, package_objects, require_jit
@@ -21,6 +22,7 @@ from cuship.check.runner import CheckSettings, plan, setup_for
 from cuship.check.session import CheckRequest, run_check
 from cuship.cli.check import _device
 from cuship.cli.doctor import render as render_doctor
+from cuship.config import load_config
 from cuship.doctor import diagnose
 from cuship.errors import NothingToDo, ToolMissing, UsageError
 from cuship.gpurun.execute import _after
@@ -35,6 +37,7 @@ from tests.elf_factory import cuda_elf
 from tests.site_factory import install
 
 H100 = ("NVIDIA H100 80GB HBM3", "9.0")
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 EXT = "cuvecops/_cuda.cpython-311-x86_64-linux-gnu.so"
 
 
@@ -85,6 +88,16 @@ def test_a_gpu_jits_the_newest_ptx_it_can() -> None:
     assert jit_arch("9.0", ("80", "90a")) == "90a"
     assert jit_arch("9.0", ("120",)) is None
     assert reach_lines(()) == ("no PTX: runs only on GPUs its SASS covers; no GPU can JIT it",)
+
+
+def test_the_example_ships_ptx_a_9_0_gpu_can_jit() -> None:
+    """Its arch list gives PTX for compute_80 (a 9.0 GPU JITs it under forced PTX JIT), not
+    only compute_120 (which left the H100 with 'no kernel image')."""
+    (arch,) = load_config(EXAMPLE).matrix.arch
+    spec = parse_arch_list(arch)
+    assert spec.ptx == ("80", "120")
+    assert spec.cmake == "80;90-real;100-real;120"
+    assert jit_arch("9.0", spec.ptx) == "80"
 
 
 # --- the gate -----------------------------------------------------------------------------------

@@ -36,14 +36,13 @@ __all__ = [
 
 FORCED_ENGINES: tuple[str, ...] = ("cuda",)
 _PLAIN_RUN = "the plain run checks it"
-# Why an engine's groups are skipped in a forced-PTX run.
+# Why an engine's groups are skipped in a forced-PTX run (the README's Kernel checks says more).
 FORCED_SKIPS: Mapping[str, str] = {
-    "native": f"runs on the CPU: nothing to JIT in a forced-PTX run ({_PLAIN_RUN})",
-    "triton": "Triton loads cubins it compiles at run time, with no PTX beside them, on torch "
-    "tensors whose own kernels would be forced to JIT too: the run would fail to load them or "
-    f"test torch, never the extension's PTX ({_PLAIN_RUN})",
-    "numba": "Numba hands the driver PTX it generates at run time, JIT-compiled on every run: "
-    f"forcing PTX JIT changes nothing for it ({_PLAIN_RUN})",
+    "native": f"runs on the CPU: nothing to JIT ({_PLAIN_RUN})",
+    "triton": "Triton loads cubins it compiles itself, without PTX, beside torch's kernels: a "
+    f"forced run would not test the extension's PTX ({_PLAIN_RUN})",
+    "numba": "Numba's kernels are PTX JIT-compiled on every run: forcing changes nothing "
+    f"({_PLAIN_RUN})",
 }
 NO_KERNEL = "no kernel image is available for execution on the device"
 
