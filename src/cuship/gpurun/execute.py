@@ -216,9 +216,11 @@ def _refusal(log: Path) -> str | None:
     """The error line a command wrote before exiting 3 or 4 (``error: …`` or ``::error::…``):
     for check-ptx, why no GPU here can JIT the wheel's PTX, or that no op has a cuda entry."""
     for line in reversed(_tail(log).splitlines()):
-        for prefix in ("error: ", "::error::"):
-            if line.startswith(prefix):
-                return line.removeprefix(prefix).split("%0A", 1)[0].strip()
+        if line.startswith("error: "):
+            return line.removeprefix("error: ").strip()
+        if line.startswith("::error::"):  # a workflow command: %-escaped, one line
+            first = line.removeprefix("::error::").split("%0A", 1)[0]
+            return first.replace("%0D", "").replace("%25", "%").strip()
     return None
 
 
