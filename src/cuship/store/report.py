@@ -31,6 +31,8 @@ def as_check_report(stored: StoredRun) -> CheckReport:
         groups=tuple(GroupResult.from_json(row.payload) for row in stored.results),
         provenance=Provenance.from_json(provenance) if provenance is not None else None,
         unavailable=tuple(Unavailable.from_json(u) for u in meta.get("unavailable", ())),
+        force_ptx=bool(meta.get("force_ptx", False)),
+        jit=tuple(str(line) for line in meta.get("jit", ())),
     )
 
 
