@@ -179,7 +179,14 @@ def test_end_to_end_in_a_fresh_venv(tmp_path: Path) -> None:
     assert install["location"].startswith(str(venv))
     assert install["origins"]["tinypkg"].startswith(str(venv))
     stages = {s["name"]: s for s in doc["stages"]}
-    assert [s["verdict"] for s in doc["stages"]] == ["passed", "passed", "skipped", "skipped"]
+    assert {s["name"]: s["verdict"] for s in doc["stages"]} == {
+        "pytest": "passed",
+        "check": "passed",
+        "check-ptx": "skipped",
+        "sanitize": "skipped",
+        "bench": "skipped",
+    }
+    assert stages["check-ptx"]["reason"] == "the wheel has no CUDA device code: no PTX to run"
     assert stages["sanitize"]["reason"] == (
         "the GPU is faked (CUSHIP_GPUS): compute-sanitizer needs a real one"
     )
@@ -241,7 +248,13 @@ def test_source_shadowing_the_wheel_fails_the_stage_in_place(tmp_path: Path) -> 
         f"pytest imported tinypkg from '{project}/src/tinypkg/__init__.py', not the installed wheel"
     )
     assert list(env_dir.glob("lib/python*/site-packages/tinypkg/__init__.py"))
-    assert [s["verdict"] for s in doc["stages"]] == ["failed", "skipped", "skipped", "tool-missing"]
+    assert {s["name"]: s["verdict"] for s in doc["stages"]} == {
+        "pytest": "failed",
+        "check": "skipped",
+        "check-ptx": "skipped",
+        "sanitize": "skipped",
+        "bench": "tool-missing",
+    }
     assert "--timer cuda, but torch sees no CUDA device" in (tmp_path / "res/bench.log").read_text()
 
 
@@ -256,3 +269,106 @@ def test_missing_dependencies_exit_3_and_run_nothing(tmp_path: Path, requires: s
     assert doc["install"]["verdict"] == "tool-missing"
     assert doc["install"]["missing_requirements"] == ["no-such-dependency-xyz>=1: not installed"]
     assert {s["verdict"] for s in doc["stages"]} == {"not-run"}
+
+
+_DIVERGENT_CHECKS = """
+import os
+
+import numpy as np
+import tinypkg
+from cuship.check import Impl, Op, Tensor
+
+assert tinypkg.WHERE == "wheel", tinypkg.__file__
+
+
+def add(x, y, out):
+    np.add(x, y, out=out)
+
+
+def add_cuda(x, y, out):  # stands in for a kernel whose PTX path is wrong
+    np.add(x, y, out=out)
+    if os.environ.get("CUDA_FORCE_PTX_JIT") == "1":
+        out += 1
+
+
+OPS = [Op(name="add", reference=lambda x, y: x + y,
+          impls=(Impl(kind="native", fn=add), Impl(kind="cuda", fn=add_cuda)),
+          inputs=(Tensor(name="x", dims=("n",)), Tensor(name="y", dims=("n",))),
+          outputs=(Tensor(name="out", dims=("n",)),), shapes=({"n": 8},))]
+"""
+
+
+def _cuda_tiny(tmp_path: Path, ptx: str) -> Path:
+    """The tiny project with a cuda entry point that goes wrong only under forced PTX JIT, and
+    its wheel: a real .so (nvcc) with SASS for sm_90 and PTX for ``ptx`` only."""
+    project = _tiny(tmp_path, check=True)
+    (project / "checks" / "tiny_checks.py").write_text(_DIVERGENT_CHECKS)
+    so = build_so(tmp_path, gencode=("arch=compute_90,code=sm_90", f"arch={ptx},code={ptx}"))
+    (tmp_path / "wheels").mkdir()
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    make_cuda_wheel(
+        tmp_path / "wheels",
+        so,
+        name="tinypkg",
+        tag=f"{tag}-{tag}-linux_x86_64",
+        extra={"tinypkg/__init__.py": b'WHERE = "wheel"\n'},
+    )
+    return project
+
+
+def test_check_ptx_runs_the_quick_check_forced_and_reports_it_next_to_the_plain_one(
+    tmp_path: Path,
+) -> None:
+    project = _cuda_tiny(tmp_path, "compute_80")
+    done = gpu_run(
+        project, "--wheels", tmp_path / "wheels", "-o", "res", cwd=tmp_path, env=FAKE_H100
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    results = tmp_path / "res"
+    doc = _summary(results)
+    stages = {s["name"]: s for s in doc["stages"]}
+    assert [s["name"] for s in doc["stages"]][1:3] == ["check", "check-ptx"]
+    assert (stages["check"]["verdict"], stages["check-ptx"]["verdict"]) == ("passed", "failed")
+    assert stages["check-ptx"]["outputs"] == ["check-ptx.json", "check-ptx.xml"]
+    report = json.loads((results / "check-ptx.json").read_text())
+    assert (report["force_ptx"], report["quick"]) == (True, True)
+    assert report["jit"] == [
+        f"H100 (9.0) JIT-compiles compute_80 of {doc['install']['location']}/tinypkg/_axpy.so"
+    ]
+    assert {g["engine"]: g["status"] for g in report["groups"]} == {
+        "native": "skipped",
+        "cuda": "failed",
+    }
+    assert json.loads((results / "check.json").read_text())["force_ptx"] is False
+    junit = (results / "check-ptx.xml").read_text()
+    assert '<testcase classname="cuship.check.ptx.add"' in junit
+    text = (results / "gpu-run.txt").read_text()
+    assert re.search(r"^check-ptx +failed +1 .* check-ptx\.log$", text, re.M)
+
+
+def test_check_ptx_without_jit_able_ptx_is_tool_missing_with_its_reason(tmp_path: Path) -> None:
+    """The H100 incident: the wheel's only PTX is compute_120, which a 9.0 GPU cannot JIT."""
+    project = _cuda_tiny(tmp_path, "compute_120")
+    done = gpu_run(
+        project, "--wheels", tmp_path / "wheels", "-o", "res", cwd=tmp_path, env=FAKE_H100
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    stages = {s["name"]: s for s in _summary(tmp_path / "res")["stages"]}
+    assert stages["check"]["verdict"] == "passed"
+    ptx = stages["check-ptx"]
+    assert (ptx["verdict"], ptx["exit_code"], ptx["raw_exit_code"]) == ("tool-missing", 3, 3)
+    assert ptx["reason"].startswith("--force-ptx: ") and ptx["reason"].endswith(
+        "/tinypkg/_axpy.so has no PTX that H100 (compute capability 9.0) can JIT (PTX: "
+        "compute_120; SASS: sm_90): under CUDA_FORCE_PTX_JIT=1 its kernels would fail with "
+        "'no kernel image is available for execution on the device'"
+    )
+    skipped = gpu_run(
+        project, "--wheels", tmp_path / "wheels", "-o", "res2", "--skip-ptx",
+        cwd=tmp_path, env=FAKE_H100,
+    )  # fmt: skip
+    assert skipped.returncode == 0, skipped.stderr
+    stages = {s["name"]: s for s in _summary(tmp_path / "res2")["stages"]}
+    assert (stages["check-ptx"]["verdict"], stages["check-ptx"]["reason"]) == (
+        "skipped",
+        "--skip-ptx",
+    )

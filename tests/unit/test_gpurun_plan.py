@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from cuship.gpurun.plan import (
     LAYER_PTH,
     Interpreter,
     ProjectFacts,
+    StagePlan,
     plan_install,
     plan_stages,
     project_facts,
@@ -37,6 +39,10 @@ RESULTS = Path("/ci/results")
 PY = "/venv/bin/python"
 
 
+def _by_name(stages: Sequence[StagePlan]) -> dict[str, StagePlan]:
+    return {stage.name: stage for stage in stages}
+
+
 def test_stages_from_the_example_config() -> None:
     project = project_facts(load_config(EXAMPLE))
     assert (project.name, project.pytest_args, project.check, project.bench) == (
@@ -45,8 +51,13 @@ def test_stages_from_the_example_config() -> None:
         True,
         True,
     )
-    stages = {s.name: s for s in plan_stages(project, PY, RESULTS, environ={})}
+    stages = _by_name(plan_stages(project, PY, RESULTS, environ={}))
     pytest_stage, check, bench = stages["pytest"], stages["check"], stages["bench"]
+    assert [s.name for s in plan_stages(project, PY, RESULTS, environ={})][:3] == [
+        "pytest",
+        "check",
+        "check-ptx",
+    ]  # check-ptx reported next to the plain check
     assert pytest_stage.argv[:4] == (PY, "-m", "pytest", "--require-gpu")
     assert pytest_stage.argv[-1] == "tests"  # [ci] pytest_args last: they may override ours
     for guard in ("--import-mode=append", "pythonpath=", "no:cacheprovider"):
@@ -75,22 +86,22 @@ def test_stages_from_the_example_config() -> None:
 
 def test_unconfigured_stages_are_skipped_with_a_reason() -> None:
     tiny = ProjectFacts(root=Path("/p"), name="tiny")
-    stages = {s.name: s for s in plan_stages(tiny, PY, RESULTS, environ={"CUSHIP_STORE": "/keep.db"})}  # fmt: skip
+    stages = _by_name(plan_stages(tiny, PY, RESULTS, environ={"CUSHIP_STORE": "/keep.db"}))
     check, bench = stages["check"], stages["bench"]
     assert check.skipped == "no [check] modules configured"
-    assert stages["sanitize"].skipped == "no [check] modules configured"
+    assert stages["check-ptx"].skipped == "no [check] modules configured"
     assert bench.skipped is not None and "no [bench] modules" in bench.skipped
     assert "CUSHIP_STORE" not in check.env  # the caller's store is kept
     configured = dataclasses.replace(tiny, check=True, bench=True)
-    skipped = {s.name: s.skipped for s in plan_stages(configured, PY, RESULTS, environ={}, skip_bench=True)}  # fmt: skip
-    assert skipped["bench"] == "--skip-bench"
+    skipping = _by_name(plan_stages(configured, PY, RESULTS, environ={}, skip_bench=True))
+    assert skipping["bench"].skipped == "--skip-bench"
 
 
 def test_the_sanitize_stage_runs_the_quick_check_under_all_four_tools() -> None:
     project = project_facts(load_config(EXAMPLE))
     stages = plan_stages(project, PY, RESULTS, environ={})
-    assert [s.name for s in stages] == ["pytest", "check", "sanitize", "bench"]
-    sanitize = stages[2]
+    assert [s.name for s in stages] == ["pytest", "check", "check-ptx", "sanitize", "bench"]
+    sanitize = stages[3]
     assert sanitize.argv == (
         PY, "-m", "cuship", "check", str(EXAMPLE), "--installed", "--device", "cuda", "--quick",
         "--sanitize", "memcheck,racecheck,initcheck,synccheck",
@@ -99,9 +110,9 @@ def test_the_sanitize_stage_runs_the_quick_check_under_all_four_tools() -> None:
     assert sanitize.outputs == (RESULTS / "sanitize.json", RESULTS / "sanitize.xml")
     assert sanitize.log == RESULTS / "sanitize.log" and sanitize.skipped is None
     assert sanitize.env == stages[1].env
-    skipped = plan_stages(project, PY, RESULTS, environ={}, skip_sanitize=True)[2].skipped
+    skipped = plan_stages(project, PY, RESULTS, environ={}, skip_sanitize=True)[3].skipped
     assert skipped == "--skip-sanitize"
-    faked = plan_stages(project, PY, RESULTS, environ={}, gpu_faked=True)[2].skipped
+    faked = plan_stages(project, PY, RESULTS, environ={}, gpu_faked=True)[3].skipped
     assert faked == "the GPU is faked (CUSHIP_GPUS): compute-sanitizer needs a real one"
 
 

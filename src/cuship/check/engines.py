@@ -19,6 +19,7 @@ from cuship.check.registry import Impl, ImplKind, Op
 
 __all__ = [
     "ENGINES",
+    "FORCE_PTX_VAR",
     "Engine",
     "engine_imports",
     "engines_for",
@@ -88,6 +89,10 @@ _DEVICE_ENV: Mapping[Device, Mapping[str, str]] = {
 }
 
 
+# The driver's switch: ignore SASS, JIT-compile the embedded PTX (``cuship check --force-ptx``).
+FORCE_PTX_VAR = "CUDA_FORCE_PTX_JIT"
+
+
 def engines_for(device: Device) -> tuple[str, ...]:
     return _BY_DEVICE[device]
 
@@ -105,9 +110,14 @@ def skip_reason(engine: str, impl: Impl, dtype: str, device: Device) -> str | No
     return None
 
 
-def worker_env(device: Device, base: Mapping[str, str]) -> dict[str, str]:
-    """Environment of a worker process: ``base`` plus the interpreter flags of ``device``."""
-    return {**base, **_DEVICE_ENV[device]}
+def worker_env(
+    device: Device, base: Mapping[str, str], *, force_ptx: bool = False
+) -> dict[str, str]:
+    """Environment of a worker process: ``base`` plus the interpreter flags of ``device``;
+    with ``force_ptx``, ``CUDA_FORCE_PTX_JIT=1`` (the driver JIT-compiles PTX, ignoring SASS),
+    else without it, whatever the shell exported: a forced run is one the report says is."""
+    env = {k: v for k, v in base.items() if k != FORCE_PTX_VAR}
+    return {**env, **_DEVICE_ENV[device], **({FORCE_PTX_VAR: "1"} if force_ptx else {})}
 
 
 # Modules an engine's entry points need, imported before the first case is timed.

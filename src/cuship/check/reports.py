@@ -1,11 +1,12 @@
 """Render a check report: plain text for people, JSON for machines, JUnit XML for CI reporters.
 
-JUnit: one ``<testcase>`` per (op, engine, dtype) with ``classname`` ``cuship.check.<op>``; a
-failure carries the error figures and the command that reproduces its first bad case; a skip
-carries its reason. The counts on ``<testsuite>`` match its test cases. Each suite's
-``<properties>`` carry the seed, device, the provenance of the project's packages and the
-engines that could not run. Sanitized passes (``--sanitize``) add a suite per tool
-(:mod:`cuship.check.sanitize_report`).
+JUnit: one ``<testcase>`` per (op, engine, dtype) with ``classname`` ``cuship.check.<op>``
+(``cuship.check.ptx.<op>`` in a ``--force-ptx`` run, so that a CI reading both reports keeps
+them apart); a failure carries the error figures and the command that reproduces its first bad
+case; a skip carries its reason. The counts on ``<testsuite>`` match its test cases. Each
+suite's ``<properties>`` carry the seed, device, whether PTX JIT was forced (and what each GPU
+JIT-compiled), the provenance of the project's packages and the engines that could not run.
+Sanitized passes (``--sanitize``) add a suite per tool (:mod:`cuship.check.sanitize_report`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from collections.abc import Sequence
 
 from cuship.check import sanitize_report
 from cuship.check.results import CaseResult, CheckReport, GroupResult
+
+_FORCED = "CUDA_FORCE_PTX_JIT=1"
 
 __all__ = [
     "context_lines",
@@ -35,6 +38,8 @@ def repro_command(report: CheckReport, group: GroupResult, case: CaseResult) -> 
     args = ["cuship", "check", report.target]
     if report.quick:
         args.append("--quick")
+    if report.force_ptx:
+        args.append("--force-ptx")
     args += ["--device", report.device, "--op", group.op, "--engine", group.engine]
     args += ["--dtype", group.dtype, "--seed", str(report.seed), "--case", str(case.case.index)]
     return shlex.join(args)
@@ -72,8 +77,12 @@ def _skip_text(report: CheckReport, group: GroupResult) -> str:
 
 
 def context_lines(report: CheckReport) -> list[str]:
-    """Where the project's packages came from, and each engine that could not run (once)."""
+    """Whether the run forced PTX JIT (and what each GPU JIT-compiled), where the project's
+    packages came from, and each engine that could not run (once)."""
     lines = []
+    if report.force_ptx:
+        lines.append(f"forced PTX JIT ({_FORCED}): the cuda engine ran the extension's PTX")
+        lines += [f"  {line}" for line in report.jit]
     if report.provenance is not None:
         lines += [f"package: {line}" for line in report.provenance.lines()]
     lines += [u.line() for u in report.unavailable]
@@ -115,6 +124,8 @@ def summary_line(report: CheckReport) -> str:
     if report.unavailable:
         extra += f"; engines unavailable: {', '.join(u.engine for u in report.unavailable)}"
     extra += sanitize_report.summary_part(report)
+    if report.force_ptx:
+        extra += f"; forced PTX JIT ({_FORCED})"
     took = report.finished - report.started
     return f"{report.verdict}: {counts or 'nothing ran'}{extra} (seed {report.seed}, {took:.1f} s)"
 
@@ -124,10 +135,12 @@ def render_json(report: CheckReport) -> str:
 
 
 def _testcase(suite: ET.Element, report: CheckReport, group: GroupResult) -> None:
+    # a forced-PTX run's cases are not the plain run's, in a CI that reads both reports
+    prefix = "cuship.check.ptx" if report.force_ptx else "cuship.check"
     case = ET.SubElement(
         suite,
         "testcase",
-        classname=f"cuship.check.{group.op}",
+        classname=f"{prefix}.{group.op}",
         name=f"{group.op}[{group.engine}-{group.dtype}]",
         time=f"{group.wall_s:.3f}",
     )
@@ -153,7 +166,9 @@ def _properties(suite: ET.Element, report: CheckReport) -> None:
         ("seed", report.seed),
         ("device", report.device),
         ("quick", report.quick),
+        ("force_ptx", report.force_ptx),
     ]
+    facts += [(f"jit.{i}", line) for i, line in enumerate(report.jit)]
     if report.provenance is not None:
         facts += [(f"provenance.{p.name}", p.describe()) for p in report.provenance.packages]
         if report.provenance.note:
@@ -181,13 +196,14 @@ def _junit_suite(report: CheckReport, groups: Sequence[GroupResult], name: str) 
 
 def render_junit(report: CheckReport) -> str:
     """JUnit XML; regressions become failed test cases of their own suite."""
-    root = ET.Element("testsuites", name="cuship check")
-    root.append(_junit_suite(report, report.groups, "cuship check"))
+    name = "cuship check --force-ptx" if report.force_ptx else "cuship check"
+    root = ET.Element("testsuites", name=name)
+    root.append(_junit_suite(report, report.groups, name))
     if report.regressions:
         suite = ET.SubElement(
             root,
             "testsuite",
-            name="cuship check regressions",
+            name=f"{name} regressions",
             tests=str(len(report.regressions)),
             failures=str(len(report.regressions)),
             errors="0",

@@ -180,6 +180,8 @@ class CheckReport:
     ``provenance``: where the project's packages were imported from in the workers;
     ``unavailable``: engines whose modules did not import (their groups are skipped);
     ``sanitize``: one pass per compute-sanitizer tool over the GPU engines' cases.
+    ``force_ptx``: the ``cuda`` engine ran under ``CUDA_FORCE_PTX_JIT=1`` (``--force-ptx``),
+    and ``jit`` says which PTX each GPU JIT-compiled for which shared object.
     """
 
     target: str
@@ -194,6 +196,8 @@ class CheckReport:
     provenance: Provenance | None = None
     unavailable: tuple[Unavailable, ...] = ()
     sanitize: tuple[SanitizerRun, ...] = ()
+    force_ptx: bool = False
+    jit: tuple[str, ...] = ()
 
     def count(self, status: Status) -> int:
         return sum(1 for g in self.groups if g.status == status)
@@ -235,6 +239,8 @@ class CheckReport:
             "device": self.device,
             "seed": self.seed,
             "quick": self.quick,
+            "force_ptx": self.force_ptx,
+            "jit": list(self.jit),
             "started": self.started,
             "finished": self.finished,
             "verdict": self.verdict,
@@ -264,4 +270,6 @@ class CheckReport:
             ),
             gate_regressions=bool(raw.get("gate_regressions", True)),
             sanitize=tuple(SanitizerRun.from_json(s) for s in raw.get("sanitize", ())),
+            force_ptx=bool(raw.get("force_ptx", False)),
+            jit=tuple(raw.get("jit", ())),
         )

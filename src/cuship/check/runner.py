@@ -50,6 +50,7 @@ class CheckSettings:
     seed: int = 0
     case: int | None = None
     include_broken: bool = False
+    force_ptx: bool = False  # CUDA_FORCE_PTX_JIT=1: only the ``cuda`` engine runs
     config: CheckSection = field(default_factory=CheckSection)
 
 
@@ -59,6 +60,7 @@ class Plan:
     seed: int
     quick: bool
     device: Device
+    force_ptx: bool = False
 
     @property
     def runnable(self) -> tuple[PlannedGroup, ...]:
@@ -97,6 +99,12 @@ def _engines(settings: CheckSettings) -> tuple[str, ...]:
                 f"engine {name!r} runs only with --device cpu",
                 hint="on a GPU use --engine triton or --engine numba",
             )
+    if settings.force_ptx and settings.engines and "cuda" not in settings.engines:
+        raise UsageError(
+            f"--force-ptx runs the compiled extension (engine cuda), not "
+            f"{', '.join(settings.engines)}",
+            hint="drop --engine, or add --engine cuda",
+        )
     return tuple(dict.fromkeys(settings.engines)) or available
 
 
@@ -135,8 +143,18 @@ def _group(op: Op, engine: str, dtype: str, settings: CheckSettings) -> PlannedG
         rtol=tol.rtol,
         atol=tol.atol,
         cases=_cases(op, dtype, settings),
-        skip_reason=skip_reason(engine, impl, dtype, settings.device),
+        skip_reason=_forced_skip(engine, settings)
+        or skip_reason(engine, impl, dtype, settings.device),
     )
+
+
+def _forced_skip(engine: str, settings: CheckSettings) -> str | None:
+    """Why ``engine`` does not run in a forced-PTX run (None: it runs, or the run is plain)."""
+    from cuship.check.forceptx import FORCED_ENGINES, FORCED_SKIPS
+
+    if not settings.force_ptx or engine in FORCED_ENGINES:
+        return None
+    return f"--force-ptx: {FORCED_SKIPS.get(engine, 'only the cuda engine runs forced')}"
 
 
 def plan(ops: Sequence[Op], settings: CheckSettings) -> Plan:
@@ -159,8 +177,18 @@ def plan(ops: Sequence[Op], settings: CheckSettings) -> Plan:
             "nothing selected: no op has an entry point for the engines and dtypes asked for",
             hint="drop some --op/--engine/--dtype filters",
         )
+    if settings.force_ptx and not any(g.engine == "cuda" and g.skip_reason is None for g in groups):
+        raise NothingToDo(
+            "--force-ptx: no selected op has a cuda entry point (Impl(kind='cuda')) to run from "
+            "PTX; the other engines do not run forced",
+            hint="declare the compiled extension's entry points as kind='cuda', or drop --force-ptx",
+        )
     return Plan(
-        groups=tuple(groups), seed=settings.seed, quick=settings.quick, device=settings.device
+        groups=tuple(groups),
+        seed=settings.seed,
+        quick=settings.quick,
+        device=settings.device,
+        force_ptx=settings.force_ptx,
     )
 
 
@@ -239,6 +267,7 @@ def execute(
         started=started,
         finished=time.time(),
         groups=groups,
+        force_ptx=the_plan.force_ptx,
     )
 
 
@@ -275,6 +304,7 @@ def setup_for(
     device: Device,
     environ: Mapping[str, str],
     packages: Sequence[str] = (),
+    force_ptx: bool = False,
 ) -> WorkerSetup:
     """How to start workers for a project (see :class:`cuship.check.workers.WorkerSetup`)."""
     from cuship.check.engines import worker_env
@@ -283,6 +313,6 @@ def setup_for(
         modules=tuple(modules),
         root=root,
         pythonpath=tuple(pythonpath),
-        env=worker_env(device, environ),
+        env=worker_env(device, environ, force_ptx=force_ptx),
         packages=tuple(packages),
     )

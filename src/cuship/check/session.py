@@ -27,7 +27,7 @@ from cuship.check.runner import (
 )
 from cuship.check.workers import WorkerSetup
 from cuship.errors import ToolMissing, UsageError
-from cuship.events import Emit, Event, discard
+from cuship.events import Emit, Event, Level, discard
 from cuship.provenance import Provenance, require_built
 
 __all__ = ["CheckRequest", "record", "run_check"]
@@ -54,6 +54,7 @@ class CheckRequest:
     store: bool = True
     installed: bool = False  # import the project's package as installed, never from its source
     sanitize: tuple[str, ...] = ()  # compute-sanitizer tools to run the GPU engines' cases under
+    force_ptx: bool = False  # run the extension's PTX under CUDA_FORCE_PTX_JIT=1
 
 
 def run_check(
@@ -63,9 +64,16 @@ def run_check(
 
     Raises UsageError/ConfigError (bad flags or config), NothingToDo (nothing selected),
     InputError (a check module or baseline that cannot be read), ToolMissing (--device cuda
-    without a GPU, or with the project imported from a source tree that has no built extension;
-    --sanitize without compute-sanitizer).
+    without a GPU, with the project imported from a source tree that has no built extension,
+    --sanitize without compute-sanitizer, or --force-ptx with no PTX that every GPU here can
+    JIT).
     """
+    if request.force_ptx and request.device != "cuda":
+        raise UsageError(
+            f"--force-ptx runs the compiled extension's PTX on a GPU; this run is --device "
+            f"{request.device}",
+            hint="use --device cuda (or leave --device at auto)",
+        )
     if request.sanitize and request.device != "cuda":
         raise UsageError(
             f"--sanitize runs compute-sanitizer on a GPU; this run is --device {request.device}",
@@ -122,6 +130,7 @@ def _settings(request: CheckRequest, project: CheckProject) -> CheckSettings:
         seed=project.config.seed if request.seed is None else request.seed,
         case=request.case,
         include_broken=request.include_broken,
+        force_ptx=request.force_ptx,
         config=project.config,
     )
 
@@ -136,9 +145,12 @@ def _execute(
 ) -> CheckReport:
     """Probe (provenance, engines; once each) on one worker, then run the plan, starting on it."""
     setup = _setup(request, project, environ)
+    jit: tuple[str, ...] = ()
     with EngineProbe(setup, project.config.timeout) as probe:
         if request.device == "cuda":
             _require_built(probe.provenance, the_plan)
+        if request.force_ptx:
+            jit = _require_jit(probe.provenance, environ, emit)
         unavailable = probe.engines(runnable_engines(the_plan))
         report = execute(
             skip_unavailable(the_plan, unavailable),
@@ -149,7 +161,25 @@ def _execute(
             emit=emit,
             handover=probe.handover(),
         )
-    return replace(report, provenance=probe.provenance, unavailable=unavailable)
+    return replace(report, provenance=probe.provenance, unavailable=unavailable, jit=jit)
+
+
+def _require_jit(
+    provenance: Provenance | None, environ: Mapping[str, str], emit: Emit
+) -> tuple[str, ...]:
+    """--force-ptx: every GPU here must be able to JIT the PTX of every shared object with
+    device code in the project's packages (else ToolMissing, exit 3); what each will JIT."""
+    from cuship.check.forceptx import decide, package_objects, require_jit
+    from cuship.machine import fingerprint
+
+    objects, looked_in = package_objects(provenance)
+    gpus = [(g.name, g.cc) for g in fingerprint(environ).gpus]
+    gate = decide(objects, gpus, looked_in=looked_in)
+    require_jit(gate)
+    for target in gate.targets:
+        level: Level = "warning" if target.cc is None else "info"
+        emit(Event(level=level, topic="check", message=f"force-ptx: {target.line()}"))
+    return gate.lines()
 
 
 def _setup(request: CheckRequest, project: CheckProject, environ: Mapping[str, str]) -> WorkerSetup:
@@ -160,6 +190,7 @@ def _setup(request: CheckRequest, project: CheckProject, environ: Mapping[str, s
         device=request.device,
         environ=environ,
         packages=project.packages,
+        force_ptx=request.force_ptx,
     )
 
 
@@ -229,6 +260,8 @@ def record(report: CheckReport, path: Path, *, project: str, environ: Mapping[st
             "seed": report.seed,
             "quick": report.quick,
             "device": report.device,
+            "force_ptx": report.force_ptx,
+            "jit": list(report.jit),
             "regressions": [r.to_json() for r in report.regressions],
             "provenance": None if report.provenance is None else report.provenance.to_json(),
             "unavailable": [u.to_json() for u in report.unavailable],

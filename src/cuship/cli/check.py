@@ -30,9 +30,11 @@ def _seed(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
         raise click.BadParameter(f"{value!r} is not an integer or 'random'") from err
 
 
-def _device(value: str, engines: tuple[str, ...] = ()) -> str:
+def _device(value: str, engines: tuple[str, ...] = (), *, force_ptx: bool = False) -> str:
     if value != "auto":
         return value
+    if force_ptx:
+        return "cuda"  # a forced-PTX run is a GPU run; without a GPU it says so (exit 3)
     from cuship.check.engines import ENGINES
     from cuship.machine import fingerprint
 
@@ -97,6 +99,12 @@ def _device(value: str, engines: tuple[str, ...] = ()) -> str:
     help="Import the project's package as installed (a wheel under test): [check] pythonpath "
     "directories holding it are left off sys.path, and importing it from elsewhere fails.",
 )
+@click.option(
+    "--force-ptx",
+    is_flag=True,
+    help="Run the compiled extension's PTX, not its SASS (CUDA_FORCE_PTX_JIT=1; engine cuda "
+    "only), after checking that every GPU here can JIT it (exit 3 if not).",
+)
 @verbose_option
 def command(path: Path, **options: object) -> None:
     """Check the kernels of the project at PATH (or one check module .py) against references."""
@@ -109,7 +117,11 @@ def command(path: Path, **options: object) -> None:
         target=str(path),
         path=path,
         quick=bool(options["quick"]),
-        device=_device(device, tuple(options["engines"])),  # type: ignore[arg-type]
+        device=_device(  # type: ignore[arg-type]
+            device,
+            tuple(options["engines"]),  # type: ignore[arg-type]
+            force_ptx=bool(options["force_ptx"]),
+        ),
         ops=tuple(options["ops"]),  # type: ignore[arg-type]
         engines=tuple(options["engines"]),  # type: ignore[arg-type]
         dtypes=tuple(options["dtypes"]),  # type: ignore[arg-type]
@@ -123,6 +135,7 @@ def command(path: Path, **options: object) -> None:
         store=not options["no_store"],
         installed=bool(options["installed"]),
         sanitize=sanitize,
+        force_ptx=bool(options["force_ptx"]),
     )
     report = run_check(request, environ=os.environ, emit=console.emit)
     _render(console, report, str(options["fmt"]), options["output"])  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ import click
 
 from cuship.cli._common import exit_with, json_option, make_console
 from cuship.doctor import DoctorReport, GpuRun, Machine, PackageReport, diagnose
+from cuship.wheel.ptx import reach_lines
 
 
 @click.command("doctor")
@@ -79,6 +80,8 @@ def _package(package: PackageReport, *, detailed: bool) -> list[str]:
     if provenance.index:
         head += f" ({provenance.index})"
     lines = [head, f"  objects  {_objects(package)}"]
+    if package.sass or package.ptx:
+        lines += [f"  ptx      {line}" for line in reach_lines(package.ptx)]
     lines += [f"  gpu      {_gpu(run)}" for run in package.gpus]
     lines += [
         f"  cuda     needs {lib.soname} (CUDA {lib.cuda_major}): {_ok(lib.runs, 'driver')}"

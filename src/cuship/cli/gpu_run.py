@@ -71,6 +71,11 @@ def _split(args: tuple[Path, ...], wheels: tuple[Path, ...]) -> tuple[Path, tupl
     is_flag=True,
     help="Do not run the sanitize stage (the quick check under compute-sanitizer's tools).",
 )
+@click.option(
+    "--skip-ptx",
+    is_flag=True,
+    help="Do not run the check-ptx stage (the quick check with the wheel's PTX, --force-ptx).",
+)
 @json_option
 @verbose_option
 def command(
@@ -83,12 +88,14 @@ def command(
     skip_bench: bool,
     profile: str | None,
     skip_sanitize: bool,
+    skip_ptx: bool,
     as_json: bool,
     verbose: bool,
 ) -> None:
     """The GPU job: pick the wheel for this machine, install it, run pytest --require-gpu,
-    cuship check --device cuda (then --quick under compute-sanitizer's memcheck, racecheck,
-    initcheck and synccheck) and cuship bench --assert-floors against it, and summarise.
+    cuship check --device cuda, the quick check again from the wheel's PTX (--force-ptx) and
+    under compute-sanitizer's memcheck, racecheck, initcheck and synccheck, and cuship bench
+    --assert-floors against it, and summarise.
 
     Exit 0 when every stage that ran passed; otherwise the most serious stage code, in the
     order 2 (usage/config) > 3 (tool or GPU missing) > 1 (failed) > 4 (nothing checked).
@@ -109,6 +116,7 @@ def command(
         skip_bench=skip_bench,
         profile=profile,
         skip_sanitize=skip_sanitize,
+        skip_ptx=skip_ptx,
     )
     report = gpu_run(request, environ=os.environ, emit=console.emit)
     if as_json:

@@ -1,6 +1,6 @@
 """`cuship verify WHEEL`: configured arches present, no CUDA library bundled, label as expected,
 a torch requirement that fits the torch ABI of the wheel's shared objects, and (``--manylinux``)
-a platform tag within the glibc floor."""
+a platform tag within the glibc floor; also which GPUs its PTX can serve (JIT)."""
 
 from __future__ import annotations
 
@@ -65,3 +65,5 @@ def _render(console: Console, result: VerifyResult) -> None:
         console.print_text(f"ok: {result.target}: {'; '.join(result.checks)}")
     for problem in result.problems:
         console.error(f"{result.target}: {problem}")
+    for line in result.ptx_lines():
+        console.print_text(f"ptx: {result.target}: {line}")

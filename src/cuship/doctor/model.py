@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from cuship.wheel.audit import ObjectReport
+from cuship.wheel.ptx import reach
 from cuship.wheel.torchabi import TorchAbi, TorchPin
 
 __all__ = [
@@ -198,6 +199,7 @@ class PackageReport:
             "objects": list(self.objects),
             "sass": list(self.sass),
             "ptx": list(self.ptx),
+            "ptx_reach": [reach(sm).to_json() for sm in self.ptx],
             "gpus": [g.to_json() for g in self.gpus],
             "cuda_libraries": [lib.to_json() for lib in self.libraries],
             "torch": self.torch.to_json(),

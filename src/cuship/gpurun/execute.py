@@ -180,7 +180,7 @@ def judge_origins(path: Path, dist: Mapping[str, Any]) -> tuple[int, tuple[str, 
 
 def _derive_junit(stage: StagePlan) -> tuple[str, ...]:
     """check.xml rendered from check.json (cuship check writes one format per run), likewise
-    sanitize.xml; for the sanitize stage, each tool's cost as a note."""
+    check-ptx.xml and sanitize.xml; for the sanitize stage, each tool's cost as a note."""
     from cuship.check.reports import render_junit
     from cuship.check.results import CheckReport
     from cuship.check.sanitize_report import cost_line
@@ -206,9 +206,23 @@ def _after(
         if verified:
             return (verified if code == 0 else code), notes, notes[0]
         return code, notes, None
-    if stage.name in ("check", "sanitize"):
-        return code, _derive_junit(stage), None
+    if stage.name in ("check", "check-ptx", "sanitize"):
+        refused = stage.name != "check" and code in (3, 4)
+        return code, _derive_junit(stage), _refusal(stage.log) if refused else None
     return code, (), None
+
+
+def _refusal(log: Path) -> str | None:
+    """The error line a command wrote before exiting 3 or 4 (``error: …`` or ``::error::…``):
+    for check-ptx, why no GPU here can JIT the wheel's PTX, or that no op has a cuda entry; for
+    sanitize, that compute-sanitizer is not there."""
+    for line in reversed(_tail(log).splitlines()):
+        if line.startswith("error: "):
+            return line.removeprefix("error: ").strip()
+        if line.startswith("::error::"):  # a workflow command: %-escaped, one line
+            first = line.removeprefix("::error::").split("%0A", 1)[0]
+            return first.replace("%0D", "").replace("%25", "%").strip()
+    return None
 
 
 def unrun(stage: StagePlan, verdict: str, reason: str | None) -> StageResult:

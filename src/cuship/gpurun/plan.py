@@ -16,6 +16,8 @@ the checkout); ``[ci] pytest_args`` come last and may override any of these.
 ``cuship check``/``bench`` run with ``--installed`` (``[check]``/``[bench] pythonpath``
 directories holding the package are left off ``sys.path``, and a module imported from
 elsewhere fails the run). What each process really imported is verified after the run.
+``check-ptx`` runs the quick check again with ``--force-ptx`` (the extension's PTX, JIT-compiled
+by the driver under ``CUDA_FORCE_PTX_JIT=1``), unless the wheel carries no PTX.
 The ``sanitize`` stage runs the quick check again under compute-sanitizer's four tools
 (``cuship check --sanitize``); it is skipped when the GPU is faked (``CUSHIP_GPUS``: the tools
 need a real one) or with ``--skip-sanitize``.
@@ -31,6 +33,7 @@ from typing import Any, Literal
 from cuship import settings
 from cuship.config import Config
 from cuship.errors import ConfigError
+from cuship.resolve.model import WheelFacts
 
 __all__ = [
     "STAGE_ENV",
@@ -52,7 +55,7 @@ STAGE_ENV: Mapping[str, str] = {
 _PIP = ("-m", "pip", "install", "--no-deps", "--no-input", "--disable-pip-version-check")
 LAYER_PTH = "_cuship_gpu_run_layer.pth"
 
-StageName = Literal["pytest", "check", "sanitize", "bench"]
+StageName = Literal["pytest", "check", "check-ptx", "sanitize", "bench"]
 SANITIZE_TOOLS = "memcheck,racecheck,initcheck,synccheck"
 
 
@@ -251,6 +254,45 @@ def _sanitize(
     )
 
 
+def _ptx_skip(project: ProjectFacts, wheel: WheelFacts | None, skip: bool) -> str | None:
+    if skip:
+        return "--skip-ptx"
+    if not project.check:
+        return "no [check] modules configured"
+    if wheel is not None and not (wheel.sass or wheel.ptx):
+        return "the wheel has no CUDA device code: no PTX to run"
+    if wheel is not None and not wheel.ptx:
+        return (
+            "the wheel carries no PTX (SASS only): nothing for the driver to JIT; "
+            "add +PTX to an arch in [matrix] arch to ship and test that path"
+        )
+    return None
+
+
+def _check_ptx(
+    project: ProjectFacts,
+    python: str,
+    results: Path,
+    env: Mapping[str, str],
+    skipped: str | None,
+) -> StagePlan:
+    """The quick check again with the extension's PTX JIT-compiled (``--force-ptx``); exit 3
+    when no GPU here can JIT the wheel's PTX."""
+    report, junit = results / "check-ptx.json", results / "check-ptx.xml"
+    argv: tuple[str, ...] = (python, "-m", "cuship", "check", str(project.root), "--installed")
+    argv += ("--device", "cuda", "--quick", "--force-ptx", "--format", "json", "-o", str(report))
+    return StagePlan(
+        name="check-ptx",
+        argv=argv,
+        env=env,
+        cwd=project.root,
+        log=results / "check-ptx.log",
+        outputs=(report, junit),
+        extra={"json": report, "junit": junit},
+        skipped=skipped,
+    )
+
+
 def _bench(
     project: ProjectFacts,
     python: str,
@@ -299,9 +341,14 @@ def plan_stages(
     profile: str | None = None,
     skip_sanitize: bool = False,
     gpu_faked: bool = False,
+    skip_ptx: bool = False,
+    wheel: WheelFacts | None = None,
 ) -> tuple[StagePlan, ...]:
-    """pytest, check, sanitize and bench for ``project`` with interpreter ``python`` (pure);
-    ``profile`` ("ncu") is passed to the bench stage as ``--profile``."""
+    """pytest, check, check-ptx, sanitize and bench for ``project`` with interpreter ``python``
+    (pure); ``profile`` ("ncu") is passed to the bench stage as ``--profile``.
+
+    ``wheel``: what the chosen wheel carries; check-ptx is skipped for a wheel without PTX.
+    """
     env = stage_env(results, environ)
     no_sanitize = None
     if not project.check:
@@ -313,6 +360,7 @@ def plan_stages(
     return (
         _pytest(project, python, results, env),
         _check(project, python, results, env),
+        _check_ptx(project, python, results, env, _ptx_skip(project, wheel, skip_ptx)),
         _sanitize(project, python, results, env, no_sanitize),
         _bench(project, python, results, env, skip_bench, profile),
     )

@@ -57,6 +57,7 @@ class GpuRunRequest:
     skip_bench: bool = False
     profile: str | None = None  # "ncu": the bench stage runs with --profile ncu
     skip_sanitize: bool = False
+    skip_ptx: bool = False  # no check-ptx stage (the quick check under CUDA_FORCE_PTX_JIT=1)
 
 
 def interpreter_path(python: str | None) -> str:
@@ -198,6 +199,8 @@ def _run_stages(
         profile=request.profile,
         skip_sanitize=request.skip_sanitize,
         gpu_faked=ready.fingerprint.gpu_source == "override",
+        skip_ptx=request.skip_ptx,
+        wheel=ready.choice.verdict.candidate.facts,
     )
     if installed.exit_code:
         return tuple(unrun(s, "not-run", f"the install step: {installed.verdict}") for s in stages)

@@ -33,6 +33,8 @@ def as_check_report(stored: StoredRun) -> CheckReport:
         provenance=Provenance.from_json(provenance) if provenance is not None else None,
         unavailable=tuple(Unavailable.from_json(u) for u in meta.get("unavailable", ())),
         sanitize=tuple(SanitizerRun.from_json(s) for s in meta.get("sanitize", ())),
+        force_ptx=bool(meta.get("force_ptx", False)),
+        jit=tuple(str(line) for line in meta.get("jit", ())),
     )
 
 

@@ -12,6 +12,7 @@ from cuship.arch import ArchTarget, parse_arch_list
 from cuship.errors import UsageError
 from cuship.wheel.audit import ObjectReport, WheelReport, sm_key
 from cuship.wheel.manylinux import floor_problem, parse_floor
+from cuship.wheel.ptx import PtxReach, reach, reach_lines
 from cuship.wheel.torchabi import TorchAbi, TorchPin
 
 __all__ = ["VerifyResult", "satisfies", "verify"]
@@ -25,10 +26,16 @@ class VerifyResult:
     checks: tuple[str, ...]
     problems: tuple[str, ...]
     notes: tuple[str, ...] = ()  # worth saying, not wrong
+    ptx: tuple[PtxReach, ...] = ()  # the PTX found, and which GPUs can JIT each
+    device_code: bool = False  # some shared object carries SASS or PTX
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    def ptx_lines(self) -> tuple[str, ...]:
+        """Which GPUs the PTX can serve, one line per arch (none without device code)."""
+        return reach_lines([r.sm for r in self.ptx]) if self.device_code else ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -37,6 +44,7 @@ class VerifyResult:
             "checks": list(self.checks),
             "problems": list(self.problems),
             "notes": list(self.notes),
+            "ptx": [r.to_json() for r in self.ptx],
         }
 
 
@@ -91,7 +99,12 @@ def verify(
                 problems.append(f"{option} {value!r} given, but {report.path!r} is not a wheel")
     target = report.filename if isinstance(report, WheelReport) else report.path
     return VerifyResult(
-        target=target, checks=tuple(checks), problems=tuple(problems), notes=tuple(notes)
+        target=target,
+        checks=tuple(checks),
+        problems=tuple(problems),
+        notes=tuple(notes),
+        ptx=tuple(reach(sm) for sm in sorted(ptx, key=sm_key)),
+        device_code=bool(sass or ptx),
     )
 
 
