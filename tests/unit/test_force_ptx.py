@@ -24,45 +24,24 @@ from cuship.gpurun.execute import _after
 from cuship.gpurun.plan import ProjectFacts, StagePlan, plan_stages
 from cuship.provenance import Extension, PackageOrigin, Provenance
 from cuship.resolve.model import WheelFacts
-from cuship.wheel.audit import ObjectReport
 from tests.elf_factory import cuda_elf
+from tests.object_reports import EXT, object_report
 
 H100 = ("NVIDIA H100 80GB HBM3", "9.0")
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
-EXT = "cuvecops/_cuda.cpython-311-x86_64-linux-gnu.so"
-
-
-def _object(
-    path: str = EXT, *, sass: tuple[str, ...] = (), ptx: tuple[str, ...] = ()
-) -> ObjectReport:
-    return ObjectReport(
-        path=path,
-        size=1,
-        machine="x86_64",
-        soname=None,
-        needed=(),
-        sass=sass,
-        ptx=ptx,
-        lto=(),
-        ptx_compressed=False,
-        sass_compressed=False,
-        fatbin_size=0,
-        entries=len(sass) + len(ptx),
-        containers=1,
-    )
 
 
 # --- the gate -----------------------------------------------------------------------------------
 
 
 def test_compute_80_ptx_passes_the_gate_on_a_9_0_gpu() -> None:
-    gate = decide([_object(sass=("80", "90"), ptx=("80", "120"))], [H100, H100])
+    gate = decide([object_report(sass=("80", "90"), ptx=("80", "120"))], [H100, H100])
     require_jit(gate)  # no exception
     assert gate.lines() == (f"NVIDIA H100 80GB HBM3 (9.0) JIT-compiles compute_80 of {EXT}",)
 
 
 def test_only_compute_120_ptx_is_refused_with_the_fix() -> None:
-    gate = decide([_object(sass=("80", "90", "120"), ptx=("120",))], [H100])
+    gate = decide([object_report(sass=("80", "90", "120"), ptx=("120",))], [H100])
     with pytest.raises(ToolMissing) as err:
         require_jit(gate)
     assert err.value.exit_code == 3
@@ -79,7 +58,7 @@ def test_only_compute_120_ptx_is_refused_with_the_fix() -> None:
 
 
 def test_arch_specific_ptx_serves_only_its_own_gpu() -> None:
-    obj = _object(ptx=("90a",))
+    obj = object_report(ptx=("90a",))
     require_jit(decide([obj], [H100]))
     for gpu in (("A100", "8.0"), ("B200", "10.0")):
         gate = decide([obj], [gpu])
@@ -89,9 +68,9 @@ def test_arch_specific_ptx_serves_only_its_own_gpu() -> None:
 
 
 def test_every_gpu_and_every_object_with_device_code_is_checked() -> None:
-    good = _object("pkg/_good.so", sass=("90",), ptx=("80",))
-    bad = _object("pkg/libkernels.so", sass=("90",))
-    host = _object("pkg/_host.so")  # no device code: nothing to JIT, not checked
+    good = object_report("pkg/_good.so", sass=("90",), ptx=("80",))
+    bad = object_report("pkg/libkernels.so", sass=("90",))
+    host = object_report("pkg/_host.so")  # no device code: nothing to JIT, not checked
     gate = decide([good, bad, host], [H100, ("RTX 5090", "12.0")])
     assert [(t.gpu, t.path, t.arch) for t in gate.targets] == [
         (H100[0], "pkg/_good.so", "80"),
@@ -104,7 +83,7 @@ def test_every_gpu_and_every_object_with_device_code_is_checked() -> None:
 
 
 def test_a_gpu_of_unknown_compute_capability_is_said_not_refused() -> None:
-    gate = decide([_object(ptx=("120",))], [("Mystery GPU", None)])
+    gate = decide([object_report(ptx=("120",))], [("Mystery GPU", None)])
     require_jit(gate)
     assert gate.lines() == (
         f"Mystery GPU (?): compute capability unknown; the PTX of {EXT} was not checked",
@@ -113,7 +92,7 @@ def test_a_gpu_of_unknown_compute_capability_is_said_not_refused() -> None:
 
 def test_no_device_code_at_all_is_refused() -> None:
     with pytest.raises(ToolMissing, match=r"no shared object with CUDA device code.*'/site/pkg'"):
-        require_jit(decide([_object()], [H100], looked_in=["/site/pkg"]))
+        require_jit(decide([object_report()], [H100], looked_in=["/site/pkg"]))
 
 
 def test_the_objects_are_every_shared_object_under_the_packages(tmp_path: Path) -> None:

@@ -10,34 +10,13 @@ from cuship.cli.doctor import render as render_doctor
 from cuship.config import load_config
 from cuship.doctor import diagnose
 from cuship.machine import fingerprint
-from cuship.wheel.audit import ObjectReport
 from cuship.wheel.ptx import jit_arch, reach, reach_lines
 from cuship.wheel.verify import verify
 from tests.elf_factory import cuda_elf
+from tests.object_reports import object_report
 from tests.site_factory import install
 
-EXT = "cuvecops/_cuda.cpython-311-x86_64-linux-gnu.so"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
-
-
-def _object(
-    path: str = EXT, *, sass: tuple[str, ...] = (), ptx: tuple[str, ...] = ()
-) -> ObjectReport:
-    return ObjectReport(
-        path=path,
-        size=1,
-        machine="x86_64",
-        soname=None,
-        needed=(),
-        sass=sass,
-        ptx=ptx,
-        lto=(),
-        ptx_compressed=False,
-        sass_compressed=False,
-        fatbin_size=0,
-        entries=len(sass) + len(ptx),
-        containers=1,
-    )
 
 
 # --- which GPUs PTX serves ----------------------------------------------------------------------
@@ -83,12 +62,12 @@ def test_the_example_ships_ptx_a_9_0_gpu_can_jit() -> None:
 
 
 def test_verify_says_which_gpus_the_ptx_serves() -> None:
-    result = verify(_object(sass=("90",), ptx=("120", "80")), arches="9.0")
+    result = verify(object_report(sass=("90",), ptx=("120", "80")), arches="9.0")
     assert result.ptx_lines() == (reach("80").line(), reach("120").line())
     assert [p["arch"] for p in result.to_json()["ptx"]] == ["compute_80", "compute_120"]
     assert result.to_json()["ptx"][0]["serves"] == "any GPU of compute capability >= 8.0"
-    assert verify(_object(sass=("90",)), arches="9.0").ptx_lines() == reach_lines(())
-    host = verify(_object(), arches="")
+    assert verify(object_report(sass=("90",)), arches="9.0").ptx_lines() == reach_lines(())
+    host = verify(object_report(), arches="")
     assert (host.ptx_lines(), host.to_json()["ptx"]) == ((), [])
 
 

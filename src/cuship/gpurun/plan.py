@@ -57,6 +57,7 @@ LAYER_PTH = "_cuship_gpu_run_layer.pth"
 
 StageName = Literal["pytest", "check", "check-ptx", "sanitize", "bench"]
 SANITIZE_TOOLS = "memcheck,racecheck,initcheck,synccheck"
+_NO_CHECK = "no [check] modules configured"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -219,38 +220,29 @@ def _pytest(project: ProjectFacts, python: str, results: Path, env: Mapping[str,
     )
 
 
-def _check(project: ProjectFacts, python: str, results: Path, env: Mapping[str, str]) -> StagePlan:
-    report, junit = results / "check.json", results / "check.xml"
-    argv: tuple[str, ...] = (python, "-m", "cuship", "check", str(project.root), "--installed")
-    argv += ("--device", "cuda", "--format", "json", "-o", str(report))
-    return StagePlan(
-        name="check",
-        argv=argv,
-        env=env,
-        cwd=project.root,
-        log=results / "check.log",
-        outputs=(report, junit),
-        extra={"json": report, "junit": junit},
-        skipped=None if project.check else "no [check] modules configured",
-    )
-
-
-def _sanitize(
-    project: ProjectFacts, python: str, results: Path, env: Mapping[str, str], skip: str | None
+def _check_stage(
+    name: StageName,
+    flags: tuple[str, ...],
+    project: ProjectFacts,
+    python: str,
+    results: Path,
+    env: Mapping[str, str],
+    skipped: str | None,
 ) -> StagePlan:
-    report, junit = results / "sanitize.json", results / "sanitize.xml"
+    """``cuship check --installed --device cuda FLAGS`` writing ``NAME.json`` (and ``NAME.xml``
+    rendered from it after the run)."""
+    report, junit = results / f"{name}.json", results / f"{name}.xml"
     argv: tuple[str, ...] = (python, "-m", "cuship", "check", str(project.root), "--installed")
-    argv += ("--device", "cuda", "--quick", "--sanitize", SANITIZE_TOOLS)
-    argv += ("--format", "json", "-o", str(report))
+    argv += ("--device", "cuda", *flags, "--format", "json", "-o", str(report))
     return StagePlan(
-        name="sanitize",
+        name=name,
         argv=argv,
         env=env,
         cwd=project.root,
-        log=results / "sanitize.log",
+        log=results / f"{name}.log",
         outputs=(report, junit),
         extra={"json": report, "junit": junit},
-        skipped=skip,
+        skipped=skipped,
     )
 
 
@@ -258,7 +250,7 @@ def _ptx_skip(project: ProjectFacts, wheel: WheelFacts | None, skip: bool) -> st
     if skip:
         return "--skip-ptx"
     if not project.check:
-        return "no [check] modules configured"
+        return _NO_CHECK
     if wheel is not None and not (wheel.sass or wheel.ptx):
         return "the wheel has no CUDA device code: no PTX to run"
     if wheel is not None and not wheel.ptx:
@@ -267,30 +259,6 @@ def _ptx_skip(project: ProjectFacts, wheel: WheelFacts | None, skip: bool) -> st
             "add +PTX to an arch in [matrix] arch to ship and test that path"
         )
     return None
-
-
-def _check_ptx(
-    project: ProjectFacts,
-    python: str,
-    results: Path,
-    env: Mapping[str, str],
-    skipped: str | None,
-) -> StagePlan:
-    """The quick check again with the extension's PTX JIT-compiled (``--force-ptx``); exit 3
-    when no GPU here can JIT the wheel's PTX."""
-    report, junit = results / "check-ptx.json", results / "check-ptx.xml"
-    argv: tuple[str, ...] = (python, "-m", "cuship", "check", str(project.root), "--installed")
-    argv += ("--device", "cuda", "--quick", "--force-ptx", "--format", "json", "-o", str(report))
-    return StagePlan(
-        name="check-ptx",
-        argv=argv,
-        env=env,
-        cwd=project.root,
-        log=results / "check-ptx.log",
-        outputs=(report, junit),
-        extra={"json": report, "junit": junit},
-        skipped=skipped,
-    )
 
 
 def _bench(
@@ -350,17 +318,21 @@ def plan_stages(
     ``wheel``: what the chosen wheel carries; check-ptx is skipped for a wheel without PTX.
     """
     env = stage_env(results, environ)
+    facts = (project, python, results, env)
+    ptx_skip = _ptx_skip(project, wheel, skip_ptx)
     no_sanitize = None
     if not project.check:
-        no_sanitize = "no [check] modules configured"
+        no_sanitize = _NO_CHECK
     elif skip_sanitize:
         no_sanitize = "--skip-sanitize"
     elif gpu_faked:
         no_sanitize = "the GPU is faked (CUSHIP_GPUS): compute-sanitizer needs a real one"
     return (
         _pytest(project, python, results, env),
-        _check(project, python, results, env),
-        _check_ptx(project, python, results, env, _ptx_skip(project, wheel, skip_ptx)),
-        _sanitize(project, python, results, env, no_sanitize),
+        _check_stage("check", (), *facts, None if project.check else _NO_CHECK),
+        # The quick check again from the extension's PTX, JIT-compiled (exit 3 when no GPU
+        # here can JIT the wheel's PTX), then under compute-sanitizer's tools.
+        _check_stage("check-ptx", ("--quick", "--force-ptx"), *facts, ptx_skip),
+        _check_stage("sanitize", ("--quick", "--sanitize", SANITIZE_TOOLS), *facts, no_sanitize),
         _bench(project, python, results, env, skip_bench, profile),
     )
