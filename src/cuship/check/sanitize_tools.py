@@ -21,6 +21,7 @@ from pathlib import Path
 
 from cuship import settings
 from cuship.errors import ToolMissing, UsageError
+from cuship.machine.cudatools import DEFAULT_TOOLKIT_BIN, tool_dirs
 
 __all__ = [
     "PRINT_LIMIT",
@@ -37,7 +38,6 @@ __all__ = [
 SANITIZER = "compute-sanitizer"
 PRINT_LIMIT = 20
 SANITIZED_ENV: Mapping[str, str] = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
-_FALLBACK = "/usr/local/cuda/bin"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,11 +82,10 @@ def parse_tools(text: str) -> tuple[str, ...]:
 
 
 def search_dirs(environ: Mapping[str, str]) -> tuple[str, ...]:
-    """Where compute-sanitizer is looked for, in order: PATH, $CUDA_HOME/bin, $CUDA_PATH/bin,
-    /usr/local/cuda/bin (as nvcc is found, see :mod:`cuship.machine`)."""
-    dirs = [d for d in environ.get("PATH", "").split(os.pathsep) if d]
-    dirs += [f"{environ[var]}/bin" for var in ("CUDA_HOME", "CUDA_PATH") if environ.get(var)]
-    dirs.append(_FALLBACK)
+    """Where compute-sanitizer is looked for, each directory in order: the places of
+    :func:`cuship.machine.cudatools.tool_dirs` (PATH, $CUDA_HOME/bin, $CUDA_PATH/bin,
+    /usr/local/cuda/bin), PATH split into its entries."""
+    dirs = [d for _, search in tool_dirs(environ) for d in search.split(os.pathsep) if d]
     return tuple(dict.fromkeys(dirs))
 
 
@@ -123,7 +122,7 @@ def find_sanitizer(environ: Mapping[str, str]) -> str:
     shown = ", ".join(looked) if len(looked) <= 8 else ", ".join((*looked[:7], "..."))
     raise ToolMissing(
         f"--sanitize needs {SANITIZER}, which is not on PATH, in $CUDA_HOME/bin or in "
-        f"{_FALLBACK} (looked in {shown})",
+        f"{DEFAULT_TOOLKIT_BIN} (looked in {shown})",
         hint=_FIX,
     )
 

@@ -42,7 +42,7 @@ def map_spread(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = MIN
 
     ``fn`` must be a module-level function whose results pickle, and must not raise: return the
     failure as a value (exceptions with extra constructor arguments do not pickle back)."""
-    workers = min(workers_available(), len(items) // max(min_items // 4, 1))
+    workers = workers_available()
     if workers < 2 or len(items) < min_items or not _fork_safe():
         return [fn(item) for item in items]
     chunk = max(1, len(items) // (workers * _CHUNKS_PER_WORKER))
