@@ -12,7 +12,12 @@ On the example's cases (examples/cuvecops, with its CUDA extension installed):
     bandwidth over ncu's DRAM % of peak; goal: within 10 % where the kernels run 20 µs or more
     (below that, launch latency is a large part of the cold median and the ratio says so);
   * the timed medians of both runs side by side: profiling comes after the timing, so they
-    should differ by no more than run-to-run noise.
+    should differ by no more than run-to-run noise;
+  * where the two bandwidths differ, why, in two factors whose product is their ratio: the
+    kernels' share of the call cuship timed (ncu's kernel time over cuship's median: the rest
+    is launch gaps, host work and copies the call waits for, which a user's code pays too)
+    and cuship's bytes over ncu's DRAM bytes (its ``bytes`` model against the traffic ncu
+    counted; goal: within 10 %).
 
 Usage: python benchmarks/bench_ncu.py [PATH] [--case NAME]... [--set basic|full] [--json OUT]
 """
@@ -85,6 +90,22 @@ def _verdict(ratio: float | None, kernel_time: float | None) -> str:
     return "PASS" if abs(ratio - 1.0) <= AGREEMENT else "MISS"
 
 
+def explain(row: dict[str, Any]) -> dict[str, Any]:
+    """The two factors of ``bw_ratio``: the kernels' share of the timed call, and cuship's
+    bytes over ncu's DRAM bytes (their product is the ratio); with the bytes' verdict."""
+    share = _ratio(row["kernel_time"], row["median_profiled"])
+    bytes_ratio = _ratio(row["bw_ratio"], share)
+    gap = None
+    if row["kernel_time"] is not None and row["median_profiled"] is not None:
+        gap = row["median_profiled"] - row["kernel_time"]
+    return {
+        "kernel_share": share,
+        "outside_kernels_s": gap,
+        "bytes_ratio": bytes_ratio,
+        "bytes_result": _verdict(bytes_ratio, row["kernel_time"]),
+    }
+
+
 def rows(plain: dict[str, Any], profiled: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per case: timings of both runs, ncu's figures, the agreement."""
     before = {r["key"]: r.get("numbers", {}) for r in plain["results"]}
@@ -113,6 +134,7 @@ def rows(plain: dict[str, Any], profiled: dict[str, Any]) -> list[dict[str, Any]
                 "peak_result": _verdict(numbers.get("ncu_peak_ratio"), kernel),
             }
         )
+        out[-1].update(explain(out[-1]))
     return out
 
 
@@ -122,7 +144,7 @@ def _f(value: float | None, scale: float = 1.0, spec: str = ".4g") -> str:
 
 def print_table(found: list[dict[str, Any]]) -> None:
     header = ("case", "µs plain", "µs prof", "ncu s", "kern µs", "GB/s", "ncu GB/s", "ratio",
-              "peak%", "ncu%", "ratio", "BW", "%peak")  # fmt: skip
+              "peak%", "ncu%", "ratio", "BW", "%peak", "kern share", "bytes", "bytes")  # fmt: skip
     print(" | ".join(f"{h:>10}" for h in header))
     for r in found:
         cells = (
@@ -131,7 +153,8 @@ def print_table(found: list[dict[str, Any]]) -> None:
             _f(r["kernel_time"], 1e6), _f(r["cuship_gbps"]), _f(r["ncu_dram_gbps"]),
             _f(r["bw_ratio"], 1, ".3f"), _f(r["cuship_peak"], 100, ".1f"),
             _f(r["ncu_dram_peak"], 100, ".1f"), _f(r["peak_ratio"], 1, ".3f"),
-            r["bw_result"], r["peak_result"],
+            r["bw_result"], r["peak_result"], _f(r["kernel_share"], 1, ".3f"),
+            _f(r["bytes_ratio"], 1, ".3f"), r["bytes_result"],
         )  # fmt: skip
         print(" | ".join(f"{c:>10}" for c in cells))
         if r["ncu_error"]:
@@ -180,6 +203,9 @@ def main(argv: list[str]) -> int:
         "peak_agreement": {
             k: sum(r["peak_result"] == k for r in found) for k in ("PASS", "MISS", "short", "SKIP")
         },
+        "bytes_agreement": {
+            k: sum(r["bytes_result"] == k for r in found) for k in ("PASS", "MISS", "short", "SKIP")
+        },
     }
     print(
         f"\nwall: {t_plain:.1f} s plain, {t_prof:.1f} s with --profile ncu: "
@@ -188,6 +214,14 @@ def main(argv: list[str]) -> int:
     )
     print(f"cuship GB/s vs ncu DRAM GB/s within 10 %: {summary['bw_agreement']}")
     print(f"cuship % of peak vs ncu DRAM % of peak within 10 %: {summary['peak_agreement']}")
+    print(f"cuship bytes vs ncu DRAM bytes within 10 %: {summary['bytes_agreement']}")
+    for r in found:
+        if r["bw_result"] == "MISS" and r["outside_kernels_s"] is not None:
+            print(
+                f"  {r['key']}: its kernels are {r['kernel_share']:.0%} of the timed call "
+                f"({r['outside_kernels_s'] * 1e6:.1f} µs outside them); bytes ratio "
+                f"{r['bytes_ratio']:.3f} ({r['bytes_result']})"
+            )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(

@@ -133,3 +133,10 @@ def test_only_the_gpu_engines_are_sanitized() -> None:
         _group("numba-sim"),
     ]
     assert [g.engine for g in sanitized_groups(groups)] == ["cuda", "triton"]
+
+
+def test_the_tools_run_side_by_side_up_to_one_per_core() -> None:
+    from cuship.check.sanitize_run import default_jobs
+
+    assert [default_jobs(4, cores) for cores in (1, 2, 16)] == [1, 2, 4]
+    assert default_jobs(1, 16) == 1 and default_jobs(0, 16) == 1

@@ -210,12 +210,14 @@ def _sanitize(
     emit: Emit,
 ) -> CheckReport:
     """The GPU engines' cases again under each tool (see :mod:`cuship.check.sanitize_run`)."""
-    from cuship.check.sanitize_run import TIMEOUT_FACTOR, SanitizeSettings, sanitize
+    from cuship.check.sanitize_run import TIMEOUT_FACTOR, SanitizeSettings, default_jobs, sanitize
 
+    jobs = default_jobs(len(request.sanitize), request.parallel or None)
     settings = SanitizeSettings(
         tools=request.sanitize,
         sanitizer=sanitizer,
         timeout=project.config.timeout * TIMEOUT_FACTOR,
+        jobs=jobs,
     )
     groups = skip_unavailable(the_plan, report.unavailable).runnable
     runs = sanitize(groups, report, _setup(request, project, environ), settings, emit=emit)

@@ -67,7 +67,11 @@ def _device(value: str, engines: tuple[str, ...] = (), *, force_ptx: bool = Fals
 )
 @click.option("--include-broken", is_flag=True, help="Also run ops declared default=False.")
 @click.option(
-    "--parallel", type=click.IntRange(min=0), default=None, help="Workers; 0 = one per core."
+    "--parallel",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Workers; 0 = one per core. With --sanitize, also how many tools run at once "
+    "(default: all of them, up to one per core).",
 )
 @click.option(
     "--baseline",
