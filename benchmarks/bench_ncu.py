@@ -190,7 +190,7 @@ def main(argv: list[str]) -> int:
     print(f"{profiled['run']['fingerprint'].get('gpu')}, ncu {meta.get('version')}, set {args.set}")
     print_table(found)
     ncu_walls = [r["ncu_wall"] for r in found if r["ncu_wall"] is not None]
-    summary = {
+    summary: dict[str, Any] = {
         "cases": len(found),
         "wall_plain_s": t_plain,
         "wall_profiled_s": t_prof,

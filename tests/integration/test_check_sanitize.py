@@ -239,7 +239,7 @@ def test_findings_map_to_their_cases_and_a_broken_worker_is_replaced(tmp_path: P
     assert {s["no_caching"] for s in seen} == {"1"}  # torch's allocator off: exact bounds
     argv = [s["argv"] for s in seen]  # the two tools' workers, in whatever order they started
     assert sorted(a[:5] for a in argv) == [
-        ["--tool", tool, "--print-limit", "20", "--log-file"]
+        ["--tool", tool, "--print-limit", "200", "--log-file"]
         for tool in ("memcheck",) * 2 + ("racecheck",) * 3
     ]
     assert argv[0][6:] == [sys.executable, "-m", "cuship.check._worker"]
@@ -379,13 +379,15 @@ def test_each_planted_bug_is_caught_by_its_tool_on_a_gpu(tmp_path: Path) -> None
     doc = json.loads(out.read_text())
     assert {g["status"] for g in doc["groups"]} == {"passed"}, doc["groups"]
     runs = _by_tool(doc)
-    for tool, op, kind in (
-        ("memcheck", "oob", "Invalid __global__ write"),
-        ("racecheck", "race", "Race reported between"),
-        ("initcheck", "uninit", "Uninitialized __global__ memory read"),
+    for tool, op, kind, kernel in (
+        ("memcheck", "oob", "Invalid __global__ write", "oob_write"),
+        ("racecheck", "race", "Race reported between", "shared_race"),
+        ("initcheck", "uninit", "Uninitialized __global__ memory read", "uninit_read"),
     ):
         bad = _bad(runs[tool])
         assert {case_op for case_op, _ in bad} >= {op}, (tool, bad)
         assert any(kind in k for c in bad.values() if c["op"] == op for k in c["kinds"]), bad
+        named = {k for c in bad.values() if c["op"] == op for k in c["kernels"]}
+        assert named == {f"planted_kernels::{kernel}"}, (tool, named)
         assert not [c for (case_op, _), c in bad.items() if case_op == "clean"], (tool, bad)
         assert runs[tool]["unattributed"] == [], runs[tool]["unattributed"]

@@ -166,3 +166,24 @@ def test_the_raw_page_is_read_column_by_column_with_its_units_row() -> None:
     picked = parse_ncu_metrics(RAW_PAGE, (OCCUPANCY,))
     assert [(r.id, r.value, r.unit) for r in picked] == [(2, 10.60, "%"), (3, 10.64, "%")]
     assert parse_ncu_csv(RAW_PAGE) == tuple(duration)
+
+
+# --- cuship's own metric set on the H100 (tests/fixtures/h100/ncu-*-add-sum.csv) ----------
+
+
+@pytest.mark.parametrize("name", ["ncu-basic-add-sum.csv", "ncu-raw-add-sum.csv"])
+def test_both_ways_cuship_reads_ncu_give_the_calls_profile(name: str) -> None:
+    """A torch add and sum of 16M floats: the basic set's long table (printed by the profiled
+    run) and the raw page of the full set's report (base units, thousands separators)."""
+    from cuship.bench.profile import METRICS, aggregate
+
+    text = (FIXTURES / "h100" / name).read_text()
+    profile = aggregate(parse_ncu_metrics(text, METRICS))
+    assert profile.ok and profile.kernels == 2
+    assert profile.kernel_names[0].startswith("vectorized_elementwise_kernel")
+    add_ns, sum_ns = (62_976, 30_080) if name.startswith("ncu-basic") else (63_936, 30_112)
+    assert profile.kernel_time == pytest.approx((add_ns + sum_ns) * 1e-9)
+    add_rate = 2.911357723577e12 if name.startswith("ncu-basic") else 2.876164164164e12
+    assert profile.dram_bytes_per_s is not None
+    assert 2.2e12 < profile.dram_bytes_per_s < add_rate  # time-weighted over the two kernels
+    assert profile.dram_peak_fraction is not None and 0.69 < profile.dram_peak_fraction < 0.87

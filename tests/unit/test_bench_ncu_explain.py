@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import pytest
-
 from benchmarks.bench_ncu import explain
 
 # key: (cuship median s, ncu kernel s, cuship GB/s over ncu DRAM GB/s), as that run printed them

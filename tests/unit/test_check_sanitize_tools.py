@@ -97,7 +97,7 @@ def test_the_worker_command_under_each_tool(tool: str) -> None:
         modules=("checks.py",), root=Path("/p"), pythonpath=(), env={}, prefix=prefix
     )
     assert worker_argv(setup) == [
-        "/cuda/bin/compute-sanitizer", "--tool", tool, "--print-limit", "20",
+        "/cuda/bin/compute-sanitizer", "--tool", tool, "--print-limit", "200",
         "--log-file", str(log), sys.executable, "-m", "cuship.check._worker",
     ]  # fmt: skip
     plain = WorkerSetup(modules=(), root=Path("/p"), pythonpath=(), env={})

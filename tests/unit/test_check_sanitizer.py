@@ -61,3 +61,54 @@ def test_a_clean_kernel_is_clean_under_every_tool(tool: str) -> None:
 def test_program_output_and_a_missing_summary() -> None:
     report = parse("hello from the program\n========= COMPUTE-SANITIZER\n")
     assert report.findings == () and report.errors is None and not report.clean
+
+
+# --- Numba kernels (tests/fixtures/planted_sanitize), recorded the same way -----------------
+
+
+def test_a_numba_kernel_is_named_without_its_abi_tag() -> None:
+    report = parse(_report("numba-memcheck-oob"))
+    first = report.findings[0]
+    assert first.kind == "Invalid __global__ write of size 4 bytes"
+    assert first.kernel is not None and first.kernel.startswith(
+        "planted_kernels::oob_write[abi:v1,"
+    )
+    assert first.kernel_name == "planted_kernels::oob_write"
+    assert (first.thread, first.block) == ("232,0,0", "3,0,0")
+    assert "Host Frame: oob in checks.py:44" in first.lines
+    assert report.kernels() == ("planted_kernels::oob_write",) and report.errors == 2
+
+
+def test_numba_race_and_uninitialised_read_are_read_like_nvcc_ones() -> None:
+    race = parse(_report("numba-racecheck-race"))
+    (found,) = race.findings
+    assert found.kernel_name == "planted_kernels::shared_race" and found.hazards == 4000
+    uninit = parse(_report("numba-initcheck-uninit"))
+    assert (uninit.errors, uninit.not_printed, len(uninit.findings)) == (1000, 980, 20)
+    assert uninit.kernels() == ("planted_kernels::uninit_read",)
+    assert parse(_report("numba-memcheck-clean")).clean
+
+
+_PROBE_RECORD = "".join(
+    f"========={line}\n"
+    for line in (
+        ' Program hit CUDA_ERROR_INVALID_VALUE (error 1) due to "invalid argument" on CUDA API call'
+        " to cuGetProcAddress_v2.",
+        "     Saved host backtrace up to driver entry point at error",
+        "         Host Frame: ensure_initialized in driver.py:290",
+        " ",  # the tool ends each record with its prefix and a space
+    )
+)
+
+
+def test_failed_entry_point_lookups_are_counted_not_found() -> None:
+    """numba-cuda's bindings asked for 34 entry points the H100's driver lacks (each reported by
+    memcheck); a library probing is not an error of the code under test."""
+    text = "========= COMPUTE-SANITIZER\n" + _PROBE_RECORD * 3
+    report = parse(text + "========= ERROR SUMMARY: 3 errors\n")
+    assert (report.findings, report.probes, report.errors) == ((), 3, 3) and report.clean
+    oob = _report("numba-memcheck-oob").replace("========= COMPUTE-SANITIZER\n", text)
+    mixed = parse(oob.replace("ERROR SUMMARY: 2 errors", "ERROR SUMMARY: 5 errors"))
+    assert mixed.probes == 3 and len(mixed.findings) == 2 and not mixed.clean
+    other = _PROBE_RECORD.replace("cuGetProcAddress_v2", "cuMemcpyDtoH_v2")
+    assert len(parse(other).findings) == 1  # any other failed call is a finding

@@ -20,7 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-_INVALID_CONTEXT = 201  # CUDA_ERROR_INVALID_CONTEXT: no context is current on this thread
+# No GPU work happened in this process: CUDA_ERROR_NOT_INITIALIZED (nothing called cuInit, what a
+# real driver answers after a NumPy call, as on the H100) or CUDA_ERROR_INVALID_CONTEXT (cuInit
+# ran, no context is current on this thread)
+_NO_CONTEXT = (3, 201)
 
 
 class _Driver:
@@ -31,7 +34,7 @@ class _Driver:
 
     def call(self, name: str) -> int:
         code = int(getattr(self.lib, name)())
-        if code not in (0, _INVALID_CONTEXT):
+        if code != 0 and code not in _NO_CONTEXT:
             raise RuntimeError(f"{name} failed: CUDA error {code}")
         return code
 
@@ -59,7 +62,7 @@ def main(argv: list[str]) -> int:
     except OSError as err:
         _say(f"cannot load libcuda.so.1: {err}")
         return 3
-    if driver.call("cuCtxSynchronize") == _INVALID_CONTEXT:
+    if driver.call("cuCtxSynchronize") in _NO_CONTEXT:
         _say("the call made no CUDA context current: it launched no GPU work")
         return 4
     driver.call("cuProfilerStart")

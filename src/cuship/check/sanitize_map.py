@@ -85,6 +85,7 @@ class Attribution:
     unattributed: tuple[Stray, ...]
     errors: int  # the sum of the ERROR SUMMARY totals of the sanitizer processes
     not_printed: int
+    probes: int = 0  # failed driver entry-point lookups (in ``errors``; no case's findings)
 
 
 def _where(segment: Segment, last_case: str | None) -> str:
@@ -113,13 +114,14 @@ def attribute(text: str, tokens: Sequence[str] = ()) -> Attribution:
     (each gets an entry, empty when clean)."""
     cases: dict[str, tuple[Finding, ...]] = {token: () for token in tokens}
     stray: list[Stray] = []
-    errors = not_printed = 0
+    errors = not_printed = probes = 0
     last_case: str | None = None
     every: list[Finding] = []
     for segment in segments(text):
         report: SanitizerReport = parse(segment.text)
         errors += report.errors or 0
         not_printed += report.not_printed
+        probes += report.probes
         every.extend(report.findings)
         if segment.event == "case":
             last_case = segment.label
@@ -130,7 +132,11 @@ def attribute(text: str, tokens: Sequence[str] = ()) -> Attribution:
             stray.append(Stray(where=_where(segment, last_case), findings=report.findings))
         if segment.event == "exit":
             last_case = None
-    stray.extend(_summary_check(every, errors, not_printed))
+    stray.extend(_summary_check(every, errors - probes, not_printed))
     return Attribution(
-        cases=cases, unattributed=tuple(stray), errors=errors, not_printed=not_printed
+        cases=cases,
+        unattributed=tuple(stray),
+        errors=errors,
+        not_printed=not_printed,
+        probes=probes,
     )

@@ -105,10 +105,14 @@ def cost_line(run: SanitizerRun) -> str:
         return f"sanitize {run.tool}: {run.note}"
     bad = len(run.bad_cases)
     slowdown = f" ({run.slowdown:.1f}x)" if run.slowdown is not None else ""
+    probes = ""
+    if run.probes:
+        lookups = _plural(run.probes, "failed driver entry-point lookup")
+        probes = f"; {lookups} (cuGetProcAddress) ignored"
     return (
         f"sanitize {run.tool}: {len(run.cases)} cases, {bad} bad, {len(run.unattributed)} "
         f"unattributed; {run.cases_s:.2f} s sanitized vs {run.plain_s:.2f} s plain{slowdown}, "
-        f"{run.wall_s:.1f} s in all with {_plural(run.workers, 'worker')}"
+        f"{run.wall_s:.1f} s in all with {_plural(run.workers, 'worker')}{probes}"
     )
 
 

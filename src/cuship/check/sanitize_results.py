@@ -147,6 +147,7 @@ class SanitizerRun:
     workers: int = 0  # sanitized workers started: one, plus one after each case with findings
     errors: int = 0  # the tool's own ERROR SUMMARY totals
     not_printed: int = 0
+    probes: int = 0  # failed driver entry-point lookups the tool reported, ignored
     note: str | None = None  # e.g. why nothing was run
 
     @property
@@ -193,6 +194,7 @@ class SanitizerRun:
             "workers": self.workers,
             "errors": self.errors,
             "not_printed": self.not_printed,
+            "probes": self.probes,
             "note": self.note,
             "cases": [c.to_json() for c in self.cases],
             "unattributed": [u.to_json() for u in self.unattributed],
@@ -209,5 +211,6 @@ class SanitizerRun:
             workers=int(raw.get("workers", 0)),
             errors=int(raw.get("errors", 0)),
             not_printed=int(raw.get("not_printed", 0)),
+            probes=int(raw.get("probes", 0)),
             note=raw.get("note"),
         )

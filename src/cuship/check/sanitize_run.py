@@ -277,6 +277,7 @@ def _one_tool(
         workers=workers,
         errors=attribution.errors,
         not_printed=attribution.not_printed,
+        probes=attribution.probes,
     )
 
 
