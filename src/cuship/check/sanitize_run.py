@@ -5,7 +5,7 @@ After the plain run, for each tool, the runnable groups of the ``cuda``, ``trito
 engines run in one worker started as ``compute-sanitizer --tool T ... python -m
 cuship.check._worker``, one case per request. The tool's report goes to a FIFO that the worker
 also writes a marker into after each case (:mod:`cuship.check.sanitize_map` says how the stream
-is cut, and what is unverified without a GPU). A worker whose case had findings, or raised, is
+is cut, and how that held on an H100). A worker whose case had findings, or raised, is
 replaced before the next case: after a memcheck error the CUDA context is broken and every later
 call fails (error 719). The float64 references are NumPy on the host, in the same worker: the
 tool instruments device code only, so there is nothing of theirs to report.
