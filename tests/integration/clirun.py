@@ -37,6 +37,10 @@ def cuship(
     child["PYTHONPATH"] = str(SRC)
     if columns is not None:
         child["COLUMNS"] = str(columns)
+    if "CUSHIP_GPUS" in (env or {}) and "CUDA_VISIBLE_DEVICES" not in (env or {}):
+        # A faked machine has none of this one's device UUIDs: on a GPU box, the share cuship's
+        # pytest plugin gave this xdist worker (CUDA_VISIBLE_DEVICES=GPU-...) would hide the fake.
+        child.pop("CUDA_VISIBLE_DEVICES", None)
     child.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "cuship", *(os.fspath(arg) for arg in args)],

@@ -320,6 +320,26 @@ def test_hidden_gpus_are_named_in_the_reason() -> None:
     assert reason == "needs a GPU; found no GPU (CUDA_VISIBLE_DEVICES='' hides them)"
 
 
+def test_a_faked_gpu_hidden_by_a_real_uuid_is_named_as_hidden_not_as_none() -> None:
+    """On a GPU box, cuship's own xdist share sets CUDA_VISIBLE_DEVICES=GPU-<uuid>; a child
+    that fakes a GPU (no UUID) sees none, and says why (seen on the H100)."""
+
+    def faked(visible: str | None) -> GpuMachine:
+        env = {"CUSHIP_GPUS": "H100:9.0:80GiB", "CUSHIP_TORCH": "none", "PATH": ""}
+        env |= {} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}
+        return GpuMachine.from_fingerprint(fingerprint(env, toolkit=False), env)
+
+    uuid = "GPU-5e6f7a8b-0000-1111-2222-333344445555"
+    assert [g.name for g in faked(None).gpus] == ["H100"] and faked("0").hidden == 0
+    hidden = GpuMachine.from_json(json.loads(json.dumps(faked(uuid).to_json())))
+    assert (hidden.gpus, hidden.hidden) == ((), 1)
+    assert hidden.absence() == f"CUDA_VISIBLE_DEVICES={uuid!r} hides them, those CUSHIP_GPUS fakes"
+    env = {"CUSHIP_GPUS": "none", "CUDA_VISIBLE_DEVICES": uuid, "PATH": ""}
+    assert GpuMachine.from_fingerprint(fingerprint(env, toolkit=False), env).absence() == (
+        "CUSHIP_GPUS says none"
+    )
+
+
 def test_machine_travels_as_json() -> None:
     machine = four_h100("3,1")
     doc = json.loads(json.dumps(machine.to_json()))

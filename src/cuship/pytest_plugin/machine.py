@@ -52,6 +52,7 @@ class GpuMachine:
     toolkit: str | None = None
     torch: str | None = None
     visible_env: str | None = None
+    hidden: int = 0  # GPUs of the machine that CUDA_VISIBLE_DEVICES left out
 
     @classmethod
     def from_fingerprint(cls, fp: Fingerprint, environ: Mapping[str, str]) -> GpuMachine:
@@ -70,6 +71,7 @@ class GpuMachine:
             toolkit=fp.toolkit.version if fp.toolkit else None,
             torch=fp.torch.version if fp.torch else None,
             visible_env=visible,
+            hidden=len(fp.gpus) - len(gpus),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -86,6 +88,7 @@ class GpuMachine:
             "toolkit": self.toolkit,
             "torch": self.torch,
             "visible_env": self.visible_env,
+            "hidden": self.hidden,
         }
 
     @classmethod
@@ -100,6 +103,7 @@ class GpuMachine:
             toolkit=doc.get("toolkit"),
             torch=doc.get("torch"),
             visible_env=doc.get("visible_env"),
+            hidden=int(doc.get("hidden", 0)),
         )
 
     def share(self, worker: int, workers: int) -> GpuMachine:
@@ -121,8 +125,12 @@ class GpuMachine:
 
     def absence(self) -> str:
         """Why no GPU is visible, for messages."""
-        if self.visible_env is not None and self.source not in ("none", "override"):
-            return f"CUDA_VISIBLE_DEVICES={self.visible_env!r} hides them"
+        if self.visible_env is not None and (
+            self.hidden or self.source not in ("none", "override")
+        ):
+            # a faked GPU has no UUID: an xdist share of a real one (GPU-...) hides it
+            faked = ", those CUSHIP_GPUS fakes" if self.source == "override" else ""
+            return f"CUDA_VISIBLE_DEVICES={self.visible_env!r} hides them{faked}"
         if self.source == "override":
             return "CUSHIP_GPUS says none"
         return "NVML, nvidia-smi and /proc/driver/nvidia report none"
