@@ -194,3 +194,26 @@ def test_burn_in_pure_parts() -> None:
     growing = trend("rss", times, [1e8 + 2**20 * t for t in times], tolerance=2**20)
     flat = trend("rss", times, [1e8 + (t % 2) * 4096 for t in times], tolerance=2**20)
     assert growing.leaking and not flat.leaking and "GROWING" in growing.describe()
+
+
+def test_csv_carries_a_profiled_points_ncu_figures_on_each_sample_row() -> None:
+    """The call profiled on the H100 (tests/fixtures/h100/ncu-basic-add-sum.csv) on each row of
+    its point; empty cells for a point never profiled."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from cuship.bench.ncu import parse_ncu_metrics
+    from cuship.bench.profile import METRICS, aggregate
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "h100" / "ncu-basic-add-sum.csv"
+    profile = aggregate(parse_ncu_metrics(fixture.read_text(), METRICS))
+    report = _report((1.0, 2.0))
+    profiled = replace(report, results=(replace(report.results[0], profile=profile),))
+    rows = list(csv.DictReader(io.StringIO(to_csv(profiled))))
+    assert len(rows) == 2 and tuple(rows[0]) == CSV_COLUMNS
+    for row in rows:
+        assert row["ncu_kernels"] == "2" and row["ncu_error"] == ""
+        assert float(row["ncu_kernel_time"]) == pytest.approx((62_976 + 30_080) * 1e-9)
+        assert 0.69 < float(row["ncu_dram_peak_fraction"]) < 0.87
+    plain = list(csv.DictReader(io.StringIO(to_csv(report))))
+    assert {plain[0][c] for c in CSV_COLUMNS if c.startswith("ncu_")} == {""}

@@ -17,17 +17,29 @@ from cuship.bench.ncu import DURATION, NcuRow
 
 __all__ = [
     "AGREEMENT",
+    "CSV_COLUMNS",
     "METRICS",
     "NcuProfile",
     "NcuSession",
     "NcuSet",
     "aggregate",
+    "csv_fields",
     "profile_notes",
     "profile_numbers",
     "short_name",
 ]
 
 NcuSet = Literal["basic", "full"]
+# --export csv: a profiled point's ncu figures on each of its sample rows (empty: not profiled)
+CSV_COLUMNS = (
+    "ncu_kernels",
+    "ncu_kernel_time",
+    "ncu_dram_bytes_per_s",
+    "ncu_dram_peak_fraction",
+    "ncu_occupancy_fraction",
+    "ncu_sm_fraction",
+    "ncu_error",
+)
 
 # ncu metric -> (field, the base unit its value must have, scale to cuship's convention)
 METRICS: Mapping[str, tuple[str, str, float]] = {
@@ -246,3 +258,19 @@ def profile_notes(profile: NcuProfile | None, numbers: Mapping[str, float]) -> l
         f"{ratio:.2f}x ncu's DRAM {numbers['ncu_dram_gbps']:.4g} GB/s: launch overhead in the "
         "timed call, cache hits or a work model that counts other bytes"
     ]
+
+
+def csv_fields(profile: NcuProfile | None) -> tuple[object, ...]:
+    """The values of :data:`CSV_COLUMNS` for a point (empty strings where unknown)."""
+    if profile is None:
+        return ("",) * len(CSV_COLUMNS)
+    values: tuple[object, ...] = (
+        profile.kernels if profile.ok else None,
+        profile.kernel_time,
+        profile.dram_bytes_per_s,
+        profile.dram_peak_fraction,
+        profile.occupancy_fraction,
+        profile.sm_fraction,
+        profile.error,
+    )
+    return tuple("" if v is None else repr(v) if isinstance(v, float) else v for v in values)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cuship.bench import _facts
+from cuship.bench import profile as _profile
 from cuship.bench.peak import PeakShare
 from cuship.bench.profile import NcuProfile, NcuSession, profile_notes, profile_numbers
 from cuship.bench.stats import Comparison, summarize
@@ -49,6 +50,7 @@ CSV_COLUMNS = (
     "sm_clock_mhz",
     "used",
     *_facts.CSV_POINT_COLUMNS,
+    *_profile.CSV_COLUMNS,
 )
 Status = Literal["ok", "errored", "unsure"]
 
@@ -338,7 +340,7 @@ def to_csv(report: BenchReport) -> str:
         throttled = set(m.throttled) if m else set()
         dropped = throttled if m and m.drop_throttled and m.dropped else set()
         clocks = m.clocks if m else ()
-        point = _facts.csv_point_fields(m, r.cold, r.peak)
+        point = (*_facts.csv_point_fields(m, r.cold, r.peak), *_profile.csv_fields(r.profile))
         for i, value in enumerate(r.samples):
             seed = sample_seed(i, report.seeds, report.repeats)
             unit = m.unit if m else "s"
