@@ -325,6 +325,7 @@ ROWS: list[Row] = [
     ("filesystem floor, cold", "cold.floor", "s", ""),
     ("cuship index, cold", "cold.cuship", "s", ""),
     ("  cuship cold / floor", "cold.cuship/cold.floor", "x", "<= 1.5x"),
+    ("  cuship / floor, same repeat (median)", "cold.pair", "x", "<= 1.5x"),
     ("hash list + dumb-pypi, cold", "cold.dumb", "s", ""),
     ("  dumb-pypi / cuship cold", "cold.dumb/cold.cuship", "x", "> 1x"),
     ("peak RSS, cuship index cold", "rss.cold", "MB", "< 300 MB"),

@@ -12,7 +12,10 @@ work directory, which must be a disk: tmpfs is refused (it hides the metadata co
 100,000 small files has on the disks people index on) unless --allow-tmpfs.
 
 Cold (each run on a fresh directory; cuship's scan cache, ``.SITE.cuship-cache.sqlite`` beside
-SITE, is deleted first; the page cache is warm and dirty pages are synced before each run):
+SITE, is deleted first; the page cache is warm; before each step dirty pages are synced and the
+disk is left idle for 3 s, since on a virtual disk one step's writeback slows the next; floor
+and cuship swap which goes first every repeat, and each repeat's cuship/floor is reported too,
+a pair taken in the same state of the disk):
 
 * filesystem floor: the tree of a cuship-written site (learned once by walking one) written
   again with plain os calls: the same directories, the same files with the same bytes, and the
@@ -204,19 +207,49 @@ def dumb_cold(size: Size, folder: Path) -> None:
     dumb_pypi(size.dumb_pypi, folder / "packages.json", folder / "site")
 
 
+SETTLE_S = 3.0  # idle after a sync before each cold step: the disk's backlog drains first
+
+
+def settle() -> None:
+    """Sync, wait, sync: the step that follows does not pay for the last one's writeback. On
+    this machine's virtual disk the same floor took 0.27 s to 3.5 s by what ran before it."""
+    os.sync()
+    time.sleep(SETTLE_S)
+    os.sync()
+
+
 def measure_cold(size: Size, results: Results) -> None:
+    """Floor, cuship and dumb-pypi, each after ``settle``; floor and cuship swap places every
+    repeat, and each repeat's cuship/floor is kept: a pair taken in the same state of the disk."""
     n = size.count
     floor, dumb = size.run / "floor", size.run / "dumb"
-    for _ in range(size.repeat):
+
+    def run_floor() -> float:
         fresh(floor)
-        results.add("cold.floor", n, timed(lambda: write_floor(size.tree, floor)))
+        settle()
+        seconds = timed(lambda: write_floor(size.tree, floor))
+        results.add("cold.floor", n, seconds)
+        return seconds
+
+    def run_cuship() -> float:
         site = fresh(size.run / "cold" / "site")
+        settle()
         outcome = cuship_index([str(size.wheel_dir)], site)
         if outcome.returncode != 0:
             raise SystemExit(f"cuship index failed: {gist(outcome.stderr)}")
         results.add("cold.cuship", n, outcome.seconds)
         results.add("rss.cold", n, outcome.peak_mb)
+        return outcome.seconds
+
+    for i in range(size.repeat):
+        if i % 2 == 0:
+            below, above = run_floor(), run_cuship()
+        else:
+            above, below = run_cuship(), run_floor()
+        results.add("cold.pair", n, above / below)
         if size.dumb_pypi:
+            fresh(dumb)
+            settle()
             results.add("cold.dumb", n, timed(lambda: dumb_cold(size, dumb)))
     for name in ("floor", "cold", "dumb"):
         shutil.rmtree(size.run / name, ignore_errors=True)

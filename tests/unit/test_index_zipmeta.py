@@ -74,3 +74,35 @@ def test_describing_a_pure_python_wheel_without_zipfile_says_what_zipfile_says(
     with pytest.raises(InputError) as slow_error:
         describe_wheel(bad)
     assert str(slow_error.value) == str(fast_error.value)
+
+
+def test_the_scan_describes_a_pure_wheel_as_describe_wheel_does(tmp_path: Path) -> None:
+    """One read per wheel: the record the scan makes from what it parsed equals
+    describe_wheel's; a wheel with a shared object, or a requirement describe_wheel refuses, is
+    left to describe_wheel (which reads it again, and words the error)."""
+    from cuship.index.scan import scan_report
+
+    pinned = make_wheel(
+        tmp_path,
+        "pinned",
+        "1.0+cu130torch2.9",
+        extra_metadata="Requires-Dist: torch==2.9.*\n",
+    )
+    plain = make_wheel(tmp_path, "Plain.Name", "1.0+cu128")
+    shared = make_wheel(tmp_path, "shared", "1.0", files={"shared/lib/libx.so.1": b"\0" * 64})
+    bad = make_wheel(tmp_path, "bad", "1.0", extra_metadata="Requires-Dist: torch>>>2\n")
+    found, _ = scan_report([pinned, plain, shared, bad], describe=True)
+    described = {w.filename: w.described for w in found}
+    assert described[pinned.name] == describe_wheel(pinned)
+    assert (described[pinned.name] or {}).get("torch_requirement") == "torch==2.9.*"
+    assert described[plain.name] == describe_wheel(plain)
+    assert described[shared.name] is None and described[bad.name] is None
+    assert all(w.described is None for w in scan_report([pinned, plain])[0])
+
+
+def test_the_shared_object_check_reads_every_member_name(tmp_path: Path) -> None:
+    for member, shared in (("x/_ext.so", True), ("x/libz.so.1", True), ("x/so.py", False)):
+        wheel = make_wheel(tmp_path / member.replace("/", "_"), "x", "1.0", files={member: b"0"})
+        seen: list[bool] = []
+        assert metadata_fast(wheel.read_bytes(), seen) is not None
+        assert bool(seen) is shared, member

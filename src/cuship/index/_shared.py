@@ -129,7 +129,9 @@ def scan_given(
     these); an empty result is :class:`NothingToDo` unless kept wheels may carry the run."""
     ready = [item for item in given if isinstance(item, IndexedWheel)]
     paths = [item for item in given if not isinstance(item, IndexedWheel)]
-    scanned, skipped = scan_report(paths, cache=cache, emit=emit)
+    scanned, skipped = scan_report(
+        paths, cache=cache, emit=emit, describe=_reads_bytes(options.describe)
+    )
     if cache.preloaded:
         cache.retain({str(w.path.absolute()) for w in scanned})
     wheels = ready + list(scanned)
@@ -139,6 +141,16 @@ def scan_given(
             hint="pass .whl files or directories holding them (see the warnings above)",
         )
     return wheels, scanned, skipped
+
+
+def _reads_bytes(describe: Describe | None) -> bool:
+    """Whether the scan may describe each wheel from the bytes it read: only for cuship's own
+    describer, whose record :func:`~cuship.index.describe.describe_read` makes the same."""
+    if describe is None:
+        return False
+    from cuship.index.describe import describe_wheel
+
+    return describe is describe_wheel
 
 
 def describe_all(
@@ -162,6 +174,12 @@ def describe_all(
             missing.append(wheel)
         else:
             found[wheel.filename] = doc
+    if _reads_bytes(describe):  # the scan described these from the bytes it read
+        for wheel in [w for w in missing if w.described is not None]:
+            doc = dict(wheel.described or {})
+            cache.remember(who + wheel.sha256, doc)
+            found[wheel.filename] = doc
+        missing = [w for w in missing if w.described is None]
     spread = map_spread(_describe_spread, [(describe, w.path) for w in missing])
     for wheel, spread_doc in zip(missing, spread, strict=True):
         # A wheel the worker could not describe is described here, to raise its own error.

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cuship.errors import CushipError
 
-__all__ = ["describe_wheel"]
+__all__ = ["describe_pure", "describe_wheel"]
+
+if TYPE_CHECKING:
+    from packaging.version import Version
+
+    from cuship.wheel._zipmeta import Member
+    from cuship.wheel.audit import WheelReport
 
 
 def describe_wheel(path: Path) -> Mapping[str, object]:
@@ -15,10 +22,25 @@ def describe_wheel(path: Path) -> Mapping[str, object]:
     torch ABI its binaries need (with the torch it was built against, when known)."""
     # Imported here: an update whose wheels are all described in the cache never needs the
     # ELF and fatbin readers, and importing them is a third of `cuship index`'s start-up.
-    from cuship.wheel.audit import inspect_wheel, sm_key
+    from cuship.wheel.audit import inspect_wheel
+
+    return _describe(inspect_wheel(path))
+
+
+def describe_pure(
+    path: Path, name: str, version: Version, tags: tuple[str, ...], size: int, metadata: Member
+) -> Mapping[str, object]:
+    """:func:`describe_wheel` of a wheel the scan has read and found to hold no shared object
+    (most of a community index), from what the scan parsed: no second read of the file."""
+    from cuship.wheel.audit import inspect_pure
+
+    return _describe(inspect_pure(path, name, version, tags, size, metadata))
+
+
+def _describe(report: WheelReport) -> Mapping[str, object]:
+    from cuship.wheel.audit import sm_key
     from cuship.wheel.names import parse_label
 
-    report = inspect_wheel(path)
     doc: dict[str, object] = {"label": report.local}
     if report.local:
         try:

@@ -14,8 +14,8 @@ import io
 import os
 import zipfile
 import zlib
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.utils import (
@@ -37,6 +37,9 @@ __all__ = ["IndexedWheel", "Skipped", "expand_paths", "scan", "scan_report"]
 
 # Wheels up to this size are read once into memory (hash and zip from the same bytes).
 _READ_WHOLE = 64 * 1024 * 1024
+# Pure wheels up to this size are described by the scan (describe_wheel reads larger ones whole
+# through zipfile: the same record, the same bound as its own fast path)
+_DESCRIBE_PURE = 16 * 1024 * 1024
 _ATTACHED = ".whl.intoto.jsonl"
 
 
@@ -55,6 +58,9 @@ class IndexedWheel:
     metadata: bytes
     metadata_sha256: str
     path: Path
+    # describe_wheel's record, made from the bytes the scan read (scan_report(describe=True)):
+    # saves reading the wheel again to describe it; None when not made
+    described: Mapping[str, object] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,18 +119,26 @@ def scan(
 
 
 def scan_report(
-    paths: Iterable[Path], *, cache: ScanCache | None = None, emit: Emit = discard
+    paths: Iterable[Path],
+    *,
+    cache: ScanCache | None = None,
+    emit: Emit = discard,
+    describe: bool = False,
 ) -> tuple[tuple[IndexedWheel, ...], tuple[Skipped, ...]]:
     """Like :func:`scan`, also returning the files skipped and why.
 
     Each file is read once; a run with many files to read spreads them over the cores in
     forked processes (:mod:`cuship.index._pool`; a thread pool was measured slower here: the
-    work is Python holding the GIL).
+    work is Python holding the GIL). ``describe``: each wheel read is also described from its
+    bytes where :func:`cuship.index.describe.describe_read` can (``IndexedWheel.described``).
     """
     # A wheel's attestation beside it is published with the wheel, not skipped with a warning.
     files = [p for p in expand_paths(paths) if not p.name.endswith(_ATTACHED)]
-    jobs = [_plan(path, cache) for path in files]
+    jobs = [_plan(path, cache, describe) for path in files]
     todo = [job for job in jobs if isinstance(job, _Fresh)]
+    if describe and todo:
+        import cuship.index.describe
+        import cuship.wheel.audit  # noqa: F401
     fresh = dict(zip((job.key for job in todo), map_spread(_read_fresh, todo), strict=True))
     wheels: dict[str, IndexedWheel] = {}
     skipped: list[Skipped] = []
@@ -184,9 +198,10 @@ class _Fresh:
     path: Path
     key: str
     stamp: FileStamp
+    describe: bool = False
 
 
-def _plan(path: Path, cache: ScanCache | None) -> _Job | _Fresh | _Skip:
+def _plan(path: Path, cache: ScanCache | None, describe: bool = False) -> _Job | _Fresh | _Skip:
     """What is known about ``path`` before reading it: the cached entry, if still valid."""
     if not path.name.endswith(".whl"):
         return _Skip(path, "not a wheel (name does not end in .whl)")
@@ -197,7 +212,7 @@ def _plan(path: Path, cache: ScanCache | None) -> _Job | _Fresh | _Skip:
         return _Skip(path, f"cannot read it: {err.strerror or err}")
     entry = cache.get(key, stamp) if cache is not None else None
     if entry is None:
-        return _Fresh(path=path, key=key, stamp=stamp)
+        return _Fresh(path=path, key=key, stamp=stamp, describe=describe)
     try:
         name, version, tags = _parse_name(path)
     except _Skip as why:
@@ -218,11 +233,29 @@ def _read_fresh(job: _Fresh) -> IndexedWheel | str:
     process for a large run (:func:`cuship.index._pool.map_spread`), so it raises nothing."""
     try:
         name, version, tags = _parse_name(job.path)
-        entry, member = _read(job.path, job.stamp.size)
+        entry, member, pure = _read(job.path, job.stamp.size)
         _check_dist_info(job.path, member, name)
-        return _wheel(job.path, name, version, tags, job.stamp.size, entry)
+        wheel = _wheel(job.path, name, version, tags, job.stamp.size, entry)
     except _Skip as why:
         return str(why)
+    if job.describe and pure:
+        metadata = Member(member, entry.metadata)
+        described = _describe_pure(job.path, name, version, tags, job.stamp.size, metadata)
+        return replace(wheel, described=described)
+    return wheel
+
+
+def _describe_pure(
+    path: Path, name: str, version: Version, tags: tuple[str, ...], size: int, metadata: Member
+) -> Mapping[str, object] | None:
+    """The wheel described from what was read, or None (then it is described as before,
+    reading it again, where a failure is worded)."""
+    from cuship.index.describe import describe_pure
+
+    try:
+        return describe_pure(path, name, version, tags, size, metadata)
+    except Exception:
+        return None
 
 
 def _fresh_wheel(job: _Fresh, read: IndexedWheel | str, cache: ScanCache | None) -> IndexedWheel:
@@ -261,8 +294,10 @@ def _wheel(
     )
 
 
-def _read(path: Path, size: int) -> tuple[CacheEntry, str]:
-    """Hash the file and pull its METADATA (and that member's name), reading small files once."""
+def _read(path: Path, size: int) -> tuple[CacheEntry, str, bool]:
+    """Hash the file and pull its METADATA (and that member's name), reading small files once;
+    and whether it is known to hold no shared object (a small wheel whose member names were
+    all read on the way to its METADATA, none like ``*.so``)."""
     try:
         return _read_unchecked(path, size)
     except _Unreadable as why:
@@ -271,16 +306,20 @@ def _read(path: Path, size: int) -> tuple[CacheEntry, str]:
         raise _Skip(path, f"cannot read it: {err.strerror or err}") from err
 
 
-def _read_unchecked(path: Path, size: int) -> tuple[CacheEntry, str]:
+def _read_unchecked(path: Path, size: int) -> tuple[CacheEntry, str, bool]:
+    pure = False
     if size <= _READ_WHOLE:
         data = path.read_bytes()
         digest = hashlib.sha256(data).hexdigest()
-        member = metadata_fast(data) or _metadata_from(io.BytesIO(data))
+        shared: list[bool] = []
+        fast = metadata_fast(data, shared)
+        pure = fast is not None and not shared and size <= _DESCRIBE_PURE
+        member = fast or _metadata_from(io.BytesIO(data))
     else:
         digest = sha256_file(path)
         with path.open("rb") as handle:
             member = _metadata_from(handle)
-    return CacheEntry(sha256=digest, metadata=member.data), member.name
+    return CacheEntry(sha256=digest, metadata=member.data), member.name, pure
 
 
 _LIMIT_TEXT = f"{METADATA_LIMIT // (1024 * 1024)} MiB"

@@ -18,7 +18,7 @@ import struct
 import zlib
 from typing import NamedTuple
 
-__all__ = ["METADATA_LIMIT", "Member", "member_names", "metadata_fast"]
+__all__ = ["METADATA_LIMIT", "Member", "looks_shared", "member_names", "metadata_fast"]
 
 METADATA_LIMIT = 8 * 1024 * 1024
 """The largest METADATA the index accepts (PyPI's largest are a few hundred kB)."""
@@ -57,8 +57,20 @@ def _central_directory(data: bytes) -> tuple[int, int] | None:
     return offset, count
 
 
-def _find(data: bytes, offset: int, count: int) -> _Entry | None:
-    """The central directory entry of the single METADATA."""
+def looks_shared(name: str) -> bool:
+    """A member that is a shared object (``x.so``, ``libfoo.so.1``): its ELF must be read."""
+    base = name.rsplit("/", 1)[-1]
+    return base.endswith(".so") or ".so." in base
+
+
+def _looks_shared(name: bytes) -> bool:
+    base = name.rsplit(b"/", 1)[-1]
+    return base.endswith(b".so") or b".so." in base
+
+
+def _find(data: bytes, offset: int, count: int, seen: list[bool] | None = None) -> _Entry | None:
+    """The central directory entry of the single METADATA; ``seen`` gets True when a member
+    looks like a shared object."""
     found = None
     for _ in range(count):
         if data[offset : offset + 4] != b"PK\x01\x02" or offset + _CENTRAL.size > len(data):
@@ -66,6 +78,8 @@ def _find(data: bytes, offset: int, count: int) -> _Entry | None:
         fields = _CENTRAL.unpack_from(data, offset)
         name_len, extra_len, comment_len = fields[10], fields[11], fields[12]
         name = data[offset + 46 : offset + 46 + name_len]
+        if seen is not None and not seen and _looks_shared(name):
+            seen.append(True)
         if name.endswith(_SUFFIX) and name.count(b"/") == 1:
             if found is not None:
                 return None
@@ -114,12 +128,14 @@ def _inflate(raw: bytes, method: int) -> bytes | None:
     return content
 
 
-def metadata_fast(data: bytes) -> Member | None:
-    """The METADATA member, or None when the slow path must decide."""
+def metadata_fast(data: bytes, shared: list[bool] | None = None) -> Member | None:
+    """The METADATA member, or None when the slow path must decide. ``shared``: an empty list
+    that gets True when a member looks like a shared object (only when a member is returned
+    does it cover every member)."""
     directory = _central_directory(data)
     if directory is None:
         return None
-    entry = _find(data, *directory)
+    entry = _find(data, *directory, shared)
     if entry is None or entry.size > METADATA_LIMIT:
         return None
     local = entry.local

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import Version
 
 from cuship.errors import CushipError, InputError
-from cuship.wheel._zipmeta import member_names, metadata_fast
+from cuship.wheel._zipmeta import Member, looks_shared, member_names, metadata_fast
 from cuship.wheel.cudalibs import is_cuda_lib
 from cuship.wheel.elf import ElfFacts, VersionNeed, is_elf, quick_facts
 from cuship.wheel.fatbin import FATBIN_SECTIONS, Buffer, FatbinEntry, parse_sections
@@ -249,6 +250,30 @@ def inspect_wheel(path: Path) -> WheelReport:
     )
 
 
+def inspect_pure(
+    path: Path, name: str, version: Version, tags: tuple[str, ...], size: int, metadata: Member
+) -> WheelReport:
+    """:func:`inspect_wheel` of a wheel already known to hold no shared object (``cuship
+    index`` read its member names and METADATA as it hashed it): ``name``, ``version`` and
+    ``tags`` (sorted) as parsed from its file name, ``metadata`` its ``*.dist-info/METADATA``.
+    Raises as it does."""
+    text = metadata.data.decode("utf-8", "replace")
+    requirements = torch_requirements(text, source=f"{path.name}:{metadata.name}")
+    return WheelReport(
+        path=str(path),
+        filename=path.name,
+        name=name,
+        version=str(version),
+        local=version.local,
+        tags=tags,
+        size=size,
+        extensions=(),
+        bundled_libs=(),
+        bundled_cuda_libs=(),
+        torch_requirement=torch_pin(requirements),
+    )
+
+
 def _scan_zip(
     path: Path,
 ) -> tuple[tuple[ObjectReport, ...], tuple[str, ...], tuple[str, ...]]:
@@ -280,19 +305,19 @@ def _scan_small(path: Path) -> tuple[str, ...] | None:
         data = path.read_bytes()
     except OSError:
         return None  # the zipfile path words the error
+    return _small_requirements(data, path.name)
+
+
+def _small_requirements(data: bytes, filename: str) -> tuple[str, ...] | None:
+    """:func:`_scan_small` of bytes already read."""
     names = member_names(data)
-    if names is None or any(_looks_shared(name) for name in names):
+    if names is None or any(looks_shared(name) for name in names):
         return None
     member = metadata_fast(data)
     if member is None:
         return None
     text = member.data.decode("utf-8", "replace")
-    return torch_requirements(text, source=f"{path.name}:{member.name}")
-
-
-def _looks_shared(member: str) -> bool:
-    base = member.rsplit("/", 1)[-1]
-    return base.endswith(".so") or ".so." in base
+    return torch_requirements(text, source=f"{filename}:{member.name}")
 
 
 def _torch_requirements(archive: zipfile.ZipFile, path: Path) -> tuple[str, ...]:
@@ -311,7 +336,7 @@ def _shared_objects(
     archive: zipfile.ZipFile, path: Path
 ) -> Iterator[tuple[str, ObjectReport | None]]:
     for info in archive.infolist():
-        if info.is_dir() or not _looks_shared(info.filename):
+        if info.is_dir() or not looks_shared(info.filename):
             continue
         with archive.open(info) as member:
             head = member.read(4)
