@@ -144,8 +144,8 @@ def scan_given(
 
 
 def _reads_bytes(describe: Describe | None) -> bool:
-    """Whether the scan may describe each wheel from the bytes it read: only for cuship's own
-    describer, whose record :func:`~cuship.index.describe.describe_read` makes the same."""
+    """Whether the scan may describe each pure wheel from what it read: only for cuship's own
+    describer, whose record :func:`~cuship.index.describe.describe_pure` makes the same."""
     if describe is None:
         return False
     from cuship.index.describe import describe_wheel
@@ -174,7 +174,7 @@ def describe_all(
             missing.append(wheel)
         else:
             found[wheel.filename] = doc
-    if _reads_bytes(describe):  # the scan described these from the bytes it read
+    if _reads_bytes(describe):  # the scan described these from what it read
         for wheel in [w for w in missing if w.described is not None]:
             doc = dict(wheel.described or {})
             cache.remember(who + wheel.sha256, doc)

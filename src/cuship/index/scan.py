@@ -58,7 +58,7 @@ class IndexedWheel:
     metadata: bytes
     metadata_sha256: str
     path: Path
-    # describe_wheel's record, made from the bytes the scan read (scan_report(describe=True)):
+    # describe_wheel's record, made from what the scan read (scan_report(describe=True)):
     # saves reading the wheel again to describe it; None when not made
     described: Mapping[str, object] | None = field(default=None, compare=False, repr=False)
 
@@ -129,8 +129,9 @@ def scan_report(
 
     Each file is read once; a run with many files to read spreads them over the cores in
     forked processes (:mod:`cuship.index._pool`; a thread pool was measured slower here: the
-    work is Python holding the GIL). ``describe``: each wheel read is also described from its
-    bytes where :func:`cuship.index.describe.describe_read` can (``IndexedWheel.described``).
+    work is Python holding the GIL). ``describe``: each small wheel read that holds no shared
+    object is also described from what was read (:func:`cuship.index.describe.describe_pure`,
+    ``IndexedWheel.described``), so describing it needs no second read.
     """
     # A wheel's attestation beside it is published with the wheel, not skipped with a warning.
     files = [p for p in expand_paths(paths) if not p.name.endswith(_ATTACHED)]

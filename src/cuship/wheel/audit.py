@@ -235,19 +235,9 @@ def inspect_wheel(path: Path) -> WheelReport:
             hint="wheel names look like name-1.0-cp311-cp311-linux_x86_64.whl",
         ) from err
     extensions, libs, requirements = _scan_zip(path)
-    return WheelReport(
-        path=str(path),
-        filename=path.name,
-        name=str(name),
-        version=str(version),
-        local=version.local,
-        tags=tuple(sorted(str(tag) for tag in tags)),
-        size=path.stat().st_size,
-        extensions=extensions,
-        bundled_libs=libs,
-        bundled_cuda_libs=tuple(lib for lib in libs if is_cuda_lib(lib)),
-        torch_requirement=torch_pin(requirements),
-    )
+    canonical_tags = tuple(sorted(str(tag) for tag in tags))
+    size = path.stat().st_size
+    return _report(path, str(name), version, canonical_tags, size, extensions, libs, requirements)
 
 
 def inspect_pure(
@@ -259,6 +249,19 @@ def inspect_pure(
     Raises as it does."""
     text = metadata.data.decode("utf-8", "replace")
     requirements = torch_requirements(text, source=f"{path.name}:{metadata.name}")
+    return _report(path, name, version, tags, size, (), (), requirements)
+
+
+def _report(
+    path: Path,
+    name: str,
+    version: Version,
+    tags: tuple[str, ...],
+    size: int,
+    extensions: tuple[ObjectReport, ...],
+    libs: tuple[str, ...],
+    requirements: tuple[str, ...],
+) -> WheelReport:
     return WheelReport(
         path=str(path),
         filename=path.name,
@@ -267,9 +270,9 @@ def inspect_pure(
         local=version.local,
         tags=tags,
         size=size,
-        extensions=(),
-        bundled_libs=(),
-        bundled_cuda_libs=(),
+        extensions=extensions,
+        bundled_libs=libs,
+        bundled_cuda_libs=tuple(lib for lib in libs if is_cuda_lib(lib)),
         torch_requirement=torch_pin(requirements),
     )
 
