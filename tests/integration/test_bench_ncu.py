@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from cuship.bench.ncu_run import NcuOptions, plan_profile, profile_run
-from cuship.bench.registry import discover, points
+from cuship.bench.registry import Point, discover, points
 from cuship.bench.results import PointResult
 from cuship.bench.timer import Measurement
 from tests.integration.clirun import cuship
@@ -136,6 +136,13 @@ def _timed(key: str) -> PointResult:
                        work=work)  # fmt: skip
 
 
+def _points(root: Path) -> list[Point]:
+    """The points of CASES, written as ``root/bench_total.py``."""
+    module = root / "bench_total.py"
+    module.write_text(textwrap.dedent(CASES))
+    return list(points(discover((str(module),), root)))
+
+
 def _log(env: dict[str, str]) -> list[dict[str, Any]]:
     lines = Path(env["FAKE_NCU_LOG"]).read_text().splitlines()
     return [json.loads(line) for line in lines]
@@ -145,9 +152,7 @@ def test_the_worker_runs_the_point_once_warm_then_asks_the_driver(
     tmp_path: Path, fake_ncu: tuple[Path, dict[str, str]]
 ) -> None:
     ncu, env = fake_ncu
-    module = tmp_path / "bench_total.py"
-    module.write_text(textwrap.dedent(CASES))
-    selected = points(discover((str(module),), tmp_path))
+    selected = _points(tmp_path)
     options = NcuOptions(ncu=str(ncu))
     results, session = profile_run(
         [_timed("total[n=1000]")], selected, options, root=tmp_path, pythonpath=(), environ=env
@@ -170,9 +175,7 @@ def test_full_set_keeps_the_report_and_reads_its_raw_page(
     tmp_path: Path, fake_ncu: tuple[Path, dict[str, str]]
 ) -> None:
     ncu, env = fake_ncu
-    module = tmp_path / "bench_total.py"
-    module.write_text(textwrap.dedent(CASES))
-    selected = points(discover((str(module),), tmp_path))
+    selected = _points(tmp_path)
     reports = tmp_path / "out" / "ncu"
     options = NcuOptions(ncu=str(ncu), metric_set="full", reports=reports)
     (result,), session = profile_run(
@@ -191,9 +194,7 @@ def test_an_unknown_point_is_an_error_profile_with_the_workers_words(
     tmp_path: Path, fake_ncu: tuple[Path, dict[str, str]]
 ) -> None:
     ncu, env = fake_ncu
-    module = tmp_path / "bench_total.py"
-    module.write_text(textwrap.dedent(CASES))
-    (point,) = points(discover((str(module),), tmp_path))
+    (point,) = _points(tmp_path)
     renamed = type(point)(case=point.case, params=point.params, key="total[n=5]")
     env["FAKE_NCU_CSV"] = str(tmp_path / "empty.csv")
     Path(env["FAKE_NCU_CSV"]).write_text("==WARNING== No kernels were profiled.\n")

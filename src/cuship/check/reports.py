@@ -12,7 +12,6 @@ Sanitized passes (``--sanitize``) add a suite per tool (:mod:`cuship.check.sanit
 from __future__ import annotations
 
 import json
-import shlex
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
@@ -35,14 +34,8 @@ __all__ = [
 
 def repro_command(report: CheckReport, group: GroupResult, case: CaseResult) -> str:
     """The exact command that runs this one case again."""
-    args = ["cuship", "check", report.target]
-    if report.quick:
-        args.append("--quick")
-    if report.force_ptx:
-        args.append("--force-ptx")
-    args += ["--device", report.device, "--op", group.op, "--engine", group.engine]
-    args += ["--dtype", group.dtype, "--seed", str(report.seed), "--case", str(case.case.index)]
-    return shlex.join(args)
+    flags = ("--force-ptx",) if report.force_ptx else ()
+    return report.case_command(group.op, group.engine, group.dtype, case.case.index, flags)
 
 
 def _figure(value: float | None) -> str:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -198,6 +199,18 @@ class CheckReport:
     sanitize: tuple[SanitizerRun, ...] = ()
     force_ptx: bool = False
     jit: tuple[str, ...] = ()
+
+    def case_command(
+        self, op: str, engine: str, dtype: str, index: int, flags: Sequence[str] = ()
+    ) -> str:
+        """``cuship check`` of one case of this run (its target, selection and seed), with
+        ``flags`` after ``--device``: what the run added (``--force-ptx``, ``--sanitize TOOL``)."""
+        args = ["cuship", "check", self.target]
+        if self.quick:
+            args.append("--quick")
+        args += ["--device", self.device, *flags, "--op", op, "--engine", engine]
+        args += ["--dtype", dtype, "--seed", str(self.seed), "--case", str(index)]
+        return shlex.join(args)
 
     def count(self, status: Status) -> int:
         return sum(1 for g in self.groups if g.status == status)

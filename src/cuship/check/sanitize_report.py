@@ -28,12 +28,8 @@ __all__ = [
 
 def repro_command(report: CheckReport, tool: str, case: SanitizedCase) -> str:
     """The command that runs this one case under ``tool`` again."""
-    args = ["cuship", "check", report.target]
-    if report.quick:
-        args.append("--quick")
-    args += ["--device", "cuda", "--sanitize", tool, "--op", case.op, "--engine", case.engine]
-    args += ["--dtype", case.dtype, "--seed", str(report.seed), "--case", str(case.case.index)]
-    return shlex.join(args)
+    flags = ("--sanitize", tool)
+    return report.case_command(case.op, case.engine, case.dtype, case.case.index, flags)
 
 
 def _plural(count: int, word: str) -> str:

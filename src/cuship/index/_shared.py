@@ -130,7 +130,7 @@ def scan_given(
     ready = [item for item in given if isinstance(item, IndexedWheel)]
     paths = [item for item in given if not isinstance(item, IndexedWheel)]
     scanned, skipped = scan_report(
-        paths, cache=cache, emit=emit, describe=_reads_bytes(options.describe)
+        paths, cache=cache, emit=emit, describe=_scan_describes(options.describe)
     )
     if cache.preloaded:
         cache.retain({str(w.path.absolute()) for w in scanned})
@@ -143,7 +143,7 @@ def scan_given(
     return wheels, scanned, skipped
 
 
-def _reads_bytes(describe: Describe | None) -> bool:
+def _scan_describes(describe: Describe | None) -> bool:
     """Whether the scan may describe each pure wheel from what it read: only for cuship's own
     describer, whose record :func:`~cuship.index.describe.describe_pure` makes the same."""
     if describe is None:
@@ -174,7 +174,7 @@ def describe_all(
             missing.append(wheel)
         else:
             found[wheel.filename] = doc
-    if _reads_bytes(describe):  # the scan described these from what it read
+    if _scan_describes(describe):  # the scan described these from what it read
         for wheel in [w for w in missing if w.described is not None]:
             doc = dict(wheel.described or {})
             cache.remember(who + wheel.sha256, doc)
