@@ -11,11 +11,15 @@ generated once into WORK/wheels-N and reused; generating is never timed. Everyth
 work directory, which must be a disk: tmpfs is refused (it hides the metadata cost a site of
 100,000 small files has on the disks people index on) unless --allow-tmpfs.
 
-Cold (each run on a fresh directory; cuship's scan cache, ``.SITE.cuship-cache.sqlite`` beside
-SITE, is deleted first; the page cache is warm; before each step dirty pages are synced and the
-disk is left idle for 3 s, since on a virtual disk one step's writeback slows the next; floor
-and cuship swap which goes first every repeat, and each repeat's cuship/floor is reported too,
-a pair taken in the same state of the disk):
+Cold (each run into a new directory, with no scan cache; the page cache is warm; before each
+step dirty pages are synced and the disk is left idle for 3 s; floor and cuship swap which goes
+first every repeat, and each repeat's cuship/floor is reported too). Nothing is deleted while
+the cold part runs, and it starts at least 6 minutes after the bench last deleted a tree: on ext4
+without a journal (this machine's disk) each new inode is checked against inodes deleted in the
+last 60 s, or 360 s when their inode table block is dirty (``recently_deleted`` in the kernel's
+ialloc.c), and skipped if recent, one buffer lookup each. Creating a site right after deleting
+the last one scanned past hundreds of thousands of them: the same floor took 3 s on a quiet disk
+and 12 to 30 s after a deletion, and which step followed which deletion decided the ratio.
 
 * filesystem floor: the tree of a cuship-written site (learned once by walking one) written
   again with plain os calls: the same directories, the same files with the same bytes, and the
@@ -201,40 +205,64 @@ def dumb_pypi(tool: str, listing: Path, site: Path, previous: Path | None = None
 
 
 def dumb_cold(size: Size, folder: Path) -> None:
-    fresh(folder).mkdir()
+    folder.mkdir()
     package_list(size.wheels, folder / "packages.json")
     assert size.dumb_pypi is not None
     dumb_pypi(size.dumb_pypi, folder / "packages.json", folder / "site")
 
 
 SETTLE_S = 3.0  # idle after a sync before each cold step: the disk's backlog drains first
+# ext4 without a journal skips, on every inode it allocates, inodes deleted in the last 60 s, or
+# 360 s while their inode table block is dirty: the cold part waits that long after a deletion.
+RECENTLY_DELETED_S = 360.0
 
 
 def settle() -> None:
-    """Sync, wait, sync: the step that follows does not pay for the last one's writeback. On
-    this machine's virtual disk the same floor took 0.27 s to 3.5 s by what ran before it."""
+    """Sync, wait, sync: the step that follows does not pay for the last one's writeback."""
     os.sync()
     time.sleep(SETTLE_S)
     os.sync()
 
 
-def measure_cold(size: Size, results: Results) -> None:
-    """Floor, cuship and dumb-pypi, each after ``settle``; floor and cuship swap places every
-    repeat, and each repeat's cuship/floor is kept: a pair taken in the same state of the disk."""
-    n = size.count
-    floor, dumb = size.run / "floor", size.run / "dumb"
+@dataclass
+class Quiet:
+    """When this bench last deleted a tree on the work disk (0: not since it started)."""
 
-    def run_floor() -> float:
-        fresh(floor)
+    deleted_at: float = 0.0
+
+    def remove(self, path: Path) -> None:
+        if path.exists():
+            shutil.rmtree(path, ignore_errors=True)
+            os.sync()
+            self.deleted_at = time.monotonic()
+
+    def wait(self) -> None:
+        """Until no inode this bench deleted still counts as recently deleted."""
+        left = self.deleted_at + RECENTLY_DELETED_S - time.monotonic()
+        if self.deleted_at and left > 0:
+            print(f"waiting {left:.0f} s for deleted inodes to age (ext4 recently_deleted)")
+            time.sleep(left)
+
+
+QUIET = Quiet()
+
+
+def measure_cold(size: Size, results: Results) -> None:
+    """Floor, cuship and dumb-pypi, each into a new directory after ``settle``; floor and
+    cuship swap places every repeat, and each repeat's cuship/floor is kept. Nothing is deleted
+    here (see :data:`RECENTLY_DELETED_S`); ``main`` removes ``size.run / "cold"`` afterwards."""
+    n = size.count
+    QUIET.wait()
+
+    def run_floor(folder: Path) -> float:
         settle()
-        seconds = timed(lambda: write_floor(size.tree, floor))
+        seconds = timed(lambda: write_floor(size.tree, folder / "floor"))
         results.add("cold.floor", n, seconds)
         return seconds
 
-    def run_cuship() -> float:
-        site = fresh(size.run / "cold" / "site")
+    def run_cuship(folder: Path) -> float:
         settle()
-        outcome = cuship_index([str(size.wheel_dir)], site)
+        outcome = cuship_index([str(size.wheel_dir)], folder / "site")
         if outcome.returncode != 0:
             raise SystemExit(f"cuship index failed: {gist(outcome.stderr)}")
         results.add("cold.cuship", n, outcome.seconds)
@@ -242,17 +270,17 @@ def measure_cold(size: Size, results: Results) -> None:
         return outcome.seconds
 
     for i in range(size.repeat):
+        folder = size.run / "cold" / str(i)
+        folder.mkdir(parents=True)
         if i % 2 == 0:
-            below, above = run_floor(), run_cuship()
+            below, above = run_floor(folder), run_cuship(folder)
         else:
-            above, below = run_cuship(), run_floor()
+            above, below = run_cuship(folder), run_floor(folder)
         results.add("cold.pair", n, above / below)
         if size.dumb_pypi:
-            fresh(dumb)
             settle()
-            results.add("cold.dumb", n, timed(lambda: dumb_cold(size, dumb)))
-    for name in ("floor", "cold", "dumb"):
-        shutil.rmtree(size.run / name, ignore_errors=True)
+            dumb = folder / "dumb"
+            results.add("cold.dumb", n, timed(lambda: dumb_cold(size, dumb)))  # noqa: B023
 
 
 # --- incremental --------------------------------------------------------------------------------
@@ -437,8 +465,8 @@ def prepare(count: int, opts: argparse.Namespace) -> Size:
     for path in wheels:  # warm the page cache for everyone
         path.read_bytes()
     run = opts.work_dir / "run" / str(count)
-    shutil.rmtree(run, ignore_errors=True)
-    template = fresh(run / "template" / "site")
+    template = run / "template" / "site"
+    template.parent.mkdir(parents=True)
     warmup = cuship_index([str(wheel_dir)], template)
     if warmup.returncode != 0:
         raise SystemExit(f"cuship index failed: {gist(warmup.stderr)}")
@@ -498,14 +526,21 @@ def main() -> None:
     compileall.compile_dir(SRC / "cuship", quiet=1)
     results = Results()
     steps = {"cold": measure_cold, "incremental": measure_incremental, "resolve": measure_resolve}
-    for count in opts.sizes:
-        size = prepare(count, opts)
-        for part in opts.parts:
-            started = time.perf_counter()
-            steps[part](size, results)
-            print(
-                f"  {part} at {count:,} done in {time.perf_counter() - started:.0f} s", flush=True
-            )
+    QUIET.remove(opts.work_dir / "run")  # a run that was cut short
+    sizes = [prepare(count, opts) for count in opts.sizes]
+    # Every size's cold part first, before the other parts delete anything.
+    order = [(part, size) for part in opts.parts for size in sizes]
+    order.sort(key=lambda step: step[0] != "cold")
+    for part, size in order:
+        if part != "cold":
+            QUIET.remove(size.run / "cold")
+        started = time.perf_counter()
+        steps[part](size, results)
+        print(
+            f"  {part} at {size.count:,} done in {time.perf_counter() - started:.0f} s",
+            flush=True,
+        )
+    for size in sizes:
         shutil.rmtree(size.run, ignore_errors=True)
     print("\n" + table(results, opts.sizes))
     if opts.json:

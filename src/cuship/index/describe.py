@@ -33,8 +33,23 @@ def describe_pure(
     """:func:`describe_wheel` of a wheel the scan has read and found to hold no shared object
     (most of a community index), from what the scan parsed: no second read of the file."""
     from cuship.wheel.audit import inspect_pure
+    from cuship.wheel.torchabi import torch_requirements
 
-    return _describe(inspect_pure(path, name, version, tags, size, metadata))
+    text = metadata.data.decode("utf-8", "replace")
+    requirements = torch_requirements(text, source=f"{path.name}:{metadata.name}")
+    # Of a wheel without shared objects, _describe reads only the label and the requirements
+    # on torch: the record is made once per pair (an index repeats a few pairs many times).
+    key = (version.local, requirements)
+    record = _PURE_RECORDS.get(key)
+    if record is None:
+        record = _describe(inspect_pure(path, name, version, tags, size, metadata))
+        if len(_PURE_RECORDS) < _PURE_RECORDS_MAX:
+            _PURE_RECORDS[key] = record
+    return {k: list(v) if isinstance(v, list) else v for k, v in record.items()}
+
+
+_PURE_RECORDS: dict[tuple[str | None, tuple[str, ...]], Mapping[str, object]] = {}
+_PURE_RECORDS_MAX = 4096
 
 
 def _describe(report: WheelReport) -> Mapping[str, object]:

@@ -15,7 +15,7 @@ import os
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import (
@@ -229,21 +229,30 @@ def _parse_name(path: Path) -> tuple[NormalizedName, Version, tuple[str, ...]]:
     return name, version, tuple(sorted(str(t) for t in tags))
 
 
-def _read_fresh(job: _Fresh) -> IndexedWheel | str:
+# What a worker sends back for one wheel: the fields of its IndexedWheel but ``path`` (the
+# parent has it, and a Path costs more to pickle and unpickle than all the rest), in the order
+# that _indexed reads them.
+_Read = tuple[
+    str, str, str, str | None, tuple[str, ...], str, int, str | None, bytes, str,
+    Mapping[str, object] | None,
+]  # fmt: skip
+
+
+def _read_fresh(job: _Fresh) -> _Read | str:
     """Parse, read, hash and check one file; a skip comes back as its reason. Runs in a worker
     process for a large run (:func:`cuship.index._pool.map_spread`), so it raises nothing."""
     try:
         name, version, tags = _parse_name(job.path)
         entry, member, pure = _read(job.path, job.stamp.size)
         _check_dist_info(job.path, member, name)
-        wheel = _wheel(job.path, name, version, tags, job.stamp.size, entry)
+        read = _fields(job.path, name, version, tags, job.stamp.size, entry)
     except _Skip as why:
         return str(why)
     if job.describe and pure:
         metadata = Member(member, entry.metadata)
         described = _describe_pure(job.path, name, version, tags, job.stamp.size, metadata)
-        return replace(wheel, described=described)
-    return wheel
+        return (*read[:-1], described)
+    return read
 
 
 def _describe_pure(
@@ -259,39 +268,63 @@ def _describe_pure(
         return None
 
 
-def _fresh_wheel(job: _Fresh, read: IndexedWheel | str, cache: ScanCache | None) -> IndexedWheel:
+def _fresh_wheel(job: _Fresh, read: _Read | str, cache: ScanCache | None) -> IndexedWheel:
     if isinstance(read, str):
         raise _Skip(job.path, read)
+    wheel = _indexed(job.path, read)
     if cache is not None:
-        cache.put(job.key, job.stamp, CacheEntry(sha256=read.sha256, metadata=read.metadata))
-    return read
+        cache.put(job.key, job.stamp, CacheEntry(sha256=wheel.sha256, metadata=wheel.metadata))
+    return wheel
 
 
 def _cached_wheel(job: _Job) -> IndexedWheel:
-    return _wheel(job.path, job.name, job.version, job.tags, job.stamp.size, job.entry)
+    return _indexed(
+        job.path, _fields(job.path, job.name, job.version, job.tags, job.stamp.size, job.entry)
+    )
 
 
-def _wheel(
+def _indexed(path: Path, read: _Read) -> IndexedWheel:
+    (filename, project, version, local, tags, sha256, size, python, metadata, digest, described) = (
+        read
+    )
+    return IndexedWheel(
+        filename=filename,
+        project=NormalizedName(project),
+        version=version,
+        local=local,
+        tags=tags,
+        sha256=sha256,
+        size=size,
+        requires_python=python,
+        metadata=metadata,
+        metadata_sha256=digest,
+        path=path,
+        described=described,
+    )
+
+
+def _fields(
     path: Path,
     name: NormalizedName,
     version: Version,
     tags: tuple[str, ...],
     size: int,
     entry: CacheEntry,
-) -> IndexedWheel:
+) -> _Read:
+    """The wheel's IndexedWheel fields (see :data:`_Read`), after checking its METADATA."""
     requires_python = _check_metadata(path, entry.metadata, name, version)
-    return IndexedWheel(
-        filename=path.name,
-        project=name,
-        version=str(version),
-        local=version.local,
-        tags=tags,
-        sha256=entry.sha256,
-        size=size,
-        requires_python=requires_python,
-        metadata=entry.metadata,
-        metadata_sha256=hashlib.sha256(entry.metadata).hexdigest(),
-        path=path,
+    return (
+        path.name,
+        name,
+        str(version),
+        version.local,
+        tags,
+        entry.sha256,
+        size,
+        requires_python,
+        entry.metadata,
+        hashlib.sha256(entry.metadata).hexdigest(),
+        None,
     )
 
 
@@ -310,7 +343,7 @@ def _read(path: Path, size: int) -> tuple[CacheEntry, str, bool]:
 def _read_unchecked(path: Path, size: int) -> tuple[CacheEntry, str, bool]:
     pure = False
     if size <= _READ_WHOLE:
-        data = path.read_bytes()
+        data = _read_whole(path, size)
         digest = hashlib.sha256(data).hexdigest()
         shared: list[bool] = []
         fast = metadata_fast(data, shared)
@@ -321,6 +354,19 @@ def _read_unchecked(path: Path, size: int) -> tuple[CacheEntry, str, bool]:
         with path.open("rb") as handle:
             member = _metadata_from(handle)
     return CacheEntry(sha256=digest, metadata=member.data), member.name, pure
+
+
+def _read_whole(path: Path, size: int) -> bytes:
+    """The file's bytes (plain os calls: pathlib's read_bytes costs twice as much per wheel);
+    ``size``, from the stat before, is a hint: a file that grew since is read to its end."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = [os.read(fd, size + 1)]
+        while chunks[-1]:
+            chunks.append(os.read(fd, max(size, 1 << 16)))
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 _LIMIT_TEXT = f"{METADATA_LIMIT // (1024 * 1024)} MiB"
@@ -388,6 +434,11 @@ def _headers(metadata: bytes) -> Iterator[tuple[str, str]]:
         yield field, value
 
 
+def _version_text(path: Path) -> str:
+    """The version as the wheel's filename spells it (the filename has been parsed)."""
+    return path.name.split("-", 2)[1]
+
+
 def _check_metadata(
     path: Path, metadata: bytes, name: NormalizedName, version: Version
 ) -> str | None:
@@ -395,7 +446,8 @@ def _check_metadata(
     fields = dict(_headers(metadata))
     meta_name, meta_version = fields.get("name", ""), fields.get("version", "")
     try:
-        same_version = Version(meta_version) == version
+        # The filename's own spelling first: it is how METADATA says it, nearly always.
+        same_version = meta_version == _version_text(path) or Version(meta_version) == version
     except InvalidVersion:
         same_version = False
     if canonicalize_name(meta_name) != name or not same_version:

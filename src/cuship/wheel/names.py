@@ -162,6 +162,7 @@ def _cuda_from_short(short: str) -> Version:
     return Version(f"{short[:major_len]}.{short[major_len:]}")
 
 
+@functools.lru_cache(maxsize=4096)  # an index parses the same few labels per wheel
 def parse_label(label: str, template: str = DEFAULT_TEMPLATE) -> Variant:
     """Read a label written with ``template``; parts absent from the label stay ``None``.
 

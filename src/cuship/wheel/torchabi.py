@@ -20,6 +20,7 @@ the caller reads the ELF facts and the metadata.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -179,18 +180,26 @@ def torch_requirements(metadata: str, *, source: str) -> tuple[str, ...]:
     found: list[str] = []
     for line in _header_values(metadata, "requires-dist"):
         try:
-            requirement = Requirement(str(line))
+            entry = _torch_entry(line)
         except InvalidRequirement as err:
             raise InputError(
                 f"{source!r}: Requires-Dist {str(line)!r} is not a valid requirement: {err}",
                 hint="fix the project's dependencies and rebuild the wheel",
             ) from err
-        if canonicalize_name(requirement.name) != "torch":
-            continue
-        if requirement.marker is not None and "extra" in str(requirement.marker):
-            continue
-        found.append(str(requirement))
+        if entry is not None:
+            found.append(entry)
     return tuple(found)
+
+
+@functools.lru_cache(maxsize=8192)  # an index's wheels repeat the same few requirements
+def _torch_entry(line: str) -> str | None:
+    """The requirement ``line`` as written back, when it is an unconditional one on torch."""
+    requirement = Requirement(line)
+    if canonicalize_name(requirement.name) != "torch":
+        return None
+    if requirement.marker is not None and "extra" in str(requirement.marker):
+        return None
+    return str(requirement)
 
 
 def torch_pin(requirements: Sequence[str]) -> TorchPin | None:
