@@ -22,9 +22,24 @@ from pathlib import Path
 
 from cuship.events import Emit, Event, discard
 
-__all__ = ["exchange", "locked", "recover", "sha256_file", "staging_dir", "write_atomic"]
+__all__ = ["exchange", "locked", "recover", "sha256_file", "staging_dir", "umask", "write_atomic"]
 
 _CHUNK = 1 << 20
+
+
+def umask() -> int:
+    """The process's umask, left as it is (Linux says it in /proc/self/status; elsewhere it is
+    set and put back, which a thread creating files at that moment could see)."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
 
 
 def sha256_file(path: Path) -> str:

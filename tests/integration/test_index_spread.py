@@ -1,6 +1,7 @@
 """A large index run reads and describes its wheels in forked worker processes (a pure wheel
-described from the bytes its read left in memory): the site it writes is byte for byte the site
-of the same run done in one process, each wheel read again to describe it, skips and all."""
+described from the bytes its read left in memory), and writes its projects' pages from forked
+children: the site it writes is byte for byte the site of the same run done in one process,
+each wheel read again to describe it, skips and all."""
 
 from __future__ import annotations
 
@@ -61,12 +62,26 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> type[_Counted]:
     return _Counted
 
 
+def _serial_each(fn: Any, shares: list[Any], *, meanwhile: Any) -> None:
+    meanwhile()
+    for share in shares:
+        fn(share)
+
+
 def test_spread_run_writes_the_site_of_a_serial_run(
     wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: type[_Counted]
 ) -> None:
+    forked: list[object] = []
+    fork = _pool._fork
+    monkeypatch.setattr(_pool, "_fork", lambda fn, share: forked.append(share) or fork(fn, share))
     spread = write([wheels], tmp_path / "spread", describe=describe_wheel)
     # the reads on workers, each pure wheel described from the bytes read: no second pool
     assert counted.started == 1
+    # the projects' pages written by one child per core, each its own projects
+    assert len(forked) == workers_available()
+    written = [project for share in forked for project in share]  # type: ignore[attr-defined]
+    assert sorted(written) == [f"proj{i:03d}" for i in range(PROJECTS)]
+    monkeypatch.setattr(sys.modules["cuship.index.simple"], "fork_each", _serial_each)
     assert spread.hashed == 4 * PROJECTS + 1  # every wheel-named file read, the broken one too
     for module in ("cuship.index.scan", "cuship.index._shared"):
         monkeypatch.setattr(sys.modules[module], "map_spread", _serial)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
 
-__all__ = ["MIN_ITEMS", "map_spread", "workers_available"]
+__all__ = ["MIN_ITEMS", "fork_each", "map_spread", "workers_available"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -49,3 +50,70 @@ def map_spread(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = MIN
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         return list(pool.map(fn, items, chunksize=chunk))
+
+
+def fork_each(
+    fn: Callable[[T], None], shares: Sequence[T], *, meanwhile: Callable[[], None]
+) -> None:
+    """``fn(share)`` for each share, each in a forked child, while this process runs
+    ``meanwhile``; the children see this process's memory as it was (nothing is pickled to
+    them). Raises what a child raised (pickled back; a child that died says how), or what
+    ``meanwhile`` raised, after every child has ended. With one share, or where forking is not
+    safe, everything runs here, ``meanwhile`` first.
+
+    A child must only write files: it ends with ``os._exit``, so nothing it buffered (events,
+    a cache) is flushed, and nothing it changed in memory comes back."""
+    if len(shares) < 2 or not _fork_safe():
+        meanwhile()
+        for share in shares:
+            fn(share)
+        return
+    children: list[tuple[int, int]] = []
+    try:
+        for share in shares:
+            children.append(_fork(fn, share))
+        meanwhile()
+    finally:
+        failures = [_reap(pid, fd) for pid, fd in children]
+    for failure in failures:
+        if failure is not None:
+            raise failure
+
+
+def _fork(fn: Callable[[T], None], share: T) -> tuple[int, int]:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid != 0:
+        os.close(write)
+        return pid, read
+    status = 0  # the child, from here to os._exit
+    try:
+        os.close(read)
+        fn(share)
+    except BaseException as err:  # every failure goes back to the parent
+        status = 1
+        try:
+            message = pickle.dumps(err)
+        except Exception:  # an exception that does not pickle: its words
+            message = pickle.dumps(RuntimeError(f"{type(err).__name__}: {err}"))
+        with open(write, "wb") as pipe:
+            pipe.write(message)
+    finally:
+        os._exit(status)
+
+
+def _reap(pid: int, fd: int) -> BaseException | None:
+    """Wait for one child; its failure, if it failed."""
+    with open(fd, "rb") as pipe:
+        message = pipe.read()
+    _pid, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code == 0:
+        return None
+    if message:
+        try:
+            return pickle.loads(message)  # our own child's bytes, through a pipe
+        except Exception:  # worded below
+            pass
+    how = f"was killed by signal {-code}" if code < 0 else f"exited {code}"
+    return RuntimeError(f"a forked worker {how} without saying why")

@@ -31,6 +31,7 @@ from cuship import _fs
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import FileStamp, ScanCache
+from cuship.index._pool import MIN_ITEMS, fork_each, workers_available
 from cuship.index._shared import (
     DIR_MODE,
     FILE_MODE,
@@ -48,10 +49,13 @@ from cuship.index.attached import ATTESTATION_SUFFIX, find_attestations
 from cuship.index.keep import Kept, read_existing, site_records
 from cuship.index.render import (
     MANIFEST,
+    ProjectEntry,
     check_base_url,
+    group,
+    project_tree,
     render,
+    root_tree,
     rows_of,
-    site_trees,
     variant_labels,
 )
 from cuship.index.scan import IndexedWheel
@@ -257,9 +261,23 @@ def _build(
         ref = attestations.get(wheel.filename)
         if ref is not None and ref.content is not None:
             files[f"files/{wheel.filename}{ATTESTATION_SUFFIX}"] = ref.content
-    _write_trees(staging, itertools.chain([files], site_trees(rows, options.base_url)))
     inside = [w for w in everything if kept.bases.get(w.filename, options.base_url) is None]
-    _place_wheels(inside, staging / "files", out, previous, emit)
+    by_project = group(rows)
+    made = _make_skeleton(staging, variant_labels(rows))
+
+    def write_projects(projects: Sequence[str]) -> None:
+        trees = (project_tree(p, by_project[p]) for p in projects)
+        _write_trees(staging, trees, made, threads=len(projects) == len(by_project))
+
+    def write_files() -> None:
+        _write_trees(staging, [files], made)
+        _place_wheels(inside, staging / "files", out, previous, emit)
+
+    # Projects' pages are rendered and written by forked children while this process writes
+    # files/ (metadata, attestations, the wheels' links); the roots last, from every project.
+    fork_each(write_projects, _shares(sorted(by_project), len(rows)), meanwhile=write_files)
+    entries = {project: ProjectEntry.of(group_rows) for project, group_rows in by_project.items()}
+    _write_trees(staging, [root_tree(entries, options.base_url)], made)
     upload_note(options.base_url, out, emit)
     summary = IndexSummary(
         site=out,
@@ -275,11 +293,29 @@ def _build(
     return summary, scanned
 
 
-def _write_file(path: str, content: bytes) -> None:
+def _shares(projects: Sequence[str], rows: int) -> list[list[str]]:
+    """``projects`` dealt round-robin into one share per core; one share for a small index,
+    where forking would cost more than it saves."""
+    count = workers_available() if rows >= MIN_ITEMS else 1
+    return [list(projects[i::count]) for i in range(min(count, len(projects)) or 1)]
+
+
+def _make_skeleton(root: Path, labels: Sequence[str]) -> set[str]:
+    """The folders that several projects share (``simple``, each ``LABEL/simple``, ``files``),
+    made before the projects are shared out: the folders made so far."""
+    made: set[str] = set()
+    chmod = _umask_cuts(DIR_MODE)
+    for folder in ("simple", "files", *(f"{label}/simple" for label in labels)):
+        _make_folders(root, folder, made, chmod)
+    return made
+
+
+def _write_file(path: str, content: bytes, chmod: bool) -> None:
     # Plain os calls: thousands of small files, and pathlib's costs show.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
     try:
-        os.fchmod(fd, FILE_MODE)
+        if chmod:
+            os.fchmod(fd, FILE_MODE)
         view = memoryview(content)
         while view:
             view = view[os.write(fd, view) :]
@@ -287,39 +323,46 @@ def _write_file(path: str, content: bytes) -> None:
         os.close(fd)
 
 
-def _write_files(items: Sequence[tuple[str, bytes]]) -> None:
+def _write_files(items: Sequence[tuple[str, bytes]], chmod: bool) -> None:
     for path, content in items:
-        _write_file(path, content)
+        _write_file(path, content, chmod)
 
 
 _BATCH = 4096  # files rendered and held at once (a 50,000-wheel index renders ~105,000)
 
 
-def _write_trees(root: Path, trees: Iterable[Mapping[str, bytes]]) -> None:
+def _write_trees(
+    root: Path, trees: Iterable[Mapping[str, bytes]], made: set[str], *, threads: bool = True
+) -> None:
     """The files of each tree under ``root``, a batch at a time (pages are rendered as they
-    are written, not all held), directories first and 0755 whatever the umask.
+    are written, not all held), folders first and 0755 whatever the umask; ``made``: the
+    folders made so far (updated).
 
-    Creating a file is a filesystem round trip that releases the GIL, so a batch is split
-    between a few threads: on this project's two-core ext4 machine two threads create the
-    ~10,000 files of a 5,000-wheel index in 0.6x the time one takes (more were slower)."""
-    made: set[str] = set()
+    Creating a file is a filesystem round trip that releases the GIL, so with ``threads`` a
+    batch is split between a few threads: on this project's two-core ext4 machine two threads
+    create the ~10,000 files of a 5,000-wheel index in 0.6x the time one takes (more were
+    slower). A forked child that shares the cores with others writes alone."""
     base = f"{root}/"
-    workers = min(_WRITERS, os.cpu_count() or 1)
+    workers = min(_WRITERS, os.cpu_count() or 1) if threads else 1
+    file_chmod, dir_chmod = _umask_cuts(FILE_MODE), _umask_cuts(DIR_MODE)
     batch: list[tuple[str, bytes]] = []
     with ThreadPoolExecutor(workers) as pool:
 
         def flush() -> None:
-            share = -(-len(batch) // workers)
-            parts = [batch[i : i + share] for i in range(0, len(batch), share)]
-            for _ in pool.map(_write_files, parts):
-                pass
+            if workers == 1:
+                _write_files(batch, file_chmod)
+            else:
+                share = -(-len(batch) // workers)
+                parts = [batch[i : i + share] for i in range(0, len(batch), share)]
+                for _ in pool.map(_write_files, parts, itertools.repeat(file_chmod)):
+                    pass
             batch.clear()
 
         for tree in trees:
             for rel, content in tree.items():
                 folder = rel.rpartition("/")[0]
                 if folder and folder not in made:
-                    _make_folders(root, folder, made)
+                    _make_folders(root, folder, made, dir_chmod)
                 batch.append((base + rel, content))
             if len(batch) >= _BATCH:
                 flush()
@@ -327,16 +370,23 @@ def _write_trees(root: Path, trees: Iterable[Mapping[str, bytes]]) -> None:
             flush()
 
 
-def _make_folders(root: Path, folder: str, made: set[str]) -> None:
-    """``folder`` and its parents under ``root`` (0755: mkdir's mode is cut by the umask)."""
+def _make_folders(root: Path, folder: str, made: set[str], chmod: bool) -> None:
+    """``folder`` and its parents under ``root``, 0755: ``chmod`` when the umask cuts that."""
     missing = []
     while folder and folder not in made:
         missing.append(folder)
         folder = folder.rpartition("/")[0]
+    base = f"{root}/"
     for path in reversed(missing):
-        (root / path).mkdir()
-        (root / path).chmod(DIR_MODE)
+        os.mkdir(base + path, DIR_MODE)  # noqa: PTH102 - os calls: 25,000 folders at 50,000 wheels
+        if chmod:
+            os.chmod(base + path, DIR_MODE)  # noqa: PTH101
         made.add(path)
+
+
+def _umask_cuts(mode: int) -> bool:
+    """Whether the process umask takes bits off ``mode`` (then a chmod must put them back)."""
+    return bool(_fs.umask() & mode)
 
 
 def _previous_hashes(out: Path) -> dict[str, object]:

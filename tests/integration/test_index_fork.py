@@ -1,0 +1,107 @@
+"""fork_each: shares of work in forked children while the parent does its own part; every
+failure comes back to the parent, worded, after every child has ended."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from cuship.index import _pool
+from cuship.index._pool import fork_each
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def _forks() -> None:
+    if not _pool._fork_safe():
+        pytest.skip("forking is not safe in this process (another thread runs)")
+
+
+def _no_child_left() -> bool:
+    """Every child reaped: none running, no zombie."""
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_each_share_runs_in_its_own_child_while_the_parent_works(tmp_path: Path) -> None:
+    def write(share: str) -> None:
+        (tmp_path / share).write_text(str(os.getpid()))
+
+    fork_each(write, ["a", "b", "c"], meanwhile=lambda: write("parent"))
+    pids = {name: (tmp_path / name).read_text() for name in ("a", "b", "c", "parent")}
+    assert pids["parent"] == str(os.getpid())
+    assert len(set(pids.values())) == 4  # three children and the parent
+    assert _no_child_left()
+
+
+def test_one_share_runs_here_after_meanwhile(tmp_path: Path) -> None:
+    order: list[tuple[str, int]] = []
+    fork_each(
+        lambda s: order.append((s, os.getpid())),
+        ["only"],
+        meanwhile=lambda: order.append(("meanwhile", os.getpid())),
+    )
+    assert order == [("meanwhile", os.getpid()), ("only", os.getpid())]
+
+
+def test_a_childs_error_comes_back_as_it_was_raised(tmp_path: Path) -> None:
+    def fail(share: str) -> None:
+        if share == "b":
+            raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / share))
+        (tmp_path / share).touch()
+
+    done: list[str] = []
+    with pytest.raises(OSError, match="No space left") as caught:
+        fork_each(fail, ["a", "b"], meanwhile=lambda: done.append("meanwhile"))
+    assert caught.value.errno == errno.ENOSPC
+    assert caught.value.filename == str(tmp_path / "b")
+    assert done == ["meanwhile"]  # the parent's part ran to its end
+    assert (tmp_path / "a").exists()
+    assert _no_child_left()
+
+
+def test_an_error_that_does_not_pickle_comes_back_in_words() -> None:
+    class Odd(Exception):
+        def __reduce__(self) -> object:
+            raise TypeError("no")
+
+    def fail(share: str) -> None:
+        raise Odd(f"odd in {share}")
+
+    with pytest.raises(RuntimeError, match="Odd: odd in x"):
+        fork_each(fail, ["x", "y"], meanwhile=lambda: None)
+    assert _no_child_left()
+
+
+def test_a_child_that_dies_is_reported_with_its_signal() -> None:
+    def die(share: str) -> None:
+        if share == "killed":
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    with pytest.raises(RuntimeError, match=r"killed by signal 9"):
+        fork_each(die, ["fine", "killed"], meanwhile=lambda: None)
+    assert _no_child_left()
+
+
+def test_the_parents_error_waits_for_the_children(tmp_path: Path) -> None:
+    def slow(share: str) -> None:
+        import time
+
+        time.sleep(0.2)
+        (tmp_path / share).touch()
+
+    def fail() -> None:
+        raise ValueError("the parent's part failed")
+
+    with pytest.raises(ValueError, match="parent's part"):
+        fork_each(slow, ["a", "b"], meanwhile=fail)
+    assert (tmp_path / "a").exists() and (tmp_path / "b").exists()  # both ran to their end
+    assert _no_child_left()
