@@ -540,8 +540,7 @@ def main() -> None:
             f"  {part} at {size.count:,} done in {time.perf_counter() - started:.0f} s",
             flush=True,
         )
-    for size in sizes:
-        shutil.rmtree(size.run, ignore_errors=True)
+    shutil.rmtree(opts.work_dir / "run", ignore_errors=True)
     print("\n" + table(results, opts.sizes))
     if opts.json:
         document = {"filesystem": filesystem, "sizes": opts.sizes, "repeat": opts.repeat}

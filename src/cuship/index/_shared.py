@@ -215,11 +215,11 @@ def upload_note(base_url: str | None, out: Path, emit: Emit) -> None:
         emit(Event(level="info", topic="index", message=message))
 
 
-def try_link(source: Path, target: Path) -> bool:
+def try_link(source: str | Path, target: str | Path) -> bool:
     """Hard-link ``source`` at ``target``; False when a copy must do (another filesystem, a
     mode other than 0644: a link shares the mode, and a published file must be 0644)."""
     try:
-        if stat.S_IMODE(source.stat().st_mode) != FILE_MODE:
+        if stat.S_IMODE(os.stat(source).st_mode) != FILE_MODE:  # noqa: PTH116 - per wheel
             return False
         os.link(source, target)
     except OSError as err:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from cuship.events import Emit, Event, discard
 from cuship.index.scan import IndexedWheel
@@ -59,7 +61,12 @@ def find_attestations(
 ) -> dict[str, AttestationRef]:
     """``{wheel filename: attestation}`` for each wheel with a matching envelope beside it."""
     found: dict[str, AttestationRef] = {}
+    listed: dict[Path, frozenset[str] | None] = {}
     for wheel in wheels:
+        folder = wheel.path.parent
+        names = listed[folder] if folder in listed else listed.setdefault(folder, _names(folder))
+        if names is not None and wheel.path.name + ATTESTATION_SUFFIX not in names:
+            continue
         path = wheel.path.with_name(wheel.path.name + ATTESTATION_SUFFIX)
         try:
             content = path.read_bytes()
@@ -80,3 +87,13 @@ def find_attestations(
             sha256=hashlib.sha256(content).hexdigest(), content=content
         )
     return found
+
+
+def _names(folder: Path) -> frozenset[str] | None:
+    """The attestations in ``folder`` (listed once: most wheels have none, and trying to open
+    each one's is a failed system call per wheel); None when it cannot be listed."""
+    try:
+        names = os.listdir(folder)  # noqa: PTH208 - names only: 100,000 of them, no Path each
+    except OSError:
+        return None
+    return frozenset(n for n in names if n.endswith(ATTESTATION_SUFFIX))

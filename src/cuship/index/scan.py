@@ -140,7 +140,9 @@ def scan_report(
     if describe and todo:
         import cuship.index.describe
         import cuship.wheel.audit  # noqa: F401
-    fresh = dict(zip((job.key for job in todo), map_spread(_read_fresh, todo), strict=True))
+    # To a worker, each job as (path, size, describe): a Path costs more to pickle and unpickle.
+    sent = [(str(job.path), job.stamp.size, job.describe) for job in todo]
+    fresh = dict(zip((job.key for job in todo), map_spread(_read_fresh, sent), strict=True))
     wheels: dict[str, IndexedWheel] = {}
     skipped: list[Skipped] = []
     for job in jobs:
@@ -238,19 +240,22 @@ _Read = tuple[
 ]  # fmt: skip
 
 
-def _read_fresh(job: _Fresh) -> _Read | str:
-    """Parse, read, hash and check one file; a skip comes back as its reason. Runs in a worker
-    process for a large run (:func:`cuship.index._pool.map_spread`), so it raises nothing."""
+def _read_fresh(job: tuple[str, int, bool]) -> _Read | str:
+    """Parse, read, hash and check the file ``job`` names (path, size when planned, whether
+    to describe it); a skip comes back as its reason. Runs in a worker process for a large run
+    (:func:`cuship.index._pool.map_spread`), so it raises nothing."""
+    where, size, describe = job
+    path = Path(where)
     try:
-        name, version, tags = _parse_name(job.path)
-        entry, member, pure = _read(job.path, job.stamp.size)
-        _check_dist_info(job.path, member, name)
-        read = _fields(job.path, name, version, tags, job.stamp.size, entry)
+        name, version, tags = _parse_name(path)
+        entry, member, pure = _read(path, size)
+        _check_dist_info(path, member, name)
+        read = _fields(path, name, version, tags, size, entry)
     except _Skip as why:
         return str(why)
-    if job.describe and pure:
+    if describe and pure:
         metadata = Member(member, entry.metadata)
-        described = _describe_pure(job.path, name, version, tags, job.stamp.size, metadata)
+        described = _describe_pure(path, name, version, tags, size, metadata)
         return (*read[:-1], described)
     return read
 

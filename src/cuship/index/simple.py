@@ -194,8 +194,10 @@ def _note_current_directory(out: Path, emit: Emit) -> None:
 def _settle(cache: ScanCache, scanned: Sequence[IndexedWheel]) -> None:
     """Record each wheel's ctime as this run left it (linking into the site moved it)."""
     for wheel in scanned:
+        path = os.fspath(wheel.path)
+        key = path if path.startswith("/") else str(wheel.path.absolute())  # the scan's key
         try:
-            cache.settle(str(wheel.path.absolute()), FileStamp.of(wheel.path.stat()))
+            cache.settle(key, FileStamp.of(os.stat(path)))  # noqa: PTH116 - per wheel
         except OSError:
             continue
 
@@ -272,6 +274,7 @@ def _build(
     def write_files() -> None:
         _write_trees(staging, [files], made)
         _place_wheels(inside, staging / "files", out, previous, emit)
+        cache.flush()  # what this run read, stored while the children write
 
     # Projects' pages are rendered and written by forked children while this process writes
     # files/ (metadata, attestations, the wheels' links); the roots last, from every project.
@@ -411,8 +414,9 @@ def _place_wheels(
     files.mkdir(exist_ok=True)
     files.chmod(DIR_MODE)
     copied = 0
+    folder = f"{files}/"  # strings, not Paths: 50,000 wheels at a time
     for wheel in wheels:
-        target = files / wheel.filename
+        target = folder + wheel.filename
         if try_link(wheel.path, target):
             continue
         old = out / "files" / wheel.filename
@@ -420,7 +424,7 @@ def _place_wheels(
             continue
         try:
             shutil.copyfile(wheel.path, target)
-            target.chmod(FILE_MODE)
+            os.chmod(target, FILE_MODE)  # noqa: PTH101
         except OSError as err:
             raise InputError(f"cannot copy {str(wheel.path)!r} into the index: {err}") from err
         copied += 1
