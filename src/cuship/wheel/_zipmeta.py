@@ -25,6 +25,7 @@ METADATA_LIMIT = 8 * 1024 * 1024
 
 _EOCD = struct.Struct("<4s4H2LH")
 _CENTRAL = struct.Struct("<4s6H3L5H2L")
+_LENGTHS = struct.Struct("<3H")  # name, extra and comment lengths, 28 bytes into an entry
 _LOCAL = struct.Struct("<4s5H3L2H")
 _SUFFIX = b".dist-info/METADATA"
 
@@ -72,17 +73,19 @@ def _find(data: bytes, offset: int, count: int, seen: list[bool] | None = None) 
     """The central directory entry of the single METADATA; ``seen`` gets True when a member
     looks like a shared object."""
     found = None
+    size = len(data)
+    lengths = _LENGTHS.unpack_from
     for _ in range(count):
-        if data[offset : offset + 4] != b"PK\x01\x02" or offset + _CENTRAL.size > len(data):
+        if offset + _CENTRAL.size > size or not data.startswith(b"PK\x01\x02", offset):
             return None
-        fields = _CENTRAL.unpack_from(data, offset)
-        name_len, extra_len, comment_len = fields[10], fields[11], fields[12]
+        name_len, extra_len, comment_len = lengths(data, offset + 28)
         name = data[offset + 46 : offset + 46 + name_len]
-        if seen is not None and not seen and _looks_shared(name):
+        if seen is not None and not seen and b".so" in name and _looks_shared(name):
             seen.append(True)
         if name.endswith(_SUFFIX) and name.count(b"/") == 1:
             if found is not None:
                 return None
+            fields = _CENTRAL.unpack_from(data, offset)
             found = _Entry(
                 name=name.decode("utf-8", errors="replace"),
                 flags=fields[3],
