@@ -60,7 +60,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -137,17 +136,56 @@ def cuship_env() -> dict[str, str]:
     }
 
 
-def spawn(argv: Sequence[str], env: dict[str, str]) -> Outcome:
-    """Run ``argv``: wall time, exit status and peak RSS (wait4), stderr kept for failures."""
+# Peak RSS is ru_maxrss from wait4, and Linux carries a process's high-water RSS across exec:
+# a process forked (or vforked) from this bench, which holds a 50,000-wheel site's bytes, starts
+# with this bench's RSS as its peak. So cuship runs are started by a small spawner process,
+# itself started while this bench is small; it times each run and reports its usage.
+_SPAWNER = """\
+import json, os, subprocess, sys, tempfile, time
+for line in sys.stdin:
+    job = json.loads(line)
     with tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(job["argv"], env=job["env"], stdout=subprocess.DEVNULL, stderr=err)
         _pid, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         text = err.read().decode(errors="replace")
-    return Outcome(seconds, proc.returncode, usage.ru_maxrss / 1024, text)
+    code = os.waitstatus_to_exitcode(status)
+    print(json.dumps([seconds, code, usage.ru_maxrss / 1024, text]), flush=True)
+"""
+
+
+class Spawner:
+    """The small process that starts each timed run (see _SPAWNER)."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _SPAWNER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def run(self, argv: Sequence[str], env: dict[str, str]) -> Outcome:
+        if self._proc is None:
+            self.start()
+        assert self._proc is not None and self._proc.stdin and self._proc.stdout
+        self._proc.stdin.write(json.dumps({"argv": list(argv), "env": env}) + "\n")
+        self._proc.stdin.flush()
+        seconds, code, peak, text = json.loads(self._proc.stdout.readline())
+        return Outcome(seconds, code, peak, text)
+
+
+SPAWNER = Spawner()
+
+
+def spawn(argv: Sequence[str], env: dict[str, str]) -> Outcome:
+    """Run ``argv``: wall time, exit status and peak RSS (wait4), stderr kept for failures."""
+    return SPAWNER.run(argv, env)
 
 
 def gist(text: str) -> str:
@@ -226,20 +264,28 @@ def settle() -> None:
 
 @dataclass
 class Quiet:
-    """When this bench last deleted a tree on the work disk (0: not since it started)."""
+    """When this bench last deleted a tree on the work disk, kept in ``WORK/.deleted-at`` so
+    that a run started right after another waits too."""
 
-    deleted_at: float = 0.0
+    marker: Path | None = None
+
+    def _last(self) -> float:
+        try:
+            return float(self.marker.read_text()) if self.marker else 0.0
+        except (OSError, ValueError):
+            return 0.0
 
     def remove(self, path: Path) -> None:
         if path.exists():
             shutil.rmtree(path, ignore_errors=True)
             os.sync()
-            self.deleted_at = time.monotonic()
+            if self.marker:
+                self.marker.write_text(f"{time.time()}\n")
 
     def wait(self) -> None:
         """Until no inode this bench deleted still counts as recently deleted."""
-        left = self.deleted_at + RECENTLY_DELETED_S - time.monotonic()
-        if self.deleted_at and left > 0:
+        left = self._last() + RECENTLY_DELETED_S - time.time()
+        if left > 0:
             print(f"waiting {left:.0f} s for deleted inodes to age (ext4 recently_deleted)")
             time.sleep(left)
 
@@ -524,8 +570,10 @@ def main() -> None:
     # An installed cuship has its bytecode; a checkout run with PYTHONDONTWRITEBYTECODE set
     # would compile its modules again in every timed process (~30 ms of a 0.25 s update).
     compileall.compile_dir(SRC / "cuship", quiet=1)
+    SPAWNER.start()  # while this process is small (see _SPAWNER)
     results = Results()
     steps = {"cold": measure_cold, "incremental": measure_incremental, "resolve": measure_resolve}
+    QUIET.marker = opts.work_dir / ".deleted-at"
     QUIET.remove(opts.work_dir / "run")  # a run that was cut short
     sizes = [prepare(count, opts) for count in opts.sizes]
     # Every size's cold part first, before the other parts delete anything.
@@ -540,7 +588,7 @@ def main() -> None:
             f"  {part} at {size.count:,} done in {time.perf_counter() - started:.0f} s",
             flush=True,
         )
-    shutil.rmtree(opts.work_dir / "run", ignore_errors=True)
+    QUIET.remove(opts.work_dir / "run")
     print("\n" + table(results, opts.sizes))
     if opts.json:
         document = {"filesystem": filesystem, "sizes": opts.sizes, "repeat": opts.repeat}
