@@ -13,7 +13,6 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from cuship.events import Emit, Event, discard
 from cuship.index.scan import IndexedWheel
@@ -61,9 +60,9 @@ def find_attestations(
 ) -> dict[str, AttestationRef]:
     """``{wheel filename: attestation}`` for each wheel with a matching envelope beside it."""
     found: dict[str, AttestationRef] = {}
-    listed: dict[Path, frozenset[str] | None] = {}
+    listed: dict[str, frozenset[str] | None] = {}
     for wheel in wheels:
-        folder = wheel.path.parent
+        folder = os.path.dirname(wheel.path) or "."  # noqa: PTH120 - a string: per wheel
         names = listed[folder] if folder in listed else listed.setdefault(folder, _names(folder))
         if names is not None and wheel.path.name + ATTESTATION_SUFFIX not in names:
             continue
@@ -89,7 +88,7 @@ def find_attestations(
     return found
 
 
-def _names(folder: Path) -> frozenset[str] | None:
+def _names(folder: str) -> frozenset[str] | None:
     """The attestations in ``folder`` (listed once: most wheels have none, and trying to open
     each one's is a failed system call per wheel); None when it cannot be listed."""
     try:

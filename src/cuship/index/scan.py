@@ -210,7 +210,7 @@ def _plan(path: Path, cache: ScanCache | None, describe: bool = False) -> _Job |
         return _Skip(path, "not a wheel (name does not end in .whl)")
     key = str(path.absolute())
     try:
-        stamp = FileStamp.of(path.stat())
+        stamp = FileStamp.of(os.stat(key))  # noqa: PTH116 - the string in hand: per wheel
     except OSError as err:
         return _Skip(path, f"cannot read it: {err.strerror or err}")
     entry = cache.get(key, stamp) if cache is not None else None

@@ -118,10 +118,13 @@ def write(
             )
         with ScanCache(cache_path(out), preload=site is None or not keep_existing) as cache:
             if site is None:
+                fresh = not out.exists()
                 summary, scanned = _rebuild(given, out, options, cache, emit)
+                if not fresh:  # deleting the tree it replaced moved the wheels' ctimes again
+                    _settle(cache, scanned)
             else:
                 summary, scanned = update(given, out, site, options, cache, emit)
-            _settle(cache, scanned)
+                _settle(cache, scanned)
     _note_current_directory(out, emit)
     kept = f" ({summary.kept} kept from before)" if keep_existing else ""
     how = (
@@ -274,6 +277,7 @@ def _build(
     def write_files() -> None:
         _write_trees(staging, [files], made)
         _place_wheels(inside, staging / "files", out, previous, emit)
+        _settle(cache, scanned)  # linked: their ctimes as this run leaves them
         cache.flush()  # what this run read, stored while the children write
 
     # Projects' pages are rendered and written by forked children while this process writes
