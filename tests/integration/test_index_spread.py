@@ -100,3 +100,11 @@ def test_map_spread_keeps_order_on_workers(counted: type[_Counted]) -> None:
     assert counted.started == 1
     assert map_spread(abs, [-i for i in items[: MIN_ITEMS - 1]]) == items[: MIN_ITEMS - 1]
     assert counted.started == 1  # too few to spread
+
+
+def test_a_spread_run_leaves_a_cache_that_the_next_run_reads(wheels: Path, tmp_path: Path) -> None:
+    # The forked build records each wheel's stamp after linking it into the site (the link
+    # moved its ctime): the next run over the same wheels reads none of them again.
+    write([wheels], tmp_path / "site", describe=describe_wheel)
+    again = write([wheels], tmp_path / "site", describe=describe_wheel)
+    assert (again.hashed, again.cached) == (1, 4 * PROJECTS)  # only the broken file, again
