@@ -24,7 +24,8 @@ and 12 to 30 s after a deletion, and which step followed which deletion decided 
 * filesystem floor: the tree of a cuship-written site (learned once by walking one) written
   again with plain os calls: the same directories, the same files with the same bytes, and the
   wheels hard-linked into files/ as cuship links them. No hashing, no parsing, no rendering;
-* cuship: ``python -m cuship index WHEELS -o SITE --json``; its peak RSS comes from wait4;
+* cuship: ``python -m cuship index WHEELS -o SITE --json``; its peak RSS comes from wait4 in a
+  small spawner process (a process started from this bench would inherit its peak RSS);
 * hash list + dumb-pypi: what dumb-pypi's README asks of a user, a JSON-lines package list with
   sha256 computed by hashlib here, then ``dumb-pypi --package-list-json ... --output-dir ...``.
 
