@@ -180,6 +180,11 @@ class Spawner:
         seconds, code, peak, text = json.loads(self._proc.stdout.readline())
         return Outcome(seconds, code, peak, text)
 
+    def close(self) -> None:
+        if self._proc is not None:
+            self._proc.communicate()  # its stdin closed: the spawner's loop ends
+            self._proc = None
+
 
 SPAWNER = Spawner()
 
@@ -590,6 +595,7 @@ def main() -> None:
             flush=True,
         )
     QUIET.remove(opts.work_dir / "run")
+    SPAWNER.close()
     print("\n" + table(results, opts.sizes))
     if opts.json:
         document = {"filesystem": filesystem, "sizes": opts.sizes, "repeat": opts.repeat}
