@@ -16,19 +16,33 @@ from cuship.index._pool import fork_each
 pytestmark = pytest.mark.integration
 
 
+FORKED: list[int] = []
+
+
 @pytest.fixture(autouse=True)
-def _forks() -> None:
+def _forks(monkeypatch: pytest.MonkeyPatch) -> None:
     if not _pool._fork_safe():
         pytest.skip("forking is not safe in this process (another thread runs)")
+    FORKED.clear()
+    fork = _pool._fork
+
+    def counted(fn: object, share: object) -> tuple[int, int]:
+        pid, fd = fork(fn, share)  # type: ignore[arg-type]
+        FORKED.append(pid)
+        return pid, fd
+
+    monkeypatch.setattr(_pool, "_fork", counted)
 
 
 def _no_child_left() -> bool:
-    """Every child reaped: none running, no zombie."""
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
+    """Every child fork_each started has been reaped: none running, no zombie."""
+    for pid in FORKED:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue
+        return False
+    return bool(FORKED)
 
 
 def test_each_share_runs_in_its_own_child_while_the_parent_works(tmp_path: Path) -> None:
