@@ -256,7 +256,12 @@ def test_ctrl_c_ends_every_running_job_and_exits_130(project: Path, tmp_path: Pa
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "cuship", "build", str(slow), "-o", str(out), "--parallel", "2"]
     env = {**os.environ, "PYTHONPATH": str(SRC)}
-    with subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True) as child:
+    # Started as a shell starts it: SIGINT at its default and unblocked. Both are inherited
+    # across exec, and a long xdist worker was seen ignoring SIGINT (a Python started that way
+    # never raises KeyboardInterrupt), which made this test wait out both builds.
+    with subprocess.Popen(
+        [sys.executable, "-c", _DEFAULT_SIGINT, *argv], env=env, stderr=subprocess.PIPE, text=True
+    ) as child:
         assert child.stderr is not None
         deadline = time.monotonic() + 60
         while not _sleeping(out) and time.monotonic() < deadline:
@@ -271,6 +276,14 @@ def test_ctrl_c_ends_every_running_job_and_exits_130(project: Path, tmp_path: Pa
     assert not list(out.glob("*.whl"))
     time.sleep(1)
     assert not _running_under(out), "a command of an interrupted job is still running"
+
+
+_DEFAULT_SIGINT = """\
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+os.execv(sys.argv[1], sys.argv[1:])
+"""
 
 
 def _sleeping(out: Path) -> bool:
