@@ -84,7 +84,7 @@ def test_a_childs_error_comes_back_as_it_was_raised(tmp_path: Path) -> None:
 
 def test_an_error_that_does_not_pickle_comes_back_in_words() -> None:
     class Odd(Exception):
-        def __reduce__(self) -> object:
+        def __reduce__(self) -> tuple[object, ...]:
             raise TypeError("no")
 
     def fail(share: str) -> None:

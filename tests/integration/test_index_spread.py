@@ -73,7 +73,12 @@ def test_spread_run_writes_the_site_of_a_serial_run(
 ) -> None:
     forked: list[object] = []
     fork = _pool._fork
-    monkeypatch.setattr(_pool, "_fork", lambda fn, share: forked.append(share) or fork(fn, share))
+
+    def counted_fork(fn: Any, share: object) -> tuple[int, int]:
+        forked.append(share)
+        return fork(fn, share)
+
+    monkeypatch.setattr(_pool, "_fork", counted_fork)
     spread = write([wheels], tmp_path / "spread", describe=describe_wheel)
     # the reads on workers, each pure wheel described from the bytes read: no second pool
     assert counted.started == 1

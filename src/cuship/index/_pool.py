@@ -112,8 +112,10 @@ def _reap(pid: int, fd: int) -> BaseException | None:
         return None
     if message:
         try:
-            return pickle.loads(message)  # our own child's bytes, through a pipe
+            error = pickle.loads(message)  # our own child's bytes, through a pipe
         except Exception:  # worded below
-            pass
+            error = None
+        if isinstance(error, BaseException):
+            return error
     how = f"was killed by signal {-code}" if code < 0 else f"exited {code}"
     return RuntimeError(f"a forked worker {how} without saying why")
