@@ -63,7 +63,9 @@ def find_attestations(
     listed: dict[str, frozenset[str] | None] = {}
     for wheel in wheels:
         folder = os.path.dirname(wheel.path) or "."  # noqa: PTH120 - a string: per wheel
-        names = listed[folder] if folder in listed else listed.setdefault(folder, _names(folder))
+        if folder not in listed:
+            listed[folder] = _names(folder)
+        names = listed[folder]
         if names is not None and wheel.path.name + ATTESTATION_SUFFIX not in names:
             continue
         path = wheel.path.with_name(wheel.path.name + ATTESTATION_SUFFIX)

@@ -135,13 +135,13 @@ def scan_report(
     """
     # A wheel's attestation beside it is published with the wheel, not skipped with a warning.
     files = [p for p in expand_paths(paths) if not p.name.endswith(_ATTACHED)]
-    jobs = [_plan(path, cache, describe) for path in files]
+    jobs = [_plan(path, cache) for path in files]
     todo = [job for job in jobs if isinstance(job, _Fresh)]
     if describe and todo:
         import cuship.index.describe
         import cuship.wheel.audit  # noqa: F401
     # To a worker, each job as (path, size, describe): a Path costs more to pickle and unpickle.
-    sent = [(str(job.path), job.stamp.size, job.describe) for job in todo]
+    sent = [(str(job.path), job.stamp.size, describe) for job in todo]
     fresh = dict(zip((job.key for job in todo), map_spread(_read_fresh, sent), strict=True))
     wheels: dict[str, IndexedWheel] = {}
     skipped: list[Skipped] = []
@@ -201,10 +201,9 @@ class _Fresh:
     path: Path
     key: str
     stamp: FileStamp
-    describe: bool = False
 
 
-def _plan(path: Path, cache: ScanCache | None, describe: bool = False) -> _Job | _Fresh | _Skip:
+def _plan(path: Path, cache: ScanCache | None) -> _Job | _Fresh | _Skip:
     """What is known about ``path`` before reading it: the cached entry, if still valid."""
     if not path.name.endswith(".whl"):
         return _Skip(path, "not a wheel (name does not end in .whl)")
@@ -215,7 +214,7 @@ def _plan(path: Path, cache: ScanCache | None, describe: bool = False) -> _Job |
         return _Skip(path, f"cannot read it: {err.strerror or err}")
     entry = cache.get(key, stamp) if cache is not None else None
     if entry is None:
-        return _Fresh(path=path, key=key, stamp=stamp, describe=describe)
+        return _Fresh(path=path, key=key, stamp=stamp)
     try:
         name, version, tags = _parse_name(path)
     except _Skip as why:

@@ -197,10 +197,9 @@ def _note_current_directory(out: Path, emit: Emit) -> None:
 def _settle(cache: ScanCache, scanned: Sequence[IndexedWheel]) -> None:
     """Record each wheel's ctime as this run left it (linking into the site moved it)."""
     for wheel in scanned:
-        path = os.fspath(wheel.path)
-        key = path if path.startswith("/") else str(wheel.path.absolute())  # the scan's key
+        key = str(wheel.path.absolute())  # the scan's key
         try:
-            cache.settle(key, FileStamp.of(os.stat(path)))  # noqa: PTH116 - per wheel
+            cache.settle(key, FileStamp.of(os.stat(key)))  # noqa: PTH116 - per wheel
         except OSError:
             continue
 
@@ -414,9 +413,7 @@ def _place_wheels(
     """Hard-link each wheel into ``files`` (reuse the last run's copy, when ``previous`` lists
     it with the same sha256); copy it across filesystems, or when its mode is not 0644 (a link
     shares the mode, and the site's files must be readable by anyone without cuship changing
-    the input's mode)."""
-    files.mkdir(exist_ok=True)
-    files.chmod(DIR_MODE)
+    the input's mode). ``files`` exists: it is made with the site's other shared folders."""
     copied = 0
     folder = f"{files}/"  # strings, not Paths: 50,000 wheels at a time
     for wheel in wheels:
