@@ -1,7 +1,7 @@
-"""A large index run reads and describes its wheels in forked worker processes (a pure wheel
-described from the bytes its read left in memory), and writes its projects' pages from forked
-children: the site it writes is byte for byte the site of the same run done in one process,
-each wheel read again to describe it, skips and all."""
+"""A large index run deals its projects out to forked children, one per core, each reading,
+describing (a pure wheel from the bytes its read left in memory) and writing its projects
+start to end: the site it writes is byte for byte the site of the same run done in one
+process, each wheel read again to describe it, skips and all."""
 
 from __future__ import annotations
 
@@ -62,16 +62,16 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> type[_Counted]:
     return _Counted
 
 
-def _serial_each(fn: Any, shares: list[Any], *, meanwhile: Any) -> None:
-    meanwhile()
-    for share in shares:
-        fn(share)
+def _serial_map(fn: Any, shares: list[Any], *, meanwhile: Any = None) -> list[Any]:
+    if meanwhile is not None:
+        meanwhile()
+    return [fn(share) for share in shares]
 
 
 def test_spread_run_writes_the_site_of_a_serial_run(
     wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: type[_Counted]
 ) -> None:
-    forked: list[object] = []
+    forked: list[Any] = []
     fork = _pool._fork
 
     def counted_fork(fn: Any, share: object) -> tuple[int, int]:
@@ -80,14 +80,17 @@ def test_spread_run_writes_the_site_of_a_serial_run(
 
     monkeypatch.setattr(_pool, "_fork", counted_fork)
     spread = write([wheels], tmp_path / "spread", describe=describe_wheel)
-    # the reads on workers, each pure wheel described from the bytes read: no second pool
-    assert counted.started == 1
-    # the projects' pages written by one child per core, each its own projects
+    # one child per core, each scanning, describing and writing its own projects start to end
+    # (each pure wheel described from the bytes read): no pool besides
+    assert counted.started == 0
     assert len(forked) == workers_available()
-    written = [project for share in forked for project in share]  # type: ignore[attr-defined]
-    assert sorted(written) == [f"proj{i:03d}" for i in range(PROJECTS)]
-    monkeypatch.setattr(sys.modules["cuship.index.simple"], "fork_each", _serial_each)
+    projects = [{f.name.partition("-")[0] for f in share.files} for share in forked]
+    assert all(projects)
+    assert sum(map(len, projects)) == len(set().union(*projects))  # no project in two shares
+    named = {f"proj{i:03d}" for i in range(PROJECTS)} | {"broken", "README.txt"}
+    assert set().union(*projects) == named
     assert spread.hashed == 4 * PROJECTS + 1  # every wheel-named file read, the broken one too
+    monkeypatch.setattr(sys.modules["cuship.index.simple"], "fork_map", _serial_map)
     for module in ("cuship.index.scan", "cuship.index._shared"):
         monkeypatch.setattr(sys.modules[module], "map_spread", _serial)
     # ... and the serial run describes every wheel by reading it again, as describe_wheel does

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
 
-__all__ = ["CacheEntry", "FileStamp", "ScanCache"]
+__all__ = ["CacheDelta", "CacheEntry", "FileStamp", "ScanCache"]
 
 _VERSION = 2  # PRAGMA user_version; a cache of another version is dropped
 _SCHEMA = """
@@ -59,6 +59,19 @@ class FileStamp(NamedTuple):
         return cls(stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns)
 
 
+_Pending = tuple[str, int, int, int, int, str, bytes]  # a wheels row, as INSERTed
+
+
+class CacheDelta(NamedTuple):
+    """What a cache learnt since it was copied (into a forked child), to be added to the
+    original's: rows to write, describe records to write, and the lookups' counts."""
+
+    rows: tuple[_Pending, ...]
+    described: tuple[tuple[str, str], ...]
+    hits: int
+    misses: int
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CacheEntry:
     """What the cache remembers about one wheel file."""
@@ -90,7 +103,7 @@ class ScanCache:
             row[0]: (FileStamp(*row[1:5]), row[5], bytes(row[6]))
             for row in (self._db.execute(f"SELECT {_COLUMNS} FROM wheels") if preload else ())
         }
-        self._pending: dict[str, tuple[str, int, int, int, int, str, bytes]] = {}
+        self._pending: dict[str, _Pending] = {}
         self._described: dict[str, str] = (
             dict(self._db.execute("SELECT key, doc FROM described")) if preload else {}
         )
@@ -134,6 +147,28 @@ class ScanCache:
         if row is None or row[0] == stamp or row[0][:3] != stamp[:3]:
             return
         self.put(path, stamp, CacheEntry(sha256=row[1], metadata=row[2]))
+
+    def take_delta(self) -> CacheDelta:
+        """What this cache has not written yet, and its counts, handed over and cleared here:
+        a forked child's copy hands its work to the parent's cache (:meth:`absorb`)."""
+        delta = CacheDelta(
+            tuple(self._pending.values()), tuple(self._described_pending), self.hits, self.misses
+        )
+        self._pending.clear()
+        self._described_pending.clear()
+        self.hits = self.misses = 0
+        return delta
+
+    def absorb(self, delta: CacheDelta) -> None:
+        """Take in what a copy of this cache learnt (:meth:`take_delta`); written on flush."""
+        for row in delta.rows:
+            self._rows[row[0]] = (FileStamp(*row[1:5]), row[5], row[6])
+            self._pending[row[0]] = row
+        for key, text in delta.described:
+            self._described[key] = text
+        self._described_pending.extend(delta.described)
+        self.hits += delta.hits
+        self.misses += delta.misses
 
     def described(self, key: str) -> dict[str, object] | None:
         """The describe record stored under ``key`` (describer + sha256), if any."""

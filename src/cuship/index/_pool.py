@@ -17,13 +17,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
 
-__all__ = ["MIN_ITEMS", "fork_each", "map_spread", "workers_available"]
+__all__ = ["MIN_ITEMS", "fork_map", "in_child", "map_spread", "workers_available"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 MIN_ITEMS = 512  # fewer wheels than this run here: a pool's start-up would cost more
 _CHUNKS_PER_WORKER = 8  # small enough to even out slow wheels, large enough to amortise pickling
+_IN_CHILD = False  # True in a child fork_map started
 
 
 def workers_available() -> int:
@@ -44,7 +45,7 @@ def map_spread(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = MIN
     ``fn`` must be a module-level function whose results pickle, and must not raise: return the
     failure as a value (exceptions with extra constructor arguments do not pickle back)."""
     workers = workers_available()
-    if workers < 2 or len(items) < min_items or not _fork_safe():
+    if workers < 2 or len(items) < min_items or _IN_CHILD or not _fork_safe():
         return [fn(item) for item in items]
     chunk = max(1, len(items) // (workers * _CHUNKS_PER_WORKER))
     context = multiprocessing.get_context("fork")
@@ -52,35 +53,47 @@ def map_spread(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = MIN
         return list(pool.map(fn, items, chunksize=chunk))
 
 
-def fork_each(
-    fn: Callable[[T], None], shares: Sequence[T], *, meanwhile: Callable[[], None]
-) -> None:
-    """``fn(share)`` for each share, each in a forked child, while this process runs
-    ``meanwhile``; the children see this process's memory as it was (nothing is pickled to
-    them). Raises what a child raised (pickled back; a child that died says how), or what
-    ``meanwhile`` raised, after every child has ended. With one share, or where forking is not
-    safe, everything runs here, ``meanwhile`` first.
+def in_child() -> bool:
+    """Whether this process is a child :func:`fork_map` started (its work runs here, serially:
+    the children already share the cores)."""
+    return _IN_CHILD
 
-    A child must only write files: it ends with ``os._exit``, so nothing it buffered (events,
-    a cache) is flushed, and nothing it changed in memory comes back."""
+
+def fork_map(
+    fn: Callable[[T], R], shares: Sequence[T], *, meanwhile: Callable[[], None] | None = None
+) -> list[R]:
+    """``[fn(share) for share in shares]``, each share in a forked child, while this process
+    runs ``meanwhile``; the children see this process's memory as it was (nothing is pickled
+    to them) and each pickles its result back. Raises what a child raised (pickled back; a
+    child that died says how), or what ``meanwhile`` raised, after every child has ended.
+    With one share, or where forking is not safe, everything runs here, ``meanwhile`` first.
+
+    A child ends with ``os._exit``: nothing it buffered (events, a cache) is flushed and
+    nothing it changed in memory comes back but its result. A :func:`map_spread` in a child
+    runs there, serially."""
     if len(shares) < 2 or not _fork_safe():
-        meanwhile()
-        for share in shares:
-            fn(share)
-        return
+        if meanwhile is not None:
+            meanwhile()
+        return [fn(share) for share in shares]
     children: list[tuple[int, int]] = []
     try:
         for share in shares:
             children.append(_fork(fn, share))
-        meanwhile()
+        if meanwhile is not None:
+            meanwhile()
     finally:
-        failures = [_reap(pid, fd) for pid, fd in children]
-    for failure in failures:
-        if failure is not None:
-            raise failure
+        outcomes = [_reap(pid, fd) for pid, fd in children]
+    results: list[R] = []
+    for ok, value in outcomes:
+        if not ok:
+            assert isinstance(value, BaseException)
+            raise value
+        results.append(value)  # type: ignore[arg-type]  # the child's fn(share)
+    return results
 
 
-def _fork(fn: Callable[[T], None], share: T) -> tuple[int, int]:
+def _fork(fn: Callable[[T], R], share: T) -> tuple[int, int]:
+    global _IN_CHILD
     read, write = os.pipe()
     pid = os.fork()
     if pid != 0:
@@ -89,33 +102,36 @@ def _fork(fn: Callable[[T], None], share: T) -> tuple[int, int]:
     status = 0  # the child, from here to os._exit
     try:
         os.close(read)
-        fn(share)
+        _IN_CHILD = True
+        message = pickle.dumps((True, fn(share)), protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException as err:  # every failure goes back to the parent
         status = 1
         try:
-            message = pickle.dumps(err)
+            message = pickle.dumps((False, err))
         except Exception:  # an exception that does not pickle: its words
-            message = pickle.dumps(RuntimeError(f"{type(err).__name__}: {err}"))
+            message = pickle.dumps((False, RuntimeError(f"{type(err).__name__}: {err}")))
+    try:
         with open(write, "wb") as pipe:
             pipe.write(message)
     finally:
         os._exit(status)
 
 
-def _reap(pid: int, fd: int) -> BaseException | None:
-    """Wait for one child; its failure, if it failed."""
+def _reap(pid: int, fd: int) -> tuple[bool, object]:
+    """Wait for one child: (True, its result) or (False, its failure)."""
     with open(fd, "rb") as pipe:
         message = pipe.read()
     _pid, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
-    if code == 0:
-        return None
+    outcome = None
     if message:
         try:
-            error = pickle.loads(message)  # our own child's bytes, through a pipe
+            outcome = pickle.loads(message)  # our own child's bytes, through a pipe
         except Exception:  # worded below
-            error = None
-        if isinstance(error, BaseException):
-            return error
+            outcome = None
+    ok = code == 0
+    said = isinstance(outcome, tuple) and len(outcome) == 2 and outcome[0] is ok
+    if said and (ok or isinstance(outcome[1], BaseException)):  # type: ignore[index]
+        return outcome  # type: ignore[return-value]
     how = f"was killed by signal {-code}" if code < 0 else f"exited {code}"
-    return RuntimeError(f"a forked worker {how} without saying why")
+    return False, RuntimeError(f"a forked worker {how} without saying why")

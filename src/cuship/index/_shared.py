@@ -28,6 +28,8 @@ __all__ = [
     "Options",
     "SiteState",
     "describe_all",
+    "describer_key",
+    "scan_describes",
     "scan_given",
     "try_link",
     "upload_note",
@@ -130,7 +132,7 @@ def scan_given(
     ready = [item for item in given if isinstance(item, IndexedWheel)]
     paths = [item for item in given if not isinstance(item, IndexedWheel)]
     scanned, skipped = scan_report(
-        paths, cache=cache, emit=emit, describe=_scan_describes(options.describe)
+        paths, cache=cache, emit=emit, describe=scan_describes(options.describe)
     )
     if cache.preloaded:
         cache.retain({str(w.path.absolute()) for w in scanned})
@@ -143,7 +145,7 @@ def scan_given(
     return wheels, scanned, skipped
 
 
-def _scan_describes(describe: Describe | None) -> bool:
+def scan_describes(describe: Describe | None) -> bool:
     """Whether the scan may describe each pure wheel from what it read: only for cuship's own
     describer, whose record :func:`~cuship.index.describe.describe_pure` makes the same."""
     if describe is None:
@@ -153,19 +155,30 @@ def _scan_describes(describe: Describe | None) -> bool:
     return describe is describe_wheel
 
 
+def describer_key(describe: Describe) -> str:
+    """The cache key of ``describe``'s records, less the wheel's sha256 that ends it."""
+    from cuship import __version__
+
+    return f"{__version__}:{describe.__module__}.{describe.__qualname__}:"
+
+
 def describe_all(
-    wheels: Sequence[IndexedWheel], describe: Describe | None, cache: ScanCache
+    wheels: Sequence[IndexedWheel],
+    describe: Describe | None,
+    cache: ScanCache,
+    *,
+    retain: bool = True,
 ) -> dict[str, Mapping[str, object]]:
     """``describe`` of each wheel, through the cache: a wheel already described is not reopened.
 
     The key names the describer and cuship's version (inspection may improve between releases)
     with the wheel's sha256, so a record is reused only for the same bytes and the same code.
+    ``retain``: a preloaded cache then forgets the records of other wheels (a forked child,
+    whose cache is a copy, leaves that to the parent).
     """
     if describe is None:
         return {}
-    from cuship import __version__
-
-    who = f"{__version__}:{describe.__module__}.{describe.__qualname__}:"
+    who = describer_key(describe)
     found: dict[str, Mapping[str, object]] = {}
     missing: list[IndexedWheel] = []
     for wheel in wheels:
@@ -174,7 +187,7 @@ def describe_all(
             missing.append(wheel)
         else:
             found[wheel.filename] = doc
-    if _scan_describes(describe):  # the scan described these from what it read
+    if scan_describes(describe):  # the scan described these from what it read
         for wheel in [w for w in missing if w.described is not None]:
             doc = dict(wheel.described or {})
             cache.remember(who + wheel.sha256, doc)
@@ -186,7 +199,7 @@ def describe_all(
         doc = dict(describe(wheel.path)) if spread_doc is None else spread_doc
         cache.remember(who + wheel.sha256, doc)
         found[wheel.filename] = doc
-    if cache.preloaded:
+    if retain and cache.preloaded:
         cache.retain_described({who + w.sha256 for w in wheels})
     return found
 

@@ -47,6 +47,17 @@ class Kept:
     attestations: Mapping[str, AttestationRef] = field(default_factory=dict)
     yanks: Mapping[str, str | None] = field(default_factory=dict)
 
+    def only(self, filenames: Collection[str]) -> Kept:
+        """These kept wheels (of those listed here) and what goes with them, nothing else."""
+        names = set(filenames)
+        return Kept(
+            wheels=tuple(w for w in self.wheels if w.filename in names),
+            bases={f: b for f, b in self.bases.items() if f in names},
+            descriptions={f: d for f, d in self.descriptions.items() if f in names},
+            attestations={f: a for f, a in self.attestations.items() if f in names},
+            yanks={f: y for f, y in self.yanks.items() if f in names},
+        )
+
 
 def _metadata(out: Path, record: Mapping[str, Any]) -> bytes:
     path = out / "files" / f"{record['filename']}.metadata"

@@ -33,7 +33,15 @@ from cuship.index._cache import CacheEntry, FileStamp, ScanCache
 from cuship.index._pool import map_spread
 from cuship.wheel._zipmeta import METADATA_LIMIT, Member, metadata_fast
 
-__all__ = ["IndexedWheel", "Skipped", "expand_paths", "scan", "scan_report"]
+__all__ = [
+    "IndexedWheel",
+    "Skipped",
+    "expand_paths",
+    "scan",
+    "scan_files",
+    "scan_report",
+    "wheel_files",
+]
 
 # Wheels up to this size are read once into memory (hash and zip from the same bytes).
 _READ_WHOLE = 64 * 1024 * 1024
@@ -133,8 +141,23 @@ def scan_report(
     object is also described from what was read (:func:`cuship.index.describe.describe_pure`,
     ``IndexedWheel.described``), so describing it needs no second read.
     """
-    # A wheel's attestation beside it is published with the wheel, not skipped with a warning.
-    files = [p for p in expand_paths(paths) if not p.name.endswith(_ATTACHED)]
+    return scan_files(wheel_files(paths), cache=cache, emit=emit, describe=describe)
+
+
+def wheel_files(paths: Iterable[Path]) -> list[Path]:
+    """The files to scan among ``paths`` (:func:`expand_paths`): a wheel's attestation beside
+    it is published with the wheel, not skipped with a warning."""
+    return [p for p in expand_paths(paths) if not p.name.endswith(_ATTACHED)]
+
+
+def scan_files(
+    files: Iterable[Path],
+    *,
+    cache: ScanCache | None = None,
+    emit: Emit = discard,
+    describe: bool = False,
+) -> tuple[tuple[IndexedWheel, ...], tuple[Skipped, ...]]:
+    """:func:`scan_report` of files already listed (:func:`wheel_files`)."""
     jobs = [_plan(path, cache) for path in files]
     todo = [job for job in jobs if isinstance(job, _Fresh)]
     if describe and todo:

@@ -23,15 +23,19 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+
+from packaging.utils import canonicalize_name
 
 from cuship import _fs
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
-from cuship.index._cache import FileStamp, ScanCache
-from cuship.index._pool import MIN_ITEMS, fork_each, workers_available
+from cuship.index._cache import CacheDelta, FileStamp, ScanCache
+from cuship.index._pool import MIN_ITEMS, fork_map, in_child, workers_available
 from cuship.index._shared import (
     DIR_MODE,
     FILE_MODE,
@@ -40,7 +44,8 @@ from cuship.index._shared import (
     Options,
     SiteState,
     describe_all,
-    scan_given,
+    describer_key,
+    scan_describes,
     try_link,
     upload_note,
     warn_replaced,
@@ -56,9 +61,8 @@ from cuship.index.render import (
     render,
     root_tree,
     rows_of,
-    variant_labels,
 )
-from cuship.index.scan import IndexedWheel
+from cuship.index.scan import IndexedWheel, Skipped, scan_files, wheel_files
 from cuship.index.update import update
 
 __all__ = ["MANIFEST", "Describe", "IndexSummary", "cache_path", "render", "write"]
@@ -123,8 +127,8 @@ def write(
                 if not fresh:  # deleting the tree it replaced moved the wheels' ctimes again
                     _settle(cache, scanned)
             else:
-                summary, scanned = update(given, out, site, options, cache, emit)
-                _settle(cache, scanned)
+                summary, wheels = update(given, out, site, options, cache, emit)
+                _settle(cache, [str(w.path.absolute()) for w in wheels])  # the scan's keys
     _note_current_directory(out, emit)
     kept = f" ({summary.kept} kept from before)" if keep_existing else ""
     how = (
@@ -147,8 +151,9 @@ def _rebuild(
     options: Options,
     cache: ScanCache,
     emit: Emit,
-) -> tuple[IndexSummary, tuple[IndexedWheel, ...]]:
-    """The whole tree rendered beside ``out`` and exchanged with it atomically."""
+) -> tuple[IndexSummary, list[str]]:
+    """The whole tree rendered beside ``out`` and exchanged with it atomically; the summary
+    and the cache keys of the wheels scanned."""
     staging = _fs.staging_dir(out, mode=DIR_MODE)
     try:
         summary, scanned = _build(given, out, staging, options, cache, emit)
@@ -194,10 +199,10 @@ def _note_current_directory(out: Path, emit: Emit) -> None:
         emit(Event(level="info", topic="index", message=message))
 
 
-def _settle(cache: ScanCache, scanned: Sequence[IndexedWheel]) -> None:
-    """Record each wheel's ctime as this run left it (linking into the site moved it)."""
-    for wheel in scanned:
-        key = str(wheel.path.absolute())  # the scan's key
+def _settle(cache: ScanCache, keys: Iterable[str]) -> None:
+    """Record each scanned wheel's ctime as this run left it (linking into the site moved
+    it); ``keys``: the wheels' cache keys (their absolute paths)."""
+    for key in keys:
         try:
             cache.settle(key, FileStamp.of(os.stat(key)))  # noqa: PTH116 - per wheel
         except OSError:
@@ -214,18 +219,30 @@ def _refuse_foreign(out: Path) -> None:
         )
 
 
-def _kept(
-    out: Path,
-    wheels: Sequence[IndexedWheel],
-    previous: Mapping[str, object],
-    keep: bool,
-    emit: Emit,
-) -> Kept:
-    if not keep:
-        return Kept()
-    for wheel in wheels:
-        warn_replaced(wheel, previous.get(wheel.filename), emit)
-    return read_existing(out, replaced={w.filename for w in wheels})
+@dataclass(frozen=True, slots=True)
+class _Share:
+    """The part of a rebuild one process does: the given files and wheels of some projects,
+    and the names of those projects' wheels the earlier index keeps."""
+
+    files: tuple[Path, ...]
+    ready: tuple[IndexedWheel, ...]
+    kept: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Built:
+    """What a share's process reports: its projects' entries for the roots, its counts, its
+    skips and events (a child's, to be emitted by the parent), the cache keys of the wheels
+    it scanned and of their describe records, and what its copy of the cache learnt."""
+
+    entries: dict[str, ProjectEntry]
+    usable: int
+    kept: int
+    skipped: tuple[Skipped, ...]
+    events: tuple[Event, ...]
+    scanned: tuple[str, ...]
+    described: tuple[str, ...]
+    delta: CacheDelta
 
 
 def _build(
@@ -235,14 +252,91 @@ def _build(
     options: Options,
     cache: ScanCache,
     emit: Emit,
-) -> tuple[IndexSummary, tuple[IndexedWheel, ...]]:
-    wheels, scanned, skipped = scan_given(given, cache, options, emit)
-    described = describe_all(wheels, options.describe, cache)
+) -> tuple[IndexSummary, list[str]]:
+    """Every page of the index written under ``staging``.
+
+    The projects are dealt out in shares, one per core; each share's wheels are scanned,
+    described and linked, and its pages rendered and written, start to end by one forked
+    child (the children see the preloaded cache; nothing is pickled to them). Each child
+    sends back what the roots need and what its copy of the cache learnt; the parent writes
+    the roots. A small index is one share, done here."""
+    files = wheel_files([item for item in given if not isinstance(item, IndexedWheel)])
+    ready = [item for item in given if isinstance(item, IndexedWheel)]
     previous = _previous_hashes(out)
-    kept = _kept(out, wheels, previous, options.keep, emit)
-    if not wheels and not kept.wheels:
+    kept = read_existing(out) if options.keep else Kept()
+    shares = _shares(files, ready, kept.wheels)
+    made = _make_skeleton(staging)
+    if options.describe is not None:  # imported once, before the children start
+        import cuship.index.describe
+        import cuship.wheel.audit  # noqa: F401
+
+    def build(share: _Share) -> _Built:
+        return _build_share(share, out, staging, options, cache, previous, kept, made, emit)
+
+    built = fork_map(build, shares)
+    for part in built:
+        cache.absorb(part.delta)
+        for event in part.events:
+            emit(event)
+    order = {str(path): i for i, path in reversed(list(enumerate(files)))}
+    skipped = tuple(
+        sorted((s for part in built for s in part.skipped), key=lambda s: order.get(str(s.path), 0))
+    )
+    scanned = [key for part in built for key in part.scanned]
+    if cache.preloaded:
+        cache.retain(set(scanned))
+        if options.describe is not None:
+            cache.retain_described({key for part in built for key in part.described})
+    if given and not sum(part.usable for part in built):
+        raise NothingToDo(
+            f"no usable wheel among {len(given)} input(s); {len(skipped)} skipped",
+            hint="pass .whl files or directories holding them (see the warnings above)",
+        )
+    entries = {project: entry for part in built for project, entry in part.entries.items()}
+    if not entries:
         raise NothingToDo(f"{str(out)!r} lists no wheels to keep, and none were given")
-    attestations = {**kept.attestations, **find_attestations(wheels, emit)}
+    _write_trees(staging, [root_tree(entries, options.base_url)], made)
+    upload_note(options.base_url, out, emit)
+    summary = IndexSummary(
+        site=out,
+        wheels=sum(entry.wheels for entry in entries.values()),
+        projects=len(entries),
+        variants=tuple(sorted({label for entry in entries.values() for label in entry.labels})),
+        skipped=skipped,
+        hashed=cache.misses,
+        cached=cache.hits,
+        base_url=options.base_url,
+        kept=sum(part.kept for part in built),
+    )
+    return summary, scanned
+
+
+def _build_share(
+    share: _Share,
+    out: Path,
+    staging: Path,
+    options: Options,
+    cache: ScanCache,
+    previous: Mapping[str, object],
+    kept_before: Kept,
+    made: set[str],
+    emit: Emit,
+) -> _Built:
+    """One share of :func:`_build`, in a forked child or (one share) here."""
+    forked = in_child()
+    events: list[Event] = []
+    say = events.append if forked else emit
+    scanned, skipped = scan_files(
+        share.files, cache=cache, emit=say, describe=scan_describes(options.describe)
+    )
+    wheels = [*share.ready, *scanned]
+    described = describe_all(wheels, options.describe, cache, retain=False)
+    names = {w.filename for w in wheels}
+    if options.keep:
+        for wheel in wheels:
+            warn_replaced(wheel, previous.get(wheel.filename), say)
+    kept = kept_before.only([name for name in share.kept if name not in names])
+    attestations = {**kept.attestations, **find_attestations(wheels, say)}
     rows = rows_of(
         wheels,
         base_url=options.base_url,
@@ -266,52 +360,81 @@ def _build(
         if ref is not None and ref.content is not None:
             files[f"files/{wheel.filename}{ATTESTATION_SUFFIX}"] = ref.content
     inside = [w for w in everything if kept.bases.get(w.filename, options.base_url) is None]
+    made = set(made)  # this process's own record of the folders it made
+    _write_trees(staging, [files], made, threads=not forked)
+    _place_wheels(inside, staging / "files", out, previous, say)
+    keys = [str(w.path.absolute()) for w in scanned]  # the scan's keys
+    _settle(cache, keys)  # linked: their ctimes as this run leaves them
     by_project = group(rows)
-    made = _make_skeleton(staging, variant_labels(rows))
-
-    def write_projects(projects: Sequence[str]) -> None:
-        trees = (project_tree(p, by_project[p]) for p in projects)
-        _write_trees(staging, trees, made, threads=len(projects) == len(by_project))
-
-    def write_files() -> None:
-        _write_trees(staging, [files], made)
-        _place_wheels(inside, staging / "files", out, previous, emit)
-        _settle(cache, scanned)  # linked: their ctimes as this run leaves them
-        cache.flush()  # what this run read, stored while the children write
-
-    # Projects' pages are rendered and written by forked children while this process writes
-    # files/ (metadata, attestations, the wheels' links); the roots last, from every project.
-    fork_each(write_projects, _shares(sorted(by_project), len(rows)), meanwhile=write_files)
-    entries = {project: ProjectEntry.of(group_rows) for project, group_rows in by_project.items()}
-    _write_trees(staging, [root_tree(entries, options.base_url)], made)
-    upload_note(options.base_url, out, emit)
-    summary = IndexSummary(
-        site=out,
-        wheels=len(everything),
-        projects=len({w.project for w in everything}),
-        variants=variant_labels(everything),
-        skipped=skipped,
-        hashed=cache.misses,
-        cached=cache.hits,
-        base_url=options.base_url,
+    trees = (project_tree(p, by_project[p]) for p in sorted(by_project))
+    _write_trees(staging, trees, made, threads=not forked)
+    who = "" if options.describe is None else describer_key(options.describe)
+    return _Built(
+        entries={project: ProjectEntry.of(rows) for project, rows in by_project.items()},
+        usable=len(wheels),
         kept=len(kept.wheels),
+        skipped=skipped,
+        events=tuple(events),
+        scanned=tuple(keys),
+        described=tuple(who + w.sha256 for w in wheels) if who else (),
+        delta=cache.take_delta(),
     )
-    return summary, scanned
 
 
-def _shares(projects: Sequence[str], rows: int) -> list[list[str]]:
-    """``projects`` dealt round-robin into one share per core; one share for a small index,
-    where forking would cost more than it saves."""
-    count = workers_available() if rows >= MIN_ITEMS else 1
-    return [list(projects[i::count]) for i in range(min(count, len(projects)) or 1)]
+def _shares(
+    files: Sequence[Path], ready: Sequence[IndexedWheel], kept: Sequence[IndexedWheel]
+) -> list[_Share]:
+    """The wheels dealt out by project, one share per core (one for a small index, where
+    forking would cost more than it saves): the projects with most wheels first, each to
+    the share with fewest so far. A file goes by the project its name starts with (a name
+    that does not parse goes somewhere, to be skipped there with its reason)."""
+    count = workers_available() if len(files) + len(ready) + len(kept) >= MIN_ITEMS else 1
+    names: dict[str, str] = {}
+
+    def project_of(filename: str) -> str:
+        start = filename.partition("-")[0]
+        name = names.get(start)
+        if name is None:
+            name = names[start] = canonicalize_name(start)
+        return name
+
+    given: dict[str, list[Path]] = defaultdict(list)
+    ready_of: dict[str, list[IndexedWheel]] = defaultdict(list)
+    kept_of: dict[str, list[str]] = defaultdict(list)
+    for path in files:
+        given[project_of(path.name)].append(path)
+    for wheel in ready:
+        ready_of[wheel.project].append(wheel)
+    for wheel in kept:
+        kept_of[wheel.project].append(wheel.filename)
+    sizes = Counter({p: len(v) for p, v in given.items()})
+    sizes.update({p: len(v) for p, v in ready_of.items()})
+    sizes.update({p: len(v) for p, v in kept_of.items()})
+    load = [0] * count
+    dealt: list[list[str]] = [[] for _ in range(count)]
+    for project in sorted(sizes, key=lambda p: (-sizes[p], p)):
+        least = load.index(min(load))
+        load[least] += sizes[project]
+        dealt[least].append(project)
+    shares = [
+        _Share(
+            files=tuple(path for p in projects for path in given.get(p, ())),
+            ready=tuple(wheel for p in projects for wheel in ready_of.get(p, ())),
+            kept=tuple(name for p in projects for name in kept_of.get(p, ())),
+        )
+        for projects in dealt
+        if projects
+    ]
+    return shares or [_Share((), (), ())]
 
 
-def _make_skeleton(root: Path, labels: Sequence[str]) -> set[str]:
-    """The folders that several projects share (``simple``, each ``LABEL/simple``, ``files``),
-    made before the projects are shared out: the folders made so far."""
+def _make_skeleton(root: Path) -> set[str]:
+    """The folders that every share writes into (``simple``, ``files``), made before the
+    shares start: the folders made so far. (A label's ``LABEL/simple`` is made by whichever
+    share first needs it.)"""
     made: set[str] = set()
     chmod = _umask_cuts(DIR_MODE)
-    for folder in ("simple", "files", *(f"{label}/simple" for label in labels)):
+    for folder in ("simple", "files"):
         _make_folders(root, folder, made, chmod)
     return made
 
@@ -377,14 +500,19 @@ def _write_trees(
 
 
 def _make_folders(root: Path, folder: str, made: set[str], chmod: bool) -> None:
-    """``folder`` and its parents under ``root``, 0755: ``chmod`` when the umask cuts that."""
+    """``folder`` and its parents under ``root``, 0755: ``chmod`` when the umask cuts that.
+    One that is there already was made by another share of the same build."""
     missing = []
     while folder and folder not in made:
         missing.append(folder)
         folder = folder.rpartition("/")[0]
     base = f"{root}/"
     for path in reversed(missing):
-        os.mkdir(base + path, DIR_MODE)  # noqa: PTH102 - os calls: 25,000 folders at 50,000 wheels
+        try:
+            os.mkdir(base + path, DIR_MODE)  # noqa: PTH102 - os calls: 25,000 folders
+        except FileExistsError:  # another share made it (a label's folder): it is 0755 too
+            made.add(path)
+            continue
         if chmod:
             os.chmod(base + path, DIR_MODE)  # noqa: PTH101
         made.add(path)
