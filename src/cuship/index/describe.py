@@ -28,21 +28,23 @@ def describe_wheel(path: Path) -> Mapping[str, object]:
 
 
 def describe_pure(
-    path: Path, name: str, version: Version, tags: tuple[str, ...], size: int, metadata: Member
+    path: str, name: str, version: Version, tags: tuple[str, ...], size: int, metadata: Member
 ) -> Mapping[str, object]:
-    """:func:`describe_wheel` of a wheel the scan has read and found to hold no shared object
-    (most of a community index), from what the scan parsed: no second read of the file."""
+    """:func:`describe_wheel` of the wheel at ``path`` that the scan has read and found to hold
+    no shared object (most of a community index), from what the scan parsed: no second read
+    of the file."""
     from cuship.wheel.audit import inspect_pure
     from cuship.wheel.torchabi import torch_requirements
 
     text = metadata.data.decode("utf-8", "replace")
-    requirements = torch_requirements(text, source=f"{path.name}:{metadata.name}")
+    filename = path.rpartition("/")[2]
+    requirements = torch_requirements(text, source=f"{filename}:{metadata.name}")
     # Of a wheel without shared objects, _describe reads only the label and the requirements
     # on torch: the record is made once per pair (an index repeats a few pairs many times).
     key = (version.local, requirements)
     record = _PURE_RECORDS.get(key)
     if record is None:
-        record = _describe(inspect_pure(path, name, version, tags, size, metadata))
+        record = _describe(inspect_pure(Path(path), name, version, tags, size, metadata))
         if len(_PURE_RECORDS) < _PURE_RECORDS_MAX:
             _PURE_RECORDS[key] = record
     return {k: list(v) if isinstance(v, list) else v for k, v in record.items()}

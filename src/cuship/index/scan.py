@@ -9,6 +9,7 @@ Wheels are untrusted input: no METADATA is inflated past the limit, whatever the
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -17,6 +18,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from packaging.utils import (
     InvalidWheelFilename,
@@ -210,9 +212,7 @@ class _Job:
 
     path: Path
     key: str
-    name: NormalizedName
-    version: Version
-    tags: tuple[str, ...]
+    name: _Name
     stamp: FileStamp
     entry: CacheEntry
 
@@ -239,18 +239,68 @@ def _plan(path: Path, cache: ScanCache | None) -> _Job | _Fresh | _Skip:
     if entry is None:
         return _Fresh(path=path, key=key, stamp=stamp)
     try:
-        name, version, tags = _parse_name(path)
+        name = _parse_name(path)
     except _Skip as why:
         return why
-    return _Job(path=path, key=key, name=name, version=version, tags=tags, stamp=stamp, entry=entry)
+    return _Job(path=path, key=key, name=name, stamp=stamp, entry=entry)
 
 
-def _parse_name(path: Path) -> tuple[NormalizedName, Version, tuple[str, ...]]:
+class _Name(NamedTuple):
+    """What a wheel's filename says, parsed."""
+
+    project: NormalizedName
+    version: Version
+    version_text: str  # str(version): the normal form
+    local: str | None
+    tags: tuple[str, ...]  # sorted
+
+
+def _parse_name(path: Path) -> _Name:
+    return _parse_filename(path.name, path)
+
+
+def _parse_filename(filename: str, path: Path | str) -> _Name:
+    """``filename`` parsed as :func:`packaging.utils.parse_wheel_filename` does, its parts
+    through caches (an index repeats project names, versions and tag sets many times);
+    anything unusual, and every error, goes to packaging itself. ``path``: for the skip."""
+    stem = filename[:-4]
+    if filename.endswith(".whl") and stem.count("-") == 4:
+        name_part, version_part, tag_part = stem.split("-", 2)
+        try:
+            project = _project_part(name_part)
+            version, text, local = _version_part(version_part)
+            return _Name(project, version, text, local, _tag_part(tag_part))
+        except (InvalidWheelFilename, InvalidVersion):
+            pass  # worded below
     try:
-        name, version, _build, tags = parse_wheel_filename(path.name)
+        name, version, _build, tags = parse_wheel_filename(filename)
     except (InvalidWheelFilename, InvalidVersion) as err:
-        raise _Skip(path, f"invalid wheel filename: {err}") from err
-    return name, version, tuple(sorted(str(t) for t in tags))
+        raise _Skip(Path(path), f"invalid wheel filename: {err}") from err
+    return _Name(name, version, str(version), version.local, tuple(sorted(str(t) for t in tags)))
+
+
+@functools.lru_cache(maxsize=65536)
+def _project_part(name_part: str) -> NormalizedName:
+    """The project a filename's name part names, checked as packaging checks it."""
+    return parse_wheel_filename(f"{name_part}-0-py3-none-any.whl")[0]
+
+
+@functools.lru_cache(maxsize=65536)
+def _version_part(version_part: str) -> tuple[Version, str, str | None]:
+    version = Version(version_part)
+    return version, str(version), version.local
+
+
+@functools.lru_cache(maxsize=4096)
+def _tag_part(tag_part: str) -> tuple[str, ...]:
+    """A filename's tag set (``py3-none-any``, compressed sets too), sorted."""
+    tags = parse_wheel_filename(f"x-0-{tag_part}.whl")[3]
+    return tuple(sorted(str(t) for t in tags))
+
+
+@functools.lru_cache(maxsize=65536)
+def _canonical(name: str) -> NormalizedName:
+    return canonicalize_name(name)
 
 
 # What a worker sends back for one wheel: the fields of its IndexedWheel but ``path`` (the
@@ -267,30 +317,29 @@ def _read_fresh(job: tuple[str, int, bool]) -> _Read | str:
     to describe it); a skip comes back as its reason. Runs in a worker process for a large run
     (:func:`cuship.index._pool.map_spread`), so it raises nothing."""
     where, size, describe = job
-    path = Path(where)
     try:
-        name, version, tags = _parse_name(path)
-        entry, member, pure = _read(path, size)
-        _check_dist_info(path, member, name)
-        read = _fields(path, name, version, tags, size, entry)
+        name = _parse_filename(where.rpartition("/")[2], where)
+        entry, member, pure = _read(where, size)
+        _check_dist_info(where, member, name.project)
+        read = _fields(where, name, size, entry)
     except _Skip as why:
         return str(why)
     if describe and pure:
         metadata = Member(member, entry.metadata)
-        described = _describe_pure(path, name, version, tags, size, metadata)
+        described = _describe_pure(where, name, size, metadata)
         return (*read[:-1], described)
     return read
 
 
 def _describe_pure(
-    path: Path, name: str, version: Version, tags: tuple[str, ...], size: int, metadata: Member
+    path: str, name: _Name, size: int, metadata: Member
 ) -> Mapping[str, object] | None:
     """The wheel described from what was read, or None (then it is described as before,
     reading it again, where a failure is worded)."""
     from cuship.index.describe import describe_pure
 
     try:
-        return describe_pure(path, name, version, tags, size, metadata)
+        return describe_pure(path, name.project, name.version, name.tags, size, metadata)
     except Exception:
         return None
 
@@ -305,9 +354,7 @@ def _fresh_wheel(job: _Fresh, read: _Read | str, cache: ScanCache | None) -> Ind
 
 
 def _cached_wheel(job: _Job) -> IndexedWheel:
-    return _indexed(
-        job.path, _fields(job.path, job.name, job.version, job.tags, job.stamp.size, job.entry)
-    )
+    return _indexed(job.path, _fields(str(job.path), job.name, job.stamp.size, job.entry))
 
 
 def _indexed(path: Path, read: _Read) -> IndexedWheel:
@@ -330,22 +377,16 @@ def _indexed(path: Path, read: _Read) -> IndexedWheel:
     )
 
 
-def _fields(
-    path: Path,
-    name: NormalizedName,
-    version: Version,
-    tags: tuple[str, ...],
-    size: int,
-    entry: CacheEntry,
-) -> _Read:
-    """The wheel's IndexedWheel fields (see :data:`_Read`), after checking its METADATA."""
-    requires_python = _check_metadata(path, entry.metadata, name, version)
+def _fields(where: str, name: _Name, size: int, entry: CacheEntry) -> _Read:
+    """The wheel's IndexedWheel fields (see :data:`_Read`), after checking its METADATA;
+    ``where``: the wheel's path."""
+    requires_python = _check_metadata(where, entry.metadata, name)
     return (
-        path.name,
-        name,
-        str(version),
-        version.local,
-        tags,
+        where.rpartition("/")[2],
+        name.project,
+        name.version_text,
+        name.local,
+        name.tags,
         entry.sha256,
         size,
         requires_python,
@@ -355,19 +396,19 @@ def _fields(
     )
 
 
-def _read(path: Path, size: int) -> tuple[CacheEntry, str, bool]:
+def _read(path: str, size: int) -> tuple[CacheEntry, str, bool]:
     """Hash the file and pull its METADATA (and that member's name), reading small files once;
     and whether it is known to hold no shared object (a small wheel whose member names were
     all read on the way to its METADATA, none like ``*.so``)."""
     try:
         return _read_unchecked(path, size)
     except _Unreadable as why:
-        raise _Skip(path, str(why)) from why
+        raise _Skip(Path(path), str(why)) from why
     except OSError as err:
-        raise _Skip(path, f"cannot read it: {err.strerror or err}") from err
+        raise _Skip(Path(path), f"cannot read it: {err.strerror or err}") from err
 
 
-def _read_unchecked(path: Path, size: int) -> tuple[CacheEntry, str, bool]:
+def _read_unchecked(path: str, size: int) -> tuple[CacheEntry, str, bool]:
     pure = False
     if size <= _READ_WHOLE:
         data = _read_whole(path, size)
@@ -377,13 +418,13 @@ def _read_unchecked(path: Path, size: int) -> tuple[CacheEntry, str, bool]:
         pure = fast is not None and not shared and size <= _DESCRIBE_PURE
         member = fast or _metadata_from(io.BytesIO(data))
     else:
-        digest = sha256_file(path)
-        with path.open("rb") as handle:
+        digest = sha256_file(Path(path))
+        with open(path, "rb") as handle:
             member = _metadata_from(handle)
     return CacheEntry(sha256=digest, metadata=member.data), member.name, pure
 
 
-def _read_whole(path: Path, size: int) -> bytes:
+def _read_whole(path: str, size: int) -> bytes:
     """The file's bytes (plain os calls: pathlib's read_bytes costs twice as much per wheel);
     ``size``, from the stat before, is a hint: a file that grew since is read to its end."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -429,17 +470,22 @@ def _metadata_from(source: io.BufferedIOBase | io.BytesIO) -> Member:
     return Member(info.filename, data)
 
 
-def _check_dist_info(path: Path, member: str, name: NormalizedName) -> None:
+def _check_dist_info(where: str, member: str, name: NormalizedName) -> None:
     """pip installs a wheel only when its ``.dist-info`` directory names the project."""
     folder = member.partition("/")[0]
-    stem = folder.removesuffix(".dist-info")
-    candidates = {stem.partition("-")[0], stem.rpartition("-")[0] or stem}
-    if name not in {canonicalize_name(c) for c in candidates}:
+    if not _names_project(folder, name):
         raise _Skip(
-            path,
+            Path(where),
             f"its metadata directory {folder!r} does not name the project {name!r} "
             "(pip would reject it)",
         )
+
+
+@functools.lru_cache(maxsize=65536)
+def _names_project(folder: str, name: NormalizedName) -> bool:
+    stem = folder.removesuffix(".dist-info")
+    candidates = {stem.partition("-")[0], stem.rpartition("-")[0] or stem}
+    return name in {_canonical(c) for c in candidates}
 
 
 def _headers(metadata: bytes) -> Iterator[tuple[str, str]]:
@@ -461,26 +507,23 @@ def _headers(metadata: bytes) -> Iterator[tuple[str, str]]:
         yield field, value
 
 
-def _version_text(path: Path) -> str:
-    """The version as the wheel's filename spells it (the filename has been parsed)."""
-    return path.name.split("-", 2)[1]
-
-
-def _check_metadata(
-    path: Path, metadata: bytes, name: NormalizedName, version: Version
-) -> str | None:
-    """Requires-Python from METADATA, after checking Name and Version agree with the filename."""
+def _check_metadata(where: str, metadata: bytes, name: _Name) -> str | None:
+    """Requires-Python from METADATA, after checking Name and Version agree with the filename
+    of the wheel at ``where``."""
     fields = dict(_headers(metadata))
     meta_name, meta_version = fields.get("name", ""), fields.get("version", "")
     try:
         # The filename's own spelling first: it is how METADATA says it, nearly always.
-        same_version = meta_version == _version_text(path) or Version(meta_version) == version
+        filename = where.rpartition("/")[2]
+        same_version = (
+            meta_version == filename.split("-", 2)[1] or Version(meta_version) == name.version
+        )
     except InvalidVersion:
         same_version = False
-    if canonicalize_name(meta_name) != name or not same_version:
+    if _canonical(meta_name) != name.project or not same_version:
         raise _Skip(
-            path,
+            Path(where),
             f"METADATA says Name {meta_name!r} Version {meta_version!r} but the filename says "
-            f"{name!r} {str(version)!r} (pip would reject it)",
+            f"{name.project!r} {name.version_text!r} (pip would reject it)",
         )
     return fields.get("requires-python") or None
