@@ -84,7 +84,7 @@ def test_spread_run_writes_the_site_of_a_serial_run(
     # (each pure wheel described from the bytes read): no pool besides
     assert counted.started == 0
     assert len(forked) == workers_available()
-    projects = [{f.name.partition("-")[0] for f in share.files} for share in forked]
+    projects = [{Path(f).name.partition("-")[0] for f in share.files} for share in forked]
     assert all(projects)
     assert sum(map(len, projects)) == len(set().union(*projects))  # no project in two shares
     named = {f"proj{i:03d}" for i in range(PROJECTS)} | {"broken", "README.txt"}

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from html import escape
+from typing import NamedTuple
 
 __all__ = [
     "API_VERSION",
@@ -25,9 +25,10 @@ __all__ = [
 API_VERSION = "1.1"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FileLink:
-    """One file row of a project page, with its href already made (relative or absolute)."""
+class FileLink(NamedTuple):
+    """One file row of a project page, with its href already made (relative or absolute).
+    (A tuple: an index of 50,000 wheels makes 70,000 of them, and a frozen dataclass costs
+    twice as much to make.)"""
 
     filename: str
     href: str

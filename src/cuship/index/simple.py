@@ -224,7 +224,7 @@ class _Share:
     """The part of a rebuild one process does: the given files and wheels of some projects,
     and the names of those projects' wheels the earlier index keeps."""
 
-    files: tuple[Path, ...]
+    files: tuple[str, ...]
     ready: tuple[IndexedWheel, ...]
     kept: tuple[str, ...]
 
@@ -278,10 +278,7 @@ def _build(
         cache.absorb(part.delta)
         for event in part.events:
             emit(event)
-    order = {str(path): i for i, path in reversed(list(enumerate(files)))}
-    skipped = tuple(
-        sorted((s for part in built for s in part.skipped), key=lambda s: order.get(str(s.path), 0))
-    )
+    skipped = _in_order((s for part in built for s in part.skipped), files)
     scanned = [key for part in built for key in part.scanned]
     if cache.preloaded:
         cache.retain(set(scanned))
@@ -309,6 +306,15 @@ def _build(
         kept=sum(part.kept for part in built),
     )
     return summary, scanned
+
+
+def _in_order(skipped: Iterable[Skipped], files: Sequence[str]) -> tuple[Skipped, ...]:
+    """The shares' skips in the order their files were given."""
+    found = list(skipped)
+    if not found:
+        return ()
+    order = {Path(path): i for i, path in reversed(list(enumerate(files)))}
+    return tuple(sorted(found, key=lambda s: order.get(s.path, 0)))
 
 
 def _build_share(
@@ -382,7 +388,7 @@ def _build_share(
 
 
 def _shares(
-    files: Sequence[Path], ready: Sequence[IndexedWheel], kept: Sequence[IndexedWheel]
+    files: Sequence[str], ready: Sequence[IndexedWheel], kept: Sequence[IndexedWheel]
 ) -> list[_Share]:
     """The wheels dealt out by project, one share per core (one for a small index, where
     forking would cost more than it saves): the projects with most wheels first, each to
@@ -398,11 +404,11 @@ def _shares(
             name = names[start] = canonicalize_name(start)
         return name
 
-    given: dict[str, list[Path]] = defaultdict(list)
+    given: dict[str, list[str]] = defaultdict(list)
     ready_of: dict[str, list[IndexedWheel]] = defaultdict(list)
     kept_of: dict[str, list[str]] = defaultdict(list)
     for path in files:
-        given[project_of(path.name)].append(path)
+        given[project_of(path.rpartition("/")[2])].append(path)
     for wheel in ready:
         ready_of[wheel.project].append(wheel)
     for wheel in kept:
