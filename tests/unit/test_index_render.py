@@ -165,3 +165,63 @@ def test_manifests_index_and_project(wheels: tuple[IndexedWheel, ...]) -> None:
 
 def test_render_is_deterministic(wheels: tuple[IndexedWheel, ...]) -> None:
     assert render(wheels) == render(tuple(reversed(wheels)))
+
+
+@pytest.mark.parametrize(
+    ("python", "metadata", "yanked", "href"),
+    [
+        (">=3.8", "ab" * 32, None, "../../files/demo-1.0-py3-none-any.whl"),
+        (None, None, "", "https://example.org/a&b/demo-1.0%2Bcu130-py3-none-any.whl"),
+        ('<4,"quoted"\\ \u00e9\u2603', "cd" * 32, 'bad "build"\n\u2603', "x"),
+        ("", "", "r", ""),
+    ],
+)
+def test_project_json_is_the_text_json_writes(
+    python: str | None, metadata: str | None, yanked: str | None, href: str
+) -> None:
+    # The page is written without json's encoder: it must be json.dumps's text, byte for byte.
+    from cuship.index._pages import FileLink, project_json
+
+    links = [
+        FileLink(
+            filename=f"d\u00e9mo-{i}.0-py3-none-any.whl",
+            href=href,
+            sha256="ef" * 32,
+            size=1234 * i,
+            requires_python=python,
+            metadata_sha256=metadata,
+            yanked=yanked,
+        )
+        for i in range(3)
+    ]
+    expected = {
+        "meta": {"api-version": "1.1"},
+        "name": "d\u00e9mo",
+        "versions": ["0.0", "1.0\u2603"],
+        "files": [
+            {
+                "filename": link.filename,
+                "url": link.href,
+                "hashes": {"sha256": link.sha256},
+                "requires-python": link.requires_python,
+                "size": link.size,
+                **(
+                    {
+                        "core-metadata": {"sha256": link.metadata_sha256},
+                        "dist-info-metadata": {"sha256": link.metadata_sha256},
+                    }
+                    if link.metadata_sha256 is not None
+                    else {"core-metadata": False}
+                ),
+                "yanked": False if link.yanked is None else (link.yanked or True),
+            }
+            for link in links
+        ],
+        "_cuship": {"manifest": "../x/\u2603.json", "n": [1, None]},
+    }
+    page = project_json("d\u00e9mo", links, ["0.0", "1.0\u2603"], {"_cuship": expected["_cuship"]})
+    assert page == (json.dumps(expected, separators=(",", ":")) + "\n").encode("ascii")
+    assert (
+        project_json("d", [], [])
+        == b'{"meta":{"api-version":"1.1"},"name":"d","versions":[],"files":[]}\n'
+    )
