@@ -488,11 +488,10 @@ def _check_dist_info(where: str, member: str, name: NormalizedName) -> None:
         )
 
 
-@functools.lru_cache(maxsize=65536)
 def _names_project(folder: str, name: NormalizedName) -> bool:
     stem = folder.removesuffix(".dist-info")
-    candidates = {stem.partition("-")[0], stem.rpartition("-")[0] or stem}
-    return name in {_canonical(c) for c in candidates}
+    first, last = stem.partition("-")[0], stem.rpartition("-")[0] or stem
+    return name == _canonical(first) or name == _canonical(last)
 
 
 def _headers(metadata: bytes) -> Iterator[tuple[str, str]]:
