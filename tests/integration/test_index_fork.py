@@ -151,3 +151,19 @@ def test_the_parents_error_waits_for_the_children(tmp_path: Path) -> None:
         fork_map(slow, ["a", "b"], meanwhile=fail)
     assert (tmp_path / "a").exists() and (tmp_path / "b").exists()  # both ran to their end
     assert _no_child_left()
+
+
+class Needy(Exception):
+    """Pickles (a module-level class), but unpickling calls it with one argument of two."""
+
+    def __init__(self, source: str, problem: str) -> None:
+        super().__init__(f"{source}: {problem}")
+
+
+def test_an_error_that_pickles_but_cannot_be_made_again_comes_back_in_words() -> None:
+    def fail(share: str) -> None:
+        raise Needy(share, "went wrong")
+
+    with pytest.raises(RuntimeError, match="Needy: x: went wrong"):
+        fork_map(fail, ["x", "y"])
+    assert _no_child_left()

@@ -108,6 +108,7 @@ def _fork(fn: Callable[[T], R], share: T) -> tuple[int, int]:
         status = 1
         try:
             message = pickle.dumps((False, err))
+            pickle.loads(message)  # one that pickles but cannot be made again (required args)
         except Exception:  # an exception that does not pickle: its words
             message = pickle.dumps((False, RuntimeError(f"{type(err).__name__}: {err}")))
     try:
