@@ -85,9 +85,7 @@ def test_one_share_runs_here_after_meanwhile(tmp_path: Path) -> None:
         order.append((share, os.getpid()))
         return in_child()
 
-    results = fork_map(
-        run, ["only"], meanwhile=lambda: order.append(("meanwhile", os.getpid()))
-    )
+    results = fork_map(run, ["only"], meanwhile=lambda: order.append(("meanwhile", os.getpid())))
     assert order == [("meanwhile", os.getpid()), ("only", os.getpid())]
     assert results == [False]
 
@@ -123,7 +121,7 @@ def test_an_error_that_does_not_pickle_comes_back_in_words() -> None:
 
 def test_a_result_that_does_not_pickle_is_the_childs_error() -> None:
     with pytest.raises(Exception, match="pickle"):  # pickle's own words, from the child
-        fork_map(lambda share: (lambda: share), ["x", "y"])
+        fork_map(lambda share: lambda: share, ["x", "y"])
     assert _no_child_left()
 
 
