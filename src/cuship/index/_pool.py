@@ -2,9 +2,12 @@
 
 Hashing a wheel, pulling its METADATA and inspecting its shared objects is CPU work in Python,
 one wheel at a time: a cold index of 50,000 wheels spent most of its time there on one core.
-Forked worker processes take chunks of the wheels; results come back in order. Only a run with
-many wheels pays the start-up, and only where forking is safe (no other thread running in this
-process); everywhere else the work runs here, in order, as before.
+Two ways to spread it: :func:`map_spread` hands chunks of items to forked worker processes and
+gets the results back in order (an update's scan); :func:`fork_map` gives each forked child a
+whole share of the work, start to end, and gets back only what it reports (a rebuild: each
+child reads, writes and renders its own projects). Only a run with many wheels pays the
+start-up, and only where forking is safe (no other thread running in this process);
+everywhere else the work runs here, in order, as before. A child spreads nothing further.
 """
 
 from __future__ import annotations
