@@ -165,3 +165,10 @@ def test_an_error_that_pickles_but_cannot_be_made_again_comes_back_in_words() ->
     with pytest.raises(RuntimeError, match="Needy: x: went wrong"):
         fork_map(fail, ["x", "y"])
     assert _no_child_left()
+
+
+def test_a_child_collects_no_cycles_and_the_parent_still_does() -> None:
+    import gc
+
+    assert fork_map(lambda share: gc.isenabled(), ["a", "b"]) == [False, False]
+    assert gc.isenabled()
