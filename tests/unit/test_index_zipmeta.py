@@ -106,3 +106,24 @@ def test_the_shared_object_check_reads_every_member_name(tmp_path: Path) -> None
         seen: list[bool] = []
         assert metadata_fast(wheel.read_bytes(), seen) is not None
         assert bool(seen) is shared, member
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        "Requires-Dist: torch==2.9.*\nREQUIRES-DIST:  numpy\n  >=1.26\nrequires-dist:torch>=2.8\n",
+        " Requires-Dist: torch>=1\nRequires-Dist: torch==2.9.*\n",  # an indented first line
+        "Requires-Dist\n  torch>=1\nRequires-Dist: torch==2.9.*\n",  # a line with no colon
+        "Requires-Dist: torch==2.9.*\n\nRequires-Dist: torch>=9\n",  # the body is not headers
+        "Summary: no requirements at all\n",
+    ],
+)
+def test_the_scans_requires_dist_is_what_torchabi_reads(headers: str) -> None:
+    # The scan hands the Requires-Dist values it read to describe_pure, which would otherwise
+    # read them again through torchabi: the two readings must be the same.
+    from cuship.index.scan import _headers
+    from cuship.wheel.torchabi import _header_values
+
+    metadata = f"Metadata-Version: 2.1\nName: x\nVersion: 1.0\n{headers}"
+    ours = [v for k, v in _headers(metadata.encode()) if k == "requires-dist"]
+    assert ours == _header_values(metadata, "requires-dist")

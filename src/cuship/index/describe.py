@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,17 +28,27 @@ def describe_wheel(path: Path) -> Mapping[str, object]:
 
 
 def describe_pure(
-    path: str, name: str, version: Version, tags: tuple[str, ...], size: int, metadata: Member
+    path: str,
+    name: str,
+    version: Version,
+    tags: tuple[str, ...],
+    size: int,
+    metadata: Member,
+    *,
+    requires_dist: Sequence[str] | None = None,
 ) -> Mapping[str, object]:
     """:func:`describe_wheel` of the wheel at ``path`` that the scan has read and found to hold
     no shared object (most of a community index), from what the scan parsed: no second read
-    of the file."""
+    of the file. ``requires_dist``: the METADATA's Requires-Dist values, when the scan has
+    read its headers already."""
     from cuship.wheel.audit import inspect_pure
-    from cuship.wheel.torchabi import torch_requirements
+    from cuship.wheel.torchabi import torch_entries, torch_requirements
 
-    text = metadata.data.decode("utf-8", "replace")
-    filename = path.rpartition("/")[2]
-    requirements = torch_requirements(text, source=f"{filename}:{metadata.name}")
+    source = f"{path.rpartition('/')[2]}:{metadata.name}"
+    if requires_dist is None:
+        requirements = torch_requirements(metadata.data.decode("utf-8", "replace"), source=source)
+    else:
+        requirements = torch_entries(requires_dist, source=source)
     # Of a wheel without shared objects, _describe reads only the label and the requirements
     # on torch: the record is made once per pair (an index repeats a few pairs many times).
     key = (version.local, requirements)

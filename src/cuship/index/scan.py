@@ -328,25 +328,34 @@ def _read_fresh(job: tuple[str, int, bool]) -> _Read | str:
         name = _parse_filename(where.rpartition("/")[2], where)
         entry, member, pure = _read(where, size)
         _check_dist_info(where, member, name.project)
-        read = _fields(where, name, size, entry)
+        requires_dist: list[str] = []
+        read = _fields(where, name, size, entry, requires_dist)
     except _Skip as why:
         return str(why)
     if describe and pure:
         metadata = Member(member, entry.metadata)
-        described = _describe_pure(where, name, size, metadata)
+        described = _describe_pure(where, name, size, metadata, requires_dist)
         return (*read[:-1], described)
     return read
 
 
 def _describe_pure(
-    path: str, name: _Name, size: int, metadata: Member
+    path: str, name: _Name, size: int, metadata: Member, requires_dist: list[str]
 ) -> Mapping[str, object] | None:
     """The wheel described from what was read, or None (then it is described as before,
     reading it again, where a failure is worded)."""
     from cuship.index.describe import describe_pure
 
     try:
-        return describe_pure(path, name.project, name.version, name.tags, size, metadata)
+        return describe_pure(
+            path,
+            name.project,
+            name.version,
+            name.tags,
+            size,
+            metadata,
+            requires_dist=requires_dist,
+        )
     except Exception:
         return None
 
@@ -384,10 +393,12 @@ def _indexed(path: Path, read: _Read) -> IndexedWheel:
     )
 
 
-def _fields(where: str, name: _Name, size: int, entry: CacheEntry) -> _Read:
+def _fields(
+    where: str, name: _Name, size: int, entry: CacheEntry, requires_dist: list[str] | None = None
+) -> _Read:
     """The wheel's IndexedWheel fields (see :data:`_Read`), after checking its METADATA;
-    ``where``: the wheel's path."""
-    requires_python = _check_metadata(where, entry.metadata, name)
+    ``where``: the wheel's path; ``requires_dist`` gets METADATA's Requires-Dist values."""
+    requires_python = _check_metadata(where, entry.metadata, name, requires_dist)
     return (
         where.rpartition("/")[2],
         name.project,
@@ -495,28 +506,37 @@ def _names_project(folder: str, name: NormalizedName) -> bool:
 
 
 def _headers(metadata: bytes) -> Iterator[tuple[str, str]]:
-    """(field, value) pairs of the METADATA header block; folded lines joined."""
+    """(field, value) pairs of the METADATA header block; folded lines joined. A line that is
+    neither a header (no colon) nor the continuation of one is passed over, with its own
+    continuations: the values are those :mod:`cuship.wheel.torchabi` reads."""
     text = metadata.decode("utf-8", errors="replace")
     field: str | None = None
     value = ""
     for line in text.splitlines():
         if not line.strip():
             break
-        if line[0] in " \t" and field is not None:
-            value += " " + line.strip()
+        if line[0] in " \t":
+            if field is not None:
+                value += " " + line.strip()
             continue
         if field is not None:
             yield field, value
-        field, _, value = line.partition(":")
-        field, value = field.strip().lower(), value.strip()
+        key, colon, value = line.partition(":")
+        field, value = (key.strip().lower(), value.strip()) if colon else (None, "")
     if field is not None:
         yield field, value
 
 
-def _check_metadata(where: str, metadata: bytes, name: _Name) -> str | None:
+def _check_metadata(
+    where: str, metadata: bytes, name: _Name, requires_dist: list[str] | None = None
+) -> str | None:
     """Requires-Python from METADATA, after checking Name and Version agree with the filename
-    of the wheel at ``where``."""
-    fields = dict(_headers(metadata))
+    of the wheel at ``where``; ``requires_dist`` gets the Requires-Dist values."""
+    fields: dict[str, str] = {}
+    for key, value in _headers(metadata):
+        fields[key] = value
+        if key == "requires-dist" and requires_dist is not None:
+            requires_dist.append(value)
     meta_name, meta_version = fields.get("name", ""), fields.get("version", "")
     try:
         # The filename's own spelling first: it is how METADATA says it, nearly always.

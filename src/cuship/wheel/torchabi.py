@@ -42,6 +42,7 @@ __all__ = [
     "classify",
     "pin_for",
     "strictest",
+    "torch_entries",
     "torch_pin",
     "torch_requirements",
 ]
@@ -177,8 +178,14 @@ def torch_requirements(metadata: str, *, source: str) -> tuple[str, ...]:
     Entries under an extra (``; extra == "test"``) do not count: plain ``pip install`` skips
     them. An entry that is not a valid requirement raises :class:`InputError`.
     """
+    return torch_entries(_header_values(metadata, "requires-dist"), source=source)
+
+
+def torch_entries(requires_dist: Iterable[str], *, source: str) -> tuple[str, ...]:
+    """:func:`torch_requirements` of ``Requires-Dist`` values already read from METADATA (as
+    :func:`_header_values` reads them)."""
     found: list[str] = []
-    for line in _header_values(metadata, "requires-dist"):
+    for line in requires_dist:
         try:
             entry = _torch_entry(line)
         except InvalidRequirement as err:
