@@ -1,7 +1,8 @@
-"""A large index run deals its projects out to forked children, one per core, each reading,
-describing (a pure wheel from the bytes its read left in memory) and writing its projects
-start to end: the site it writes is byte for byte the site of the same run done in one
-process, each wheel read again to describe it, skips and all."""
+"""A large index run deals its projects out in shares, one per core, each read, described (a
+pure wheel from the bytes its read left in memory) and written start to end by one process,
+the first here and the others in forked children: the site it writes is byte for byte the
+site of the same run done in one process, each wheel read again to describe it, skips and
+all."""
 
 from __future__ import annotations
 
@@ -62,9 +63,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> type[_Counted]:
     return _Counted
 
 
-def _serial_map(fn: Any, shares: list[Any], *, meanwhile: Any = None) -> list[Any]:
-    if meanwhile is not None:
-        meanwhile()
+def _serial_map(fn: Any, shares: list[Any]) -> list[Any]:
     return [fn(share) for share in shares]
 
 
@@ -79,18 +78,30 @@ def test_spread_run_writes_the_site_of_a_serial_run(
         return fork(fn, share)
 
     monkeypatch.setattr(_pool, "_fork", counted_fork)
+    simple = sys.modules["cuship.index.simple"]
+    runs: list[Any] = []
+    share_out = simple._shares
+
+    def counted_shares(*args: Any) -> Any:
+        runs.append(share_out(*args))
+        return runs[-1]
+
+    monkeypatch.setattr(simple, "_shares", counted_shares)
     spread = write([wheels], tmp_path / "spread", describe=describe_wheel)
-    # one child per core, each scanning, describing and writing its own projects start to end
-    # (each pure wheel described from the bytes read): no pool besides
+    (dealt,) = runs
+    # one share per core, each scanned, described and written start to end by one process
+    # (each pure wheel described from the bytes read): the first here, the others in
+    # forked children; no pool besides
     assert counted.started == 0
-    assert len(forked) == workers_available()
-    projects = [{Path(f).name.partition("-")[0] for f in share.files} for share in forked]
+    assert len(dealt) == workers_available()
+    assert forked == dealt[1:]
+    projects = [{Path(f).name.partition("-")[0] for f in share.files} for share in dealt]
     assert all(projects)
     assert sum(map(len, projects)) == len(set().union(*projects))  # no project in two shares
     named = {f"proj{i:03d}" for i in range(PROJECTS)} | {"broken", "README.txt"}
     assert set().union(*projects) == named
     assert spread.hashed == 4 * PROJECTS + 1  # every wheel-named file read, the broken one too
-    monkeypatch.setattr(sys.modules["cuship.index.simple"], "fork_map", _serial_map)
+    monkeypatch.setattr(simple, "fork_map", _serial_map)
     for module in ("cuship.index.scan", "cuship.index._shared"):
         monkeypatch.setattr(sys.modules[module], "map_spread", _serial)
     # ... and the serial run describes every wheel by reading it again, as describe_wheel does

@@ -3,9 +3,9 @@
 Hashing a wheel, pulling its METADATA and inspecting its shared objects is CPU work in Python,
 one wheel at a time: a cold index of 50,000 wheels spent most of its time there on one core.
 Two ways to spread it: :func:`map_spread` hands chunks of items to forked worker processes and
-gets the results back in order (an update's scan); :func:`fork_map` gives each forked child a
-whole share of the work, start to end, and gets back only what it reports (a rebuild: each
-child reads, writes and renders its own projects). Only a run with many wheels pays the
+gets the results back in order (an update's scan); :func:`fork_map` does one whole share of
+the work here and gives each other share to a forked child, start to end, getting back only
+what it reports (a rebuild: each process reads, writes and renders its own projects). Only a run with many wheels pays the
 start-up, and only where forking is safe (no other thread running in this process);
 everywhere else the work runs here, in order, as before. A child spreads nothing further.
 """
@@ -63,37 +63,46 @@ def in_child() -> bool:
     return _IN_CHILD
 
 
-def fork_map(
-    fn: Callable[[T], R], shares: Sequence[T], *, meanwhile: Callable[[], None] | None = None
-) -> list[R]:
-    """``[fn(share) for share in shares]``, each share in a forked child, while this process
-    runs ``meanwhile``; the children see this process's memory as it was (nothing is pickled
-    to them) and each pickles its result back. Raises what a child raised (pickled back; a
-    child that died says how), or what ``meanwhile`` raised, after every child has ended.
-    With one share, or where forking is not safe, everything runs here, ``meanwhile`` first.
+def fork_map(fn: Callable[[T], R], shares: Sequence[T]) -> list[R]:
+    """``[fn(share) for share in shares]``: the first share here, each other share at the
+    same time in a forked child. The children see this process's memory as it was when they
+    started (nothing is pickled to them) and each pickles its result back. Raises what the
+    share here raised, or else what a child raised (pickled back; a child that died says
+    how), after every child has ended. Where forking is not safe, every share runs here.
+
+    No cycle is collected while a share runs here (nor in a child: see :func:`_fork`): a
+    share is a bounded piece of work whose objects live until it ends.
 
     A child ends with ``os._exit``: nothing it buffered (events, a cache) is flushed and
     nothing it changed in memory comes back but its result. A :func:`map_spread` in a child
     runs there, serially."""
     if len(shares) < 2 or not _fork_safe():
-        if meanwhile is not None:
-            meanwhile()
-        return [fn(share) for share in shares]
+        return [_uncollected(fn, share) for share in shares]
     children: list[tuple[int, int]] = []
     try:
-        for share in shares:
+        for share in shares[1:]:
             children.append(_fork(fn, share))
-        if meanwhile is not None:
-            meanwhile()
+        first = _uncollected(fn, shares[0])
     finally:
         outcomes = [_reap(pid, fd) for pid, fd in children]
-    results: list[R] = []
+    results: list[R] = [first]
     for ok, value in outcomes:
         if not ok:
             assert isinstance(value, BaseException)
             raise value
         results.append(value)  # type: ignore[arg-type]  # the child's fn(share)
     return results
+
+
+def _uncollected(fn: Callable[[T], R], share: T) -> R:
+    """``fn(share)`` with the cycle collector paused (as it was, after)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return fn(share)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _fork(fn: Callable[[T], R], share: T) -> tuple[int, int]:

@@ -256,10 +256,11 @@ def _build(
     """Every page of the index written under ``staging``.
 
     The projects are dealt out in shares, one per core; each share's wheels are scanned,
-    described and linked, and its pages rendered and written, start to end by one forked
-    child (the children see the preloaded cache; nothing is pickled to them). Each child
-    sends back what the roots need and what its copy of the cache learnt; the parent writes
-    the roots. A small index is one share, done here."""
+    described and linked, and its pages rendered and written, start to end, by one process:
+    this one for the first share, a forked child for each other (the children see the
+    preloaded cache; nothing is pickled to them). Each child sends back what the roots need
+    and what its copy of the cache learnt; this process writes the roots. A small index is
+    one share, done here."""
     files = wheel_files([item for item in given if not isinstance(item, IndexedWheel)])
     ready = [item for item in given if isinstance(item, IndexedWheel)]
     previous = _previous_hashes(out)
@@ -270,8 +271,12 @@ def _build(
         import cuship.index.describe
         import cuship.wheel.audit  # noqa: F401
 
+    alone = len(shares) == 1
+
     def build(share: _Share) -> _Built:
-        return _build_share(share, out, staging, options, cache, previous, kept, made, emit)
+        return _build_share(
+            share, out, staging, options, cache, previous, kept, made, emit, alone=alone
+        )
 
     built = fork_map(build, shares)
     for part in built:
@@ -327,8 +332,11 @@ def _build_share(
     kept_before: Kept,
     made: set[str],
     emit: Emit,
+    *,
+    alone: bool,
 ) -> _Built:
-    """One share of :func:`_build`, in a forked child or (one share) here."""
+    """One share of :func:`_build`, here or in a forked child; ``alone``: no other share
+    runs meanwhile (then its files are written by a few threads)."""
     forked = in_child()
     events: list[Event] = []
     say = events.append if forked else emit
@@ -367,13 +375,13 @@ def _build_share(
             files[f"files/{wheel.filename}{ATTESTATION_SUFFIX}"] = ref.content
     inside = [w for w in everything if kept.bases.get(w.filename, options.base_url) is None]
     made = set(made)  # this process's own record of the folders it made
-    _write_trees(staging, [files], made, threads=not forked)
+    _write_trees(staging, [files], made, threads=alone)
     _place_wheels(inside, staging / "files", out, previous, say)
     keys = [str(w.path.absolute()) for w in scanned]  # the scan's keys
     _settle(cache, keys)  # linked: their ctimes as this run leaves them
     by_project = group(rows)
     trees = (project_tree(p, by_project[p]) for p in sorted(by_project))
-    _write_trees(staging, trees, made, threads=not forked)
+    _write_trees(staging, trees, made, threads=alone)
     who = "" if options.describe is None else describer_key(options.describe)
     return _Built(
         entries={project: ProjectEntry.of(rows) for project, rows in by_project.items()},
