@@ -9,7 +9,9 @@ import gc
 import os
 import signal
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,3 +166,26 @@ def test_an_error_that_pickles_but_cannot_be_made_again_comes_back_in_words() ->
     with pytest.raises(RuntimeError, match="Needy: x: went wrong"):
         fork_map(fail, ["here", "x"])
     assert _no_child_left()
+
+
+def test_the_share_here_spreads_nothing_further_while_the_children_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # map_spread in the share here runs serially (the children have the other cores), and
+    # spreads again once fork_map is done.
+    started: list[int] = []
+
+    class Counted(ProcessPoolExecutor):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            started.append(1)
+            super().__init__(*args, **kwargs)
+
+    def spread(share: int) -> int:
+        return sum(map_spread(abs, [-share] * (MIN_ITEMS * 2)))
+
+    monkeypatch.setattr(_pool, "ProcessPoolExecutor", Counted)
+    assert fork_map(spread, [1, 2]) == [MIN_ITEMS * 2, MIN_ITEMS * 4]
+    assert started == []
+    if _pool.workers_available() > 1:
+        assert sum(map_spread(abs, [-1] * (MIN_ITEMS * 2))) == MIN_ITEMS * 2
+        assert started == [1]

@@ -29,6 +29,7 @@ R = TypeVar("R")
 MIN_ITEMS = 512  # fewer wheels than this run here: a pool's start-up would cost more
 _CHUNKS_PER_WORKER = 8  # small enough to even out slow wheels, large enough to amortise pickling
 _IN_CHILD = False  # True in a child fork_map started
+_SHARING = False  # True while fork_map runs a share here beside its children
 
 
 def workers_available() -> int:
@@ -49,7 +50,7 @@ def map_spread(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = MIN
     ``fn`` must be a module-level function whose results pickle, and must not raise: return the
     failure as a value (exceptions with extra constructor arguments do not pickle back)."""
     workers = workers_available()
-    if workers < 2 or len(items) < min_items or _IN_CHILD or not _fork_safe():
+    if workers < 2 or len(items) < min_items or _IN_CHILD or _SHARING or not _fork_safe():
         return [fn(item) for item in items]
     chunk = max(1, len(items) // (workers * _CHUNKS_PER_WORKER))
     context = multiprocessing.get_context("fork")
@@ -74,16 +75,19 @@ def fork_map(fn: Callable[[T], R], shares: Sequence[T]) -> list[R]:
     share is a bounded piece of work whose objects live until it ends.
 
     A child ends with ``os._exit``: nothing it buffered (events, a cache) is flushed and
-    nothing it changed in memory comes back but its result. A :func:`map_spread` in a child
-    runs there, serially."""
+    nothing it changed in memory comes back but its result. A :func:`map_spread` in a share,
+    here or in a child, runs serially: the shares already have the cores."""
     if len(shares) < 2 or not _fork_safe():
         return [_uncollected(fn, share) for share in shares]
+    global _SHARING  # one fork_map at a time: forking needs a single thread
     children: list[tuple[int, int]] = []
     try:
         for share in shares[1:]:
             children.append(_fork(fn, share))
+        _SHARING = True  # the share here spreads nothing further: the children have the cores
         first = _uncollected(fn, shares[0])
     finally:
+        _SHARING = False
         outcomes = [_reap(pid, fd) for pid, fd in children]
     results: list[R] = [first]
     for ok, value in outcomes:

@@ -382,6 +382,8 @@ def _build_share(
     by_project = group(rows)
     trees = (project_tree(p, by_project[p]) for p in sorted(by_project))
     _write_trees(staging, trees, made, threads=alone)
+    if not forked:  # stored while a child may still be at work (a child's, after it ends)
+        cache.flush()
     who = "" if options.describe is None else describer_key(options.describe)
     return _Built(
         entries={project: ProjectEntry.of(rows) for project, rows in by_project.items()},
