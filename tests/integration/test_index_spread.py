@@ -127,3 +127,63 @@ def test_a_spread_run_leaves_a_cache_that_the_next_run_reads(wheels: Path, tmp_p
     write([wheels], tmp_path / "site", describe=describe_wheel)
     again = write([wheels], tmp_path / "site", describe=describe_wheel)
     assert (again.hashed, again.cached) == (1, 4 * PROJECTS)  # only the broken file, again
+
+
+def test_a_spread_rebuild_that_keeps_an_earlier_index_writes_the_serial_site(
+    wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --keep-existing --rebuild over a site past the threshold: each kept wheel goes to its
+    # project's share, a given wheel of a kept name replaces it there (with its warning), and
+    # the projects given nothing keep all theirs.
+    import shutil
+
+    from cuship.events import Event
+
+    base = tmp_path / "base"
+    write([wheels], base, describe=describe_wheel)
+    given = tmp_path / "release2"
+    for i in range(0, PROJECTS, 3):
+        make_wheel(given, f"proj{i:03d}", "3.0")
+        make_wheel(given, f"proj{i:03d}", "1.0", extra_metadata="Summary: rebuilt\n")
+    make_wheel(given, "fresh", "1.0")
+    forked: list[object] = []
+    fork = _pool._fork
+
+    def counted_fork(fn: Any, share: object) -> tuple[int, int]:
+        forked.append(share)
+        return fork(fn, share)
+
+    monkeypatch.setattr(_pool, "_fork", counted_fork)
+    runs: dict[str, tuple[Any, list[str]]] = {}
+    for how in ("spread", "serial"):
+        if how == "serial":
+            monkeypatch.setattr(sys.modules["cuship.index.simple"], "fork_map", _serial_map)
+        site = tmp_path / how
+        shutil.copytree(base, site)
+        events: list[Event] = []
+        summary = write(
+            [given], site, keep_existing=True, rebuild=True, describe=describe_wheel,
+            emit=events.append,
+        )  # fmt: skip
+        runs[how] = (summary, sorted(e.message for e in events if e.level == "warning"))
+    assert len(forked) == workers_available() - 1  # the spread run forked; the serial did not
+    assert _tree(tmp_path / "spread") == _tree(tmp_path / "serial")
+    (spread, spread_warnings), (serial, serial_warnings) = runs["spread"], runs["serial"]
+    replaced = len(range(0, PROJECTS, 3))
+    assert spread.wheels == serial.wheels == 4 * PROJECTS + replaced + 1
+    assert spread.kept == serial.kept == 4 * PROJECTS - replaced
+    assert spread_warnings == serial_warnings
+    assert sum("replaces the indexed file" in w for w in spread_warnings) == replaced
+
+
+def test_two_different_files_of_one_name_fail_a_spread_run(wheels: Path, tmp_path: Path) -> None:
+    # Both files go to the same project's share, whichever process it runs in: the error is
+    # the one a serial run gives, and no site is left half made.
+    from cuship.errors import InputError
+
+    other = tmp_path / "other"
+    make_wheel(other, "proj001", "1.0", extra_metadata="Summary: another build\n")
+    with pytest.raises(InputError, match="two different files are both named"):
+        write([wheels, other], tmp_path / "site")
+    assert not (tmp_path / "site").exists()
+    assert not [p.name for p in tmp_path.iterdir() if ".new-" in p.name]  # no staging left
