@@ -63,21 +63,31 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> type[_Counted]:
     return _Counted
 
 
+@pytest.fixture
+def forked(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The share of each child that fork_map starts, in order."""
+    shares: list[Any] = []
+    fork = _pool._fork
+
+    def counted_fork(fn: Any, share: object) -> tuple[int, int]:
+        shares.append(share)
+        return fork(fn, share)
+
+    monkeypatch.setattr(_pool, "_fork", counted_fork)
+    return shares
+
+
 def _serial_map(fn: Any, shares: list[Any]) -> list[Any]:
     return [fn(share) for share in shares]
 
 
 def test_spread_run_writes_the_site_of_a_serial_run(
-    wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: type[_Counted]
+    wheels: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    counted: type[_Counted],
+    forked: list[Any],
 ) -> None:
-    forked: list[Any] = []
-    fork = _pool._fork
-
-    def counted_fork(fn: Any, share: object) -> tuple[int, int]:
-        forked.append(share)
-        return fork(fn, share)
-
-    monkeypatch.setattr(_pool, "_fork", counted_fork)
     simple = sys.modules["cuship.index.simple"]
     runs: list[Any] = []
     share_out = simple._shares
@@ -130,7 +140,7 @@ def test_a_spread_run_leaves_a_cache_that_the_next_run_reads(wheels: Path, tmp_p
 
 
 def test_a_spread_rebuild_that_keeps_an_earlier_index_writes_the_serial_site(
-    wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forked: list[Any]
 ) -> None:
     # --keep-existing --rebuild over a site past the threshold: each kept wheel goes to its
     # project's share, a given wheel of a kept name replaces it there (with its warning), and
@@ -146,14 +156,7 @@ def test_a_spread_rebuild_that_keeps_an_earlier_index_writes_the_serial_site(
         make_wheel(given, f"proj{i:03d}", "3.0")
         make_wheel(given, f"proj{i:03d}", "1.0", extra_metadata="Summary: rebuilt\n")
     make_wheel(given, "fresh", "1.0")
-    forked: list[object] = []
-    fork = _pool._fork
-
-    def counted_fork(fn: Any, share: object) -> tuple[int, int]:
-        forked.append(share)
-        return fork(fn, share)
-
-    monkeypatch.setattr(_pool, "_fork", counted_fork)
+    forked.clear()  # the base site's children
     runs: dict[str, tuple[Any, list[str]]] = {}
     for how in ("spread", "serial"):
         if how == "serial":
