@@ -15,7 +15,7 @@ import io
 import os
 import zipfile
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -33,6 +33,7 @@ from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, FileStamp, ScanCache
 from cuship.index._pool import map_spread
+from cuship.wheel._headers import header_fields
 from cuship.wheel._zipmeta import METADATA_LIMIT, Member, metadata_fast
 
 __all__ = [
@@ -505,35 +506,13 @@ def _names_project(folder: str, name: NormalizedName) -> bool:
     return name == _canonical(first) or name == _canonical(last)
 
 
-def _headers(metadata: bytes) -> Iterator[tuple[str, str]]:
-    """(field, value) pairs of the METADATA header block; folded lines joined. A line that is
-    neither a header (no colon) nor the continuation of one is passed over, with its own
-    continuations: the values are those :mod:`cuship.wheel.torchabi` reads."""
-    text = metadata.decode("utf-8", errors="replace")
-    field: str | None = None
-    value = ""
-    for line in text.splitlines():
-        if not line.strip():
-            break
-        if line[0] in " \t":
-            if field is not None:
-                value += " " + line.strip()
-            continue
-        if field is not None:
-            yield field, value
-        key, colon, value = line.partition(":")
-        field, value = (key.strip().lower(), value.strip()) if colon else (None, "")
-    if field is not None:
-        yield field, value
-
-
 def _check_metadata(
     where: str, metadata: bytes, name: _Name, requires_dist: list[str] | None = None
 ) -> str | None:
     """Requires-Python from METADATA, after checking Name and Version agree with the filename
     of the wheel at ``where``; ``requires_dist`` gets the Requires-Dist values."""
     fields: dict[str, str] = {}
-    for key, value in _headers(metadata):
+    for key, value in header_fields(metadata.decode("utf-8", errors="replace")):
         fields[key] = value
         if key == "requires-dist" and requires_dist is not None:
             requires_dist.append(value)

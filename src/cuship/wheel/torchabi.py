@@ -32,6 +32,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from cuship.errors import InputError
+from cuship.wheel._headers import header_fields
 
 __all__ = [
     "TORCH_ABIS",
@@ -153,23 +154,8 @@ class TorchPin:
 
 
 def _header_values(metadata: str, name: str) -> list[str]:
-    """The values of header ``name`` (lower case) in METADATA text: the header block ends at
-    the first empty line; a line that starts with white space continues the one before (the
-    email header rules, without the email parser's cost on thousands of wheels)."""
-    found: list[list[str]] = []
-    current: list[str] | None = None
-    for line in metadata.splitlines():
-        if not line.strip():
-            break
-        if line[0] in " \t":
-            if current is not None:
-                current.append(line.strip())
-            continue
-        key, sep, value = line.partition(":")
-        current = [value.strip()] if sep and key.strip().lower() == name else None
-        if current is not None:
-            found.append(current)
-    return [" ".join(parts) for parts in found]
+    """The values of header ``name`` (lower case) in METADATA text (:func:`header_fields`)."""
+    return [value for field, value in header_fields(metadata) if field == name]
 
 
 def torch_requirements(metadata: str, *, source: str) -> tuple[str, ...]:
