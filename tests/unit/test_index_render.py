@@ -225,3 +225,17 @@ def test_project_json_is_the_text_json_writes(
         project_json("d", [], [])
         == b'{"meta":{"api-version":"1.1"},"name":"d","versions":[],"files":[]}\n'
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "plain-1.0+cu130.whl", ">=3.9", "<b>&amp;</b>", 'it\'s "quoted"', "\u2603&", "&" * 3],
+)
+def test_page_escape_is_html_escape(text: str) -> None:
+    # Pages escape through a shortcut for text without markup; it must say what html.escape says.
+    import html
+
+    from cuship.index._pages import escape
+
+    assert escape(text) == html.escape(text)
+    assert escape(text) == html.escape(text)  # again, from the memo

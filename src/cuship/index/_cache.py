@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
 
-__all__ = ["CacheDelta", "CacheEntry", "FileStamp", "ScanCache"]
+__all__ = ["CacheDelta", "CacheEntry", "FileStamp", "ScanCache", "record_text"]
 
 _VERSION = 2  # PRAGMA user_version; a cache of another version is dropped
 _SCHEMA = """
@@ -44,6 +44,10 @@ CREATE TABLE IF NOT EXISTS described (
 
 
 _COLUMNS = "path, size, mtime_ns, ino, ctime_ns, sha256, metadata"
+
+# json.dumps(doc, sort_keys=True), with the encoder made once (dumps makes one per call
+# when given options)
+record_text = json.JSONEncoder(sort_keys=True).encode
 
 
 class FileStamp(NamedTuple):
@@ -178,9 +182,11 @@ class ScanCache:
             doc = None if found is None else str(found[0])
         return None if doc is None else dict(json.loads(doc))
 
-    def remember(self, key: str, doc: object) -> None:
-        """Store a describe record (JSON-serialisable); written on :meth:`flush`."""
-        text = json.dumps(doc, sort_keys=True)
+    def remember(self, key: str, doc: object, *, text: str | None = None) -> None:
+        """Store a describe record (JSON-serialisable); written on :meth:`flush`. ``text``:
+        :func:`record_text` of ``doc``, when the caller has it (records repeat)."""
+        if text is None:
+            text = record_text(doc)
         self._described[key] = text
         self._described_pending.append((key, text))
 

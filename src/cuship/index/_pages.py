@@ -7,9 +7,11 @@ comes out inert. JSON is produced by :mod:`json`, which escapes for its own synt
 
 from __future__ import annotations
 
+import functools
+import html
 import json
+import re
 from collections.abc import Mapping, Sequence
-from html import escape
 from json.encoder import encode_basestring_ascii as _string
 from typing import NamedTuple
 
@@ -24,6 +26,20 @@ __all__ = [
 ]
 
 API_VERSION = "1.1"
+
+_MARKUP = re.compile("[&<>\"']").search
+# json.dumps(document, separators=(",", ":")), the encoder made once
+_compact = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def escape(text: str) -> str:
+    """:func:`html.escape` (quotes included), which most values (file names, hashes, links)
+    pass through unchanged: those are returned as they are, found so by one search; the few
+    others (``>=3.9``) repeat, and are escaped once each."""
+    return text if _MARKUP(text) is None else _escaped(text)
+
+
+_escaped = functools.lru_cache(maxsize=4096)(html.escape)
 
 
 class FileLink(NamedTuple):
@@ -126,7 +142,7 @@ def _file_json(link: FileLink) -> str:
 
 def _dump(document: object) -> bytes:
     # No indent: json's C encoder only runs without one, and thousands of pages add up.
-    return (json.dumps(document, separators=(",", ":")) + "\n").encode("ascii")
+    return (_compact(document) + "\n").encode("ascii")
 
 
 def project_json(
@@ -141,15 +157,11 @@ def project_json(
     extra = dict(private or {})
     if any(not key.startswith("_") for key in extra):
         raise ValueError(f"private keys must start with '_': {sorted(extra)}")
-    head = json.dumps(
-        {"meta": {"api-version": API_VERSION}, "name": project, "versions": list(versions)},
-        separators=(",", ":"),
-    )
+    listed = ",".join(_string(version) for version in versions)
+    head = f'{{"meta":{{"api-version":{_string(API_VERSION)}}},"name":{_string(project)}'
     files = ",".join(_file_json(link) for link in links)
-    tail = "".join(
-        f",{_string(k)}:{json.dumps(v, separators=(',', ':'))}" for k, v in extra.items()
-    )
-    return f'{head[:-1]},"files":[{files}]{tail}}}\n'.encode("ascii")
+    tail = "".join(f",{_string(k)}:{_compact(v)}" for k, v in extra.items())
+    return f'{head},"versions":[{listed}],"files":[{files}]{tail}}}\n'.encode("ascii")
 
 
 def root_json(projects: Sequence[str]) -> bytes:

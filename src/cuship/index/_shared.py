@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cuship.errors import NothingToDo
 from cuship.events import Emit, Event
-from cuship.index._cache import ScanCache
+from cuship.index._cache import ScanCache, record_text
 from cuship.index._pool import map_spread
 from cuship.index.render import INDEX_SCHEMA, MANIFEST, ProjectEntry, Row
 from cuship.index.scan import IndexedWheel, Skipped, scan_report
@@ -188,10 +188,16 @@ def describe_all(
         else:
             found[wheel.filename] = doc
     if scan_describes(describe):  # the scan described these from what it read
+        # Such records are shared by the wheels of one label and torch requirements: each
+        # is written as JSON once (by identity: every record stays alive meanwhile).
+        texts: dict[int, tuple[Mapping[str, object], str]] = {}
         for wheel in [w for w in missing if w.described is not None]:
-            doc = dict(wheel.described or {})
-            cache.remember(who + wheel.sha256, doc)
-            found[wheel.filename] = doc
+            record = wheel.described or {}
+            held = texts.get(id(record))
+            if held is None:
+                held = texts[id(record)] = (record, record_text(record))
+            cache.remember(who + wheel.sha256, record, text=held[1])
+            found[wheel.filename] = record
         missing = [w for w in missing if w.described is None]
     spread = map_spread(_describe_spread, [(describe, w.path) for w in missing])
     for wheel, spread_doc in zip(missing, spread, strict=True):

@@ -40,7 +40,10 @@ def describe_pure(
     """:func:`describe_wheel` of the wheel at ``path`` that the scan has read and found to hold
     no shared object (most of a community index), from what the scan parsed: no second read
     of the file. ``requires_dist``: the METADATA's Requires-Dist values, when the scan has
-    read its headers already."""
+    read its headers already.
+
+    The record is shared by every wheel of the same label and torch requirements (an index
+    repeats a few such pairs many times): read it, never change it."""
     from cuship.wheel.audit import inspect_pure
     from cuship.wheel.torchabi import torch_entries, torch_requirements
 
@@ -57,7 +60,7 @@ def describe_pure(
         record = _describe(inspect_pure(Path(path), name, version, tags, size, metadata))
         if len(_PURE_RECORDS) < _PURE_RECORDS_MAX:
             _PURE_RECORDS[key] = record
-    return {k: list(v) if isinstance(v, list) else v for k, v in record.items()}
+    return record
 
 
 _PURE_RECORDS: dict[tuple[str | None, tuple[str, ...]], Mapping[str, object]] = {}

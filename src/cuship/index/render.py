@@ -239,17 +239,20 @@ def _sort_key(row: Row) -> tuple[Version, str]:
     return _version(row.version), row.filename
 
 
+# json.dumps(document, separators=(",", ":"), default=str, sort_keys=True), the encoder made once
+_MANIFEST_JSON = json.JSONEncoder(separators=(",", ":"), default=str, sort_keys=True).encode
+
+
 def _dump(document: object) -> bytes:
     """A manifest's bytes: keys sorted, so a ``describe`` record read back from the cache (or
     from an earlier manifest) gives the bytes it gave when fresh."""
-    text = json.dumps(document, separators=(",", ":"), default=str, sort_keys=True)
-    return (text + "\n").encode("utf-8")
+    return (_MANIFEST_JSON(document) + "\n").encode("utf-8")
 
 
 def _pages(prefix: str, project: str, rows: Sequence[Row], manifest: str) -> dict[str, bytes]:
     depth = prefix.count("/") + 2
     links = [row.link(depth) for row in rows]
-    versions = sorted({row.version for row in rows}, key=_version)
+    versions = list(dict.fromkeys(row.version for row in rows))  # rows come sorted by version
     private = {"_cuship": {"manifest": manifest}}
     return {
         f"{prefix}/{project}/index.html": project_html(project, links),

@@ -75,19 +75,24 @@ def _find(data: bytes, offset: int, count: int, seen: list[bool] | None = None) 
     found = None
     size = len(data)
     lengths = _LENGTHS.unpack_from
+    # Names are read only where needed: a shared object's name holds ".so", and without those
+    # bytes from the directory on, no name need be read for it.
+    look = seen is not None and not seen and data.find(b".so", offset) >= 0
     for _ in range(count):
         if offset + _CENTRAL.size > size or not data.startswith(b"PK\x01\x02", offset):
             return None
         name_len, extra_len, comment_len = lengths(data, offset + 28)
-        name = data[offset + 46 : offset + 46 + name_len]
-        if seen is not None and not seen and b".so" in name and _looks_shared(name):
+        start = offset + 46
+        end = start + name_len
+        if look and seen is not None and _looks_shared(data[start:end]):
             seen.append(True)
-        if name.endswith(_SUFFIX) and name.count(b"/") == 1:
+            look = False
+        if data.endswith(_SUFFIX, start, end) and data.count(b"/", start, end) == 1:
             if found is not None:
                 return None
             fields = _CENTRAL.unpack_from(data, offset)
             found = _Entry(
-                name=name.decode("utf-8", errors="replace"),
+                name=data[start:end].decode("utf-8", errors="replace"),
                 flags=fields[3],
                 method=fields[4],
                 crc=fields[7],
@@ -95,7 +100,7 @@ def _find(data: bytes, offset: int, count: int, seen: list[bool] | None = None) 
                 size=fields[9],
                 local=fields[16],
             )
-        offset += 46 + name_len + extra_len + comment_len
+        offset = end + extra_len + comment_len
     return found
 
 
