@@ -16,6 +16,7 @@ import pytest
 from cuship.index import _pool, write
 from cuship.index._pool import MIN_ITEMS, map_spread, workers_available
 from cuship.index.describe import describe_wheel
+from cuship.index.simple import cache_path
 from tests.wheel_factory import make_wheel
 
 pytestmark = pytest.mark.integration
@@ -131,12 +132,38 @@ def test_map_spread_keeps_order_on_workers(counted: type[_Counted]) -> None:
     assert counted.started == 1  # too few to spread
 
 
-def test_a_spread_run_leaves_a_cache_that_the_next_run_reads(wheels: Path, tmp_path: Path) -> None:
-    # The forked build records each wheel's stamp after linking it into the site (the link
-    # moved its ctime): the next run over the same wheels reads none of them again.
-    write([wheels], tmp_path / "site", describe=describe_wheel)
-    again = write([wheels], tmp_path / "site", describe=describe_wheel)
+def _cache_rows(site: Path) -> dict[str, list[tuple[object, ...]]]:
+    import sqlite3
+
+    db = sqlite3.connect(cache_path(site))
+    try:
+        return {
+            "wheels": sorted(db.execute("SELECT path, size, ino, sha256, metadata FROM wheels")),
+            "described": sorted(db.execute("SELECT key, doc FROM described")),
+        }
+    finally:
+        db.close()
+
+
+def test_a_spread_run_leaves_a_cache_that_the_next_run_reads(
+    wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forked: list[Any]
+) -> None:
+    # Each child writes what it learnt to a file of its own, which this process merges into
+    # the cache. The build records each wheel's stamp after linking it into the site (the
+    # link moved its ctime), also after a rebuild over an earlier site (whose deletion moved
+    # them again): the next run over the same wheels reads none of them again.
+    site = tmp_path / "site"
+    write([wheels], site, describe=describe_wheel)
+    assert forked
+    rebuilt = write([wheels], site, describe=describe_wheel, rebuild=True)
+    assert (rebuilt.hashed, rebuilt.cached) == (1, 4 * PROJECTS)
+    again = write([wheels], site, describe=describe_wheel)
     assert (again.hashed, again.cached) == (1, 4 * PROJECTS)  # only the broken file, again
+    assert not [p for p in tmp_path.rglob("*") if "cache-part" in p.name]
+    # ... and holds what the cache of a serial run holds
+    monkeypatch.setattr(sys.modules["cuship.index.simple"], "fork_map", _serial_map)
+    write([wheels], tmp_path / "serial", describe=describe_wheel)
+    assert _cache_rows(site) == _cache_rows(tmp_path / "serial")
 
 
 def test_a_spread_rebuild_that_keeps_an_earlier_index_writes_the_serial_site(

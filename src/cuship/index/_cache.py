@@ -44,6 +44,8 @@ CREATE TABLE IF NOT EXISTS described (
 
 
 _COLUMNS = "path, size, mtime_ns, ino, ctime_ns, sha256, metadata"
+_INSERT_ROW = "INSERT OR REPLACE INTO wheels VALUES (?, ?, ?, ?, ?, ?, ?)"
+_INSERT_DESCRIBED = "INSERT OR REPLACE INTO described VALUES (?, ?)"
 
 # json.dumps(doc, sort_keys=True), with the encoder made once (dumps makes one per call
 # when given options)
@@ -68,12 +70,14 @@ _Pending = tuple[str, int, int, int, int, str, bytes]  # a wheels row, as INSERT
 
 class CacheDelta(NamedTuple):
     """What a cache learnt since it was copied (into a forked child), to be added to the
-    original's: rows to write, describe records to write, and the lookups' counts."""
+    original's: rows to write, describe records to write, and the lookups' counts; or, from
+    :meth:`ScanCache.store_part`, the SQLite file that holds those rows and records."""
 
     rows: tuple[_Pending, ...]
     described: tuple[tuple[str, str], ...]
     hits: int
     misses: int
+    part: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,6 +116,8 @@ class ScanCache:
             dict(self._db.execute("SELECT key, doc FROM described")) if preload else {}
         )
         self._described_pending: list[tuple[str, str]] = []
+        # Paths whose rows came in a part (absorb) and went to SQLite, not into _rows
+        self._stored: set[str] = set()
         self.hits = 0
         self.misses = 0
 
@@ -125,8 +131,9 @@ class ScanCache:
         return CacheEntry(sha256=row[1], metadata=row[2])
 
     def _row(self, path: str) -> tuple[FileStamp, str, bytes] | None:
-        if self.preloaded or path in self._rows:
+        if path in self._rows or (self.preloaded and path not in self._stored):
             return self._rows.get(path)
+        self._stored.discard(path)
         found = self._db.execute(
             f"SELECT {_COLUMNS} FROM wheels WHERE path = ?", (path,)
         ).fetchone()
@@ -163,8 +170,26 @@ class ScanCache:
         self.hits = self.misses = 0
         return delta
 
+    def store_part(self, path: Path) -> CacheDelta:
+        """:meth:`take_delta`, its rows and records written to a new SQLite file at ``path``
+        (a forked child's, while its parent writes its own: :meth:`absorb` then copies them
+        over in SQLite, faster than rows pickled to the parent and written there)."""
+        part = _open(path)
+        try:
+            part.execute("BEGIN")
+            part.executemany(_INSERT_ROW, list(self._pending.values()))
+            part.executemany(_INSERT_DESCRIBED, self._described_pending)
+            part.execute("COMMIT")
+        finally:
+            part.close()
+        delta = self.take_delta()
+        return delta._replace(rows=(), described=(), part=str(path))
+
     def absorb(self, delta: CacheDelta) -> None:
-        """Take in what a copy of this cache learnt (:meth:`take_delta`); written on flush."""
+        """Take in what a copy of this cache learnt (:meth:`take_delta`); written on flush. A
+        part (:meth:`store_part`) is copied into this cache's file at once, and removed."""
+        if delta.part is not None:
+            self._merge(delta.part)
         for row in delta.rows:
             self._rows[row[0]] = (FileStamp(*row[1:5]), row[5], row[6])
             self._pending[row[0]] = row
@@ -173,6 +198,25 @@ class ScanCache:
         self._described_pending.extend(delta.described)
         self.hits += delta.hits
         self.misses += delta.misses
+
+    def _merge(self, part: str) -> None:
+        self._db.execute("ATTACH DATABASE ? AS part", (part,))
+        try:
+            with self._transaction():
+                self._db.execute(
+                    f"INSERT OR REPLACE INTO wheels SELECT {_COLUMNS} FROM part.wheels"
+                )
+                self._db.execute(
+                    "INSERT OR REPLACE INTO described SELECT key, doc FROM part.described"
+                )
+            paths = [path for (path,) in self._db.execute("SELECT path FROM part.wheels")]
+        finally:
+            self._db.execute("DETACH DATABASE part")
+        Path(part).unlink()
+        for path in paths:  # what this process held of them is older: read them back if asked
+            self._rows.pop(path, None)
+            self._pending.pop(path, None)
+        self._stored.update(paths)
 
     def described(self, key: str) -> dict[str, object] | None:
         """The describe record stored under ``key`` (describer + sha256), if any."""
@@ -214,13 +258,8 @@ class ScanCache:
         if not self._pending and not self._described_pending:
             return
         with self._transaction():
-            self._db.executemany(
-                "INSERT OR REPLACE INTO wheels VALUES (?, ?, ?, ?, ?, ?, ?)",
-                list(self._pending.values()),
-            )
-            self._db.executemany(
-                "INSERT OR REPLACE INTO described VALUES (?, ?)", self._described_pending
-            )
+            self._db.executemany(_INSERT_ROW, list(self._pending.values()))
+            self._db.executemany(_INSERT_DESCRIBED, self._described_pending)
         self._pending.clear()
         self._described_pending.clear()
 

@@ -258,8 +258,9 @@ def _build(
     The projects are dealt out in shares, one per core; each share's wheels are scanned,
     described and linked, and its pages rendered and written, start to end, by one process:
     this one for the first share, a forked child for each other (the children see the
-    preloaded cache; nothing is pickled to them). Each child sends back what the roots need
-    and what its copy of the cache learnt; this process writes the roots. A small index is
+    preloaded cache; nothing is pickled to them). Each child sends back what the roots need,
+    having written what its copy of the cache learnt to a file that this process merges into
+    the cache; this process writes the roots. A small index is
     one share, done here."""
     files = wheel_files([item for item in given if not isinstance(item, IndexedWheel)])
     ready = [item for item in given if isinstance(item, IndexedWheel)]
@@ -382,8 +383,11 @@ def _build_share(
     by_project = group(rows)
     trees = (project_tree(p, by_project[p]) for p in sorted(by_project))
     _write_trees(staging, trees, made, threads=alone)
-    if not forked:  # stored while a child may still be at work (a child's, after it ends)
+    if forked:  # its rows to a file of its own in the staging tree, merged by the parent
+        delta = cache.store_part(staging / f".cache-part-{os.getpid()}")
+    else:  # stored while a child may still be at work
         cache.flush()
+        delta = cache.take_delta()
     who = "" if options.describe is None else describer_key(options.describe)
     return _Built(
         entries={project: ProjectEntry.of(rows) for project, rows in by_project.items()},
@@ -393,7 +397,7 @@ def _build_share(
         events=tuple(events),
         scanned=tuple(keys),
         described=tuple(who + w.sha256 for w in wheels) if who else (),
-        delta=cache.take_delta(),
+        delta=delta,
     )
 
 
