@@ -142,3 +142,19 @@ def test_the_scan_and_torchabi_read_requires_dist_alike(headers: str, expected: 
     assert [v for k, v in fields if k == "requires-dist"] == expected
     assert _header_values(metadata, "requires-dist") == expected
     assert dict(fields)["name"] == "x"
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["/a/b.whl", "/a//b.whl", "//a/b.whl", "///a/b.whl", "/a/./b.whl", "/./a.whl", "/a/b.whl/",
+     "/a/b.whl/.", "/a/../b.whl", "/", "a/b.whl", "./a.whl", "/a/.b.whl", "/a/b..whl"],
+)  # fmt: skip
+def test_the_scan_keys_a_path_as_path_absolute_does(where: str) -> None:
+    # The cache key of a listed file is taken as it is when Path would write it the same.
+    from cuship.index.scan import _plain_absolute
+
+    if _plain_absolute(where):
+        assert str(Path(where).absolute()) == where
+    else:
+        assert where in {"/a//b.whl", "//a/b.whl", "///a/b.whl", "/a/./b.whl", "/./a.whl",
+                         "/a/b.whl/", "/a/b.whl/.", "/", "a/b.whl", "./a.whl"}  # fmt: skip

@@ -168,7 +168,7 @@ def scan_files(
     describe: bool = False,
 ) -> tuple[tuple[IndexedWheel, ...], tuple[Skipped, ...]]:
     """:func:`scan_report` of files already listed (:func:`wheel_files`)."""
-    jobs = [_plan(Path(path), cache) for path in files]
+    jobs = [_plan(str(path), cache) for path in files]
     todo = [job for job in jobs if isinstance(job, _Fresh)]
     if describe and todo:
         import cuship.index.describe
@@ -214,8 +214,7 @@ def _add_unique(wheels: dict[str, IndexedWheel], wheel: IndexedWheel, emit: Emit
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Job:
+class _Job(NamedTuple):
     """A wheel the cache knows, unchanged since: read from the cache, not the file."""
 
     path: Path
@@ -225,8 +224,7 @@ class _Job:
     entry: CacheEntry
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Fresh:
+class _Fresh(NamedTuple):
     """A file to read (new to the cache, or changed): its name is parsed where it is read."""
 
     path: Path
@@ -234,23 +232,39 @@ class _Fresh:
     stamp: FileStamp
 
 
-def _plan(path: Path, cache: ScanCache | None) -> _Job | _Fresh | _Skip:
-    """What is known about ``path`` before reading it: the cached entry, if still valid."""
-    if not path.name.endswith(".whl"):
+def _plan(where: str, cache: ScanCache | None) -> _Job | _Fresh | _Skip:
+    """What is known about the file at ``where`` before reading it: the cached entry, if
+    still valid."""
+    path = Path(where)
+    if _plain_absolute(where):  # nearly always (a listed directory's files): as Path says it
+        key, filename = where, where.rpartition("/")[2]
+    else:
+        key, filename = str(path.absolute()), path.name
+    if not filename.endswith(".whl"):
         return _Skip(path, "not a wheel (name does not end in .whl)")
-    key = str(path.absolute())
     try:
         stamp = FileStamp.of(os.stat(key))  # noqa: PTH116 - the string in hand: per wheel
     except OSError as err:
         return _Skip(path, f"cannot read it: {err.strerror or err}")
     entry = cache.get(key, stamp) if cache is not None else None
     if entry is None:
-        return _Fresh(path=path, key=key, stamp=stamp)
+        return _Fresh(path, key, stamp)
     try:
-        name = _parse_name(path)
+        name = _parse_filename(filename, path)
     except _Skip as why:
         return why
-    return _Job(path=path, key=key, name=name, stamp=stamp, entry=entry)
+    return _Job(path, key, name, stamp, entry)
+
+
+def _plain_absolute(where: str) -> bool:
+    """Whether ``where`` is already ``str(Path(where).absolute())``: absolute, and without
+    the empty or ``.`` parts that Path drops."""
+    return (
+        where.startswith("/")
+        and "//" not in where
+        and "/./" not in where
+        and not where.endswith(("/", "/."))
+    )
 
 
 class _Name(NamedTuple):
@@ -261,10 +275,6 @@ class _Name(NamedTuple):
     version_text: str  # str(version): the normal form
     local: str | None
     tags: tuple[str, ...]  # sorted
-
-
-def _parse_name(path: Path) -> _Name:
-    return _parse_filename(path.name, path)
 
 
 def _parse_filename(filename: str, path: Path | str) -> _Name:
