@@ -4,6 +4,7 @@ parent, worded, after every child has ended."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import errno
 import gc
 import os
@@ -183,7 +184,7 @@ def test_the_share_here_spreads_nothing_further_while_the_children_run(
     def spread(share: int) -> int:
         return sum(map_spread(abs, [-share] * (MIN_ITEMS * 2)))
 
-    monkeypatch.setattr(_pool, "ProcessPoolExecutor", Counted)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Counted)
     assert fork_map(spread, [1, 2]) == [MIN_ITEMS * 2, MIN_ITEMS * 4]
     assert started == []
     if _pool.workers_available() > 1:

@@ -6,6 +6,7 @@ all."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -60,7 +61,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> type[_Counted]:
     if workers_available() < 2:
         pytest.skip("one core: the work is never spread (nothing to compare)")
     _Counted.started = 0
-    monkeypatch.setattr(_pool, "ProcessPoolExecutor", _Counted)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", _Counted)
     return _Counted
 
 

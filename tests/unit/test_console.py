@@ -42,3 +42,15 @@ def test_long_messages_are_never_broken_into_lines() -> None:
     path = "/tmp/" + "d" * 300 + "/cuship.toml"
     Console(github=False, out=io.StringIO(), err=err).error(f"{path}: matrix.cuda: bad")
     assert path in err.getvalue()
+
+
+def test_info_and_verbose_debug_lines_are_written_as_they_are_off_a_terminal() -> None:
+    # Off a terminal nothing is styled: an event's words go out as given (no markup, no
+    # emoji codes replaced, no wrapping), one line each, without rich.
+    err = io.StringIO()
+    console = Console(verbose=True, github=False, out=io.StringIO(), err=err)
+    said = ["indexed 3 wheels into '/srv/[site]' :rocket:", "x" * 400, "debug [b]bold?[/b]"]
+    console.emit(Event(level="info", topic="x", message=said[0]))
+    console.emit(Event(level="info", topic="x", message=said[1]))
+    console.emit(Event(level="debug", topic="x", message=said[2]))
+    assert err.getvalue().splitlines() == said

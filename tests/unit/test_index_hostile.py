@@ -16,7 +16,7 @@ import pytest
 
 from cuship.cli import main
 from cuship.events import Event, collect
-from cuship.index import scan_report, site_records, write
+from cuship.index import FileStamp, ScanCache, scan_report, site_records, write
 from cuship.index.simple import cache_path
 from tests.hostile_wheels import corrupt_deflate, foreign_dist_info, metadata_bomb
 from tests.sitecheck import publish_problems
@@ -110,6 +110,12 @@ def test_the_site_is_readable_by_anyone_whatever_the_umask_and_input_modes(tmp_p
     assert publish_problems(site) == []
     assert stat.S_IMODE(private.stat().st_mode) == 0o600  # the input is not changed
     assert (site / "files" / shared.name).stat().st_ino == shared.stat().st_ino  # still linked
+    assert private.stat().st_nlink == 1  # the link tried first was taken back
+    # Each cache row has the stamp the run left its wheel with (linked or not): nothing is
+    # read again by the next run that sees the same wheels.
+    with ScanCache(cache_path(site)) as cache:
+        for wheel in (private, shared):
+            assert cache.get(str(wheel), FileStamp.of(wheel.stat())) is not None, wheel.name
 
 
 def test_the_cache_lives_beside_the_site_never_inside(tmp_path: Path) -> None:

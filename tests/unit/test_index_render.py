@@ -239,3 +239,58 @@ def test_page_escape_is_html_escape(text: str) -> None:
 
     assert escape(text) == html.escape(text)
     assert escape(text) == html.escape(text)  # again, from the memo
+
+
+_PROJECT_LISTS = [
+    [],
+    ["a"],
+    ["alpha", "beta-2", "g.h_i"],
+    ["d\u00e9mo", "plain", "<b>&amp;", 'it\'s "quoted"', "\u2603"],
+]
+
+
+@pytest.mark.parametrize("projects", _PROJECT_LISTS)
+def test_root_pages_are_the_text_of_each_name_escaped(projects: list[str]) -> None:
+    # The roots are written without a dict or an escape call per project; they must be what
+    # json.dumps and html.escape of each name give.
+    import html
+
+    from cuship.index._pages import root_html, root_json
+
+    document = {"meta": {"api-version": "1.1"}, "projects": [{"name": p} for p in projects]}
+    assert root_json(projects) == (json.dumps(document, separators=(",", ":")) + "\n").encode()
+    page = root_html(projects).decode("utf-8")
+    links = "".join(f'    <a href="{html.escape(p)}/">{html.escape(p)}</a><br>\n' for p in projects)
+    assert page.endswith(links + "  </body>\n</html>\n")
+    assert page.count("<a ") == len(projects) and "<b>&amp;</a>" not in page
+
+
+@pytest.mark.parametrize("base_url", [None, "https://example.org/r\u00e9leases"])
+@pytest.mark.parametrize("projects", _PROJECT_LISTS)
+def test_the_index_manifest_is_the_text_json_writes(
+    projects: list[str], base_url: str | None
+) -> None:
+    # cuship-index.json is written as text; it must be json.dumps's, byte for byte.
+    from cuship import __version__
+    from cuship.index.render import ProjectEntry, index_manifest
+
+    shapes = [(), ("cu128",), ("cu128", "cu130torch2.9"), ('\u2603"<',)]
+    entries = {p: ProjectEntry(shapes[i % len(shapes)], i + 1) for i, p in enumerate(projects)}
+    labels = sorted({label for entry in entries.values() for label in entry.labels})
+    document = {
+        "schema": "cuship-index/2",
+        "generator": f"cuship {__version__}",
+        "base_url": base_url,
+        "indexes": {"": "simple/", **{label: f"{label}/simple/" for label in labels}},
+        "projects": {
+            p: {
+                "manifest": f"simple/{p}/cuship.json",
+                "labels": list(entries[p].labels),
+                "wheels": entries[p].wheels,
+            }
+            for p in sorted(entries)
+        },
+    }
+    expected = json.dumps(document, separators=(",", ":"), sort_keys=True) + "\n"
+    assert index_manifest(entries, base_url) == expected.encode("utf-8")
+    assert json.loads(index_manifest(entries, base_url)) == document

@@ -151,10 +151,24 @@ def test_the_scan_and_torchabi_read_requires_dist_alike(headers: str, expected: 
 )  # fmt: skip
 def test_the_scan_keys_a_path_as_path_absolute_does(where: str) -> None:
     # The cache key of a listed file is taken as it is when Path would write it the same.
-    from cuship.index.scan import _plain_absolute
+    from cuship.index.scan import _plain_absolute, cache_key
 
+    assert cache_key(where) == cache_key(Path(where)) == str(Path(where).absolute())
     if _plain_absolute(where):
         assert str(Path(where).absolute()) == where
     else:
         assert where in {"/a//b.whl", "//a/b.whl", "///a/b.whl", "/a/./b.whl", "/./a.whl",
                          "/a/b.whl/", "/a/b.whl/.", "/", "a/b.whl", "./a.whl"}  # fmt: skip
+
+
+@pytest.mark.parametrize("stat_size", [0, 1, 2999, 3000, 3001, 10**6])
+def test_a_wheel_is_read_whole_whatever_its_stat_said(tmp_path: Path, stat_size: int) -> None:
+    # The size from the plan's stat is a hint: a file that grew or shrank since is read whole.
+    from cuship.index.scan import _read_whole
+
+    path = tmp_path / "x.whl"
+    data = bytes(range(256)) * 11 + b"end" * 64  # 3,008 bytes
+    path.write_bytes(data[:3000])
+    assert _read_whole(str(path), stat_size) == data[:3000]
+    path.write_bytes(data)
+    assert _read_whole(str(path), stat_size) == data

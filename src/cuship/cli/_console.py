@@ -101,9 +101,7 @@ class Console:
         elif event.level == "warning":
             self.warn(event.message)
         else:
-            self.err.print(
-                event.message, style=_STYLE.get(event.level, ""), markup=False, soft_wrap=True
-            )
+            self._line(event.message, _STYLE.get(event.level, ""))
 
     def warn(self, message: str) -> None:
         with self._lock:

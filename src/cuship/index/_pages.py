@@ -103,8 +103,13 @@ def project_html(project: str, links: Sequence[FileLink]) -> bytes:
 
 
 def root_html(projects: Sequence[str]) -> bytes:
-    """The PEP 503 root page: one link per (normalised) project name."""
-    body = "".join(f'    <a href="{escape(p)}/">{escape(p)}</a><br>\n' for p in projects)
+    """The PEP 503 root page: one link per (normalised) project name. (Normalised names hold
+    no markup, so one search over them all usually stands for an escape of each: an update
+    that adds a project renders this page for every project of the index.)"""
+    if _MARKUP("".join(projects)) is None:
+        body = "".join([f'    <a href="{p}/">{p}</a><br>\n' for p in projects])
+    else:
+        body = "".join(f'    <a href="{escape(p)}/">{escape(p)}</a><br>\n' for p in projects)
     return (_head("Simple index") + body + _TAIL).encode("utf-8")
 
 
@@ -165,7 +170,8 @@ def project_json(
 
 
 def root_json(projects: Sequence[str]) -> bytes:
-    """The PEP 691 root document."""
-    return _dump(
-        {"meta": {"api-version": API_VERSION}, "projects": [{"name": p} for p in projects]}
-    )
+    """The PEP 691 root document, written as :func:`_dump` writes it (compact, ASCII) without
+    a dict per project."""
+    listed = '{"name":' + '},{"name":'.join(map(_string, projects)) + "}" if projects else ""
+    head = f'{{"meta":{{"api-version":{_string(API_VERSION)}}},"projects":['
+    return (head + listed + "]}\n").encode("ascii")

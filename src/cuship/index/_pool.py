@@ -13,13 +13,14 @@ everywhere else the work runs here, in order, as before. A child spreads nothing
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import pickle
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
+
+# multiprocessing and concurrent.futures are imported where work is spread: a small run (an
+# update of a few wheels) never needs them, and the CLI would pay their import at start-up.
 
 __all__ = ["MIN_ITEMS", "fork_map", "in_child", "map_spread", "workers_available"]
 
@@ -41,6 +42,8 @@ def workers_available() -> int:
 
 
 def _fork_safe() -> bool:
+    import multiprocessing
+
     return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
 
 
@@ -52,6 +55,9 @@ def map_spread(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = MIN
     workers = workers_available()
     if workers < 2 or len(items) < min_items or _IN_CHILD or _SHARING or not _fork_safe():
         return [fn(item) for item in items]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     chunk = max(1, len(items) // (workers * _CHUNKS_PER_WORKER))
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:

@@ -17,12 +17,13 @@ from cuship.events import Emit, Event
 from cuship.index._cache import ScanCache, record_text
 from cuship.index._pool import map_spread
 from cuship.index.render import INDEX_SCHEMA, MANIFEST, ProjectEntry, Row
-from cuship.index.scan import IndexedWheel, Skipped, scan_report
+from cuship.index.scan import IndexedWheel, Skipped, cache_key, scan_report
 from cuship.index.yank import kept_yank
 
 __all__ = [
     "DIR_MODE",
     "FILE_MODE",
+    "LINK_REFUSED",
     "Describe",
     "IndexSummary",
     "Options",
@@ -39,6 +40,9 @@ __all__ = [
 Describe = Callable[[Path], Mapping[str, object]]
 DIR_MODE = 0o755
 FILE_MODE = 0o644
+# Why os.link may fail where a copy still works: another filesystem, a filesystem without hard
+# links or a protected source, too many links, a file gone meanwhile (the copy words that)
+LINK_REFUSED = frozenset({errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOENT, errno.EACCES})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,12 +115,16 @@ class SiteState:
             document = json.loads((out / MANIFEST).read_bytes())
             if document.get("schema") != INDEX_SCHEMA:
                 return None
-            projects = {
-                str(name): ProjectEntry(
-                    tuple(str(label) for label in entry["labels"]), int(entry["wheels"])
-                )
-                for name, entry in document["projects"].items()
-            }
+            # Read at the start of every update, one entry per project: the few label sets
+            # an index has are each made once.
+            shapes: dict[tuple[object, ...], tuple[str, ...]] = {}
+            projects: dict[str, ProjectEntry] = {}
+            for name, entry in document["projects"].items():
+                listed = tuple(entry["labels"])
+                labels = shapes.get(listed)
+                if labels is None:
+                    labels = shapes[listed] = tuple(str(label) for label in listed)
+                projects[str(name)] = ProjectEntry(labels, int(entry["wheels"]))
             base = document.get("base_url")
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
@@ -135,7 +143,7 @@ def scan_given(
         paths, cache=cache, emit=emit, describe=scan_describes(options.describe)
     )
     if cache.preloaded:
-        cache.retain({str(w.path.absolute()) for w in scanned})
+        cache.retain({cache_key(w.path) for w in scanned})
     wheels = ready + list(scanned)
     if not wheels and given:
         raise NothingToDo(
@@ -242,7 +250,7 @@ def try_link(source: str | Path, target: str | Path) -> bool:
             return False
         os.link(source, target)
     except OSError as err:
-        if err.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOENT, errno.EACCES):
+        if err.errno in LINK_REFUSED:
             return False
         raise
     return True

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii as _string
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -80,8 +82,14 @@ def check_base_url(base_url: str | None) -> str | None:
     return base_url.rstrip("/")
 
 
+# What quote(..., safe="") leaves as it is: a filename made only of these needs no quoting
+_UNQUOTED = re.compile(r"[A-Za-z0-9_.~-]*")
+
+
 @functools.lru_cache(maxsize=65536)
 def _quoted(filename: str) -> str:
+    if _UNQUOTED.fullmatch(filename):
+        return filename
     return quote(filename, safe="")
 
 
@@ -299,24 +307,33 @@ def root_pages(entries: Mapping[str, ProjectEntry]) -> dict[str, bytes]:
 
 
 def index_manifest(entries: Mapping[str, ProjectEntry], base_url: str | None) -> bytes:
-    """``cuship-index.json``: where each project's manifest is, its labels and wheel count."""
+    """``cuship-index.json``: where each project's manifest is, its labels and wheel count.
+
+    The bytes :func:`_dump` gives the document (keys sorted, compact, ASCII), the projects
+    written as text: every update rewrites this file, one entry per project of the index,
+    and a dict per project costs most of that."""
     labels = sorted({label for entry in entries.values() for label in entry.labels})
-    return _dump(
+    shapes: dict[tuple[str, ...], str] = {}
+    listed: list[str] = []
+    for p in sorted(entries):
+        entry = entries[p]
+        shape = shapes.get(entry.labels)
+        if shape is None:
+            shape = shapes[entry.labels] = _MANIFEST_JSON(list(entry.labels))
+        manifest = _string(f"simple/{p}/{PROJECT_MANIFEST}")
+        listed.append(
+            f'{_string(p)}:{{"labels":{shape},"manifest":{manifest},"wheels":{int(entry.wheels)}}}'
+        )
+    head = _MANIFEST_JSON(
         {
-            "schema": INDEX_SCHEMA,
-            "generator": f"cuship {__version__}",
             "base_url": base_url,
+            "generator": f"cuship {__version__}",
             "indexes": {"": "simple/", **{label: f"{label}/simple/" for label in labels}},
-            "projects": {
-                p: {
-                    "manifest": f"simple/{p}/{PROJECT_MANIFEST}",
-                    "labels": list(entries[p].labels),
-                    "wheels": entries[p].wheels,
-                }
-                for p in sorted(entries)
-            },
         }
     )
+    schema = _MANIFEST_JSON(INDEX_SCHEMA)
+    text = f'{head[:-1]},"projects":{{{",".join(listed)}}},"schema":{schema}}}\n'
+    return text.encode("utf-8")
 
 
 def root_tree(entries: Mapping[str, ProjectEntry], base_url: str | None) -> dict[str, bytes]:

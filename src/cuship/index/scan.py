@@ -39,6 +39,7 @@ from cuship.wheel._zipmeta import METADATA_LIMIT, Member, metadata_fast
 __all__ = [
     "IndexedWheel",
     "Skipped",
+    "cache_key",
     "expand_paths",
     "scan",
     "scan_files",
@@ -256,6 +257,13 @@ def _plan(where: str, cache: ScanCache | None) -> _Job | _Fresh | _Skip:
     return _Job(path, key, name, stamp, entry)
 
 
+def cache_key(path: Path | str) -> str:
+    """The scan cache's key of the wheel at ``path``: ``str(Path(path).absolute())``, which
+    is the path itself nearly always (a listed directory's files), with no Path made."""
+    where = str(path)
+    return where if _plain_absolute(where) else str(Path(where).absolute())
+
+
 def _plain_absolute(where: str) -> bool:
     """Whether ``where`` is already ``str(Path(where).absolute())``: absolute, and without
     the empty or ``.`` parts that Path drops."""
@@ -458,7 +466,10 @@ def _read_whole(path: str, size: int) -> bytes:
     ``size``, from the stat before, is a hint: a file that grew since is read to its end."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        chunks = [os.read(fd, size + 1)]
+        first = os.read(fd, size + 1)
+        if len(first) == size:  # one byte fewer than asked: the end, as the stat said
+            return first
+        chunks = [first]
         while chunks[-1]:
             chunks.append(os.read(fd, max(size, 1 << 16)))
     finally:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import stat
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +40,7 @@ from cuship.index._pool import MIN_ITEMS, fork_map, in_child, workers_available
 from cuship.index._shared import (
     DIR_MODE,
     FILE_MODE,
+    LINK_REFUSED,
     Describe,
     IndexSummary,
     Options,
@@ -62,7 +64,7 @@ from cuship.index.render import (
     root_tree,
     rows_of,
 )
-from cuship.index.scan import IndexedWheel, Skipped, scan_files, wheel_files
+from cuship.index.scan import IndexedWheel, Skipped, cache_key, scan_files, wheel_files
 from cuship.index.update import update
 
 __all__ = ["MANIFEST", "Describe", "IndexSummary", "cache_path", "render", "write"]
@@ -128,7 +130,7 @@ def write(
                     _settle(cache, scanned)
             else:
                 summary, wheels = update(given, out, site, options, cache, emit)
-                _settle(cache, [str(w.path.absolute()) for w in wheels])  # the scan's keys
+                _settle(cache, [cache_key(w.path) for w in wheels])
     _note_current_directory(out, emit)
     kept = f" ({summary.kept} kept from before)" if keep_existing else ""
     how = (
@@ -199,14 +201,19 @@ def _note_current_directory(out: Path, emit: Emit) -> None:
         emit(Event(level="info", topic="index", message=message))
 
 
-def _settle(cache: ScanCache, keys: Iterable[str]) -> None:
+def _settle(
+    cache: ScanCache, keys: Iterable[str], known: Mapping[str, os.stat_result] | None = None
+) -> None:
     """Record each scanned wheel's ctime as this run left it (linking into the site moved
-    it); ``keys``: the wheels' cache keys (their absolute paths)."""
+    it); ``keys``: the wheels' cache keys (their absolute paths); ``known``: a wheel's stat
+    taken since its last change, by key (else it is taken here)."""
+    taken = known or {}
     for key in keys:
         try:
-            cache.settle(key, FileStamp.of(os.stat(key)))  # noqa: PTH116 - per wheel
+            found = taken.get(key) or os.stat(key)  # noqa: PTH116 - per wheel
         except OSError:
             continue
+        cache.settle(key, FileStamp.of(found))
 
 
 def _refuse_foreign(out: Path) -> None:
@@ -377,9 +384,9 @@ def _build_share(
     inside = [w for w in everything if kept.bases.get(w.filename, options.base_url) is None]
     made = set(made)  # this process's own record of the folders it made
     _write_trees(staging, [files], made, threads=alone)
-    _place_wheels(inside, staging / "files", out, previous, say)
-    keys = [str(w.path.absolute()) for w in scanned]  # the scan's keys
-    _settle(cache, keys)  # linked: their ctimes as this run leaves them
+    linked = _place_wheels(inside, staging / "files", out, previous, say)
+    keys = [cache_key(w.path) for w in scanned]
+    _settle(cache, keys, linked)  # linked: their ctimes as this run leaves them
     by_project = group(rows)
     trees = (project_tree(p, by_project[p]) for p in sorted(by_project))
     _write_trees(staging, trees, made, threads=alone)
@@ -465,9 +472,11 @@ def _write_file(path: str, content: bytes, chmod: bool) -> None:
     try:
         if chmod:
             os.fchmod(fd, FILE_MODE)
-        view = memoryview(content)
-        while view:
-            view = view[os.write(fd, view) :]
+        done = os.write(fd, content)  # the whole page, nearly always
+        if done < len(content):
+            view = memoryview(content)[done:]
+            while view:
+                view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
 
@@ -557,16 +566,22 @@ def _place_wheels(
     out: Path,
     previous: Mapping[str, object],
     emit: Emit,
-) -> None:
+) -> dict[str, os.stat_result]:
     """Hard-link each wheel into ``files`` (reuse the last run's copy, when ``previous`` lists
     it with the same sha256); copy it across filesystems, or when its mode is not 0644 (a link
     shares the mode, and the site's files must be readable by anyone without cuship changing
-    the input's mode). ``files`` exists: it is made with the site's other shared folders."""
+    the input's mode). ``files`` exists: it is made with the site's other shared folders.
+
+    Returns the stat of each wheel linked from where it was given (by :func:`cache_key`),
+    taken after linking: what :func:`_settle` needs, with no second stat."""
     copied = 0
     folder = f"{files}/"  # strings, not Paths: 50,000 wheels at a time
+    linked: dict[str, os.stat_result] = {}
     for wheel in wheels:
         target = folder + wheel.filename
-        if try_link(wheel.path, target):
+        found = _link_given(wheel.path, target)
+        if found is not None:
+            linked[cache_key(wheel.path)] = found
             continue
         old = out / "files" / wheel.filename
         if previous.get(wheel.filename) == wheel.sha256 and try_link(old, target):
@@ -579,3 +594,21 @@ def _place_wheels(
         copied += 1
     if copied:
         emit(Event(level="debug", topic="index", message=f"copied {copied} wheels (no hard link)"))
+    return linked
+
+
+def _link_given(source: Path, target: str) -> os.stat_result | None:
+    """:func:`try_link` the other way round: link first, then stat the source, whose ctime
+    the link just moved (one stat where linking and settling took two); None, leaving no
+    link, when a copy must do (another filesystem, a mode other than 0644)."""
+    try:
+        os.link(source, target)
+    except OSError as err:
+        if err.errno in LINK_REFUSED:
+            return None
+        raise
+    found = os.stat(source)  # noqa: PTH116 - per wheel
+    if stat.S_IMODE(found.st_mode) == FILE_MODE:
+        return found
+    os.unlink(target)  # noqa: PTH108 - the link shares that mode: copied instead
+    return None

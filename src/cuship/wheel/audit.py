@@ -8,16 +8,13 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from cuship.errors import CushipError, InputError
 from cuship.wheel._zipmeta import Member, looks_shared, member_names, metadata_fast
-from cuship.wheel.cudalibs import is_cuda_lib
-from cuship.wheel.elf import ElfFacts, VersionNeed, is_elf, quick_facts
-from cuship.wheel.fatbin import FATBIN_SECTIONS, Buffer, FatbinEntry, parse_sections
 from cuship.wheel.names import parse_label
 from cuship.wheel.torchabi import (
     TorchAbi,
@@ -28,6 +25,12 @@ from cuship.wheel.torchabi import (
     torch_pin,
     torch_requirements,
 )
+
+# The ELF, fatbin and CUDA-library readers are imported where a shared object is read: an
+# index of pure wheels never needs them, and `cuship index` pays each import at start-up.
+if TYPE_CHECKING:
+    from cuship.wheel.elf import ElfFacts, VersionNeed
+    from cuship.wheel.fatbin import Buffer, FatbinEntry
 
 __all__ = [
     "ObjectReport",
@@ -179,6 +182,9 @@ def inspect_path(path: Path) -> WheelReport | ObjectReport:
 
 def inspect_object(path: Path) -> ObjectReport:
     """Inspect a shared object on disk, reading only headers and the fatbin sections (mmap)."""
+    from cuship.wheel.elf import is_elf, quick_facts
+    from cuship.wheel.fatbin import FATBIN_SECTIONS
+
     with path.open("rb") as handle:
         size = path.stat().st_size
         if not is_elf(handle.read(4)):
@@ -194,6 +200,9 @@ def scan_object(
     """:func:`inspect_object` for scans over many files: read with :func:`quick_facts`; None
     when ``path`` is no ELF file. ``symbols`` as for :func:`quick_facts` (False: the torch ABI
     is read from DT_NEEDED alone); ``name`` is the report's path (default: ``path``)."""
+    from cuship.wheel.elf import is_elf, quick_facts
+    from cuship.wheel.fatbin import FATBIN_SECTIONS
+
     with path.open("rb") as handle:
         size = path.stat().st_size
         if size < 64 or not is_elf(handle.read(4)):
@@ -204,6 +213,8 @@ def scan_object(
 
 
 def _object_report(where: str, size: int, facts: ElfFacts, data: Buffer) -> ObjectReport:
+    from cuship.wheel.fatbin import FATBIN_SECTIONS, parse_sections
+
     entries = parse_sections(data, facts, source=where)
     spans = [facts.section(name) for name in FATBIN_SECTIONS]
     return ObjectReport(
@@ -262,6 +273,11 @@ def _report(
     libs: tuple[str, ...],
     requirements: tuple[str, ...],
 ) -> WheelReport:
+    cuda_libs: tuple[str, ...] = ()
+    if libs:
+        from cuship.wheel.cudalibs import is_cuda_lib
+
+        cuda_libs = tuple(lib for lib in libs if is_cuda_lib(lib))
     return WheelReport(
         path=str(path),
         filename=path.name,
@@ -272,7 +288,7 @@ def _report(
         size=size,
         extensions=extensions,
         bundled_libs=libs,
-        bundled_cuda_libs=tuple(lib for lib in libs if is_cuda_lib(lib)),
+        bundled_cuda_libs=cuda_libs,
         torch_requirement=torch_pin(requirements),
     )
 
@@ -338,6 +354,10 @@ def _torch_requirements(archive: zipfile.ZipFile, path: Path) -> tuple[str, ...]
 def _shared_objects(
     archive: zipfile.ZipFile, path: Path
 ) -> Iterator[tuple[str, ObjectReport | None]]:
+    from cuship.wheel.cudalibs import is_cuda_lib
+    from cuship.wheel.elf import is_elf, quick_facts
+    from cuship.wheel.fatbin import FATBIN_SECTIONS
+
     for info in archive.infolist():
         if info.is_dir() or not looks_shared(info.filename):
             continue
