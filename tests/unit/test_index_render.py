@@ -294,3 +294,50 @@ def test_the_index_manifest_is_the_text_json_writes(
     expected = json.dumps(document, separators=(",", ":"), sort_keys=True) + "\n"
     assert index_manifest(entries, base_url) == expected.encode("utf-8")
     assert json.loads(index_manifest(entries, base_url)) == document
+
+
+def test_a_project_manifest_is_the_text_json_writes_of_its_records() -> None:
+    # cuship.json is written as text, each describe record once; it must be json.dumps's
+    # text of the records (keys sorted), byte for byte, whatever the rows hold.
+    from cuship import __version__
+    from cuship.index.render import DescribeTexts, Row, project_tree
+
+    shared: dict[str, object] = {
+        "label": None,
+        "sass": [],
+        "ptx": [],
+        "torch_abi": "none",
+        "z": [1, None, True],
+    }
+    odd: dict[str, object] = {
+        "label": "cu130",
+        "cuda": "13.0",
+        "note": 'd\u00e9j\u00e0 "vu" <\u2603>',
+        "n": 1.5,
+    }
+    rows = [
+        Row(filename=f"p-{i}.0{local}-py3-none-any.whl", project="p", version=f"{i}.0{local}",
+            local=local.lstrip("+") or None, tags=("py3-none-any",) if i % 2 else ("a", "b"),
+            sha256=f"{i:02d}" * 32, size=1000 + i, requires_python=python,
+            metadata_sha256="ab" * 32, base=base, yanked=yanked, describe=describe,
+            attestation_sha256=attested)
+        for i, (local, python, base, yanked, describe, attested) in enumerate([
+            ("", None, None, None, shared, None),
+            ("", ">=3.9", None, "", shared, "cd" * 32),
+            ("+cu130", "<4,!=3.0.*", "https://h.example/r\u00e9l", "bad \"build\"", odd, None),
+            ("+cu130", None, None, "\u2603", {}, "ef" * 32),
+            ("", None, "https://h.example/x", None, dict(shared), None),
+        ])
+    ]  # fmt: skip
+    expected = {
+        "schema": "cuship-project/1",
+        "generator": f"cuship {__version__}",
+        "project": "p",
+        "wheels": [row.record() for row in rows],
+    }
+    text = json.dumps(expected, separators=(",", ":"), default=str, sort_keys=True) + "\n"
+    texts: DescribeTexts = {}
+    for memo in (None, texts, texts):  # alone, then twice through one memo
+        tree = project_tree("p", list(reversed(rows)), describe_texts=memo)
+        assert tree["simple/p/cuship.json"] == text.encode()
+    assert len(texts) == 4  # shared, odd, {} and the copy of shared: one text each

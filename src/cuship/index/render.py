@@ -268,7 +268,15 @@ def _pages(prefix: str, project: str, rows: Sequence[Row], manifest: str) -> dic
     }
 
 
-def project_tree(project: str, rows: Iterable[Row]) -> dict[str, bytes]:
+DescribeTexts = dict[int, tuple[Mapping[str, object], str]]
+"""The manifest text of each ``describe`` record met, by the record's identity, the record
+held (so its id is not reused): a caller that renders many projects whose rows share records
+(an index's pure wheels share a few) passes one to :func:`project_tree` while it renders."""
+
+
+def project_tree(
+    project: str, rows: Iterable[Row], *, describe_texts: DescribeTexts | None = None
+) -> dict[str, bytes]:
     """One project's files: pages in the combined index and in the sub-index of each of its
     labels, then its manifest (last: an update writes it after the pages it describes)."""
     ordered = sorted(rows, key=_sort_key)
@@ -277,15 +285,49 @@ def project_tree(project: str, rows: Iterable[Row]) -> dict[str, bytes]:
         subset = [row for row in ordered if row.local == label]
         back = f"../../../simple/{project}/{PROJECT_MANIFEST}"
         tree.update(_pages(f"{label}/simple", project, subset, back))
-    tree[f"simple/{project}/{PROJECT_MANIFEST}"] = _dump(
-        {
-            "schema": PROJECT_SCHEMA,
-            "generator": f"cuship {__version__}",
-            "project": project,
-            "wheels": [row.record() for row in ordered],
-        }
-    )
+    texts = {} if describe_texts is None else describe_texts
+    records = ",".join([_record_text(row, texts) for row in ordered])
+    tree[f"simple/{project}/{PROJECT_MANIFEST}"] = (
+        f'{{"generator":{_GENERATOR},"project":{_string(project)},'
+        f'"schema":{_string(PROJECT_SCHEMA)},"wheels":[{records}]}}\n'
+    ).encode()
     return tree
+
+
+_GENERATOR = _string(f"cuship {__version__}")
+
+
+def _record_text(row: Row, texts: DescribeTexts) -> str:
+    """``_dump`` of ``row.record()`` as text, keys in the order it sorts them: a manifest
+    holds one record per wheel, and json's encoder, made for any document, costs most of
+    rendering a project (its ``describe`` record is written once, through ``texts``)."""
+    held = texts.get(id(row.describe))
+    if held is None:
+        held = texts[id(row.describe)] = (row.describe, _MANIFEST_JSON(dict(row.describe)))
+    href = row.attestation_href(_PROJECT_DEPTH)
+    attestation = (
+        "null"
+        if href is None
+        else f'{{"sha256":{_nullable(row.attestation_sha256)},"url":{_string(href)}}}'
+    )
+    return (
+        f'{{"attestation":{attestation},"describe":{held[1]},'
+        f'"filename":{_string(row.filename)},"local":{_nullable(row.local)},'
+        f'"metadata_sha256":{_string(row.metadata_sha256)},"project":{_string(row.project)},'
+        f'"requires_python":{_nullable(row.requires_python)},"sha256":{_string(row.sha256)},'
+        f'"size":{int(row.size)},"tags":{_tags_text(row.tags)},'
+        f'"url":{_string(row.href(_PROJECT_DEPTH))},"version":{_string(row.version)},'
+        f'"yanked":{_nullable(row.yanked)}}}'
+    )
+
+
+def _nullable(text: str | None) -> str:
+    return "null" if text is None else _string(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tags_text(tags: tuple[str, ...]) -> str:
+    return _MANIFEST_JSON(list(tags))
 
 
 def root_pages(entries: Mapping[str, ProjectEntry]) -> dict[str, bytes]:
@@ -399,8 +441,9 @@ def site_trees(rows: Iterable[Row], base_url: str | None) -> Iterator[dict[str, 
     """Every page and manifest of ``rows`` (no wheel, metadata or attestation file), one
     project at a time, then the roots: a writer holds one project's pages, not the index's."""
     entries: dict[str, ProjectEntry] = {}
+    texts: DescribeTexts = {}
     for project, group_rows in sorted(group(rows).items()):
-        yield project_tree(project, group_rows)
+        yield project_tree(project, group_rows, describe_texts=texts)
         entries[project] = ProjectEntry.of(group_rows)
     yield root_tree(entries, base_url)
 

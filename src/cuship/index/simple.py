@@ -56,6 +56,7 @@ from cuship.index.attached import ATTESTATION_SUFFIX, find_attestations
 from cuship.index.keep import Kept, read_existing, site_records
 from cuship.index.render import (
     MANIFEST,
+    DescribeTexts,
     ProjectEntry,
     check_base_url,
     group,
@@ -388,7 +389,8 @@ def _build_share(
     keys = [cache_key(w.path) for w in scanned]
     _settle(cache, keys, linked)  # linked: their ctimes as this run leaves them
     by_project = group(rows)
-    trees = (project_tree(p, by_project[p]) for p in sorted(by_project))
+    texts: DescribeTexts = {}  # rows share describe records: each is written once
+    trees = (project_tree(p, by_project[p], describe_texts=texts) for p in sorted(by_project))
     _write_trees(staging, trees, made, threads=alone)
     if forked:  # its rows to a file of its own in the staging tree, merged by the parent
         delta = cache.store_part(staging / f".cache-part-{os.getpid()}")
