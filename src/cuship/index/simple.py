@@ -203,18 +203,20 @@ def _note_current_directory(out: Path, emit: Emit) -> None:
 
 
 def _settle(
-    cache: ScanCache, keys: Iterable[str], known: Mapping[str, os.stat_result] | None = None
+    cache: ScanCache, keys: Iterable[str], known: Mapping[str, FileStamp] | None = None
 ) -> None:
     """Record each scanned wheel's ctime as this run left it (linking into the site moved
-    it); ``keys``: the wheels' cache keys (their absolute paths); ``known``: a wheel's stat
+    it); ``keys``: the wheels' cache keys (their absolute paths); ``known``: a wheel's stamp
     taken since its last change, by key (else it is taken here)."""
     taken = known or {}
     for key in keys:
-        try:
-            found = taken.get(key) or os.stat(key)  # noqa: PTH116 - per wheel
-        except OSError:
-            continue
-        cache.settle(key, FileStamp.of(found))
+        stamp = taken.get(key)
+        if stamp is None:
+            try:
+                stamp = FileStamp.of(os.stat(key))  # noqa: PTH116 - per wheel
+            except OSError:
+                continue
+        cache.settle(key, stamp)
 
 
 def _refuse_foreign(out: Path) -> None:
@@ -568,22 +570,22 @@ def _place_wheels(
     out: Path,
     previous: Mapping[str, object],
     emit: Emit,
-) -> dict[str, os.stat_result]:
+) -> dict[str, FileStamp]:
     """Hard-link each wheel into ``files`` (reuse the last run's copy, when ``previous`` lists
     it with the same sha256); copy it across filesystems, or when its mode is not 0644 (a link
     shares the mode, and the site's files must be readable by anyone without cuship changing
     the input's mode). ``files`` exists: it is made with the site's other shared folders.
 
-    Returns the stat of each wheel linked from where it was given (by :func:`cache_key`),
+    Returns the stamp of each wheel linked from where it was given (by :func:`cache_key`),
     taken after linking: what :func:`_settle` needs, with no second stat."""
     copied = 0
     folder = f"{files}/"  # strings, not Paths: 50,000 wheels at a time
-    linked: dict[str, os.stat_result] = {}
+    linked: dict[str, FileStamp] = {}
     for wheel in wheels:
         target = folder + wheel.filename
         found = _link_given(wheel.path, target)
         if found is not None:
-            linked[cache_key(wheel.path)] = found
+            linked[cache_key(wheel.path)] = FileStamp.of(found)
             continue
         old = out / "files" / wheel.filename
         if previous.get(wheel.filename) == wheel.sha256 and try_link(old, target):
