@@ -17,26 +17,24 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii as _string
-from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 from packaging.version import Version
 
 from cuship import __version__
 from cuship.errors import UsageError
 from cuship.index._pages import (
-    FileLink,
     landing_html,
     project_html,
     project_json,
     root_html,
     root_json,
 )
+from cuship.index._row import PROJECT_DEPTH, Row, base_of, file_href
 from cuship.index.attached import ATTESTATION_SUFFIX, AttestationRef
 from cuship.index.scan import IndexedWheel
 from cuship.index.yank import yank_reason
@@ -66,7 +64,6 @@ PROJECT_MANIFEST = "cuship.json"
 INDEX_SCHEMA = "cuship-index/2"
 PROJECT_SCHEMA = "cuship-project/1"
 _RESERVED = frozenset({"simple", "files"})
-_PROJECT_DEPTH = 2  # simple/PROJECT/ below SITE
 
 
 def check_base_url(base_url: str | None) -> str | None:
@@ -80,118 +77,6 @@ def check_base_url(base_url: str | None) -> str | None:
             hint="e.g. https://github.com/OWNER/REPO/releases/download/TAG",
         )
     return base_url.rstrip("/")
-
-
-# What quote(..., safe="") leaves as it is: a filename made only of these needs no quoting
-_UNQUOTED = re.compile(r"[A-Za-z0-9_.~-]*")
-
-
-@functools.lru_cache(maxsize=65536)
-def _quoted(filename: str) -> str:
-    if _UNQUOTED.fullmatch(filename):
-        return filename
-    return quote(filename, safe="")
-
-
-def file_href(filename: str, *, base_url: str | None, depth: int) -> str:
-    """Where a page ``depth`` directories below SITE links ``filename`` ('+' becomes %2B)."""
-    name = _quoted(filename)
-    if base_url is not None:
-        return f"{base_url.rstrip('/')}/{name}"
-    return "../" * depth + "files/" + name
-
-
-def base_of(url: str) -> str | None:
-    """The base URL of an absolute file URL; None for a link into the site's ``files/``."""
-    if urlsplit(url).scheme in ("http", "https"):
-        return url.rsplit("/", 1)[0]
-    return None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Row:
-    """One wheel as the index shows it. ``base``: where the file lives (None: ``files/``)."""
-
-    filename: str
-    project: str
-    version: str
-    local: str | None
-    tags: tuple[str, ...]
-    sha256: str
-    size: int
-    requires_python: str | None
-    metadata_sha256: str
-    base: str | None
-    yanked: str | None  # None: not yanked; "": yanked without a reason
-    describe: Mapping[str, object] = field(default_factory=dict)
-    attestation_sha256: str | None = None
-
-    def href(self, depth: int) -> str:
-        return file_href(self.filename, base_url=self.base, depth=depth)
-
-    def attestation_href(self, depth: int) -> str | None:
-        if self.attestation_sha256 is None:
-            return None
-        return file_href(self.filename + ATTESTATION_SUFFIX, base_url=self.base, depth=depth)
-
-    def link(self, depth: int) -> FileLink:
-        return FileLink(
-            filename=self.filename,
-            href=self.href(depth),
-            attestation_href=self.attestation_href(depth),
-            sha256=self.sha256,
-            size=self.size,
-            requires_python=self.requires_python,
-            metadata_sha256=self.metadata_sha256,
-            yanked=self.yanked,
-        )
-
-    def record(self) -> dict[str, object]:
-        """The manifest record; URLs relative to ``simple/PROJECT/cuship.json``."""
-        attestation = None
-        href = self.attestation_href(_PROJECT_DEPTH)
-        if href is not None:
-            attestation = {"url": href, "sha256": self.attestation_sha256}
-        return {
-            "filename": self.filename,
-            "project": self.project,
-            "version": self.version,
-            "local": self.local,
-            "tags": list(self.tags),
-            "sha256": self.sha256,
-            "size": self.size,
-            "requires_python": self.requires_python,
-            "metadata_sha256": self.metadata_sha256,
-            "url": self.href(_PROJECT_DEPTH),
-            "yanked": self.yanked,
-            "describe": dict(self.describe),
-            "attestation": attestation,
-        }
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> Row:
-        """A row back from its manifest record (KeyError/TypeError/ValueError when broken)."""
-        attestation = record.get("attestation")
-        describe = record.get("describe")
-        yanked = record.get("yanked")
-        python = record.get("requires_python")
-        return cls(
-            filename=str(record["filename"]),
-            project=str(record["project"]),
-            version=str(record["version"]),
-            local=None if record.get("local") is None else str(record["local"]),
-            tags=tuple(str(t) for t in record["tags"]),
-            sha256=str(record["sha256"]),
-            size=int(record["size"]),
-            requires_python=None if python is None else str(python),
-            metadata_sha256=str(record["metadata_sha256"]),
-            base=base_of(str(record["url"])),
-            yanked=None if yanked is None else str(yanked),
-            describe=dict(describe) if isinstance(describe, Mapping) else {},
-            attestation_sha256=(
-                str(attestation["sha256"]) if isinstance(attestation, Mapping) else None
-            ),
-        )
 
 
 def rows_of(
@@ -304,7 +189,7 @@ def _record_text(row: Row, texts: DescribeTexts) -> str:
     held = texts.get(id(row.describe))
     if held is None:
         held = texts[id(row.describe)] = (row.describe, _MANIFEST_JSON(dict(row.describe)))
-    href = row.attestation_href(_PROJECT_DEPTH)
+    href = row.attestation_href(PROJECT_DEPTH)
     attestation = (
         "null"
         if href is None
@@ -316,7 +201,7 @@ def _record_text(row: Row, texts: DescribeTexts) -> str:
         f'"metadata_sha256":{_string(row.metadata_sha256)},"project":{_string(row.project)},'
         f'"requires_python":{_nullable(row.requires_python)},"sha256":{_string(row.sha256)},'
         f'"size":{int(row.size)},"tags":{_tags_text(row.tags)},'
-        f'"url":{_string(row.href(_PROJECT_DEPTH))},"version":{_string(row.version)},'
+        f'"url":{_string(row.href(PROJECT_DEPTH))},"version":{_string(row.version)},'
         f'"yanked":{_nullable(row.yanked)}}}'
     )
 
