@@ -177,10 +177,7 @@ class ScanCache:
         part = _open(path)
         try:
             part.execute("BEGIN")
-            # In path order: absorb copies them in the part's order, and a B-tree takes
-            # keys in order faster (the merge in the parent, after every share, takes 0.6x)
-            part.executemany(_INSERT_ROW, sorted(self._pending.values()))
-            part.executemany(_INSERT_DESCRIBED, sorted(dict(self._described_pending).items()))
+            self._write_pending(part)
             part.execute("COMMIT")
         finally:
             part.close()
@@ -259,11 +256,17 @@ class ScanCache:
         """Write pending entries in one transaction."""
         if not self._pending and not self._described_pending:
             return
-        with self._transaction():  # in key order, as store_part writes
-            self._db.executemany(_INSERT_ROW, sorted(self._pending.values()))
-            self._db.executemany(_INSERT_DESCRIBED, sorted(dict(self._described_pending).items()))
+        with self._transaction():
+            self._write_pending(self._db)
         self._pending.clear()
         self._described_pending.clear()
+
+    def _write_pending(self, db: sqlite3.Connection) -> None:
+        """The pending rows and describe records, into ``db`` in key order: a B-tree takes
+        keys in order faster, and :meth:`absorb` copies a part in its order (the merge in the
+        parent, after every share, takes 0.6x)."""
+        db.executemany(_INSERT_ROW, sorted(self._pending.values()))
+        db.executemany(_INSERT_DESCRIBED, sorted(dict(self._described_pending).items()))
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:

@@ -16,20 +16,27 @@ from cuship.errors import NothingToDo
 from cuship.events import Emit, Event
 from cuship.index._cache import ScanCache, record_text
 from cuship.index._pool import map_spread
-from cuship.index.render import INDEX_SCHEMA, MANIFEST, ProjectEntry, Row
+from cuship.index.render import (
+    INDEX_SCHEMA,
+    MANIFEST,
+    DescribeTexts,
+    ProjectEntry,
+    Row,
+    encoded_once,
+)
 from cuship.index.scan import IndexedWheel, Skipped, cache_key, scan_report
 from cuship.index.yank import kept_yank
 
 __all__ = [
     "DIR_MODE",
     "FILE_MODE",
-    "LINK_REFUSED",
     "Describe",
     "IndexSummary",
     "Options",
     "SiteState",
     "describe_all",
     "describer_key",
+    "link_published",
     "scan_describes",
     "scan_given",
     "try_link",
@@ -42,7 +49,7 @@ DIR_MODE = 0o755
 FILE_MODE = 0o644
 # Why os.link may fail where a copy still works: another filesystem, a filesystem without hard
 # links or a protected source, too many links, a file gone meanwhile (the copy words that)
-LINK_REFUSED = frozenset({errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOENT, errno.EACCES})
+_LINK_REFUSED = frozenset({errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOENT, errno.EACCES})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -198,13 +205,11 @@ def describe_all(
     if scan_describes(describe):  # the scan described these from what it read
         # Such records are shared by the wheels of one label and torch requirements: each
         # is written as JSON once (by identity: every record stays alive meanwhile).
-        texts: dict[int, tuple[Mapping[str, object], str]] = {}
+        texts: DescribeTexts = {}
         for wheel in [w for w in missing if w.described is not None]:
             record = wheel.described or {}
-            held = texts.get(id(record))
-            if held is None:
-                held = texts[id(record)] = (record, record_text(record))
-            cache.remember(who + wheel.sha256, record, text=held[1])
+            text = encoded_once(record, texts, record_text)
+            cache.remember(who + wheel.sha256, record, text=text)
             found[wheel.filename] = record
         missing = [w for w in missing if w.described is None]
     spread = map_spread(_describe_spread, [(describe, w.path) for w in missing])
@@ -242,15 +247,24 @@ def upload_note(base_url: str | None, out: Path, emit: Emit) -> None:
         emit(Event(level="info", topic="index", message=message))
 
 
-def try_link(source: str | Path, target: str | Path) -> bool:
-    """Hard-link ``source`` at ``target``; False when a copy must do (another filesystem, a
-    mode other than 0644: a link shares the mode, and a published file must be 0644)."""
+def link_published(source: str | Path, target: str | Path) -> os.stat_result | None:
+    """Hard-link ``source`` at ``target`` and stat the file linked (the link moved its ctime:
+    the stamp the scan cache must keep); None, leaving no link, when a copy must do (another
+    filesystem, a mode other than 0644: a link shares the mode, and a published file must be
+    0644)."""
     try:
-        if stat.S_IMODE(os.stat(source).st_mode) != FILE_MODE:  # noqa: PTH116 - per wheel
-            return False
         os.link(source, target)
     except OSError as err:
-        if err.errno in LINK_REFUSED:
-            return False
+        if err.errno in _LINK_REFUSED:
+            return None
         raise
-    return True
+    found = os.stat(target)  # noqa: PTH116 - per wheel; the inode just linked, not the source path
+    if stat.S_IMODE(found.st_mode) == FILE_MODE:
+        return found
+    os.unlink(target)  # noqa: PTH108 - the link shares that mode: copied instead
+    return None
+
+
+def try_link(source: str | Path, target: str | Path) -> bool:
+    """:func:`link_published`, saying only whether it linked."""
+    return link_published(source, target) is not None

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii as _string
 from urllib.parse import urlsplit
@@ -42,10 +42,12 @@ from cuship.index.yank import yank_reason
 __all__ = [
     "MANIFEST",
     "PROJECT_MANIFEST",
+    "DescribeTexts",
     "ProjectEntry",
     "Row",
     "base_of",
     "check_base_url",
+    "encoded_once",
     "file_href",
     "group",
     "index_manifest",
@@ -154,9 +156,21 @@ def _pages(prefix: str, project: str, rows: Sequence[Row], manifest: str) -> dic
 
 
 DescribeTexts = dict[int, tuple[Mapping[str, object], str]]
-"""The manifest text of each ``describe`` record met, by the record's identity, the record
-held (so its id is not reused): a caller that renders many projects whose rows share records
-(an index's pure wheels share a few) passes one to :func:`project_tree` while it renders."""
+"""The text of each ``describe`` record met, by the record's identity, the record held (so
+its id is not reused): a caller that renders many projects whose rows share records (an
+index's pure wheels share a few) passes one to :func:`project_tree` while it renders."""
+
+
+def encoded_once(
+    record: Mapping[str, object],
+    texts: DescribeTexts,
+    encode: Callable[[Mapping[str, object]], str],
+) -> str:
+    """``encode(record)``, made once per record met through ``texts`` (one encoder each)."""
+    held = texts.get(id(record))
+    if held is None:
+        held = texts[id(record)] = (record, encode(record))
+    return held[1]
 
 
 def project_tree(
@@ -186,9 +200,7 @@ def _record_text(row: Row, texts: DescribeTexts) -> str:
     """``_dump`` of ``row.record()`` as text, keys in the order it sorts them: a manifest
     holds one record per wheel, and json's encoder, made for any document, costs most of
     rendering a project (its ``describe`` record is written once, through ``texts``)."""
-    held = texts.get(id(row.describe))
-    if held is None:
-        held = texts[id(row.describe)] = (row.describe, _MANIFEST_JSON(dict(row.describe)))
+    describe = encoded_once(row.describe, texts, _describe_json)
     href = row.attestation_href(PROJECT_DEPTH)
     attestation = (
         "null"
@@ -196,7 +208,7 @@ def _record_text(row: Row, texts: DescribeTexts) -> str:
         else f'{{"sha256":{_nullable(row.attestation_sha256)},"url":{_string(href)}}}'
     )
     return (
-        f'{{"attestation":{attestation},"describe":{held[1]},'
+        f'{{"attestation":{attestation},"describe":{describe},'
         f'"filename":{_string(row.filename)},"local":{_nullable(row.local)},'
         f'"metadata_sha256":{_string(row.metadata_sha256)},"project":{_string(row.project)},'
         f'"requires_python":{_nullable(row.requires_python)},"sha256":{_string(row.sha256)},'
@@ -204,6 +216,10 @@ def _record_text(row: Row, texts: DescribeTexts) -> str:
         f'"url":{_string(row.href(PROJECT_DEPTH))},"version":{_string(row.version)},'
         f'"yanked":{_nullable(row.yanked)}}}'
     )
+
+
+def _describe_json(record: Mapping[str, object]) -> str:
+    return _MANIFEST_JSON(dict(record))
 
 
 def _nullable(text: str | None) -> str:

@@ -237,10 +237,10 @@ def _plan(where: str, cache: ScanCache | None) -> _Job | _Fresh | _Skip:
     """What is known about the file at ``where`` before reading it: the cached entry, if
     still valid."""
     path = Path(where)
-    if _plain_absolute(where):  # nearly always (a listed directory's files): as Path says it
-        key, filename = where, where.rpartition("/")[2]
-    else:
-        key, filename = str(path.absolute()), path.name
+    key = cache_key(where)
+    # The path as given is the key nearly always (a listed directory's files): its name is
+    # what follows the last slash
+    filename = where.rpartition("/")[2] if key == where else path.name
     if not filename.endswith(".whl"):
         return _Skip(path, "not a wheel (name does not end in .whl)")
     try:

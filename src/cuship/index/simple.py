@@ -23,7 +23,6 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import stat
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -40,13 +39,13 @@ from cuship.index._pool import MIN_ITEMS, fork_map, in_child, workers_available
 from cuship.index._shared import (
     DIR_MODE,
     FILE_MODE,
-    LINK_REFUSED,
     Describe,
     IndexSummary,
     Options,
     SiteState,
     describe_all,
     describer_key,
+    link_published,
     scan_describes,
     try_link,
     upload_note,
@@ -583,7 +582,7 @@ def _place_wheels(
     linked: dict[str, FileStamp] = {}
     for wheel in wheels:
         target = folder + wheel.filename
-        found = _link_given(wheel.path, target)
+        found = link_published(wheel.path, target)
         if found is not None:
             linked[cache_key(wheel.path)] = FileStamp.of(found)
             continue
@@ -599,20 +598,3 @@ def _place_wheels(
     if copied:
         emit(Event(level="debug", topic="index", message=f"copied {copied} wheels (no hard link)"))
     return linked
-
-
-def _link_given(source: Path, target: str) -> os.stat_result | None:
-    """:func:`try_link` the other way round: link first, then stat the source, whose ctime
-    the link just moved (one stat where linking and settling took two); None, leaving no
-    link, when a copy must do (another filesystem, a mode other than 0644)."""
-    try:
-        os.link(source, target)
-    except OSError as err:
-        if err.errno in LINK_REFUSED:
-            return None
-        raise
-    found = os.stat(source)  # noqa: PTH116 - per wheel
-    if stat.S_IMODE(found.st_mode) == FILE_MODE:
-        return found
-    os.unlink(target)  # noqa: PTH108 - the link shares that mode: copied instead
-    return None
