@@ -107,6 +107,8 @@ def test_spread_run_writes_the_site_of_a_serial_run(
     assert counted.started == 0
     assert len(dealt) == workers_available()
     assert forked == dealt[1:]
+    # every other share writes its project pages first, its files/ entries after
+    assert [share.pages_first for share in dealt] == [i % 2 == 1 for i in range(len(dealt))]
     projects = [{Path(f).name.partition("-")[0] for f in share.files} for share in dealt]
     assert all(projects)
     assert sum(map(len, projects)) == len(set().union(*projects))  # no project in two shares
