@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 import zipfile
@@ -157,6 +158,18 @@ def _venv(tmp_path: Path, wheel: Path) -> Path:
         check=True,
     )
     python = venv / "bin" / "python"
+    # The tests may run in a venv themselves (the README's commands in one): then torch is in
+    # that venv, which --system-site-packages does not see (it names the base interpreter's
+    # packages), so a .pth lists the running interpreter's site-packages too, as cuship's
+    # system-site smoke venv does
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    parent = "".join(f"{folder}\n" for folder in site.getsitepackages())
+    Path(purelib, "_tests_parent_site.pth").write_text(parent, encoding="utf-8")
     cmd = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-index"]
     proc = subprocess.run([*cmd, str(wheel)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
