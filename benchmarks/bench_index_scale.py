@@ -31,11 +31,12 @@ and 12 to 30 s after a deletion, and which step followed which deletion decided 
 
 Incremental, each run on its own copy of a finished site with its scan cache (copying is not
 timed; every copy is made before the first update, and none is deleted until the bench ends,
-so no update follows a deletion): +1 wheel of an existing project, +1 wheel of a new project, and yanking one file, each
-as ``python -m cuship index [NEW.whl] --keep-existing [--yank FILE] -o SITE`` and in this
-process as ``cuship.index.write`` (the same call the CLI makes, describe included), to tell
-Python's start-up from the work. dumb-pypi's own partial rebuild (--previous-package-list-json)
-is timed beside +1 wheel. The goal is under 0.3 s at 50,000 wheels and flat in index size.
+so no update follows a deletion): +1 wheel of an existing project, +1 wheel of a new
+project, and yanking one file, each as ``python -m cuship index [NEW.whl] --keep-existing
+[--yank FILE] -o SITE`` and in this process as ``cuship.index.write`` (the same call the CLI
+makes, describe included), to tell Python's start-up from the work. dumb-pypi's own partial
+rebuild (--previous-package-list-json) is timed beside +1 wheel. The goal is under 0.3 s at
+50,000 wheels and flat in index size.
 
 Resolve: ``cuship serve SITE`` behind a counting reverse proxy in this process (it counts the
 requests and the response body bytes of each contender), then ``cuship resolve PROJECT`` (picks a
@@ -451,11 +452,10 @@ def measure_incremental(size: Size, results: Results) -> None:
     0.19 s). The copies go with the run directory at the end."""
     ops = ops_for(size)
     warm_up(size.run / "warm-up" / "site", ops[0])
+    runs = [(op.key, how, i) for op in ops for i in range(size.repeat) for how in ("cli", "lib")]
     sites = {
-        (op.key, how, i): copy_site(size.template, size.run / "inc" / f"{n}" / "site")
-        for n, (op, how, i) in enumerate(
-            (op, how, i) for op in ops for i in range(size.repeat) for how in ("cli", "lib")
-        )
+        run: copy_site(size.template, size.run / "inc" / f"{n}" / "site")
+        for n, run in enumerate(runs)
     }
     QUIET.wait()
     for op in ops:

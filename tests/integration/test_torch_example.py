@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import site
 import subprocess
 import sys
 import zipfile
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from cuship.builder.smoke import builder_site
 from cuship.cli import main
 from cuship.wheel.audit import WheelReport, inspect_path
 from cuship.wheel.torchabi import classify
@@ -160,15 +160,15 @@ def _venv(tmp_path: Path, wheel: Path) -> Path:
     python = venv / "bin" / "python"
     # The tests may run in a venv themselves (the README's commands in one): then torch is in
     # that venv, which --system-site-packages does not see (it names the base interpreter's
-    # packages), so a .pth lists the running interpreter's site-packages too, as cuship's
-    # system-site smoke venv does
+    # packages), so a .pth lists the running interpreter's site directories too, as cuship's
+    # system-site smoke venv does (builder_site)
     purelib = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
-    parent = "".join(f"{folder}\n" for folder in site.getsitepackages())
+    parent = "".join(f"{folder}\n" for folder in builder_site(sys.executable))
     Path(purelib, "_tests_parent_site.pth").write_text(parent, encoding="utf-8")
     cmd = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-index"]
     proc = subprocess.run([*cmd, str(wheel)], capture_output=True, text=True, check=False)
