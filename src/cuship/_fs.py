@@ -10,7 +10,6 @@ back before doing anything else.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import fcntl
 import hashlib
@@ -115,6 +114,8 @@ def recover(target: Path, emit: Emit = discard) -> None:
 
 
 def _renameat2_exchange(a: Path, b: Path) -> bool:
+    import ctypes  # here: once a run, and most runs of cuship never exchange trees
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         func = libc.renameat2

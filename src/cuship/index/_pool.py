@@ -42,9 +42,9 @@ def workers_available() -> int:
 
 
 def _fork_safe() -> bool:
-    import multiprocessing
-
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    # os.fork is there exactly where multiprocessing offers "fork" (not on Windows); asking
+    # multiprocessing would import it, sockets and all, before a rebuild's first share
+    return hasattr(os, "fork") and threading.active_count() == 1
 
 
 def map_spread(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = MIN_ITEMS) -> list[R]:

@@ -18,12 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
 from cuship.errors import InputError
 from cuship.index.attached import ATTESTATION_SUFFIX, AttestationRef
 from cuship.index.render import MANIFEST, PROJECT_MANIFEST, Row, base_of
 from cuship.index.scan import IndexedWheel
+from cuship.wheel._filename import canonical_name
 
 __all__ = [
     "Kept",
@@ -91,7 +90,7 @@ def _wheel(out: Path, record: Mapping[str, Any]) -> IndexedWheel:
     path = check_in_site(out, filename, base_of(str(record["url"])))
     return IndexedWheel(
         filename=filename,
-        project=canonicalize_name(str(record["project"])),
+        project=canonical_name(str(record["project"])),
         version=str(record["version"]),
         local=record.get("local"),
         tags=tuple(str(t) for t in record["tags"]),

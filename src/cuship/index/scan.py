@@ -18,14 +18,8 @@ import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
-from packaging.utils import (
-    InvalidWheelFilename,
-    NormalizedName,
-    canonicalize_name,
-    parse_wheel_filename,
-)
 from packaging.version import InvalidVersion, Version
 
 from cuship._fs import sha256_file
@@ -33,8 +27,12 @@ from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, FileStamp, ScanCache
 from cuship.index._pool import map_spread
+from cuship.wheel._filename import canonical_name, plain_project, tag_set
 from cuship.wheel._headers import header_fields
 from cuship.wheel._zipmeta import METADATA_LIMIT, Member, metadata_fast
+
+if TYPE_CHECKING:
+    from packaging.utils import NormalizedName
 
 __all__ = [
     "IndexedWheel",
@@ -288,27 +286,32 @@ class _Name(NamedTuple):
 def _parse_filename(filename: str, path: Path | str) -> _Name:
     """``filename`` parsed as :func:`packaging.utils.parse_wheel_filename` does, its parts
     through caches (an index repeats project names, versions and tag sets many times);
-    anything unusual, and every error, goes to packaging itself. ``path``: for the skip."""
+    anything unusual (a build tag, a name that is not plain), and every error, goes to
+    packaging itself. ``path``: for the skip."""
     stem = filename[:-4]
     if filename.endswith(".whl") and stem.count("-") == 4:
         name_part, version_part, tag_part = stem.split("-", 2)
-        try:
-            project = _project_part(name_part)
-            version, text, local = _version_part(version_part)
-            return _Name(project, version, text, local, _tag_part(tag_part))
-        except (InvalidWheelFilename, InvalidVersion):
-            pass  # worded below
+        project = _project_part(name_part)
+        tags = _tag_part(tag_part)
+        if project is not None and tags is not None:
+            try:
+                version, text, local = _version_part(version_part)
+            except InvalidVersion:
+                pass  # worded below
+            else:
+                return _Name(project, version, text, local, tags)
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
     try:
-        name, version, _build, tags = parse_wheel_filename(filename)
+        name, version, _build, parsed = parse_wheel_filename(filename)
     except (InvalidWheelFilename, InvalidVersion) as err:
         raise _Skip(Path(path), f"invalid wheel filename: {err}") from err
-    return _Name(name, version, str(version), version.local, tuple(sorted(str(t) for t in tags)))
+    return _Name(name, version, str(version), version.local, tuple(sorted(map(str, parsed))))
 
 
 @functools.lru_cache(maxsize=65536)
-def _project_part(name_part: str) -> NormalizedName:
-    """The project a filename's name part names, checked as packaging checks it."""
-    return parse_wheel_filename(f"{name_part}-0-py3-none-any.whl")[0]
+def _project_part(name_part: str) -> NormalizedName | None:
+    return plain_project(name_part)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -318,15 +321,13 @@ def _version_part(version_part: str) -> tuple[Version, str, str | None]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _tag_part(tag_part: str) -> tuple[str, ...]:
-    """A filename's tag set (``py3-none-any``, compressed sets too), sorted."""
-    tags = parse_wheel_filename(f"x-0-{tag_part}.whl")[3]
-    return tuple(sorted(str(t) for t in tags))
+def _tag_part(tag_part: str) -> tuple[str, ...] | None:
+    return tag_set(tag_part)
 
 
 @functools.lru_cache(maxsize=65536)
 def _canonical(name: str) -> NormalizedName:
-    return canonicalize_name(name)
+    return canonical_name(name)
 
 
 # What a worker sends back for one wheel: the fields of its IndexedWheel but ``path`` (the
@@ -398,7 +399,7 @@ def _indexed(path: Path, read: _Read) -> IndexedWheel:
     )
     return IndexedWheel(
         filename=filename,
-        project=NormalizedName(project),
+        project=cast("NormalizedName", project),
         version=version,
         local=local,
         tags=tags,

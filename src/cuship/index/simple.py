@@ -20,16 +20,15 @@ and the scan cache lives beside the site (:func:`cache_path`), never inside it.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-
-from packaging.utils import canonicalize_name
+from typing import TYPE_CHECKING
 
 from cuship import _fs
 from cuship.errors import InputError, NothingToDo, UsageError
@@ -66,6 +65,10 @@ from cuship.index.render import (
 )
 from cuship.index.scan import IndexedWheel, Skipped, cache_key, scan_files, wheel_files
 from cuship.index.update import update
+from cuship.wheel._filename import canonical_name
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 __all__ = ["MANIFEST", "Describe", "IndexSummary", "cache_path", "render", "write"]
 
@@ -437,7 +440,7 @@ def _shares(
         start = filename.partition("-")[0]
         name = names.get(start)
         if name is None:
-            name = names[start] = canonicalize_name(start)
+            name = names[start] = canonical_name(start)
         return name
 
     given: dict[str, list[str]] = defaultdict(list)
@@ -502,6 +505,7 @@ def _write_files(items: Sequence[tuple[str, bytes]], chmod: bool) -> None:
 
 
 _BATCH = 4096  # files rendered and held at once (a 50,000-wheel index renders ~105,000)
+_THREADED = 256  # fewer files than this are written by one thread
 
 
 def _write_trees(
@@ -519,10 +523,18 @@ def _write_trees(
     workers = min(_WRITERS, os.cpu_count() or 1) if threads else 1
     file_chmod, dir_chmod = _umask_cuts(FILE_MODE), _umask_cuts(DIR_MODE)
     batch: list[tuple[str, bytes]] = []
-    with ThreadPoolExecutor(workers) as pool:
+    pool: Executor | None = None
+    with contextlib.ExitStack() as stack:
 
         def flush() -> None:
-            if workers == 1:
+            nonlocal pool
+            if pool is None and workers > 1 and len(batch) >= _THREADED:
+                # imported here: a share beside others writes alone, and a few files (the
+                # roots) are written before a pool would have started
+                from concurrent.futures import ThreadPoolExecutor
+
+                pool = stack.enter_context(ThreadPoolExecutor(workers))
+            if pool is None:
                 _write_files(batch, file_chmod)
             else:
                 share = -(-len(batch) // workers)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from cuship.errors import InputError
+from cuship.wheel._filename import canonical_name
 
 __all__ = ["kept_yank", "parse_yank_lines", "read_yank_file", "spec_project", "yank_reason"]
 
@@ -31,7 +31,7 @@ def _key(spec: str, source: str) -> str:
         parsed = Version(version.strip())
     except InvalidVersion as err:
         raise InputError(f"{source}: invalid version in yank entry {spec!r}") from err
-    return f"{canonicalize_name(name.strip())}=={parsed}"
+    return f"{canonical_name(name.strip())}=={parsed}"
 
 
 def parse_yank_lines(lines: Iterable[str], *, source: str = "--yank") -> dict[str, str]:
@@ -72,7 +72,7 @@ def spec_project(key: str) -> str:
         try:
             return str(parse_wheel_filename(key)[0])
         except InvalidWheelFilename:
-            return canonicalize_name(key.split("-", 1)[0])
+            return canonical_name(key.split("-", 1)[0])
     return key.partition("==")[0]
 
 

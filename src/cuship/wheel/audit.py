@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from cuship.errors import CushipError, InputError
@@ -238,6 +237,8 @@ def _object_report(where: str, size: int, facts: ElfFacts, data: Buffer) -> Obje
 
 def inspect_wheel(path: Path) -> WheelReport:
     """Inspect every shared object inside a wheel, and name the libraries it bundles."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
     try:
         name, version, _build, tags = parse_wheel_filename(path.name)
     except InvalidWheelFilename as err:

@@ -24,15 +24,20 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import Specifier
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from cuship.errors import InputError
+from cuship.wheel._filename import canonical_name
 from cuship.wheel._headers import header_fields
+
+if TYPE_CHECKING:
+    from packaging.specifiers import Specifier
+
+# packaging.requirements (its parser, markers and specifiers) is imported where a requirement
+# is parsed: `cuship index` imports this module before its first wheel, and many wheels
+# require nothing.
 
 __all__ = [
     "TORCH_ABIS",
@@ -174,21 +179,30 @@ def torch_entries(requires_dist: Iterable[str], *, source: str) -> tuple[str, ..
     for line in requires_dist:
         try:
             entry = _torch_entry(line)
-        except InvalidRequirement as err:
+        except _BadRequirement as err:
             raise InputError(
                 f"{source!r}: Requires-Dist {str(line)!r} is not a valid requirement: {err}",
                 hint="fix the project's dependencies and rebuild the wheel",
-            ) from err
+            ) from err.__cause__
         if entry is not None:
             found.append(entry)
     return tuple(found)
 
 
+class _BadRequirement(ValueError):
+    """packaging's InvalidRequirement, raised again as a class this module has imported."""
+
+
 @functools.lru_cache(maxsize=8192)  # an index's wheels repeat the same few requirements
 def _torch_entry(line: str) -> str | None:
     """The requirement ``line`` as written back, when it is an unconditional one on torch."""
-    requirement = Requirement(line)
-    if canonicalize_name(requirement.name) != "torch":
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        requirement = Requirement(line)
+    except InvalidRequirement as err:
+        raise _BadRequirement(str(err)) from err
+    if canonical_name(requirement.name) != "torch":
         return None
     if requirement.marker is not None and "extra" in str(requirement.marker):
         return None
@@ -199,6 +213,8 @@ def torch_pin(requirements: Sequence[str]) -> TorchPin | None:
     """What the torch requirement(s) admit; None without any."""
     if not requirements:
         return None
+    from packaging.requirements import Requirement
+
     specifiers = [s for text in requirements for s in Requirement(text).specifier]
     return TorchPin(
         requirement=", ".join(requirements),
