@@ -26,21 +26,21 @@ from typing import NamedTuple
 __all__ = ["CacheDelta", "CacheEntry", "FileStamp", "ScanCache", "record_text"]
 
 _VERSION = 2  # PRAGMA user_version; a cache of another version is dropped
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS wheels (
-    path TEXT PRIMARY KEY,
-    size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
-    ino INTEGER NOT NULL,
-    ctime_ns INTEGER NOT NULL,
-    sha256 TEXT NOT NULL,
-    metadata BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS described (
-    key TEXT PRIMARY KEY,
-    doc TEXT NOT NULL
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS wheels (
+        path TEXT PRIMARY KEY,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        ino INTEGER NOT NULL,
+        ctime_ns INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        metadata BLOB NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS described (
+        key TEXT PRIMARY KEY,
+        doc TEXT NOT NULL
+    )""",
 )
-"""
 
 
 _COLUMNS = "path, size, mtime_ns, ino, ctime_ns, sha256, metadata"
@@ -174,7 +174,7 @@ class ScanCache:
         """:meth:`take_delta`, its rows and records written to a new SQLite file at ``path``
         (a forked child's, while its parent writes its own: :meth:`absorb` then copies them
         over in SQLite, faster than rows pickled to the parent and written there)."""
-        part = _open(path)
+        part = _open(path, journal=False)
         try:
             part.execute("BEGIN")
             self._write_pending(part)
@@ -294,19 +294,28 @@ class ScanCache:
         self.close()
 
 
-def _open(path: Path | None) -> sqlite3.Connection:
+def _open(path: Path | None, *, journal: bool = True) -> sqlite3.Connection:
+    """The cache at ``path`` (in memory for None), made or emptied to this version's schema.
+
+    With ``journal``, a rollback journal: the cache is updated in place, and a run killed
+    mid-commit leaves the last committed state. Without, none (a part, which is thrown away
+    whole when its run fails). Never synced (synchronous=OFF, set first, so that making the
+    schema syncs nothing either: a new cache's schema took a dozen syncs of the file, its
+    journal and their folder, 5 to 60 ms of a cold index's start): a power cut may lose the
+    cache, which costs only a slower next run."""
     db = sqlite3.connect(":memory:" if path is None else str(path), isolation_level=None)
     try:
+        db.execute("PRAGMA synchronous=OFF")
+        db.execute(f"PRAGMA journal_mode={'DELETE' if journal else 'OFF'}")
+        db.execute("BEGIN")
         (version,) = db.execute("PRAGMA user_version").fetchone()
         if version != _VERSION:
-            db.executescript("DROP TABLE IF EXISTS wheels; DROP TABLE IF EXISTS described")
+            db.execute("DROP TABLE IF EXISTS wheels")
+            db.execute("DROP TABLE IF EXISTS described")
             db.execute(f"PRAGMA user_version = {_VERSION}")
-        db.executescript(_SCHEMA)
-        # A rollback journal: the cache is updated in place, and a run killed mid-commit
-        # leaves the last committed state (synchronous=OFF: a power cut may lose it, which
-        # costs only a slower next run).
-        db.execute("PRAGMA journal_mode=DELETE")
-        db.execute("PRAGMA synchronous=OFF")
+        for statement in _SCHEMA:
+            db.execute(statement)
+        db.execute("COMMIT")
     except BaseException:
         db.close()
         raise

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cuship.errors import CushipError
+from cuship.wheel.torchabi import torch_entries, torch_requirements
 
 __all__ = ["describe_pure", "describe_wheel"]
 
@@ -44,9 +45,6 @@ def describe_pure(
 
     The record is shared by every wheel of the same label and torch requirements (an index
     repeats a few such pairs many times): read it, never change it."""
-    from cuship.wheel.audit import inspect_pure
-    from cuship.wheel.torchabi import torch_entries, torch_requirements
-
     source = f"{path.rpartition('/')[2]}:{metadata.name}"
     if requires_dist is None:
         requirements = torch_requirements(metadata.data.decode("utf-8", "replace"), source=source)
@@ -57,6 +55,8 @@ def describe_pure(
     key = (version.local, requirements)
     record = _PURE_RECORDS.get(key)
     if record is None:
+        from cuship.wheel.audit import inspect_pure  # once per record, not per wheel
+
         record = _describe(inspect_pure(Path(path), name, version, tags, size, metadata))
         if len(_PURE_RECORDS) < _PURE_RECORDS_MAX:
             _PURE_RECORDS[key] = record

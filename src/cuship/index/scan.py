@@ -27,6 +27,7 @@ from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, FileStamp, ScanCache
 from cuship.index._pool import map_spread
+from cuship.index.describe import describe_pure
 from cuship.wheel._filename import canonical_name, plain_project, tag_set
 from cuship.wheel._headers import header_fields
 from cuship.wheel._zipmeta import METADATA_LIMIT, Member, metadata_fast
@@ -169,11 +170,10 @@ def scan_files(
     """:func:`scan_report` of files already listed (:func:`wheel_files`)."""
     jobs = [_plan(str(path), cache) for path in files]
     todo = [job for job in jobs if isinstance(job, _Fresh)]
-    if describe and todo:
-        import cuship.index.describe
+    if describe and todo:  # imported once, before any worker starts
         import cuship.wheel.audit  # noqa: F401
     # To a worker, each job as (path, size, describe): a Path costs more to pickle and unpickle.
-    sent = [(str(job.path), job.stamp.size, describe) for job in todo]
+    sent = [(job.where, job.stamp.size, describe) for job in todo]
     fresh = dict(zip((job.key for job in todo), map_spread(_read_fresh, sent), strict=True))
     wheels: dict[str, IndexedWheel] = {}
     skipped: list[Skipped] = []
@@ -229,6 +229,7 @@ class _Fresh(NamedTuple):
     path: Path
     key: str
     stamp: FileStamp
+    where: str  # str(path), with no second Path made when the path is its own key
 
 
 def _plan(where: str, cache: ScanCache | None) -> _Job | _Fresh | _Skip:
@@ -247,7 +248,7 @@ def _plan(where: str, cache: ScanCache | None) -> _Job | _Fresh | _Skip:
         return _Skip(path, f"cannot read it: {err.strerror or err}")
     entry = cache.get(key, stamp) if cache is not None else None
     if entry is None:
-        return _Fresh(path, key, stamp)
+        return _Fresh(path, key, stamp, where if key == where else str(path))
     try:
         name = _parse_filename(filename, path)
     except _Skip as why:
@@ -364,8 +365,6 @@ def _describe_pure(
 ) -> Mapping[str, object] | None:
     """The wheel described from what was read, or None (then it is described as before,
     reading it again, where a failure is worded)."""
-    from cuship.index.describe import describe_pure
-
     try:
         return describe_pure(
             path,
