@@ -20,7 +20,7 @@ from cuship.attest import (
 from cuship.cli import main
 from cuship.errors import InputError
 from cuship.events import Event, collect
-from cuship.index import site_records, write
+from cuship.index import attached, site_records, write
 from tests.wheel_factory import make_wheel
 
 
@@ -61,6 +61,36 @@ def test_an_attestation_beside_a_wheel_is_published_and_linked(tmp_path: Path) -
     assert "data-provenance" not in page
     variant_page = (site / "cu128" / "simple" / "demo" / "index.html").read_text()
     assert "../../../files/demo-1.0%2Bcu128-py3-none-any.whl.intoto.jsonl" in variant_page
+
+
+def test_attestations_come_from_the_scans_listing_of_a_folder_however_it_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder of wheels is listed once, by the scan, and that listing names the
+    attestations: find_attestations lists no folder again, whether the folder was given
+    relative, with a trailing slash or absolute."""
+    wheels = tmp_path / "wheels"
+    wheel = make_wheel(wheels, "demo", "1.0")
+    make_wheel(wheels, "other", "1.0")
+    _attest(wheel, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    listed_again: list[str] = []
+    names = attached._names
+
+    def listing(folder: str) -> frozenset[str] | None:
+        listed_again.append(folder)
+        return names(folder)
+
+    monkeypatch.setattr(attached, "_names", listing)
+    for i, given in enumerate(["wheels", "./wheels/", str(wheels)]):
+        site = tmp_path / f"site-{i}"
+        write([Path(given)], site)
+        assert _records(site)[wheel.name]["attestation"] is not None, given
+        assert (site / "files" / attestation_path(wheel).name).is_file()
+    assert listed_again == []
+    write([wheel], tmp_path / "site-file")  # a wheel given by itself: its folder is listed
+    assert _records(tmp_path / "site-file")[wheel.name]["attestation"] is not None
+    assert listed_again == [str(wheels)]
 
 
 def test_a_stale_attestation_is_not_linked_and_says_why(tmp_path: Path) -> None:

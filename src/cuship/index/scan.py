@@ -107,8 +107,9 @@ def expand_paths(paths: Iterable[Path]) -> tuple[Path, ...]:
     return tuple(Path(p) for p in _listed(paths))
 
 
-def _listed(paths: Iterable[Path]) -> list[str]:
-    """:func:`expand_paths` as strings."""
+def _listed(paths: Iterable[Path], attached: dict[str, frozenset[str]] | None = None) -> list[str]:
+    """:func:`expand_paths` as strings; ``attached`` gets the names of the wheels'
+    attestations in each directory listed, by the directory's path as a Path words it."""
     out: list[str] = []
     for path in paths:
         if path.is_dir():
@@ -118,6 +119,9 @@ def _listed(paths: Iterable[Path]) -> list[str]:
                 )
             folder = str(path).rstrip("/") + "/"
             out.extend(folder + name for name in names)
+            if attached is not None:
+                found = frozenset(name for name in names if name.endswith(_ATTACHED))
+                attached[str(Path(path))] = found
         elif path.exists():
             out.append(str(path))
         else:
@@ -153,11 +157,14 @@ def scan_report(
     return scan_files(wheel_files(paths), cache=cache, emit=emit, describe=describe)
 
 
-def wheel_files(paths: Iterable[Path]) -> list[str]:
+def wheel_files(
+    paths: Iterable[Path], attached: dict[str, frozenset[str]] | None = None
+) -> list[str]:
     """The files to scan among ``paths`` (:func:`expand_paths`, as strings: an index of
     50,000 wheels need not make 50,000 Paths in one process): a wheel's attestation beside
-    it is published with the wheel, not skipped with a warning."""
-    return [p for p in _listed(paths) if not p.endswith(_ATTACHED)]
+    it is published with the wheel, not skipped with a warning. ``attached`` gets the
+    attestations' names in each directory listed (see :func:`find_attestations`)."""
+    return [p for p in _listed(paths, attached) if not p.endswith(_ATTACHED)]
 
 
 def scan_files(

@@ -279,7 +279,8 @@ def _build(
     having written what its copy of the cache learnt to a file that this process merges into
     the cache; this process writes the roots. A small index is
     one share, done here."""
-    files = wheel_files([item for item in given if not isinstance(item, IndexedWheel)])
+    attached: dict[str, frozenset[str]] = {}  # attestations in the folders listed
+    files = wheel_files([item for item in given if not isinstance(item, IndexedWheel)], attached)
     ready = [item for item in given if isinstance(item, IndexedWheel)]
     previous = _previous_hashes(out)
     kept = read_existing(out) if options.keep else Kept()
@@ -293,7 +294,7 @@ def _build(
 
     def build(share: _Share) -> _Built:
         return _build_share(
-            share, out, staging, options, cache, previous, kept, made, emit, alone=alone
+            share, out, staging, options, cache, previous, kept, made, attached, emit, alone=alone
         )
 
     built = fork_map(build, shares)
@@ -349,12 +350,14 @@ def _build_share(
     previous: Mapping[str, object],
     kept_before: Kept,
     made: set[str],
+    attached: Mapping[str, frozenset[str]],
     emit: Emit,
     *,
     alone: bool,
 ) -> _Built:
-    """One share of :func:`_build`, here or in a forked child; ``alone``: no other share
-    runs meanwhile (then its files are written by a few threads)."""
+    """One share of :func:`_build`, here or in a forked child; ``attached``: attestations in
+    the folders listed (:func:`wheel_files`); ``alone``: no other share runs meanwhile (then
+    its files are written by a few threads)."""
     forked = in_child()
     events: list[Event] = []
     say = events.append if forked else emit
@@ -368,7 +371,7 @@ def _build_share(
         for wheel in wheels:
             warn_replaced(wheel, previous.get(wheel.filename), say)
     kept = kept_before.only([name for name in share.kept if name not in names])
-    attestations = {**kept.attestations, **find_attestations(wheels, say)}
+    attestations = {**kept.attestations, **find_attestations(wheels, say, listed=attached)}
     rows = rows_of(
         wheels,
         base_url=options.base_url,
