@@ -151,8 +151,8 @@ def _cache_rows(site: Path) -> dict[str, list[tuple[object, ...]]]:
 def test_a_spread_run_leaves_a_cache_that_the_next_run_reads(
     wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forked: list[Any]
 ) -> None:
-    # Each child writes what it learnt to a file of its own, which this process merges into
-    # the cache. The build records each wheel's stamp after linking it into the site (the
+    # Each child writes what it learnt into the cache's file through a connection of its
+    # own, beside this process's writes. The build records each wheel's stamp after linking it into the site (the
     # link moved its ctime), also after a rebuild over an earlier site (whose deletion moved
     # them again): the next run over the same wheels reads none of them again.
     site = tmp_path / "site"
@@ -162,7 +162,10 @@ def test_a_spread_run_leaves_a_cache_that_the_next_run_reads(
     assert (rebuilt.hashed, rebuilt.cached) == (1, 4 * PROJECTS)
     again = write([wheels], site, describe=describe_wheel)
     assert (again.hashed, again.cached) == (1, 4 * PROJECTS)  # only the broken file, again
-    assert not [p for p in tmp_path.rglob("*") if "cache-part" in p.name]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site.")) == [
+        ".site.cuship-cache.sqlite",
+        ".site.lock",
+    ]  # no journal or part left beside it
     # ... and holds what the cache of a serial run holds
     monkeypatch.setattr(sys.modules["cuship.index.simple"], "fork_map", _serial_map)
     write([wheels], tmp_path / "serial", describe=describe_wheel)

@@ -26,6 +26,7 @@ from typing import NamedTuple
 __all__ = ["CacheDelta", "CacheEntry", "FileStamp", "ScanCache", "record_text"]
 
 _VERSION = 2  # PRAGMA user_version; a cache of another version is dropped
+_WAIT_S = 600.0  # how long a write waits for another process's transaction to end
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS wheels (
         path TEXT PRIMARY KEY,
@@ -71,13 +72,14 @@ _Pending = tuple[str, int, int, int, int, str, bytes]  # a wheels row, as INSERT
 class CacheDelta(NamedTuple):
     """What a cache learnt since it was copied (into a forked child), to be added to the
     original's: rows to write, describe records to write, and the lookups' counts; or, from
-    :meth:`ScanCache.store_part`, the SQLite file that holds those rows and records."""
+    :meth:`ScanCache.store_shared`, the paths whose rows (and the records) it wrote into the
+    cache's file itself."""
 
     rows: tuple[_Pending, ...]
     described: tuple[tuple[str, str], ...]
     hits: int
     misses: int
-    part: str | None = None
+    stored: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,7 +118,7 @@ class ScanCache:
             dict(self._db.execute("SELECT key, doc FROM described")) if preload else {}
         )
         self._described_pending: list[tuple[str, str]] = []
-        # Paths whose rows came in a part (absorb) and went to SQLite, not into _rows
+        # Paths whose rows a copy of this cache stored in SQLite itself (absorb), not in _rows
         self._stored: set[str] = set()
         self.hits = 0
         self.misses = 0
@@ -170,25 +172,34 @@ class ScanCache:
         self.hits = self.misses = 0
         return delta
 
-    def store_part(self, path: Path) -> CacheDelta:
-        """:meth:`take_delta`, its rows and records written to a new SQLite file at ``path``
-        (a forked child's, while its parent writes its own: :meth:`absorb` then copies them
-        over in SQLite, faster than rows pickled to the parent and written there)."""
-        part = _open(path, journal=False)
+    def store_shared(self) -> CacheDelta:
+        """:meth:`take_delta`, its rows and records written into this cache's file through a
+        connection of this process's own, while the process this cache was copied from may be
+        writing its own (SQLite takes the two in turn): a forked child's, which must not use
+        the connection it inherited. The parent's :meth:`absorb` then has nothing to copy (a
+        part file merged there took 13 ms of a 5,000-wheel index, after every share). A cache
+        in memory hands its rows over instead."""
+        if self.path is None:
+            return self.take_delta()
+        db = sqlite3.connect(str(self.path), isolation_level=None, timeout=_WAIT_S)
         try:
-            part.execute("BEGIN")
-            self._write_pending(part)
-            part.execute("COMMIT")
+            db.execute("PRAGMA synchronous=OFF")
+            db.execute("BEGIN IMMEDIATE")
+            self._write_pending(db)
+            db.execute("COMMIT")
         finally:
-            part.close()
-        delta = self.take_delta()
-        return delta._replace(rows=(), described=(), part=str(path))
+            db.close()
+        stored = tuple(self._pending)
+        return self.take_delta()._replace(rows=(), described=(), stored=stored)
 
     def absorb(self, delta: CacheDelta) -> None:
-        """Take in what a copy of this cache learnt (:meth:`take_delta`); written on flush. A
-        part (:meth:`store_part`) is copied into this cache's file at once, and removed."""
-        if delta.part is not None:
-            self._merge(delta.part)
+        """Take in what a copy of this cache learnt (:meth:`take_delta`); written on flush.
+        Rows the copy stored itself (:meth:`store_shared`) are read back from the file when
+        asked for: what this process held of them is older."""
+        for path in delta.stored:
+            self._rows.pop(path, None)
+            self._pending.pop(path, None)
+        self._stored.update(delta.stored)
         for row in delta.rows:
             self._rows[row[0]] = (FileStamp(*row[1:5]), row[5], row[6])
             self._pending[row[0]] = row
@@ -197,25 +208,6 @@ class ScanCache:
         self._described_pending.extend(delta.described)
         self.hits += delta.hits
         self.misses += delta.misses
-
-    def _merge(self, part: str) -> None:
-        self._db.execute("ATTACH DATABASE ? AS part", (part,))
-        try:
-            with self._transaction():
-                self._db.execute(
-                    f"INSERT OR REPLACE INTO wheels SELECT {_COLUMNS} FROM part.wheels"
-                )
-                self._db.execute(
-                    "INSERT OR REPLACE INTO described SELECT key, doc FROM part.described"
-                )
-            paths = [path for (path,) in self._db.execute("SELECT path FROM part.wheels")]
-        finally:
-            self._db.execute("DETACH DATABASE part")
-        Path(part).unlink()
-        for path in paths:  # what this process held of them is older: read them back if asked
-            self._rows.pop(path, None)
-            self._pending.pop(path, None)
-        self._stored.update(paths)
 
     def described(self, key: str) -> dict[str, object] | None:
         """The describe record stored under ``key`` (describer + sha256), if any."""
@@ -263,8 +255,7 @@ class ScanCache:
 
     def _write_pending(self, db: sqlite3.Connection) -> None:
         """The pending rows and describe records, into ``db`` in key order: a B-tree takes
-        keys in order faster, and :meth:`absorb` copies a part in its order (the merge in the
-        parent, after every share, takes 0.6x)."""
+        keys in order faster."""
         db.executemany(_INSERT_ROW, sorted(self._pending.values()))
         db.executemany(_INSERT_DESCRIBED, sorted(dict(self._described_pending).items()))
 
@@ -294,19 +285,18 @@ class ScanCache:
         self.close()
 
 
-def _open(path: Path | None, *, journal: bool = True) -> sqlite3.Connection:
+def _open(path: Path | None) -> sqlite3.Connection:
     """The cache at ``path`` (in memory for None), made or emptied to this version's schema.
 
-    With ``journal``, a rollback journal: the cache is updated in place, and a run killed
-    mid-commit leaves the last committed state. Without, none (a part, which is thrown away
-    whole when its run fails). Never synced (synchronous=OFF, set first, so that making the
-    schema syncs nothing either: a new cache's schema took a dozen syncs of the file, its
-    journal and their folder, 5 to 60 ms of a cold index's start): a power cut may lose the
-    cache, which costs only a slower next run."""
+    A rollback journal: the cache is updated in place, and a run killed mid-commit leaves the
+    last committed state. Never synced (synchronous=OFF, set first, so that making the schema
+    syncs nothing either: a new cache's schema took a dozen syncs of the file, its journal and
+    their folder, 5 to 60 ms of a cold index's start): a power cut may lose the cache, which
+    costs only a slower next run."""
     db = sqlite3.connect(":memory:" if path is None else str(path), isolation_level=None)
     try:
         db.execute("PRAGMA synchronous=OFF")
-        db.execute(f"PRAGMA journal_mode={'DELETE' if journal else 'OFF'}")
+        db.execute("PRAGMA journal_mode=DELETE")
         db.execute("BEGIN")
         (version,) = db.execute("PRAGMA user_version").fetchone()
         if version != _VERSION:

@@ -275,10 +275,9 @@ def _build(
     a folder takes one creation at a time, so every other share writes its pages first: while
     one fills files/, the other fills its projects' folders (two processes creating a site's
     files this way took 4.3 s on this project's machine, both in files/ first 5.1 s). Each
-    child sends back what the roots need,
-    having written what its copy of the cache learnt to a file that this process merges into
-    the cache; this process writes the roots. A small index is
-    one share, done here."""
+    child writes what its copy of the cache learnt into the cache's file, through a
+    connection of its own, and sends back what the roots need; this process writes the
+    roots. A small index is one share, done here."""
     attached: dict[str, frozenset[str]] = {}  # attestations in the folders listed
     files = wheel_files([item for item in given if not isinstance(item, IndexedWheel)], attached)
     ready = [item for item in given if isinstance(item, IndexedWheel)]
@@ -411,8 +410,8 @@ def _build_share(
 
     for step in (write_pages, write_files) if share.pages_first else (write_files, write_pages):
         step()
-    if forked:  # its rows to a file of its own in the staging tree, merged by the parent
-        delta = cache.store_part(staging / f".cache-part-{os.getpid()}")
+    if forked:  # its rows into the cache's file, beside the parent's
+        delta = cache.store_shared()
     else:  # stored while a child may still be at work
         cache.flush()
         delta = cache.take_delta()
