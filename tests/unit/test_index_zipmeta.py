@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import os
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -172,3 +176,52 @@ def test_a_wheel_is_read_whole_whatever_its_stat_said(tmp_path: Path, stat_size:
     assert _read_whole(str(path), stat_size) == data[:3000]
     path.write_bytes(data)
     assert _read_whole(str(path), stat_size) == data
+
+
+@pytest.mark.parametrize("read_whole", [64 * 1024 * 1024, 100])
+def test_a_first_scan_stamps_each_wheel_from_the_file_it_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_whole: int
+) -> None:
+    # A cache that knows no file is not asked about each: the wheel is opened without a stat
+    # of its path first, and the stamp it keeps is the opened file's (a wheel too large to
+    # read whole, here any over 100 bytes, is hashed in chunks after that).
+    from cuship.index._cache import FileStamp, ScanCache
+    from cuship.index.scan import cache_key, scan_files
+
+    scanning = importlib.import_module("cuship.index.scan")
+    monkeypatch.setattr(scanning, "_READ_WHOLE", read_whole)
+    wheel = make_wheel(tmp_path / "wheels", "demo", "1.0")
+    stats: list[str] = []
+    real_stat = os.stat
+
+    def stat(path: str, *args: Any, **kwargs: Any) -> os.stat_result:
+        if str(path).endswith(".whl"):
+            stats.append(str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(scanning.os, "stat", stat)
+    with ScanCache(tmp_path / "cache.sqlite") as cache:
+        assert cache.knows_nothing()
+        (first,), skipped = scan_files([str(wheel)], cache=cache)
+        assert (skipped, stats, cache.misses, cache.hits) == ((), [], 1, 0)
+        assert cache.get(cache_key(wheel), FileStamp.of(wheel.stat())) is not None
+    assert first.sha256 == hashlib.sha256(wheel.read_bytes()).hexdigest()
+    assert first.size == wheel.stat().st_size
+    with ScanCache(tmp_path / "cache.sqlite") as cache:  # the next run asks, and finds it
+        assert not cache.knows_nothing()
+        stats.clear()
+        (again,), _ = scan_files([str(wheel)], cache=cache)
+        assert stats == [cache_key(wheel)]
+        assert (cache.misses, cache.hits) == (0, 1)
+    assert again == first
+
+
+def test_a_first_scan_says_why_it_cannot_open_a_wheel(tmp_path: Path) -> None:
+    from cuship.index._cache import ScanCache
+    from cuship.index.scan import scan_files
+
+    gone = tmp_path / "gone-1.0-py3-none-any.whl"
+    with ScanCache(None) as cache:
+        wheels, (skipped,) = scan_files([str(gone)], cache=cache)
+    assert wheels == ()
+    assert skipped.reason == "cannot read it: No such file or directory"

@@ -123,6 +123,14 @@ class ScanCache:
         self.hits = 0
         self.misses = 0
 
+    def knows_nothing(self) -> bool:
+        """Whether this cache holds no row (read whole, and empty: a first run)."""
+        return self.preloaded and not self._rows and not self._stored
+
+    def missed(self, count: int) -> None:
+        """Count ``count`` files read without asking (:meth:`knows_nothing` said to)."""
+        self.misses += count
+
     def get(self, path: str, stamp: FileStamp) -> CacheEntry | None:
         """The entry for ``path`` when its stamp still matches, else None."""
         row = self._row(path)
@@ -293,7 +301,8 @@ def _open(path: Path | None) -> sqlite3.Connection:
     syncs nothing either: a new cache's schema took a dozen syncs of the file, its journal and
     their folder, 5 to 60 ms of a cold index's start): a power cut may lose the cache, which
     costs only a slower next run."""
-    db = sqlite3.connect(":memory:" if path is None else str(path), isolation_level=None)
+    where = ":memory:" if path is None else str(path)
+    db = sqlite3.connect(where, isolation_level=None, timeout=_WAIT_S)
     try:
         db.execute("PRAGMA synchronous=OFF")
         db.execute("PRAGMA journal_mode=DELETE")

@@ -174,13 +174,19 @@ def scan_files(
     emit: Emit = discard,
     describe: bool = False,
 ) -> tuple[tuple[IndexedWheel, ...], tuple[Skipped, ...]]:
-    """:func:`scan_report` of files already listed (:func:`wheel_files`)."""
-    jobs = [_plan(str(path), cache) for path in files]
+    """:func:`scan_report` of files already listed (:func:`wheel_files`).
+
+    A cache that knows no file (a first run) is not asked about each: every file is read,
+    and its stamp comes from the file opened, not from a stat of its path before."""
+    known = cache is not None and not cache.knows_nothing()
+    jobs = [_plan(str(path), cache if known else None) for path in files]
     todo = [job for job in jobs if isinstance(job, _Fresh)]
+    if cache is not None and not known:
+        cache.missed(len(todo))
     if describe and todo:  # imported once, before any worker starts
         import cuship.wheel.audit  # noqa: F401
     # To a worker, each job as (path, size, describe): a Path costs more to pickle and unpickle.
-    sent = [(job.where, job.stamp.size, describe) for job in todo]
+    sent = [(job.where, None if job.stamp is None else job.stamp.size, describe) for job in todo]
     fresh = dict(zip((job.key for job in todo), map_spread(_read_fresh, sent), strict=True))
     wheels: dict[str, IndexedWheel] = {}
     skipped: list[Skipped] = []
@@ -235,13 +241,13 @@ class _Fresh(NamedTuple):
 
     path: Path
     key: str
-    stamp: FileStamp
+    stamp: FileStamp | None  # None: planned without a cache, stamped where it is read
     where: str  # str(path), with no second Path made when the path is its own key
 
 
 def _plan(where: str, cache: ScanCache | None) -> _Job | _Fresh | _Skip:
     """What is known about the file at ``where`` before reading it: the cached entry, if
-    still valid."""
+    still valid (without a cache, nothing: no stat either)."""
     path = Path(where)
     key = cache_key(where)
     # The path as given is the key nearly always (a listed directory's files): its name is
@@ -249,11 +255,13 @@ def _plan(where: str, cache: ScanCache | None) -> _Job | _Fresh | _Skip:
     filename = where.rpartition("/")[2] if key == where else path.name
     if not filename.endswith(".whl"):
         return _Skip(path, "not a wheel (name does not end in .whl)")
+    if cache is None:
+        return _Fresh(path, key, None, where if key == where else str(path))
     try:
         stamp = FileStamp.of(os.stat(key))  # noqa: PTH116 - the string in hand: per wheel
     except OSError as err:
         return _Skip(path, f"cannot read it: {err.strerror or err}")
-    entry = cache.get(key, stamp) if cache is not None else None
+    entry = cache.get(key, stamp)
     if entry is None:
         return _Fresh(path, key, stamp, where if key == where else str(path))
     try:
@@ -347,14 +355,15 @@ _Read = tuple[
 ]  # fmt: skip
 
 
-def _read_fresh(job: tuple[str, int, bool]) -> _Read | str:
+def _read_fresh(job: tuple[str, int | None, bool]) -> tuple[_Read, FileStamp | None] | str:
     """Parse, read, hash and check the file ``job`` names (path, size when planned, whether
-    to describe it); a skip comes back as its reason. Runs in a worker process for a large run
-    (:func:`cuship.index._pool.map_spread`), so it raises nothing."""
+    to describe it): its fields, and its stamp when none was planned; a skip comes back as its
+    reason. Runs in a worker process for a large run (:func:`cuship.index._pool.map_spread`),
+    so it raises nothing."""
     where, size, describe = job
     try:
         name = _parse_filename(where.rpartition("/")[2], where)
-        entry, member, pure = _read(where, size)
+        entry, member, pure, size, stamp = _read(where, size)
         _check_dist_info(where, member, name.project)
         requires_dist: list[str] = []
         read = _fields(where, name, size, entry, requires_dist)
@@ -363,8 +372,8 @@ def _read_fresh(job: tuple[str, int, bool]) -> _Read | str:
     if describe and pure:
         metadata = Member(member, entry.metadata)
         described = _describe_pure(where, name, size, metadata, requires_dist)
-        return (*read[:-1], described)
-    return read
+        return (*read[:-1], described), stamp
+    return read, stamp
 
 
 def _describe_pure(
@@ -386,12 +395,16 @@ def _describe_pure(
         return None
 
 
-def _fresh_wheel(job: _Fresh, read: _Read | str, cache: ScanCache | None) -> IndexedWheel:
-    if isinstance(read, str):
-        raise _Skip(job.path, read)
+def _fresh_wheel(
+    job: _Fresh, done: tuple[_Read, FileStamp | None] | str, cache: ScanCache | None
+) -> IndexedWheel:
+    if isinstance(done, str):
+        raise _Skip(job.path, done)
+    read, stamp = done
     wheel = _indexed(job.path, read)
-    if cache is not None:
-        cache.put(job.key, job.stamp, CacheEntry(sha256=wheel.sha256, metadata=wheel.metadata))
+    stamp = job.stamp or stamp
+    if cache is not None and stamp is not None:
+        cache.put(job.key, stamp, CacheEntry(sha256=wheel.sha256, metadata=wheel.metadata))
     return wheel
 
 
@@ -440,10 +453,16 @@ def _fields(
     )
 
 
-def _read(path: str, size: int) -> tuple[CacheEntry, str, bool]:
+# What reading a wheel gives: its cache entry, METADATA's member name, whether it holds no shared
+# object, its size, and its stamp when it was read unplanned
+_Readout = tuple[CacheEntry, str, bool, int, FileStamp | None]
+
+
+def _read(path: str, size: int | None) -> _Readout:
     """Hash the file and pull its METADATA (and that member's name), reading small files once;
-    and whether it is known to hold no shared object (a small wheel whose member names were
-    all read on the way to its METADATA, none like ``*.so``)."""
+    whether it is known to hold no shared object (a small wheel whose member names were all
+    read on the way to its METADATA, none like ``*.so``); its size; and, when no ``size`` was
+    planned, the stamp of the file opened."""
     try:
         return _read_unchecked(path, size)
     except _Unreadable as why:
@@ -452,10 +471,16 @@ def _read(path: str, size: int) -> tuple[CacheEntry, str, bool]:
         raise _Skip(Path(path), f"cannot read it: {err.strerror or err}") from err
 
 
-def _read_unchecked(path: str, size: int) -> tuple[CacheEntry, str, bool]:
+def _read_unchecked(path: str, size: int | None) -> _Readout:
     pure = False
-    if size <= _READ_WHOLE:
+    stamp = None
+    data = None
+    if size is None:
+        data, stamp = _read_stamped(path)
+        size = stamp.size
+    elif size <= _READ_WHOLE:
         data = _read_whole(path, size)
+    if data is not None:
         digest = hashlib.sha256(data).hexdigest()
         shared: list[bool] = []
         fast = metadata_fast(data, shared)
@@ -465,7 +490,19 @@ def _read_unchecked(path: str, size: int) -> tuple[CacheEntry, str, bool]:
         digest = sha256_file(Path(path))
         with open(path, "rb") as handle:
             member = _metadata_from(handle)
-    return CacheEntry(sha256=digest, metadata=member.data), member.name, pure
+    return CacheEntry(sha256=digest, metadata=member.data), member.name, pure, size, stamp
+
+
+def _read_stamped(path: str) -> tuple[bytes | None, FileStamp]:
+    """The file's bytes (None when larger than :data:`_READ_WHOLE`) and its stamp, from the
+    file opened: one path lookup, where a stat and then an open take two."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        stamp = FileStamp.of(os.fstat(fd))
+        data = None if stamp.size > _READ_WHOLE else _read_fd(fd, stamp.size)
+    finally:
+        os.close(fd)
+    return data, stamp
 
 
 def _read_whole(path: str, size: int) -> bytes:
@@ -473,14 +510,19 @@ def _read_whole(path: str, size: int) -> bytes:
     ``size``, from the stat before, is a hint: a file that grew since is read to its end."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        first = os.read(fd, size + 1)
-        if len(first) == size:  # one byte fewer than asked: the end, as the stat said
-            return first
-        chunks = [first]
-        while chunks[-1]:
-            chunks.append(os.read(fd, max(size, 1 << 16)))
+        return _read_fd(fd, size)
     finally:
         os.close(fd)
+
+
+def _read_fd(fd: int, size: int) -> bytes:
+    """What is left to read from ``fd``, ``size`` bytes expected (more are read, if there)."""
+    first = os.read(fd, size + 1)
+    if len(first) == size:  # one byte fewer than asked: the end, as the stat said
+        return first
+    chunks = [first]
+    while chunks[-1]:
+        chunks.append(os.read(fd, max(size, 1 << 16)))
     return b"".join(chunks)
 
 
