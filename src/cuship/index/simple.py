@@ -64,7 +64,6 @@ from cuship.index.render import (
     rows_of,
 )
 from cuship.index.scan import IndexedWheel, Skipped, cache_key, scan_files, wheel_files
-from cuship.index.update import update
 from cuship.wheel._filename import canonical_name
 
 if TYPE_CHECKING:
@@ -132,6 +131,8 @@ def write(
                 if not fresh:  # deleting the tree it replaced moved the wheels' ctimes again
                     _settle(cache, scanned)
             else:
+                from cuship.index.update import update  # here: a first run never needs it
+
                 summary, wheels = update(given, out, site, options, cache, emit)
                 _settle(cache, [cache_key(w.path) for w in wheels])
     _note_current_directory(out, emit)
