@@ -399,10 +399,20 @@ def _build_share(
     keys = [cache_key(w.path) for w in scanned]
     by_project = group(rows)
 
+    stored: list[CacheDelta] = []
+
     def write_files() -> None:  # into the one folder files/, shared by every share
         _write_trees(staging, [files], made, threads=alone)
         linked = _place_wheels(inside, staging / "files", out, previous, say)
         _settle(cache, keys, linked)  # linked: their ctimes as this run leaves them
+        # All this share's cache learns, stored now: a share that writes its files first
+        # stores them while the others are still at work (two shares storing at the same
+        # time take turns on SQLite's lock, and one waits for the other)
+        if forked:  # through a connection of its own
+            stored.append(cache.store_shared())
+        else:
+            cache.flush()
+            stored.append(cache.take_delta())
 
     def write_pages() -> None:  # into each project's folder, this share's own
         texts: DescribeTexts = {}  # rows share describe records: each is written once
@@ -411,11 +421,7 @@ def _build_share(
 
     for step in (write_pages, write_files) if share.pages_first else (write_files, write_pages):
         step()
-    if forked:  # its rows into the cache's file, beside the parent's
-        delta = cache.store_shared()
-    else:  # stored while a child may still be at work
-        cache.flush()
-        delta = cache.take_delta()
+    (delta,) = stored
     who = "" if options.describe is None else describer_key(options.describe)
     return _Built(
         entries={project: ProjectEntry.of(rows) for project, rows in by_project.items()},
