@@ -23,6 +23,7 @@ _RUNS = re.compile(r"[-_.]+")
 # A name part packaging accepts ([\w\d._]*, no "__"), narrowed to ASCII and to a letter or
 # digit at each end: what nearly every wheel is called. Anything else goes to packaging.
 _PLAIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._]*[A-Za-z0-9])?")
+_PLAIN_TAG = re.compile(r"[a-z0-9_]+")  # one component of a tag, in lower case
 
 
 def canonical_name(name: str) -> NormalizedName:
@@ -40,10 +41,16 @@ def plain_project(name_part: str) -> NormalizedName | None:
 
 def tag_set(tag_part: str) -> tuple[str, ...] | None:
     """The tags of a filename's ``PYTHON-ABI-PLATFORM`` part, a compressed set expanded
-    (``py2.py3-none-any`` is two), lower case and sorted; None when the part is not three
-    fields."""
+    (``py2.py3-none-any`` is two), lower case and sorted; None unless the part is three
+    fields of plain components (ASCII letters, digits and ``_``; a Python tag not starting
+    with a digit): packaging's checks of the rest have changed between releases (26.3 refuses
+    an empty component and a Python tag that is not an identifier)."""
     fields = tag_part.lower().split("-")
     if len(fields) != 3:
         return None
     pythons, abis, platforms = (field.split(".") for field in fields)
+    if not all(map(_PLAIN_TAG.fullmatch, (*pythons, *abis, *platforms))):
+        return None
+    if not all(python.isidentifier() for python in pythons):
+        return None
     return tuple(sorted({f"{p}-{a}-{x}" for p in pythons for a in abis for x in platforms}))
