@@ -69,9 +69,9 @@ def find_attestations(
     for wheel in wheels:
         where = str(wheel.path)
         folder = os.path.dirname(where) or "."  # noqa: PTH120 - a string: per wheel
-        names = (
-            names_in[folder] if folder in names_in else names_in.setdefault(folder, _names(folder))
-        )
+        if folder not in names_in:
+            names_in[folder] = _names(folder)
+        names = names_in[folder]
         if names is not None and (
             not names or where.rpartition("/")[2] + ATTESTATION_SUFFIX not in names
         ):

@@ -255,15 +255,16 @@ def _plan(where: str, cache: ScanCache | None) -> _Job | _Fresh | _Skip:
     filename = where.rpartition("/")[2] if key == where else path.name
     if not filename.endswith(".whl"):
         return _Skip(path, "not a wheel (name does not end in .whl)")
+    given = where if key == where else str(path)
     if cache is None:
-        return _Fresh(path, key, None, where if key == where else str(path))
+        return _Fresh(path, key, None, given)
     try:
         stamp = FileStamp.of(os.stat(key))  # noqa: PTH116 - the string in hand: per wheel
     except OSError as err:
         return _Skip(path, f"cannot read it: {err.strerror or err}")
     entry = cache.get(key, stamp)
     if entry is None:
-        return _Fresh(path, key, stamp, where if key == where else str(path))
+        return _Fresh(path, key, stamp, given)
     try:
         name = _parse_filename(filename, path)
     except _Skip as why:
@@ -402,7 +403,7 @@ def _fresh_wheel(
         raise _Skip(job.path, done)
     read, stamp = done
     wheel = _indexed(job.path, read)
-    stamp = job.stamp or stamp
+    stamp = job.stamp if job.stamp is not None else stamp
     if cache is not None and stamp is not None:
         cache.put(job.key, stamp, CacheEntry(sha256=wheel.sha256, metadata=wheel.metadata))
     return wheel

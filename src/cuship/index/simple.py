@@ -287,7 +287,6 @@ def _build(
     shares = _shares(files, ready, kept.wheels)
     made = _make_skeleton(staging)
     if options.describe is not None:  # imported once, before the children start
-        import cuship.index.describe
         import cuship.wheel.audit  # noqa: F401
 
     alone = len(shares) == 1
@@ -399,9 +398,7 @@ def _build_share(
     keys = [cache_key(w.path) for w in scanned]
     by_project = group(rows)
 
-    stored: list[CacheDelta] = []
-
-    def write_files() -> None:  # into the one folder files/, shared by every share
+    def write_files() -> CacheDelta:  # into the one folder files/, shared by every share
         _write_trees(staging, [files], made, threads=alone)
         linked = _place_wheels(inside, staging / "files", out, previous, say)
         _settle(cache, keys, linked)  # linked: their ctimes as this run leaves them
@@ -409,19 +406,21 @@ def _build_share(
         # stores them while the others are still at work (two shares storing at the same
         # time take turns on SQLite's lock, and one waits for the other)
         if forked:  # through a connection of its own
-            stored.append(cache.store_shared())
-        else:
-            cache.flush()
-            stored.append(cache.take_delta())
+            return cache.store_shared()
+        cache.flush()
+        return cache.take_delta()
 
     def write_pages() -> None:  # into each project's folder, this share's own
         texts: DescribeTexts = {}  # rows share describe records: each is written once
         trees = (project_tree(p, by_project[p], describe_texts=texts) for p in sorted(by_project))
         _write_trees(staging, trees, made, threads=alone)
 
-    for step in (write_pages, write_files) if share.pages_first else (write_files, write_pages):
-        step()
-    (delta,) = stored
+    if share.pages_first:
+        write_pages()
+        delta = write_files()
+    else:
+        delta = write_files()
+        write_pages()
     who = "" if options.describe is None else describer_key(options.describe)
     return _Built(
         entries={project: ProjectEntry.of(rows) for project, rows in by_project.items()},
