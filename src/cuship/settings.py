@@ -56,6 +56,20 @@ TORCH = _setting(
 TORCH_CXX11ABI = _setting(
     "CUSHIP_TORCH_CXX11ABI", "user", "Whether that torch uses the C++11 ABI (`1`/`0`).", "probed"
 )
+TORCH_CUDA = _setting(
+    "CUSHIP_TORCH_CUDA",
+    "user",
+    "The CUDA that torch was built for (`13.0`; `none`: a CPU build), where `CUSHIP_TORCH` has no "
+    "`+cu130`/`+cpu` label (PyPI's CUDA builds carry none).",
+    "torch/version.py",
+)
+CUDA_LIBS = _setting(
+    "CUSHIP_CUDA_LIBS",
+    "user",
+    "The NVIDIA libraries this machine offers, instead of searching NVIDIA's wheels, torch/lib and "
+    "the library path: CUDA majors (`12,13`), SONAMEs (`libcudart.so.12`), `none`.",
+    "searched",
+)
 NVCC = _setting(
     "CUSHIP_NVCC", "user", "The nvcc to use (`none`: act as if there were none).", "CUDA_HOME, PATH"
 )

@@ -24,6 +24,7 @@ BASE = {
     settings.DRIVER_CUDA: "13.0",
     settings.TORCH: "2.8.0+cu128",
     settings.TORCH_CXX11ABI: "1",
+    settings.CUDA_LIBS: "12,13",
     "PATH": "/nonexistent",
 }
 
@@ -127,7 +128,7 @@ def test_stable_torch_abi_needs_that_torch_or_newer(tmp_path: Path) -> None:
     assert doctor(tmp_path, TORCH="2.11.0").problems == ()
     (missing,) = doctor(tmp_path, TORCH="none").problems
     assert missing.message == (
-        "links torch (stable ABI) but torch is not installed: "
+        "built for torch>=2.9 (stable ABI) but torch is not installed: "
         "'libtorch.so: cannot open shared object file'"
     )
     assert missing.fix == 'pip install "torch>=2.9"'
@@ -359,7 +360,14 @@ def test_the_command_json_and_exit_0_when_clean(
     doc = json.loads(out)
     assert (code, doc["exit_code"], doc["problems"]) == (0, 0, 0)
     assert doc["packages"][0]["gpus"] == [
-        {"gpu": "H100", "cc": "9.0", "runs": "sass", "arches": ["sm_90"], "objects": []}
+        {
+            "gpu": "H100",
+            "cc": "9.0",
+            "runs": "sass",
+            "arches": ["sm_90"],
+            "objects": [],
+            "partial": [],
+        }
     ]
 
 

@@ -10,6 +10,7 @@ from cuship.compat import load
 from cuship.config import load_config
 from cuship.errors import InputError
 from cuship.gpurun.wheels import LocalWheels, NoWheelFits, choose, read_wheels
+from cuship.judge import ObjectNeeds
 from cuship.machine import fingerprint
 from cuship.matrix import expand
 from cuship.resolve.model import Candidate, Target, WheelFacts, target_of
@@ -49,7 +50,8 @@ def test_the_newest_wheel_that_fits_wins_and_the_rest_say_why(tmp_path: Path) ->
     rejected = {r["filename"]: (r["rule"], r["reason"]) for r in doc["rejected"]}
     assert rejected["tinypkg-0.3.0+cu130torch2.8-py3-none-any.whl"] == (
         "torch",
-        "built for torch 2.8; torch is not installed",
+        "built for torch==2.8.* (exact ABI) but torch is not installed: "
+        "'libc10.so: cannot open shared object file'",
     )
     assert rejected["other-9.0-py3-none-any.whl"] == (
         "filename",
@@ -90,7 +92,8 @@ def test_gpu_arches_come_from_the_wheel_and_decide(tmp_path: Path) -> None:
     """Facts as read_wheels takes them from the wheel's ELF files (cuship.index.describe)."""
 
     def candidate(name: str, sass: tuple[str, ...], ptx: tuple[str, ...] = ()) -> Candidate:
-        facts = WheelFacts(cuda="13.0", sass=sass, ptx=ptx)
+        own = ObjectNeeds(path="cudaxpy/_C.so", role="extension", sass=sass, ptx=ptx)
+        facts = WheelFacts(cuda="13.0", sass=sass, ptx=ptx, objects=(own,))
         return Candidate(filename=name, url=f"file:///w/{name}", sha256="0" * 64, facts=facts)
 
     ampere = candidate("cudaxpy-0.1.0+cu130-py3-none-any.whl", ("80",))
@@ -103,9 +106,13 @@ def test_gpu_arches_come_from_the_wheel_and_decide(tmp_path: Path) -> None:
     assert choice.verdict.candidate == hopper and choice.verdict.coverage == "sass"
     assert choice.to_json()["why"] == "best fit: SASS for every GPU, CUDA 13.0"
     (lost,) = choice.resolution.rejected
-    assert (lost.rule, lost.reason) == ("gpu", "no SASS or PTX for H100 (9.0); it has sm_80")
+    assert (lost.rule, lost.reason) == (
+        "gpu",
+        "H100 (9.0): cudaxpy/_C.so carries no SASS or PTX it can run (it has sm_80): "
+        "'no kernel image is available for execution on the device'",
+    )
     with pytest.raises(
-        NoWheelFits, match=r"cudaxpy-0\.1\.0\+cu130-py3-none-any\.whl: gpu: no SASS"
+        NoWheelFits, match=r"cudaxpy-0\.1\.0\+cu130-py3-none-any\.whl: gpu: H100 \(9\.0\)"
     ):
         choose("cudaxpy", LocalWheels(candidates=(ampere,), paths=wheels.paths), _target())
 

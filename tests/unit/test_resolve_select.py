@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cuship.errors import UsageError
+from cuship.judge.gpu import covers
 from cuship.resolve import Candidate, Resolution, Target, WheelFacts, select
-from cuship.resolve._gpu import covers
 
 CP311 = "cp311-cp311-linux_x86_64"
 TAGS = (CP311, "cp311-abi3-linux_x86_64", "cp311-none-linux_x86_64", "py3-none-any")
@@ -95,7 +95,7 @@ def test_each_rule_names_its_reason() -> None:
     assert got["pkg-1.0+cu124-cp312-cp312-linux_x86_64.whl"][0] == "tags"
     assert got[f"pkg-1.0+cu128torch2.8-{CP311}.whl"] == (
         "torch",
-        "built for torch 2.8; torch is not installed",
+        "built for torch==2.8.* (exact ABI) but torch is not installed: 'undefined symbol'",
     )
     rule, why = got[f"pkg-1.0+cu130-{CP311}.whl"]
     assert rule == "cuda" and "CUDA 13.0" in why and "570.124.06" in why
@@ -128,14 +128,18 @@ def test_torch_version_and_abi() -> None:
     got = reasons(res)
     assert got[f"pkg-1.0+cu128torch2.8cxx11abiTRUE-{CP311}.whl"] == (
         "torch",
-        "built for cxx11abi=True; installed torch has cxx11abi=False",
+        "built for cxx11abi=True (its label); installed torch 2.8.0+cu128 has cxx11abi=False: "
+        "'undefined symbol: …' for every std::string in the API",
     )
     assert (
         "installed torch is 2.8.0+cu128" in got[f"pkg-1.0+cu128torch2.9cxx11abiTRUE-{CP311}.whl"][1]
     )
     unknown_abi = select("pkg", files[:1], target(torch="2.8.1"))
     assert unknown_abi.chosen is not None
-    assert "torch's C++ ABI unknown; not checked" in unknown_abi.chosen.notes
+    assert (
+        "not checked: torch's C++ ABI unknown: cxx11abi=True (its label) not checked"
+        in unknown_abi.chosen.notes
+    )
 
 
 @pytest.mark.parametrize(
@@ -183,7 +187,8 @@ def test_ptx_jit_needs_the_toolkits_own_driver() -> None:
     res = select("pkg", [sass, ptx], target(driver="550.54.14", driver_cuda="12.4"))
     assert chosen(res) == sass.filename
     rule, why = reasons(res)[ptx.filename]
-    assert rule == "cuda" and "PTX needs the toolkit's own driver" in why
+    assert rule == "cuda" and "must JIT compute_80 made by CUDA 12.9" in why
+    assert "'the provided PTX was compiled with an unsupported toolchain'" in why
 
 
 def test_every_gpu_must_be_covered() -> None:
@@ -247,7 +252,10 @@ def test_without_manifest_the_label_decides_and_arches_are_unknown() -> None:
 def test_unknown_driver_is_a_note_not_a_rejection() -> None:
     res = select("pkg", [wheel("1.0+cu130", cuda="13.0")], target(driver=None, driver_cuda=None))
     assert res.chosen is not None
-    assert "driver version unknown; CUDA not checked" in res.chosen.notes
+    assert (
+        "not checked: the driver version is unknown: the CUDA 13 it needs was not checked"
+        in res.chosen.notes
+    )
 
 
 def test_driver_cuda_alone_decides_when_no_driver_version() -> None:
@@ -333,7 +341,8 @@ def test_a_stable_wheel_needs_its_torch_or_newer_and_says_what_it_brings_in() ->
     older = reasons(select("pkg", [stable], target(torch="2.8.0")))
     assert older[stable.filename] == (
         "torch",
-        "built for torch>=2.9 (stable ABI); installed torch is 2.8.0",
+        "built for torch>=2.9 (stable ABI, from its Requires-Dist); installed torch is 2.8.0: "
+        "'undefined symbol: aoti_torch_…'",
     )
     none_installed = select("pkg", [stable], target(torch=None))
     assert none_installed.chosen is not None
@@ -343,7 +352,13 @@ def test_a_stable_wheel_needs_its_torch_or_newer_and_says_what_it_brings_in() ->
 def test_an_exact_wheel_is_refused_on_another_torch_naming_both() -> None:
     exact = _abi_wheel("cu128", "exact", torch_built="2.13", pin="torch==2.13.*")
     got = reasons(select("pkg", [exact], target(torch="2.11.0")))
-    assert got[exact.filename] == ("torch", "built for torch 2.13; installed torch is 2.11.0")
+    assert got[exact.filename] == (
+        "torch",
+        (
+            "built for torch==2.13.* (exact ABI, from its Requires-Dist); installed torch is "
+            "2.11.0: 'undefined symbol: _ZN3c10…'"
+        ),
+    )
     assert chosen(select("pkg", [exact], target(torch="2.13.0+cpu"))) == exact.filename
     bare = select("pkg", [exact], target(torch=None))
     assert bare.chosen is not None
@@ -351,5 +366,5 @@ def test_an_exact_wheel_is_refused_on_another_torch_naming_both() -> None:
     unpinned = _abi_wheel("cu128torch2.13", "exact", torch_built="2.13")
     assert reasons(select("pkg", [unpinned], target(torch=None)))[unpinned.filename] == (
         "torch",
-        "built for torch 2.13; torch is not installed",
+        "built for torch==2.13.* (exact ABI) but torch is not installed: 'undefined symbol'",
     )

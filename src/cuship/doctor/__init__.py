@@ -2,10 +2,11 @@
 
 For each installed distribution with ELF shared objects (or the ones named): its variant (the
 local version label, or the ``cuship.json`` provenance the backend wrote), its SASS/PTX against
-every GPU, the CUDA libraries it needs against the driver, its torch ABI against the installed
-torch, and its wheel's glibc tag against this system. Works for any wheel, built by cuship or
-not: nothing is imported, only files are read (:mod:`cuship.doctor.scan`); the decisions are
-pure (:mod:`cuship.doctor.judge`, :mod:`cuship.doctor.abi`).
+every GPU, the CUDA libraries it needs against the driver and where each comes from, the build
+and release of torch it needs against the installed torch, and its wheel's glibc tag against
+this system. Works for any wheel, built by cuship or not: nothing is imported, only files are
+read (:mod:`cuship.doctor.scan`); the decisions are the one judge's (:mod:`cuship.judge`, the
+same that resolve and install use), put in doctor's words by :mod:`cuship.doctor.judge`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cuship.compat import Compat, load
-from cuship.doctor.judge import judge
+from cuship.doctor.judge import judge_installed
 from cuship.doctor.model import (
     CudaLibrary,
     DoctorReport,
@@ -31,6 +32,7 @@ from cuship.doctor.model import (
 )
 from cuship.doctor.scan import scan
 from cuship.errors import NothingToDo
+from cuship.judge.offer import offer_of
 from cuship.machine import Fingerprint, fingerprint
 
 __all__ = [
@@ -46,7 +48,7 @@ __all__ = [
     "Skipped",
     "TorchCheck",
     "diagnose",
-    "judge",
+    "judge_installed",
     "machine_of",
     "scan",
 ]
@@ -55,6 +57,7 @@ __all__ = [
 def machine_of(fp: Fingerprint) -> Machine:
     """The facts of a fingerprint that the checks use."""
     return Machine(
+        offer=offer_of(fp),
         gpus=tuple((gpu.name, gpu.cc) for gpu in fp.gpus),
         gpu_source=fp.gpu_source,
         driver=fp.driver_version,
@@ -82,10 +85,11 @@ def diagnose(
     """
     start = time.perf_counter()
     found = scan(names, paths=paths)
-    fp = machine if machine is not None else fingerprint(environ, toolkit=False)
+    sites = None if paths is None else [str(p) for p in paths]
+    fp = machine if machine is not None else fingerprint(environ, toolkit=False, site_dirs=sites)
     facts = machine_of(fp)
     data = compat or load()
-    packages = tuple(judge(package, facts, data) for package in found.packages)
+    packages = tuple(judge_installed(package, facts, data) for package in found.packages)
     if not packages:
         detail = "; ".join(f"{s.name}: {s.reason}" for s in found.skipped)
         raise NothingToDo(

@@ -6,9 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from cuship.judge.model import Check, GlibcVerdict, GpuRun, LibraryNeed, TorchVerdict
+from cuship.judge.offer import Offer
 from cuship.wheel.audit import ObjectReport
 from cuship.wheel.ptx import reach
-from cuship.wheel.torchabi import TorchAbi, TorchPin
+from cuship.wheel.torchabi import TorchPin
+
+# The judge's verdicts under the names doctor's reports have always used.
+CudaLibrary = LibraryNeed
+GlibcCheck = GlibcVerdict
+TorchCheck = TorchVerdict
 
 __all__ = [
     "Area",
@@ -26,7 +33,7 @@ __all__ = [
     "TorchCheck",
 ]
 
-Area = Literal["files", "gpu", "cuda", "torch", "glibc"]
+Area = Literal["files", "gpu", "cuda", "libraries", "torch", "glibc"]
 Runs = Literal["sass", "ptx", "none"]
 
 
@@ -67,6 +74,8 @@ class InstalledPackage:
     provenance: Provenance = Provenance()
     broken: tuple[str, ...] = ()  # a RECORD-listed shared object missing or unreadable: why
     notes: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()  # its Requires-Dist entries that install NVIDIA libraries
+    shared: tuple[str, ...] = ()  # file names of every shared object its RECORD lists
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,6 +89,12 @@ class Machine:
     torch: str | None
     torch_cxx11abi: bool | None
     glibc: str | None
+    offer: Offer = Offer()  # the same machine as the judge sees it
+
+    @property
+    def torch_build(self) -> str | None:
+        """``torch 2.13.0+cpu (CPU)``: the installed torch and its build."""
+        return None if self.offer.torch is None else self.offer.torch.described
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,6 +104,10 @@ class Machine:
             "driver_cuda": self.driver_cuda,
             "torch": self.torch,
             "torch_cxx11abi": self.torch_cxx11abi,
+            "torch_build": None if self.offer.torch is None else self.offer.torch.to_json(),
+            "cuda_libraries": (
+                None if self.offer.libraries is None else self.offer.libraries.to_json()
+            ),
             "glibc": self.glibc,
         }
 
@@ -103,73 +122,6 @@ class Problem:
 
     def to_json(self) -> dict[str, Any]:
         return {"area": self.area, "message": self.message, "fix": self.fix}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GpuRun:
-    """How one GPU runs the distribution's device code: native SASS, PTX by JIT, or not at all."""
-
-    gpu: str
-    cc: str
-    runs: Runs
-    arches: tuple[str, ...] = ()  # what it runs: "sm_90", "compute_80"
-    objects: tuple[str, ...] = ()  # the shared objects that need JIT ("ptx") or have nothing
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "gpu": self.gpu,
-            "cc": self.cc,
-            "runs": self.runs,
-            "arches": list(self.arches),
-            "objects": list(self.objects),
-        }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CudaLibrary:
-    """A CUDA library the shared objects need whose SONAME names a CUDA major."""
-
-    soname: str
-    cuda_major: int
-    runs: bool | None  # whether the driver runs that CUDA major; None: unknown driver
-
-    def to_json(self) -> dict[str, Any]:
-        return {"soname": self.soname, "cuda_major": self.cuda_major, "runs": self.runs}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TorchCheck:
-    """The torch ABI of the shared objects against the installed torch."""
-
-    abi: TorchAbi
-    built: str | None = None  # the torch X.Y it was built for
-    built_from: str | None = None  # "local version label" or "Requires-Dist"
-    installed: str | None = None
-    ok: bool | None = None  # None: not decidable (or not applicable)
-    reason: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "abi": self.abi,
-            "built": self.built,
-            "built_from": self.built_from,
-            "installed": self.installed,
-            "ok": self.ok,
-            "reason": self.reason,
-        }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GlibcCheck:
-    """The glibc the wheel's platform tag promises to need against this system's."""
-
-    tag: str | None = None
-    needed: str | None = None
-    system: str | None = None
-    ok: bool | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"tag": self.tag, "needed": self.needed, "system": self.system, "ok": self.ok}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -189,6 +141,13 @@ class PackageReport:
     glibc: GlibcCheck
     problems: tuple[Problem, ...] = ()
     notes: tuple[str, ...] = ()
+    checks: tuple[Check, ...] = ()  # every check the judge made, passed or not
+    unchecked: tuple[str, ...] = ()  # the checks that could not run, and why
+
+    @property
+    def complete(self) -> bool:
+        """Every check ran (no problem then means every check passed)."""
+        return not self.unchecked
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -206,6 +165,8 @@ class PackageReport:
             "glibc": self.glibc.to_json(),
             "problems": [p.to_json() for p in self.problems],
             "notes": list(self.notes),
+            "unchecked": list(self.unchecked),
+            "checks": [c.to_json() for c in self.checks],
         }
 
 
@@ -239,6 +200,11 @@ class DoctorReport:
         """1 when something will fail here, else 0."""
         return 1 if self.problems else 0
 
+    @property
+    def unchecked(self) -> tuple[str, ...]:
+        """``name: why`` for every check that could not run."""
+        return tuple(f"{p.name}: {line}" for p in self.packages for line in p.unchecked)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "machine": self.machine.to_json(),
@@ -246,6 +212,7 @@ class DoctorReport:
             "skipped": [s.to_json() for s in self.skipped],
             "scanned": self.scanned,
             "problems": len(self.problems),
+            "unchecked": list(self.unchecked),
             "seconds": round(self.seconds, 3),
             "exit_code": self.exit_code,
         }

@@ -25,7 +25,9 @@ from cuship.doctor.model import InstalledPackage, Provenance, Skipped
 from cuship.errors import CushipError, UsageError
 from cuship.resolve.provenance import Provenance as WrittenProvenance
 from cuship.resolve.provenance import read_dist
+from cuship.wheel._headers import header_fields
 from cuship.wheel.audit import ObjectReport, scan_object
+from cuship.wheel.cudalibs import nvidia_requirements
 from cuship.wheel.torchabi import TORCH_SYMBOL_HINTS, TorchPin, torch_pin, torch_requirements
 
 __all__ = ["Scan", "scan"]
@@ -164,6 +166,9 @@ def _package(dist: metadata.Distribution, files: Iterable[str]) -> InstalledPack
         if report is not None:
             objects.append(report)
     requirement, notes = _torch_pin(headers, name)
+    requires = nvidia_requirements(
+        value for field, value in header_fields(headers) if field == "requires-dist"
+    )
     return InstalledPackage(
         name=name,
         version=version,
@@ -174,6 +179,8 @@ def _package(dist: metadata.Distribution, files: Iterable[str]) -> InstalledPack
         provenance=_provenance(dist, version),
         broken=tuple(broken),
         notes=notes,
+        requires=requires,
+        shared=tuple(dict.fromkeys(path.rpartition("/")[2] for path in files)),
     )
 
 

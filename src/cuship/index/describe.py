@@ -1,4 +1,6 @@
-"""What the index manifest says of each wheel beyond its name: variant and arches found inside."""
+"""What the index manifest says of each wheel beyond its name: variant, arches found inside, and
+what each shared object needs (``needs``: :class:`cuship.judge.WheelNeeds`' record, which the
+resolver reads back to judge the wheel object by object)."""
 
 from __future__ import annotations
 
@@ -68,7 +70,6 @@ _PURE_RECORDS_MAX = 4096
 
 
 def _describe(report: WheelReport) -> Mapping[str, object]:
-    from cuship.wheel.audit import sm_key
     from cuship.wheel.names import parse_label
 
     doc: dict[str, object] = {"label": report.local}
@@ -81,12 +82,21 @@ def _describe(report: WheelReport) -> Mapping[str, object]:
             doc["cuda"] = None if variant.cuda is None else str(variant.cuda)
             doc["torch"] = None if variant.torch is None else str(variant.torch)
             doc["cxx11abi"] = variant.cxx11abi
-    doc["sass"] = sorted({sm for x in report.extensions for sm in x.sass}, key=sm_key)
-    doc["ptx"] = sorted({sm for x in report.extensions for sm in x.ptx}, key=sm_key)
+    needs = None
+    if report.extensions:
+        from cuship.judge.needs import wheel_needs
+
+        needs = wheel_needs(report)
+    # The package's own device code, as the runtime loads it (not the NVIDIA libraries it
+    # bundles, not relocatable code): what a reader of the union alone may count on.
+    doc["sass"] = list(needs.sass) if needs is not None else []
+    doc["ptx"] = list(needs.ptx) if needs is not None else []
     doc["bundled_cuda_libs"] = list(report.bundled_cuda_libs)
     doc["torch_abi"] = report.torch_abi
     if report.torch_built is not None:
         doc["torch_built"] = report.torch_built
     if report.torch_requirement is not None:
         doc["torch_requirement"] = report.torch_requirement.requirement
+    if needs is not None:
+        doc["needs"] = needs.to_json()
     return doc

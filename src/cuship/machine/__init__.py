@@ -7,7 +7,14 @@ Overrides (for tests, dry runs and users who know better):
 ``CUSHIP_GPUS="H100:9.0:80GiB,A100"`` (name[:cc[:memory]]; ``none`` for no GPU),
 ``CUSHIP_CUDA_DRIVER_VERSION="570.124.06"``, ``CUSHIP_DRIVER_CUDA="12.8"``,
 ``CUSHIP_TORCH="2.8.0+cu128"`` (``none`` for no torch), ``CUSHIP_TORCH_CXX11ABI=0|1``,
-``CUSHIP_NVCC=/path/to/nvcc`` (``none``: act as if no CUDA toolkit were installed).
+``CUSHIP_TORCH_CUDA=13.0|none`` (the build of a torch whose version has no label),
+``CUSHIP_CUDA_LIBS=12,13|libcudart.so.12|none`` (the NVIDIA libraries offered, see
+:mod:`cuship.machine.libraries`), ``CUSHIP_NVCC=/path/to/nvcc`` (``none``: act as if no CUDA
+toolkit were installed).
+
+torch's build flavour (CPU, CUDA X.Y, ROCm, XPU) is read from its files: ``torch/version.py``
+(``cuda = '13.0'`` or ``cuda: Optional[str] = None``), never from its version string alone
+(PyPI's CUDA 13 build is ``2.13.0``, with no ``+cu130``) and never by importing it.
 """
 
 from __future__ import annotations
@@ -16,16 +23,25 @@ import os
 import platform
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from cuship import settings
 from cuship.errors import UsageError
+from cuship.machine.libraries import CudaLibraries, cuda_libraries
 from cuship.machine.probe import NvmlFailure, Probe, SystemProbe
 
-__all__ = ["Fingerprint", "Gpu", "Toolkit", "TorchInfo", "fingerprint", "parse_gpus_override"]
+__all__ = [
+    "CudaLibraries",
+    "Fingerprint",
+    "Gpu",
+    "Toolkit",
+    "TorchInfo",
+    "fingerprint",
+    "parse_gpus_override",
+]
 
 _MEM = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[KMGT]i?B)?$", re.IGNORECASE)
 _UNITS_MIB = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
@@ -58,10 +74,14 @@ class Toolkit:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TorchInfo:
+    """The installed torch: version, the CUDA it was built for, C++ ABI, build flavour."""
+
     version: str
     cuda: str | None
     cxx11abi: bool | None
     location: str | None
+    flavour: str | None = None  # "cpu", "cuda", "rocm", "xpu"; None: could not be read
+    flavour_from: str | None = None  # where the flavour was read: "torch/version.py", ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,6 +102,7 @@ class Fingerprint:
     memory_total_gib: float | None
     memory_available_gib: float | None
     notes: tuple[str, ...] = ()
+    cuda_libs: CudaLibraries | None = None  # NVIDIA libraries offered; None: not looked for
 
     @property
     def compute_capabilities(self) -> tuple[str, ...]:
@@ -247,16 +268,78 @@ def _toolkit(env: Mapping[str, str], probe: Probe) -> Toolkit | None:
     return Toolkit(version=match[1] if match else None, nvcc=real, cuda_home=home)
 
 
+_TORCH_LABEL_CUDA = re.compile(r"cu(\d{2,3})")
+_VERSION_FIELD = r"^{}\s*(?::[^=]+)?=\s*(?:'([^']*)'|(None))"
+
+
+def _flavour_of_label(local: str) -> tuple[str | None, str | None]:
+    """(flavour, CUDA) of a torch version's local label: ``cu130`` -> ("cuda", "13.0")."""
+    match = _TORCH_LABEL_CUDA.fullmatch(local)
+    if match:
+        digits = match[1]
+        return "cuda", f"{digits[:-1]}.{digits[-1]}"
+    if local == "cpu" or local.startswith("cpu."):
+        return "cpu", None
+    if local.startswith("rocm"):
+        return "rocm", None
+    if local.startswith("xpu"):
+        return "xpu", None
+    return None, None
+
+
+def _torch_override(override: str, env: Mapping[str, str], abi: bool | None) -> TorchInfo | None:
+    if override.strip().lower() in ("", "none"):
+        return None
+    flavour, cuda = _flavour_of_label(override.partition("+")[2])
+    source = settings.TORCH if flavour else None
+    said = env.get(settings.TORCH_CUDA)
+    if said is not None and flavour is None:
+        if said.strip().lower() in ("none", "cpu", ""):
+            flavour, cuda = "cpu", None
+        elif re.fullmatch(r"\d+\.\d+", said.strip()):
+            flavour, cuda = "cuda", said.strip()
+        else:
+            raise UsageError(
+                f"{settings.TORCH_CUDA}={said!r} is not a CUDA version",
+                hint="write 13.0, or none for a CPU build",
+            )
+        source = settings.TORCH_CUDA
+    return TorchInfo(
+        version=override,
+        cuda=cuda,
+        cxx11abi=abi,
+        location=None,
+        flavour=flavour,
+        flavour_from=source,
+    )
+
+
+def _version_field(text: str, name: str) -> tuple[bool, str | None]:
+    """(whether ``version.py`` sets ``name``, its string value or None)."""
+    match = re.search(_VERSION_FIELD.format(name), text, re.MULTILINE)
+    if match is None:
+        return False, None
+    return True, match[1]
+
+
+def _flavour_of_files(text: str) -> tuple[str | None, str | None]:
+    """(flavour, CUDA) from ``torch/version.py``: a CUDA build sets ``cuda = '13.0'``, a ROCm
+    build ``hip``, an XPU build ``xpu``; a CPU build sets each to None."""
+    fields = {name: _version_field(text, name) for name in ("cuda", "hip", "xpu")}
+    for name, flavour in (("cuda", "cuda"), ("hip", "rocm"), ("xpu", "xpu")):
+        if fields[name][1]:
+            return flavour, fields[name][1] if name == "cuda" else None
+    if fields["cuda"][0] and fields["hip"][0]:
+        return "cpu", None
+    return None, None
+
+
 def _torch(env: Mapping[str, str], probe: Probe) -> TorchInfo | None:
     override = env.get(settings.TORCH)
     abi_override = env.get(settings.TORCH_CXX11ABI)
     abi = None if abi_override is None else abi_override.strip().lower() in ("1", "true", "yes")
     if override is not None:
-        if override.strip().lower() in ("", "none"):
-            return None
-        local = override.partition("+")[2]
-        cuda = f"{local[2:-1]}.{local[-1]}" if re.fullmatch(r"cu\d{3,4}", local) else None
-        return TorchInfo(version=override, cuda=cuda, cxx11abi=abi, location=None)
+        return _torch_override(override, env, abi)
     from importlib import metadata
 
     try:
@@ -265,12 +348,17 @@ def _torch(env: Mapping[str, str], probe: Probe) -> TorchInfo | None:
         return None
     root = str(dist.locate_file("torch"))
     text = probe.read(f"{root}/version.py") or ""
-    match = re.search(r"^cuda\s*(?::[^=]+)?=\s*'([^']+)'", text, re.MULTILINE)
+    flavour, cuda = _flavour_of_files(text)
     if abi is None:
         lib = probe.read_bytes(f"{root}/lib/libc10.so")
         abi = None if lib is None else b"__cxx11" in lib
     return TorchInfo(
-        version=dist.version, cuda=match[1] if match else None, cxx11abi=abi, location=root
+        version=dist.version,
+        cuda=cuda,
+        cxx11abi=abi,
+        location=root,
+        flavour=flavour,
+        flavour_from="torch/version.py" if flavour else None,
     )
 
 
@@ -298,12 +386,17 @@ def _driver_cuda(driver: str | None, notes: list[str]) -> str | None:
 
 
 def fingerprint(
-    environ: Mapping[str, str] | None = None, probe: Probe | None = None, *, toolkit: bool = True
+    environ: Mapping[str, str] | None = None,
+    probe: Probe | None = None,
+    *,
+    toolkit: bool = True,
+    site_dirs: Sequence[str] | None = None,
 ) -> Fingerprint:
     """Describe this machine. ``environ`` defaults to ``os.environ``; ``probe`` to the real system.
 
     ``toolkit=False`` leaves the CUDA toolkit out (``None``): what installed packages need does
-    not depend on it, and ``nvcc --version`` is the slowest probe.
+    not depend on it, and ``nvcc --version`` is the slowest probe. ``site_dirs``: where NVIDIA's
+    wheels and torch are looked for (default: ``sys.path``).
     """
     from packaging import tags
 
@@ -346,4 +439,5 @@ def fingerprint(
         memory_total_gib=total,
         memory_available_gib=available,
         notes=tuple(notes),
+        cuda_libs=cuda_libraries(env, probe, sys.path if site_dirs is None else site_dirs),
     )

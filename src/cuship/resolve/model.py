@@ -12,7 +12,11 @@ from packaging.version import InvalidVersion, Version
 
 from cuship._json import shown
 from cuship.errors import InputError
-from cuship.machine import Fingerprint
+from cuship.judge.model import Judgement
+from cuship.judge.needs import ObjectNeeds, WheelNeeds
+from cuship.judge.offer import Offer, TorchBuild
+from cuship.judge.record import read_needs
+from cuship.machine import CudaLibraries, Fingerprint
 
 __all__ = ["Candidate", "Resolution", "Target", "Verdict", "WheelFacts", "target_of"]
 
@@ -29,6 +33,12 @@ class WheelFacts:
     torch_abi: str | None = None  # "none" | "stable" | "exact"; None: an older manifest
     torch_built: str | None = None  # the torch X.Y it was built against (label or pin)
     torch_requirement: str | None = None  # its Requires-Dist on torch ("torch==2.13.*"), if any
+    # what each shared object needs (the manifest's "needs" record); None: an older manifest
+    # that holds only the union of the arches
+    objects: tuple[ObjectNeeds, ...] | None = None
+    bundled: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()
 
     @classmethod
     def from_describe(cls, record: Mapping[str, object]) -> WheelFacts:
@@ -37,6 +47,7 @@ class WheelFacts:
         The record is untrusted input: a field of the wrong type or an unreadable value is an
         :class:`~cuship.errors.InputError` naming it (the caller ignores the record).
         """
+        needs = _needs_field(record)
         return cls(
             cuda=_version_field(record, "cuda"),
             torch=_version_field(record, "torch"),
@@ -46,6 +57,10 @@ class WheelFacts:
             torch_abi=_abi_field(record),
             torch_built=_version_field(record, "torch_built"),
             torch_requirement=_requirement_field(record),
+            objects=None if needs is None else needs.objects,
+            bundled=() if needs is None else needs.bundled,
+            requires=() if needs is None else needs.requires,
+            unread=() if needs is None else needs.unread,
         )
 
 
@@ -128,6 +143,15 @@ def _requirement_field(record: Mapping[str, object]) -> str | None:
     return value
 
 
+def _needs_field(record: Mapping[str, object]) -> WheelNeeds | None:
+    value = record.get("needs")
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise _bad("needs", value, "is not an object")
+    return read_needs(value, WheelNeeds(name="", version=""))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Candidate:
     """One file an index lists for a project."""
@@ -154,6 +178,29 @@ class Target:
     driver_cuda: str | None = None
     torch: str | None = None
     cxx11abi: bool | None = None
+    torch_flavour: str | None = None  # "cpu", "cuda", "rocm", "xpu"; None: unknown
+    torch_cuda: str | None = None  # the CUDA torch was built for ("13.0")
+    libraries: CudaLibraries | None = None  # the NVIDIA libraries here; None: not looked for
+    glibc: str | None = None
+
+    def offer(self) -> Offer:
+        """This target as the judge sees it."""
+        torch = None
+        if self.torch is not None:
+            torch = TorchBuild(
+                version=self.torch,
+                flavour=self.torch_flavour,
+                cuda=self.torch_cuda,
+                cxx11abi=self.cxx11abi,
+            )
+        return Offer(
+            gpus=tuple(self.gpus),
+            driver=self.driver,
+            driver_cuda=self.driver_cuda,
+            torch=torch,
+            libraries=self.libraries,
+            glibc=self.glibc,
+        )
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -165,6 +212,10 @@ class Target:
             "driver_cuda": self.driver_cuda,
             "torch": self.torch,
             "cxx11abi": self.cxx11abi,
+            "torch_flavour": self.torch_flavour,
+            "torch_cuda": self.torch_cuda,
+            "libraries": None if self.libraries is None else self.libraries.to_json(),
+            "glibc": self.glibc,
         }
 
 
@@ -180,6 +231,10 @@ def target_of(
         driver_cuda=fp.driver_cuda,
         torch=fp.torch.version if fp.torch else None,
         cxx11abi=fp.torch.cxx11abi if fp.torch else None,
+        torch_flavour=fp.torch.flavour if fp.torch else None,
+        torch_cuda=fp.torch.cuda if fp.torch else None,
+        libraries=fp.cuda_libs,
+        glibc=fp.glibc,
     )
 
 
@@ -195,6 +250,7 @@ class Verdict:
     cuda: str | None = None
     coverage: str = "cpu"  # cpu | sass | ptx | unknown | no-gpu
     key: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    judgement: Judgement | None = field(default=None, compare=False, repr=False)
 
     @property
     def accepted(self) -> bool:
@@ -214,6 +270,9 @@ class Verdict:
             "cuda": self.cuda,
             "coverage": self.coverage,
             "arches_known": c.facts is not None,
+            "checks": []
+            if self.judgement is None
+            else [x.to_json() for x in self.judgement.checks],
         }
 
 

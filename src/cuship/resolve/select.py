@@ -9,16 +9,16 @@ Rules, in the order a file is judged (the first that fails is its reason):
 3. ``yanked``: yanked files are skipped unless the requirement pins them with ``==``/``===``;
 4. ``requires-python``: the file's Requires-Python holds for the target Python;
 5. ``tags``: one of the wheel's tags is among the target's (``packaging.tags.sys_tags()``);
-6. ``torch``, by the torch ABI the manifest read from the wheel's binaries: ``none`` (links no
-   torch) fits any torch or none; ``stable`` (torch's stable C shim) needs torch X.Y or newer;
-   ``exact`` (libtorch's C++ API) needs torch X.Y and the same C++ ABI when the label names one
-   (torch's ABI unknown: accepted with a note). With no torch installed, a stable or exact wheel
-   whose METADATA requires torch is accepted with a note naming the torch that brings in. Without a manifest ABI (an older
-   index, or none at all) a label naming torch X.Y needs torch X.Y installed, as for exact;
-7. ``cuda``: the driver runs the wheel's CUDA (see :mod:`cuship.resolve._gpu`: minor-version
-   compatibility for SASS, the exact minor for PTX JIT);
-8. ``gpu``: every GPU is covered by SASS of the same major and a lower-or-equal minor (``a``:
-   exactly, ``f``: its family), or by PTX of a lower-or-equal compute capability.
+6. the judge (:func:`cuship.judge.judge`, the same checks doctor, verify and gpu-run make),
+   from what the index's manifest read in the wheel's binaries, object by object: ``gpu``
+   (SASS/PTX the runtime loads from the package's own objects against every GPU), ``cuda``
+   (the CUDA majors its libraries name against the driver; PTX JIT against the label's minor),
+   ``libraries`` (every NVIDIA library it links comes from the wheel, its requirements, torch,
+   the environment or the system), ``torch`` (a CUDA build of torch, of the CUDA major of its
+   runtime, for an object linking libc10_cuda; the release its ABI needs; the C++ ABI),
+   ``glibc``. Its first failure is the file's reason; what fits with a caveat or could not be
+   checked becomes a note. With no torch installed, a wheel whose METADATA requires torch is
+   accepted with a note naming the torch that brings in.
 
 Without a GPU every wheel installs but CUDA wheels cannot run their kernels: CPU-only and pure
 wheels rank first, CUDA wheels stay acceptable with a note saying so. Files the index has no
@@ -44,7 +44,8 @@ from packaging.version import InvalidVersion, Version
 
 from cuship.compat import Compat, load
 from cuship.errors import CushipError, UsageError
-from cuship.resolve._gpu import Coverage, driver_runs, gpu_coverage
+from cuship.judge import Context, Judgement, ObjectNeeds, Offer, WheelNeeds, judge
+from cuship.judge.needs import check_abi, pin_of
 from cuship.resolve.model import Candidate, Resolution, Target, Verdict, WheelFacts, target_of
 from cuship.wheel.names import parse_label
 
@@ -102,6 +103,7 @@ class _Judging:
     torch_requirement: str | None = None
     coverage: str = "cpu"
     tag_rank: int = 0
+    judgement: Judgement | None = None
 
 
 def _check_url(j: _Judging) -> None:
@@ -184,103 +186,86 @@ def _label_facts(j: _Judging) -> None:
         j.cuda, j.torch, j.cxx11abi = variant.cuda, variant.torch, variant.cxx11abi
 
 
-def _check_torch(j: _Judging, target: Target) -> None:
-    if j.torch_abi == "none":
-        if j.torch is not None:
-            j.notes.append("links no torch: fits any torch")
-        return
-    if j.torch is None:
-        if j.torch_abi in ("stable", "exact"):
-            j.notes.append(f"links torch ({j.torch_abi} ABI); the torch it needs is unknown")
-        return
-    want = f"{j.torch.major}.{j.torch.minor}"
-    if j.torch_abi == "stable":
-        _check_stable_torch(j, target, want)
-    else:
-        _check_exact_torch(j, target, want)
-
-
-def _check_exact_torch(j: _Judging, target: Target, want: str) -> None:
-    """An exact-ABI wheel (or one judged by its label alone) needs torch X.Y and its C++ ABI."""
-    assert j.torch is not None
-    if target.torch is None:
-        if j.torch_abi == "exact" and j.torch_requirement:
-            j.notes.append(f"torch is not installed; installing it brings in {j.torch_requirement}")
-            return
-        raise _Reject("torch", f"built for torch {want}; torch is not installed")
-    have = _version(target.torch)
-    if (have.major, have.minor) != (j.torch.major, j.torch.minor):
-        raise _Reject("torch", f"built for torch {want}; installed torch is {target.torch}")
-    if j.cxx11abi is None:
-        return
-    if target.cxx11abi is None:
-        j.notes.append("torch's C++ ABI unknown; not checked")
-    elif target.cxx11abi != j.cxx11abi:
-        raise _Reject(
-            "torch",
-            f"built for cxx11abi={j.cxx11abi}; installed torch has cxx11abi={target.cxx11abi}",
-        )
-
-
-def _check_stable_torch(j: _Judging, target: Target, want: str) -> None:
-    """A stable-ABI wheel loads into the torch it was built against and every newer one."""
-    assert j.torch is not None
-    if target.torch is None:
-        if not j.torch_requirement:
-            raise _Reject("torch", f"needs torch>={want} (stable ABI); torch is not installed")
-        j.notes.append(f"torch is not installed; installing it brings in {j.torch_requirement}")
-        return
-    have = _version(target.torch)
-    if (have.major, have.minor) < (j.torch.major, j.torch.minor):
-        raise _Reject(
-            "torch", f"built for torch>={want} (stable ABI); installed torch is {target.torch}"
-        )
-    j.notes.append(f"stable torch ABI: torch>={want} fits torch {target.torch}")
-
-
-def _driver_text(target: Target) -> str:
-    if target.driver and target.driver_cuda:
-        return f"driver {target.driver} (CUDA {target.driver_cuda})"
-    return f"driver {target.driver}" if target.driver else f"a CUDA {target.driver_cuda} driver"
-
-
-def _check_cuda(j: _Judging, target: Target, compat: Compat, *, jit: bool) -> None:
-    if j.cuda is None or not target.gpus:
-        return
-    runs = driver_runs(
-        j.cuda, driver=target.driver, driver_cuda=target.driver_cuda, jit=jit, compat=compat
+def _needs(j: _Judging) -> WheelNeeds:
+    """The wheel's needs as the index's manifest records them: object by object, or (an older
+    manifest) its union of arches as one object, or (no manifest) its label alone."""
+    assert j.version is not None
+    c, facts = j.candidate, j.candidate.facts
+    name = c.filename.split("-", 1)[0]
+    base = WheelNeeds(
+        name=name,
+        version=str(j.version),
+        tags=tuple(sorted(j.tags)),
+        label_cuda=None if j.cuda is None else str(j.cuda),
+        label_torch=None if j.torch is None else f"{j.torch.major}.{j.torch.minor}",
+        label_cxx11abi=j.cxx11abi,
     )
-    if runs is None:
-        j.notes.append("driver version unknown; CUDA not checked")
-    elif not runs:
-        need = "its PTX needs the toolkit's own driver: " if jit else ""
-        raise _Reject("cuda", f"built for CUDA {j.cuda}; {need}{_driver_text(target)} is too old")
-
-
-def _check_gpus(j: _Judging, target: Target) -> bool:
-    """Judge GPU coverage; True when some GPU needs PTX JIT."""
-    facts = j.candidate.facts
-    if not target.gpus:
-        if j.cuda is not None or (facts is not None and (facts.sass or facts.ptx)):
-            j.coverage = "no-gpu"
-            j.notes.append("no GPU here: it installs, but its CUDA kernels cannot run")
-        return False
     if facts is None:
-        j.coverage = "unknown" if j.cuda is not None else "cpu"
-        return False
-    if not facts.sass and not facts.ptx:
-        return False
-    kinds: list[Coverage] = []
-    for name, cc in target.gpus:
-        kind, arch = gpu_coverage(cc, facts.sass, facts.ptx)
-        if kind is None:
-            have = ", ".join([f"sm_{s}" for s in facts.sass] + [f"compute_{p}" for p in facts.ptx])
-            raise _Reject("gpu", f"no SASS or PTX for {name} ({cc}); it has {have or 'none'}")
-        if kind == "ptx":
-            j.notes.append(f"{name} ({cc}) runs PTX compute_{arch} by JIT (slow first launch)")
-        kinds.append(kind)
-    j.coverage = "ptx" if "ptx" in kinds else "sass"
-    return "ptx" in kinds
+        return replace(base, complete=False)
+    pin = pin_of(facts.torch_requirement)
+    if facts.torch is None and facts.torch_built:
+        base = replace(base, label_torch=facts.torch_built if pin is None else None)
+    base = replace(base, torch_requirement=pin)
+    if facts.objects is None:
+        abi = check_abi(facts.torch_abi or "none")
+        if not (facts.sass or facts.ptx or abi != "none"):
+            return base  # nothing in it to judge object by object
+        pseudo = ObjectNeeds(
+            path="(its shared objects)",
+            role="extension",
+            sass=facts.sass,
+            ptx=facts.ptx,
+            torch_abi=abi,
+        )
+        return replace(base, objects=(pseudo,), complete=False)
+    return replace(
+        base,
+        objects=facts.objects,
+        bundled=facts.bundled,
+        requires=facts.requires,
+        unread=facts.unread,
+    )
+
+
+def _run_judge(
+    j: _Judging, req: Requirement, target: Target, compat: Compat, offer: Offer
+) -> Judgement:
+    """The judge's verdict on the wheel (before an install); its first failure rejects it."""
+    needs = _needs(j)
+    judgement = judge(
+        needs,
+        offer,
+        compat=compat,
+        context=Context(installing=True, extras=frozenset(req.extras)),
+    )
+    j.judgement = judgement
+    j.notes.extend(
+        ("not checked: " if c.status == "unchecked" else "") + c.message
+        for c in judgement.caveats
+        if not (c.area == "files" and j.candidate.facts is None)
+    )
+    if j.candidate.facts is None:
+        j.notes.append("arches unknown (the index has no cuship manifest)")
+    j.notes.extend(
+        f"{run.gpu} ({run.cc}) runs PTX {', '.join(run.arches)} by JIT (slow first launch)"
+        for run in judgement.gpus
+        if run.runs == "ptx"
+    )
+    failure = judgement.first_failure
+    if failure is not None:
+        raise _Reject(failure.area, failure.message)
+    j.coverage = _coverage(j, judgement, target)
+    return judgement
+
+
+def _coverage(j: _Judging, judgement: Judgement, target: Target) -> str:
+    if j.candidate.facts is None:
+        if not target.gpus:
+            return "no-gpu" if j.cuda is not None else "cpu"
+        return "unknown" if j.cuda is not None else "cpu"
+    if judgement.coverage == "no-gpu" or (not target.gpus and j.cuda is not None):
+        return "no-gpu"
+    return "cpu" if judgement.coverage in ("none", "unknown") else judgement.coverage
 
 
 _COVERAGE_SCORE = {"sass": 3, "ptx": 2, "unknown": 1, "cpu": 0, "no-gpu": 0}
@@ -307,7 +292,12 @@ def _rank_key(j: _Judging, target: Target) -> tuple[Any, ...]:
 
 
 def _judge(
-    c: Candidate, req: Requirement, target: Target, compat: Compat, tag_ranks: Mapping[str, int]
+    c: Candidate,
+    req: Requirement,
+    target: Target,
+    compat: Compat,
+    tag_ranks: Mapping[str, int],
+    offer: Offer,
 ) -> Verdict:
     j = _Judging(candidate=c, notes=list(c.notes))
     try:
@@ -317,10 +307,7 @@ def _judge(
         _check_python(j, target)
         _check_tags(j, tag_ranks)
         _label_facts(j)
-        _check_torch(j, target)
-        _check_cuda(j, target, compat, jit=False)
-        if _check_gpus(j, target):
-            _check_cuda(j, target, compat, jit=True)
+        _run_judge(j, req, target, compat, offer)
     except _Reject as no:
         return Verdict(
             candidate=c,
@@ -330,6 +317,7 @@ def _judge(
             notes=tuple(j.notes),
             cuda=None if j.cuda is None else str(j.cuda),
             coverage=j.coverage,
+            judgement=j.judgement,
         )
     return Verdict(
         candidate=c,
@@ -340,6 +328,7 @@ def _judge(
         cuda=None if j.cuda is None else str(j.cuda),
         coverage=j.coverage,
         key=_rank_key(j, target),
+        judgement=j.judgement,
     )
 
 
@@ -356,7 +345,8 @@ def select(
     tag_ranks: dict[str, int] = {}
     for rank, tag in enumerate(target.tags):
         tag_ranks.setdefault(tag, rank)
-    verdicts = [_judge(c, req, target, data, tag_ranks) for c in candidates]
+    offer = target.offer()
+    verdicts = [_judge(c, req, target, data, tag_ranks, offer) for c in candidates]
     ranked = sorted((v for v in verdicts if v.accepted), key=lambda v: v.key, reverse=True)
     if ranked:
         ranked[0] = replace(ranked[0], reason="chosen")

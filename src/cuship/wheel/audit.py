@@ -6,7 +6,7 @@ import mmap
 import re
 import zipfile
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from cuship.wheel.torchabi import (
     TorchPin,
     classify,
     strictest,
+    torch_entries,
     torch_pin,
     torch_requirements,
 )
@@ -56,6 +57,16 @@ def _arches(entries: Iterable[FatbinEntry], kind: str) -> tuple[str, ...]:
     return tuple(sorted({e.sm for e in entries if e.kind == kind}, key=sm_key))
 
 
+_RELOCATABLE_PREFIX = {"sass": "sm_", "ptx": "compute_", "lto": "lto_"}
+
+
+def _relocatable(entries: Iterable[FatbinEntry]) -> tuple[str, ...]:
+    """``sm_90``, ``compute_90``, ``lto_90``: the relocatable device code, by kind and arch."""
+    found = {(e.kind, e.sm) for e in entries}
+    ordered = sorted(found, key=lambda pair: (sm_key(pair[1]), pair[0]))
+    return tuple(_RELOCATABLE_PREFIX[kind] + sm for kind, sm in ordered)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ObjectReport:
     """One ELF shared object: its device code per kind, compression, and what it links to."""
@@ -65,8 +76,8 @@ class ObjectReport:
     machine: str
     soname: str | None
     needed: tuple[str, ...]
-    sass: tuple[str, ...]
-    ptx: tuple[str, ...]
+    sass: tuple[str, ...]  # SASS the CUDA runtime loads (.nv_fatbin)
+    ptx: tuple[str, ...]  # PTX the CUDA runtime loads (.nv_fatbin)
     lto: tuple[str, ...]
     ptx_compressed: bool
     sass_compressed: bool
@@ -75,6 +86,9 @@ class ObjectReport:
     containers: int
     torch: TorchAbiFacts = TorchAbiFacts()  # what it imports from torch, and the ABI that makes
     versions: tuple[VersionNeed, ...] = ()  # symbol versions it needs (GLIBC_2.34 of libc.so.6)
+    # Relocatable device code (__nv_relfatbin, "sm_90", "compute_90"): kept for a device link,
+    # never loaded by the runtime, so never counted as code a GPU runs.
+    relocatable: tuple[str, ...] = ()
 
     @property
     def torch_abi(self) -> TorchAbi:
@@ -98,6 +112,7 @@ class ObjectReport:
             "torch_abi": self.torch_abi,
             "torch": self.torch.to_json(),
             "versions": [v.to_json() for v in self.versions],
+            "relocatable": list(self.relocatable),
         }
 
 
@@ -116,6 +131,8 @@ class WheelReport:
     bundled_libs: tuple[str, ...]
     bundled_cuda_libs: tuple[str, ...]
     torch_requirement: TorchPin | None = None  # its Requires-Dist on torch, if any
+    # its Requires-Dist entries that install NVIDIA libraries (nvidia-*, cuda-toolkit[...])
+    nvidia_requirements: tuple[str, ...] = ()
 
     @property
     def torch_abi(self) -> TorchAbi:
@@ -166,6 +183,7 @@ class WheelReport:
                 None if self.torch_requirement is None else self.torch_requirement.to_json()
             ),
             "torch_built": self.torch_built,
+            "nvidia_requirements": list(self.nvidia_requirements),
         }
 
 
@@ -214,7 +232,8 @@ def scan_object(
 def _object_report(where: str, size: int, facts: ElfFacts, data: Buffer) -> ObjectReport:
     from cuship.wheel.fatbin import FATBIN_SECTIONS, parse_sections
 
-    entries = parse_sections(data, facts, source=where)
+    found = parse_sections(data, facts, source=where)
+    entries = [e for e in found if not e.relocatable]
     spans = [facts.section(name) for name in FATBIN_SECTIONS]
     return ObjectReport(
         path=where,
@@ -229,9 +248,10 @@ def _object_report(where: str, size: int, facts: ElfFacts, data: Buffer) -> Obje
         sass_compressed=any(e.compressed for e in entries if e.kind == "sass"),
         fatbin_size=sum(span.size for span in spans if span is not None),
         entries=len(entries),
-        containers=len({e.container for e in entries}),
+        containers=len({e.container for e in found}),
         torch=classify(facts.needed, facts.undefined),
         versions=facts.versions,
+        relocatable=_relocatable(e for e in found if e.relocatable),
     )
 
 
@@ -246,10 +266,16 @@ def inspect_wheel(path: Path) -> WheelReport:
             f"{path.name!r} is not a valid wheel file name: {err}",
             hint="wheel names look like name-1.0-cp311-cp311-linux_x86_64.whl",
         ) from err
-    extensions, libs, requirements = _scan_zip(path)
+    extensions, libs, requires = _scan_zip(path)
     canonical_tags = tuple(sorted(str(tag) for tag in tags))
     size = path.stat().st_size
-    return _report(path, str(name), version, canonical_tags, size, extensions, libs, requirements)
+    requirements = torch_entries(requires, source=f"{path.name}:METADATA")
+    report = _report(path, str(name), version, canonical_tags, size, extensions, libs, requirements)
+    if not extensions:
+        return report
+    from cuship.wheel.cudalibs import nvidia_requirements
+
+    return replace(report, nvidia_requirements=nvidia_requirements(requires))
 
 
 def inspect_pure(
@@ -297,14 +323,15 @@ def _report(
 def _scan_zip(
     path: Path,
 ) -> tuple[tuple[ObjectReport, ...], tuple[str, ...], tuple[str, ...]]:
-    """The wheel's shared objects, its bundled libraries and its Requires-Dist entries on torch."""
+    """The wheel's shared objects, its bundled libraries and its Requires-Dist entries (of a
+    wheel without shared objects: only those on torch)."""
     small = _scan_small(path)
     if small is not None:
         return (), (), small
     try:
         with zipfile.ZipFile(path) as archive:
             objects = list(_shared_objects(archive, path))
-            requirements = _torch_requirements(archive, path)
+            requirements = _requires_dist(archive)
     except (zipfile.BadZipFile, EOFError) as err:
         raise InputError(
             f"{str(path)!r} is not a readable wheel (zip): {err}",
@@ -316,7 +343,7 @@ def _scan_zip(
 
 
 def _scan_small(path: Path) -> tuple[str, ...] | None:
-    """The torch requirements of a small wheel with no shared object, read from its bytes
+    """The Requires-Dist values of a small wheel with no shared object, read from its bytes
     without :mod:`zipfile` (whose per-member objects cost most of describing a pure-Python
     wheel in an index of thousands); None when the archive must be read in full."""
     try:
@@ -325,10 +352,10 @@ def _scan_small(path: Path) -> tuple[str, ...] | None:
         data = path.read_bytes()
     except OSError:
         return None  # the zipfile path words the error
-    return _small_requirements(data, path.name)
+    return _small_requirements(data)
 
 
-def _small_requirements(data: bytes, filename: str) -> tuple[str, ...] | None:
+def _small_requirements(data: bytes) -> tuple[str, ...] | None:
     """:func:`_scan_small` of bytes already read."""
     names = member_names(data)
     if names is None or any(looks_shared(name) for name in names):
@@ -336,12 +363,16 @@ def _small_requirements(data: bytes, filename: str) -> tuple[str, ...] | None:
     member = metadata_fast(data)
     if member is None:
         return None
+    from cuship.wheel._headers import header_fields
+
     text = member.data.decode("utf-8", "replace")
-    return torch_requirements(text, source=f"{filename}:{member.name}")
+    return tuple(value for key, value in header_fields(text) if key == "requires-dist")
 
 
-def _torch_requirements(archive: zipfile.ZipFile, path: Path) -> tuple[str, ...]:
-    """Requires-Dist on torch in the top-level ``*.dist-info/METADATA`` (none without one)."""
+def _requires_dist(archive: zipfile.ZipFile) -> tuple[str, ...]:
+    """The Requires-Dist values of the top-level ``*.dist-info/METADATA`` (none without one)."""
+    from cuship.wheel._headers import header_fields
+
     member = next(
         (n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")),
         None,
@@ -349,7 +380,7 @@ def _torch_requirements(archive: zipfile.ZipFile, path: Path) -> tuple[str, ...]
     if member is None:
         return ()
     text = archive.read(member).decode("utf-8", "replace")
-    return torch_requirements(text, source=f"{path.name}:{member}")
+    return tuple(value for key, value in header_fields(text) if key == "requires-dist")
 
 
 def _shared_objects(

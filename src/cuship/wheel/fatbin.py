@@ -6,6 +6,12 @@ u16 header size, u64 payload size) followed by entries. Each entry header holds 
 u32 header size at +4, u64 padded payload size at +8, u32 arch at +0x1c, u64 flags at +0x28.
 A linked .so often carries a second container from nvlink's device-link step, so arches are
 counted per kind over all containers, never per container.
+
+Only ``.nv_fatbin`` is what the CUDA runtime loads. ``__nv_relfatbin`` holds relocatable device
+code (``-rdc=true``) kept for a later device link; the runtime never loads it, and cuobjdump does
+not list it (bitsandbytes' ``libbitsandbytes_cuda126.so`` carries PTX compute_90 there and none
+in ``.nv_fatbin``: ``cuobjdump --list-ptx`` says "No PTX file found"). Its entries come back
+marked ``relocatable``, and no GPU is ever said to run them.
 """
 
 from __future__ import annotations
@@ -31,7 +37,9 @@ __all__ = [
 Kind = Literal["sass", "ptx", "lto"]
 Buffer: TypeAlias = bytes | bytearray | memoryview | mmap.mmap
 
-FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
+LOADED_SECTION = ".nv_fatbin"
+RELOCATABLE_SECTION = "__nv_relfatbin"
+FATBIN_SECTIONS = (LOADED_SECTION, RELOCATABLE_SECTION)
 CONTAINER_MAGIC = 0xBA55ED50
 _CONTAINER = struct.Struct("<IHHQ")
 _ENTRY_MIN = 0x40  # the smallest entry header seen (sm_80 / sm_90 cubins)
@@ -51,6 +59,7 @@ class FatbinEntry:
     codec: str | None  # "zstd", "lz4" or None
     size: int  # bytes of payload as stored (compressed size when compressed)
     container: int  # index of the container, counted over all fatbin sections of the file
+    relocatable: bool = False  # from __nv_relfatbin: for a device link, never loaded as it is
 
 
 def parse_fatbin(
@@ -61,18 +70,22 @@ def parse_fatbin(
     Offsets in error messages count from the start of ``data`` (the file, for an mmap).
     """
     stop = len(data) if end is None else end
-    return tuple(_walk(data, start, stop, source, first_container=0))
+    return tuple(_walk(data, start, stop, source, first_container=0, relocatable=False))
 
 
 def parse_sections(data: Buffer, facts: ElfFacts, *, source: str) -> tuple[FatbinEntry, ...]:
-    """Parse the fatbin sections that ``facts`` located in ``data`` (the whole ELF file)."""
+    """Parse the fatbin sections that ``facts`` located in ``data`` (the whole ELF file); the
+    entries of ``__nv_relfatbin`` are marked ``relocatable``."""
     entries: list[FatbinEntry] = []
     for name in FATBIN_SECTIONS:
         span = facts.section(name)
         if span is None:
             continue
         first = max((e.container for e in entries), default=-1) + 1
-        entries.extend(_walk(data, span.offset, span.offset + span.size, source, first))
+        relocatable = name == RELOCATABLE_SECTION
+        entries.extend(
+            _walk(data, span.offset, span.offset + span.size, source, first, relocatable)
+        )
     return tuple(entries)
 
 
@@ -93,7 +106,7 @@ def fatbin_of_elf(source: Path | bytes) -> tuple[FatbinEntry, ...]:
 
 
 def _walk(
-    data: Buffer, pos: int, stop: int, source: str, first_container: int
+    data: Buffer, pos: int, stop: int, source: str, first_container: int, relocatable: bool
 ) -> list[FatbinEntry]:
     entries: list[FatbinEntry] = []
     container = first_container
@@ -110,7 +123,7 @@ def _walk(
         body, body_end = pos + header, pos + header + payload
         if header < _CONTAINER.size or body_end > stop:
             raise _bad(source, pos, f"truncated fatbin container: {payload} payload bytes declared")
-        entries.extend(_entries(data, body, body_end, source, container))
+        entries.extend(_entries(data, body, body_end, source, (container, relocatable)))
         container += 1
         pos = body_end
     return entries
@@ -121,18 +134,21 @@ def _only_padding(data: Buffer, pos: int, stop: int) -> bool:
     return stop - pos < 8 and not any(data[pos:stop])
 
 
-def _entries(data: Buffer, pos: int, stop: int, source: str, container: int) -> list[FatbinEntry]:
+def _entries(
+    data: Buffer, pos: int, stop: int, source: str, where: tuple[int, bool]
+) -> list[FatbinEntry]:
+    """The entries of one container; ``where``: (its index, whether it is relocatable)."""
     found: list[FatbinEntry] = []
     while pos < stop:
         if pos + _ENTRY_MIN > stop:
             raise _bad(source, pos, "truncated fatbin entry header")
-        found.append(_entry(data, pos, stop, source, container))
+        found.append(_entry(data, pos, stop, source, where))
         header, padded = struct.unpack_from("<IQ", data, pos + 4)
         pos += header + padded
     return found
 
 
-def _entry(data: Buffer, pos: int, stop: int, source: str, container: int) -> FatbinEntry:
+def _entry(data: Buffer, pos: int, stop: int, source: str, where: tuple[int, bool]) -> FatbinEntry:
     kind_code, _version, header, padded, packed = struct.unpack_from("<HHIQI", data, pos)
     kind = _KINDS.get(kind_code)
     if kind is None:
@@ -150,7 +166,8 @@ def _entry(data: Buffer, pos: int, stop: int, source: str, container: int) -> Fa
         compressed=codec is not None,
         codec=codec,
         size=packed if codec else padded,
-        container=container,
+        container=where[0],
+        relocatable=where[1],
     )
 
 

@@ -2,7 +2,7 @@
 
 PTX (``compute_XY``) is compiled by the driver at first launch (JIT) on a GPU that has no SASS
 for it, or on every GPU under ``CUDA_FORCE_PTX_JIT=1``. The rules are the resolver's
-(:func:`cuship.resolve._gpu.covers`): plain PTX runs on any GPU of compute capability X.Y or
+(:func:`cuship.judge.gpu.covers`): plain PTX runs on any GPU of compute capability X.Y or
 higher; arch-specific PTX (``compute_90a``) only on X.Y itself; family-specific PTX
 (``compute_100f``) on GPUs of major X from minor Y up. The driver must also support the CUDA
 toolkit that wrote the PTX (a driver older than that toolkit refuses it with
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cuship.resolve._gpu import cc_tuple, covers
+from cuship.judge.gpu import cc_tuple, covers
 from cuship.wheel.audit import sm_key
 
 __all__ = ["PtxReach", "jit_arch", "reach", "reach_lines"]

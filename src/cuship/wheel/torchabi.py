@@ -49,6 +49,7 @@ __all__ = [
     "pin_for",
     "strictest",
     "torch_entries",
+    "torch_flavour_needed",
     "torch_pin",
     "torch_requirements",
 ]
@@ -76,6 +77,7 @@ class TorchAbiFacts:
     cxx_symbols: int = 0  # undefined c10::/at::/torch::/caffe2:: C++ symbols
     shim_symbols: int = 0  # undefined stable C shim symbols
     example: str | None = None  # one symbol that decided it
+    cxx11: bool | None = None  # True: it imports std::__cxx11 names (built with the C++11 ABI)
 
     @property
     def reason(self) -> str:
@@ -99,7 +101,25 @@ class TorchAbiFacts:
             "shim_symbols": self.shim_symbols,
             "example": self.example,
             "reason": self.reason,
+            "cxx11": self.cxx11,
         }
+
+
+# The torch libraries that exist only in one build flavour of torch: libc10_cuda.so and
+# libtorch_cuda.so in CUDA builds (absent from the CPU wheel's torch/lib), libc10_hip.so in ROCm
+# builds, libc10_xpu.so in XPU builds.
+_FLAVOUR_LIBRARY = re.compile(r"lib(?:torch|c10)_(cuda|hip|xpu)(?:_[a-z0-9_]+)?\.so(?:\.[0-9.]+)?")
+_FLAVOURS = {"cuda": "cuda", "hip": "rocm", "xpu": "xpu"}
+
+
+def torch_flavour_needed(sonames: Iterable[str]) -> str | None:
+    """The torch build a binary needing ``sonames`` loads into: ``cuda`` (it links
+    ``libc10_cuda.so`` or ``libtorch_cuda.so``), ``rocm``, ``xpu``, or None (any build)."""
+    for soname in sonames:
+        match = _FLAVOUR_LIBRARY.fullmatch(soname)
+        if match:
+            return _FLAVOURS[match[1]]
+    return None
 
 
 def is_torch_library(soname: str) -> bool:
@@ -122,8 +142,13 @@ def classify(needed: Iterable[str], undefined: Iterable[str]) -> TorchAbiFacts:
     libraries = tuple(lib for lib in needed if is_torch_library(lib))
     cxx = [name for name in undefined if is_torch_cxx_symbol(name)]
     if cxx:
+        cxx11 = True if any("__cxx11" in name for name in cxx) else None
         return TorchAbiFacts(
-            abi="exact", libraries=libraries, cxx_symbols=len(cxx), example=min(cxx, key=len)
+            abi="exact",
+            libraries=libraries,
+            cxx_symbols=len(cxx),
+            example=min(cxx, key=len),
+            cxx11=cxx11,
         )
     shim = [name for name in undefined if is_shim_symbol(name)]
     if shim or libraries:

@@ -1,0 +1,175 @@
+"""The judge's verdict: each check with its status, the error a user would meet and the fix, and
+the facts behind them (how each GPU runs the code, where each library comes from, torch)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "Area",
+    "Check",
+    "Coverage",
+    "GlibcVerdict",
+    "GpuRun",
+    "Judgement",
+    "LibraryNeed",
+    "Runs",
+    "Status",
+    "TorchVerdict",
+]
+
+Area = Literal["files", "gpu", "cuda", "libraries", "torch", "glibc"]
+Status = Literal["pass", "fail", "partial", "unchecked"]
+Runs = Literal["sass", "ptx", "none"]
+Coverage = Literal["sass", "ptx", "none", "cpu", "no-gpu", "unknown"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Check:
+    """One check: ``pass``; ``fail`` (``message`` says what fails, ``fix`` what fixes it);
+    ``partial`` (it works, with the caveat in ``message``); ``unchecked`` (it could not run)."""
+
+    area: Area
+    status: Status
+    message: str
+    fix: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"area": self.area, "status": self.status, "message": self.message, "fix": self.fix}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuRun:
+    """How one GPU runs the package's own device code: native SASS, PTX by JIT, or not at all.
+    ``objects``: those that need JIT (``ptx``) or have nothing (``none``); ``partial``: its
+    own objects with nothing for this GPU beside others that run (arch-specific extras)."""
+
+    gpu: str
+    cc: str
+    runs: Runs
+    arches: tuple[str, ...] = ()  # what it runs: "sm_90", "compute_80"
+    objects: tuple[str, ...] = ()
+    partial: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu,
+            "cc": self.cc,
+            "runs": self.runs,
+            "arches": list(self.arches),
+            "objects": list(self.objects),
+            "partial": list(self.partial),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LibraryNeed:
+    """An NVIDIA library the objects need, where it comes from here, and whether the driver runs
+    the CUDA major its SONAME names. ``source`` None: from nowhere (``cannot open shared object
+    file``); ``runs`` None: the driver is unknown or the SONAME names no CUDA major."""
+
+    soname: str
+    objects: tuple[str, ...]
+    cuda_major: int | None = None
+    source: str | None = None
+    runs: bool | None = None
+    judged: bool = True  # False: needed only by objects for another CUDA, not loaded here
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "soname": self.soname,
+            "objects": list(self.objects),
+            "cuda_major": self.cuda_major,
+            "source": self.source,
+            "runs": self.runs,
+            "judged": self.judged,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TorchVerdict:
+    """The objects' torch needs against the installed torch."""
+
+    abi: str = "none"
+    flavour: str | None = None  # the build it needs: "cuda", "rocm", "xpu"; None: any
+    cuda_major: int | None = None  # the CUDA major of torch it needs (from libcudart.so.N)
+    built: str | None = None  # the torch X.Y it was built for
+    built_from: str | None = None  # "local version label" or "Requires-Dist"
+    installed: str | None = None  # "torch 2.13.0+cpu (CPU)"
+    ok: bool | None = None  # None: not decidable, or nothing to check
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "abi": self.abi,
+            "flavour": self.flavour,
+            "cuda_major": self.cuda_major,
+            "built": self.built,
+            "built_from": self.built_from,
+            "installed": self.installed,
+            "ok": self.ok,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GlibcVerdict:
+    """The glibc the wheel's platform tag promises to need against this system's."""
+
+    tag: str | None = None
+    needed: str | None = None
+    system: str | None = None
+    ok: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tag": self.tag, "needed": self.needed, "system": self.system, "ok": self.ok}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Judgement:
+    """Every check of one wheel on one machine, and the facts behind them."""
+
+    checks: tuple[Check, ...]
+    gpus: tuple[GpuRun, ...] = ()
+    libraries: tuple[LibraryNeed, ...] = ()
+    torch: TorchVerdict = TorchVerdict()
+    glibc: GlibcVerdict = GlibcVerdict()
+    coverage: Coverage = "cpu"
+    cuda_major: int | None = None  # the CUDA whose objects load here, among several
+
+    @property
+    def failures(self) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks if c.status == "fail")
+
+    @property
+    def fits(self) -> bool:
+        """No check failed (some may not have run: see :attr:`complete`)."""
+        return not self.failures
+
+    @property
+    def complete(self) -> bool:
+        """Every check ran."""
+        return all(c.status != "unchecked" for c in self.checks)
+
+    @property
+    def caveats(self) -> tuple[Check, ...]:
+        """What works with a caveat, and what could not be checked."""
+        return tuple(c for c in self.checks if c.status in ("partial", "unchecked"))
+
+    @property
+    def first_failure(self) -> Check | None:
+        return next(iter(self.failures), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fits": self.fits,
+            "complete": self.complete,
+            "coverage": self.coverage,
+            "cuda_major": self.cuda_major,
+            "checks": [c.to_json() for c in self.checks],
+            "gpus": [g.to_json() for g in self.gpus],
+            "libraries": [lib.to_json() for lib in self.libraries],
+            "torch": self.torch.to_json(),
+            "glibc": self.glibc.to_json(),
+        }

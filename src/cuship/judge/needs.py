@@ -1,0 +1,299 @@
+"""What a wheel (or an installed distribution) needs from a machine, per shared object, read from
+its files (pure: the caller reads the ELF facts and METADATA).
+
+Each shared object has a role:
+
+- ``extension``: a Python extension module of the package (``_C.cpython-311-….so``,
+  ``_C.abi3.so``, ``_C.so``);
+- ``library``: another shared library of the package (``libbitsandbytes_cuda126.so`` loaded with
+  ctypes, ``faiss_gpu_cu12.libs/libfaiss-6b43fd57.so`` that auditwheel moved aside): its device
+  code is the package's too;
+- ``vendor``: an NVIDIA library bundled as it is (``torchvision.libs/libnvjpeg.36e11081.so.13``,
+  a bundled ``libcudart``): its device code is NVIDIA's, built for NVIDIA's arch list, and never
+  says which GPUs the package's kernels run on.
+
+Per object: the SASS and PTX the CUDA runtime loads (``.nv_fatbin``; relocatable device code is
+kept apart and never counted), the NVIDIA libraries it links by SONAME (``libcudart.so.12``: a
+CUDA 12 runtime), torch's libraries and ABI (``libc10_cuda.so``: a CUDA build of torch), and
+whether it imports ``std::__cxx11`` names. Per wheel: the libraries it carries (a needed library
+may come from there), its Requires-Dist entries that install NVIDIA libraries, its torch pin and
+what its local version label says.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from packaging.version import InvalidVersion, Version
+
+from cuship.errors import CushipError, InputError
+from cuship.wheel.audit import ObjectReport, WheelReport, sm_key
+from cuship.wheel.cudalibs import (
+    cuda_major_of,
+    is_nvidia_lib,
+    is_vendor_lib,
+    nvidia_requirements,
+)
+from cuship.wheel.cudalibs import is_cuda_lib as _never_bundled
+from cuship.wheel.names import parse_label
+from cuship.wheel.torchabi import (
+    TORCH_ABIS,
+    TorchAbi,
+    TorchPin,
+    is_torch_library,
+    strictest,
+    torch_flavour_needed,
+    torch_pin,
+)
+
+__all__ = [
+    "ROLES",
+    "ObjectNeeds",
+    "Role",
+    "WheelNeeds",
+    "object_needs",
+    "role_of",
+    "wheel_needs",
+]
+
+Role = Literal["extension", "library", "vendor"]
+ROLES: tuple[Role, ...] = ("extension", "library", "vendor")
+_EXTENSION_MODULE = re.compile(r"\.(cpython-[^/]*|abi3|pypy[^/]*)\.so$")
+
+
+def role_of(path: str) -> Role:
+    """The role of a shared object at ``path`` (inside a wheel or a site directory)."""
+    base = path.rsplit("/", 1)[-1]
+    if is_vendor_lib(base) or (_never_bundled(base) and not is_torch_library(base)):
+        return "vendor"
+    if _EXTENSION_MODULE.search(base) or not base.startswith("lib"):
+        return "extension"
+    return "library"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ObjectNeeds:
+    """One shared object: its role, the device code the runtime loads, what it links."""
+
+    path: str
+    role: Role
+    sass: tuple[str, ...] = ()
+    ptx: tuple[str, ...] = ()
+    relocatable: tuple[str, ...] = ()  # __nv_relfatbin: "sm_90", "compute_90"; never runnable
+    libraries: tuple[str, ...] = ()  # the NVIDIA libraries it needs (DT_NEEDED SONAMEs)
+    torch_abi: TorchAbi = "none"
+    torch_libraries: tuple[str, ...] = ()  # libtorch*/libc10* it needs
+    torch_symbol: str | None = None  # one torch symbol it imports (the evidence)
+    cxx11: bool | None = None  # True: it imports std::__cxx11 names
+
+    @property
+    def device(self) -> bool:
+        """Whether it carries device code the runtime loads."""
+        return bool(self.sass or self.ptx)
+
+    @property
+    def cuda_majors(self) -> tuple[int, ...]:
+        """The CUDA majors the SONAMEs of the libraries it needs name (libcudart.so.12: 12)."""
+        found = {cuda_major_of(lib) for lib in self.libraries}
+        return tuple(sorted(m for m in found if m is not None))
+
+    @property
+    def torch_flavour(self) -> str | None:
+        """The torch build it needs: ``cuda`` (it links libc10_cuda/libtorch_cuda), ``rocm``,
+        ``xpu``; None: any (or no torch)."""
+        return torch_flavour_needed(self.torch_libraries)
+
+    @property
+    def links_torch(self) -> bool:
+        return bool(self.torch_libraries) or self.torch_abi != "none"
+
+    @property
+    def matters(self) -> bool:
+        """Whether the judge has anything to check in it."""
+        return bool(self.device or self.relocatable or self.libraries or self.links_torch)
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"path": self.path, "role": self.role}
+        for key, value in (
+            ("sass", self.sass),
+            ("ptx", self.ptx),
+            ("relocatable", self.relocatable),
+            ("libraries", self.libraries),
+            ("torch_libraries", self.torch_libraries),
+        ):
+            if value:
+                doc[key] = list(value)
+        if self.torch_abi != "none":
+            doc["torch_abi"] = self.torch_abi
+        if self.torch_symbol is not None:
+            doc["torch_symbol"] = self.torch_symbol
+        if self.cxx11 is not None:
+            doc["cxx11"] = self.cxx11
+        return doc
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WheelNeeds:
+    """A wheel or installed distribution: its objects' needs and what its metadata says.
+
+    ``complete`` is False when the objects are not known one by one (an index manifest written
+    before cuship recorded them: its ``sass``/``ptx`` union stands as one object), and
+    ``unread`` names the objects that could not be read: the checks they would need are said
+    not to have run.
+    """
+
+    name: str
+    version: str
+    objects: tuple[ObjectNeeds, ...] = ()
+    bundled: tuple[str, ...] = ()  # file names of the shared libraries it carries
+    requires: tuple[str, ...] = ()  # Requires-Dist entries that install NVIDIA libraries
+    torch_requirement: TorchPin | None = None
+    label_cuda: str | None = None  # the CUDA its local label names (13.0)
+    label_torch: str | None = None  # the torch X.Y its local label names
+    label_cxx11abi: bool | None = None
+    tags: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()
+    complete: bool = True
+    index: str | None = None  # the index it was installed from, when known
+
+    @property
+    def own(self) -> tuple[ObjectNeeds, ...]:
+        """Its own objects (extensions and libraries), not the NVIDIA libraries it bundles."""
+        return tuple(o for o in self.objects if o.role != "vendor")
+
+    @property
+    def sass(self) -> tuple[str, ...]:
+        return _union(o.sass for o in self.own)
+
+    @property
+    def ptx(self) -> tuple[str, ...]:
+        return _union(o.ptx for o in self.own)
+
+    @property
+    def torch_abi(self) -> TorchAbi:
+        return strictest(o.torch_abi for o in self.objects)
+
+    @property
+    def torch_built(self) -> str | None:
+        """The torch X.Y it was built against: its label, else its torch pin."""
+        pin = self.torch_requirement
+        return self.label_torch or (pin.built_against if pin is not None else None)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record a manifest keeps (``describe.needs``); :meth:`from_json` reads it back."""
+        doc: dict[str, Any] = {
+            "objects": [o.to_json() for o in self.objects if o.matters],
+        }
+        if self.bundled:
+            doc["bundled"] = list(self.bundled)
+        if self.requires:
+            doc["requires"] = list(self.requires)
+        if self.unread:
+            doc["unread"] = list(self.unread)
+        return doc
+
+
+def _union(groups: Iterable[Sequence[str]]) -> tuple[str, ...]:
+    return tuple(sorted({sm for group in groups for sm in group}, key=sm_key))
+
+
+def object_needs(report: ObjectReport, *, path: str | None = None) -> ObjectNeeds:
+    """The needs of one shared object from its report (``path``: its name, default the
+    report's)."""
+    where = path or report.path
+    torch = report.torch
+    return ObjectNeeds(
+        path=where,
+        role=role_of(where),
+        sass=report.sass,
+        ptx=report.ptx,
+        relocatable=report.relocatable,
+        libraries=tuple(lib for lib in report.needed if is_nvidia_lib(lib)),
+        torch_abi=torch.abi,
+        torch_libraries=torch.libraries,
+        torch_symbol=torch.example,
+        cxx11=torch.cxx11,
+    )
+
+
+def _label(local: str | None) -> tuple[str | None, str | None, bool | None]:
+    if not local:
+        return None, None, None
+    try:
+        variant = parse_label(local)
+    except CushipError:
+        return None, None, None
+    return (
+        None if variant.cuda is None else str(variant.cuda),
+        None if variant.torch is None else f"{variant.torch.major}.{variant.torch.minor}",
+        variant.cxx11abi,
+    )
+
+
+def wheel_needs(
+    report: WheelReport,
+    *,
+    requires_dist: Sequence[str] | None = None,
+    tags: Sequence[str] | None = None,
+    unread: Sequence[str] = (),
+    index: str | None = None,
+) -> WheelNeeds:
+    """The needs of a wheel (or an installed distribution read as one) from its report and its
+    METADATA's ``requires_dist`` (default: the NVIDIA requirements the report read); ``tags``
+    default to the report's."""
+    cuda, torch, cxx11abi = _label(report.local)
+    bundled = tuple(dict.fromkeys(lib.rsplit("/", 1)[-1] for lib in report.bundled_libs))
+    return WheelNeeds(
+        name=report.name,
+        version=report.version,
+        objects=tuple(object_needs(x) for x in report.extensions),
+        bundled=bundled,
+        requires=(
+            report.nvidia_requirements
+            if requires_dist is None
+            else nvidia_requirements(requires_dist)
+        ),
+        torch_requirement=report.torch_requirement,
+        label_cuda=cuda,
+        label_torch=torch,
+        label_cxx11abi=cxx11abi,
+        tags=tuple(report.tags if tags is None else tags),
+        unread=tuple(unread),
+        index=index,
+    )
+
+
+def pin_of(requirement: str | None) -> TorchPin | None:
+    """A torch pin from its requirement text (``torch==2.13.*``), None for none or nonsense."""
+    if not requirement:
+        return None
+    try:
+        return torch_pin([requirement])
+    except (CushipError, ValueError):
+        return None
+
+
+def label_parts(local: str | None) -> tuple[str | None, str | None, bool | None]:
+    """(CUDA, torch X.Y, cxx11abi) a local version label names."""
+    return _label(local)
+
+
+def minor_of(version: str | None) -> str | None:
+    """``2.13.0+cpu`` -> ``2.13``; None for None or nonsense."""
+    if version is None:
+        return None
+    try:
+        release = Version(version).release
+    except InvalidVersion:
+        return None
+    return f"{release[0]}.{release[1] if len(release) > 1 else 0}"
+
+
+def check_abi(value: object) -> TorchAbi:
+    """A torch ABI read from a record; InputError for anything else."""
+    if value not in TORCH_ABIS:
+        raise InputError(f"torch_abi {value!r} is not one of {', '.join(TORCH_ABIS)}")
+    return value

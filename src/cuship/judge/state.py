@@ -1,0 +1,86 @@
+"""The state of one judgement while its checks run: the wheel, the machine, the context, and
+what the checks have found so far (each check module reads and adds to it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from packaging.version import Version
+
+from cuship.compat import Compat
+from cuship.compat.models import format_driver
+from cuship.errors import CushipError
+from cuship.judge.gpu import driver_runs
+from cuship.judge.model import (
+    Area,
+    Check,
+    Coverage,
+    GlibcVerdict,
+    GpuRun,
+    LibraryNeed,
+    Status,
+    TorchVerdict,
+)
+from cuship.judge.needs import ObjectNeeds, WheelNeeds
+from cuship.judge.offer import Offer
+
+__all__ = ["Context", "Judging"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Context:
+    """How the wheel is judged: ``installing`` (before an install: the torch and NVIDIA wheels
+    its requirements bring will be there, with ``extras`` switched on) or as installed."""
+
+    installing: bool = False
+    extras: frozenset[str] = frozenset()
+
+
+@dataclass(slots=True)
+class Judging:
+    """One wheel on one machine while the checks run."""
+
+    needs: WheelNeeds
+    offer: Offer
+    compat: Compat
+    context: Context
+    checks: list[Check] = field(default_factory=list)
+    gpus: tuple[GpuRun, ...] = ()
+    libraries: tuple[LibraryNeed, ...] = ()
+    torch: TorchVerdict = TorchVerdict()
+    glibc: GlibcVerdict = GlibcVerdict()
+    coverage: Coverage = "cpu"
+    cuda_major: int | None = None
+    objects: tuple[ObjectNeeds, ...] = ()  # the objects judged (the chosen CUDA's, and the rest)
+
+    def add(self, area: Area, status: Status, message: str, fix: str = "") -> None:
+        """Record one check's outcome."""
+        self.checks.append(Check(area=area, status=status, message=message, fix=fix))
+
+    def runs_major(self, major: int) -> bool | None:
+        return driver_runs(
+            Version(str(major)),
+            driver=self.offer.driver,
+            driver_cuda=self.offer.driver_cuda,
+            jit=False,
+            compat=self.compat,
+        )
+
+    @property
+    def own(self) -> tuple[ObjectNeeds, ...]:
+        return tuple(o for o in self.objects if o.role != "vendor")
+
+    def driver_text(self) -> str:
+        offer = self.offer
+        if offer.driver and offer.driver_cuda:
+            return f"driver {offer.driver} runs CUDA {offer.driver_cuda} at most"
+        if offer.driver:
+            return f"driver {offer.driver} is too old"
+        return f"the driver runs CUDA {offer.driver_cuda} at most"
+
+    def family_minimum(self, major: int) -> str | None:
+        try:
+            toolkit = self.compat.cuda(str(major))
+        except CushipError:
+            return None
+        return format_driver(toolkit.family_min_driver_linux)
