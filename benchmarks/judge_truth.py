@@ -165,7 +165,7 @@ def _judged_objects(python: str, name: str) -> list[str]:
         "j = Judging(needs=needs, offer=offer_of(fingerprint(toolkit=False)), compat=load(), context=Context()); "
         "alternatives(j); print(json.dumps([o.path for o in j.own]))"
     )
-    rc, out, _ = _run([python, "-c", code, name], _env())
+    _, out, _ = _run([python, "-c", code, name], _env())
     try:
         return list(json.loads(out.strip().splitlines()[-1]))
     except (ValueError, IndexError):
