@@ -207,6 +207,16 @@ def venv_for(wheel: Path, root: Path) -> tuple[str, str] | str:
     if rc != 0:
         return f"venv failed: {err[-300:]}"
     python = str(target / "bin" / "python")
+    # The venv sees this interpreter's packages wherever they are (a user site too, which
+    # --system-site-packages leaves out).
+    _, out, _ = _run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        dict(os.environ),
+    )
+    parent = [
+        p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and Path(p).is_dir()
+    ]
+    (Path(out.strip()) / "_judge_truth_parent.pth").write_text("\n".join(parent) + "\n")
     pip = [python, "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)]
     rc, _, err = _run(pip, dict(os.environ))
     if rc != 0:
