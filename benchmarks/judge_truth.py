@@ -163,7 +163,7 @@ def _judged_objects(python: str, name: str) -> list[str]:
         "from cuship.compat import load; from cuship.machine import fingerprint; "
         "p = scan([sys.argv[1]]).packages[0]; needs = needs_of(p); "
         "j = Judging(needs=needs, offer=offer_of(fingerprint(toolkit=False)), compat=load(), context=Context()); "
-        "alternatives(j); print(json.dumps([o.path for o in j.own]))"
+        "alternatives(j); print(json.dumps([o.path for o in j.own if o.matters]))"
     )
     _, out, _ = _run([python, "-c", code, name], _env())
     try:
@@ -217,7 +217,17 @@ def venv_for(wheel: Path, root: Path) -> tuple[str, str] | str:
         p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and Path(p).is_dir()
     ]
     (Path(out.strip()) / "_judge_truth_parent.pth").write_text("\n".join(parent) + "\n")
-    pip = [python, "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)]
+    pip = [
+        python,
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "--no-index",
+        "--ignore-installed",
+        "-q",
+        str(wheel),
+    ]
     rc, _, err = _run(pip, dict(os.environ))
     if rc != 0:
         return f"pip install failed: {err[-300:]}"
@@ -305,7 +315,8 @@ def main() -> int:
                     }
                 )
                 continue
-            rows.append(row(name, made[0], made[1], source, probes))
+            site = _site_of_dist(made[0], name) or made[1]
+            rows.append(row(name, made[0], site, source, probes))
     (args.out / "judge-truth.json").write_text(json.dumps(rows, indent=1))
     table = render(rows)
     (args.out / "judge-truth.txt").write_text(table + "\n")

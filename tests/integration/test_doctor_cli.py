@@ -63,7 +63,14 @@ def doctor(python: Path, *args: str, **machine: str) -> subprocess.CompletedProc
 
 def test_a_gpu_without_a_kernel_image_fails_with_the_fix(venv: Path) -> None:
     gpus = "H100,A100,RTX 5090,V100"
-    done = doctor(venv, "fakecuda", "--json", CUSHIP_GPUS=gpus, CUSHIP_DRIVER_CUDA="13.0")
+    done = doctor(
+        venv,
+        "fakecuda",
+        "--json",
+        CUSHIP_GPUS=gpus,
+        CUSHIP_DRIVER_CUDA="13.0",
+        CUSHIP_CUDA_LIBS="13",
+    )
     assert done.returncode == 1, done.stderr
     (package,) = json.loads(done.stdout)["packages"]
     assert package["location"].startswith(str(venv.parents[1]))
@@ -79,9 +86,10 @@ def test_a_gpu_without_a_kernel_image_fails_with_the_fix(venv: Path) -> None:
         ("RTX 5090", "ptx", ["compute_120"]),
         ("V100", "none", []),
     ]
-    assert package["cuda_libraries"] == [
-        {"soname": "libcudart.so.13", "cuda_major": 13, "runs": True}
-    ]
+    assert [
+        {key: lib[key] for key in ("soname", "cuda_major", "runs")}
+        for lib in package["cuda_libraries"]
+    ] == [{"soname": "libcudart.so.13", "cuda_major": 13, "runs": True}]
     assert package["torch"]["abi"] == "none"
     (problem,) = package["problems"]
     assert problem["message"].startswith(f"V100 (7.0): {SO} carries no SASS or PTX it can run")

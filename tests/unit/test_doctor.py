@@ -338,7 +338,9 @@ def test_the_command_prints_one_line_per_problem_with_its_fix(
     assert "  objects  1 shared object; SASS sm_80" in lines
     assert "  gpu      H100 (9.0): nothing it can run (no kernel image)" in lines
     assert "  gpu      H100 (9.0): JIT from PTX (compute_80; slow first launch)" in lines
-    assert "  cuda     needs libcudart.so.13 (CUDA 13): ok" in lines
+    assert (
+        "  cuda     needs libcudart.so.13 (CUDA 13): ok, from CUSHIP_CUDA_LIBS (CUDA 13)" in lines
+    )
     problem = [line for line in lines if line.startswith("  PROBLEM")]
     assert problem == [
         f"  PROBLEM  [gpu] H100 (9.0): {EXT} carries no SASS or PTX it can run (it has sm_80): "

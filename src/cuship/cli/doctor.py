@@ -36,6 +36,11 @@ def render(report: DoctorReport, *, detailed: bool = False) -> str:
         lines.append(f"{skipped.name}: not checked: {skipped.reason}")
     count = len(report.problems)
     verdict = "no problem" if not count else f"{count} problem{'s' * (count > 1)}"
+    unchecked = len(report.unchecked)
+    if unchecked:
+        verdict = ("no problem found" if not count else verdict) + (
+            f"; {unchecked} check{'s' * (unchecked > 1)} could not run (the 'not checked' lines)"
+        )
     checked = len(report.packages)
     lines.append(
         f"{checked} distribution{'s' * (checked != 1)} with compiled code checked (of "
@@ -49,15 +54,17 @@ def _machine(machine: Machine) -> str:
     driver = machine.driver or "unknown"
     if machine.driver_cuda:
         driver += f" (CUDA {machine.driver_cuda})"
+    torch = machine.torch_build or "torch not installed"
     return (
         f"this machine: GPUs {gpus or 'none'} [{machine.gpu_source}] · driver {driver} · "
-        f"torch {machine.torch or 'not installed'} · glibc {machine.glibc or 'unknown'}"
+        f"{torch} · glibc {machine.glibc or 'unknown'}"
     )
 
 
 def _plain(package: PackageReport) -> bool:
     return not (
         package.problems
+        or package.unchecked
         or package.sass
         or package.ptx
         or package.libraries
@@ -85,6 +92,7 @@ def _package(package: PackageReport, *, detailed: bool) -> list[str]:
     lines += [f"  gpu      {_gpu(run)}" for run in package.gpus]
     lines += [
         f"  cuda     needs {lib.soname} (CUDA {lib.cuda_major}): {_ok(lib.runs, 'driver')}"
+        + (f", from {lib.source}" if lib.source else "")
         for lib in package.libraries
     ]
     lines.append(f"  torch    {_torch(package)}")
@@ -92,6 +100,7 @@ def _package(package: PackageReport, *, detailed: bool) -> list[str]:
     for problem in package.problems:
         lines.append(f"  PROBLEM  [{problem.area}] {problem.message}")
         lines.append(f"     fix   {problem.fix}")
+    lines += [f"  not checked  {line}" for line in package.unchecked]
     lines += [f"  note     {note}" for note in package.notes]
     return [*lines, ""]
 
@@ -128,11 +137,14 @@ def _ok(value: bool | None, what: str) -> str:
 
 def _torch(package: PackageReport) -> str:
     torch = package.torch
-    if torch.abi == "none":
+    if torch.abi == "none" and torch.flavour is None:
         return "links no torch"
+    build = ""
+    if torch.flavour == "cuda":
+        build = f", needs a CUDA{' ' + str(torch.cuda_major) if torch.cuda_major else ''} build"
     built = f", built for torch {torch.built} (its {torch.built_from})" if torch.built else ""
     state = " — FAILS" if torch.ok is False else ""
-    return f"{torch.abi} ABI{built}: {torch.reason}{state}"
+    return f"{torch.abi} ABI{build}{built}: {torch.reason}{state}"
 
 
 def _glibc(package: PackageReport) -> str:
