@@ -356,7 +356,7 @@ def _missing(j: Judging, found: Sequence[LibraryNeed]) -> None:
     users = {path for lib in found for path in lib.objects}
     names = [lib.soname for lib in missing]
     where = "there is no NVIDIA driver here, and " if any(is_driver_lib(n) for n in names) else ""
-    providers = "the wheel, " + ("its requirements, " if j.context.installing else "")
+    providers = "the wheel, "
     message = (
         f"{_which(sorted(lost))} {'needs' if len(lost) == 1 else 'need'} "
         f"{_which(names, 3)}: {where}neither {providers}torch, the installed NVIDIA wheels "

@@ -22,28 +22,20 @@ what its local version label says.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from cuship.errors import CushipError, InputError
-from cuship.wheel.audit import ObjectReport, WheelReport, sm_key
-from cuship.wheel.cudalibs import (
-    cuda_major_of,
-    is_nvidia_lib,
-    is_vendor_lib,
-    nvidia_requirements,
-)
-from cuship.wheel.cudalibs import is_cuda_lib as _never_bundled
+from cuship.wheel.audit import ROLES, ObjectReport, Role, WheelReport, role_of, sm_key
+from cuship.wheel.cudalibs import cuda_major_of, is_nvidia_lib, nvidia_requirements
 from cuship.wheel.names import parse_label
 from cuship.wheel.torchabi import (
     TORCH_ABIS,
     TorchAbi,
     TorchPin,
-    is_torch_library,
     strictest,
     torch_flavour_needed,
     torch_pin,
@@ -58,20 +50,6 @@ __all__ = [
     "role_of",
     "wheel_needs",
 ]
-
-Role = Literal["extension", "library", "vendor"]
-ROLES: tuple[Role, ...] = ("extension", "library", "vendor")
-_EXTENSION_MODULE = re.compile(r"\.(cpython-[^/]*|abi3|pypy[^/]*)\.so$")
-
-
-def role_of(path: str) -> Role:
-    """The role of a shared object at ``path`` (inside a wheel or a site directory)."""
-    base = path.rsplit("/", 1)[-1]
-    if is_vendor_lib(base) or (_never_bundled(base) and not is_torch_library(base)):
-        return "vendor"
-    if _EXTENSION_MODULE.search(base) or not base.startswith("lib"):
-        return "extension"
-    return "library"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -292,12 +292,12 @@ def _torch_override(override: str, env: Mapping[str, str], abi: bool | None) -> 
         return None
     flavour, cuda = _flavour_of_label(override.partition("+")[2])
     source = settings.TORCH if flavour else None
-    said = env.get(settings.TORCH_CUDA)
-    if said is not None and flavour is None:
-        if said.strip().lower() in ("none", "cpu", ""):
+    said = (env.get(settings.TORCH_CUDA) or "").strip()
+    if said and flavour is None:
+        if said.lower() in ("none", "cpu"):
             flavour, cuda = "cpu", None
-        elif re.fullmatch(r"\d+\.\d+", said.strip()):
-            flavour, cuda = "cuda", said.strip()
+        elif re.fullmatch(r"\d+\.\d+", said):
+            flavour, cuda = "cuda", said
         else:
             raise UsageError(
                 f"{settings.TORCH_CUDA}={said!r} is not a CUDA version",
@@ -334,7 +334,9 @@ def _flavour_of_files(text: str) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _torch(env: Mapping[str, str], probe: Probe) -> TorchInfo | None:
+def _torch(
+    env: Mapping[str, str], probe: Probe, site_dirs: Sequence[str] | None = None
+) -> TorchInfo | None:
     override = env.get(settings.TORCH)
     abi_override = env.get(settings.TORCH_CXX11ABI)
     abi = None if abi_override is None else abi_override.strip().lower() in ("1", "true", "yes")
@@ -342,9 +344,13 @@ def _torch(env: Mapping[str, str], probe: Probe) -> TorchInfo | None:
         return _torch_override(override, env, abi)
     from importlib import metadata
 
-    try:
-        dist = metadata.distribution("torch")
-    except metadata.PackageNotFoundError:
+    found = (
+        metadata.distributions(name="torch")
+        if site_dirs is None
+        else metadata.distributions(name="torch", path=list(site_dirs))
+    )
+    dist = next(iter(found), None)
+    if dist is None:
         return None
     root = str(dist.locate_file("torch"))
     text = probe.read(f"{root}/version.py") or ""
@@ -426,7 +432,7 @@ def fingerprint(
         driver_version=driver,
         driver_cuda=driver_cuda,
         toolkit=_toolkit(env, probe) if toolkit else None,
-        torch=_torch(env, probe),
+        torch=_torch(env, probe, site_dirs),
         python=platform.python_version(),
         python_tag=f"cp{sys.version_info.major}{sys.version_info.minor}",
         platform_tags=tuple(dict.fromkeys(t.rsplit("-", 1)[1] for t in sys_tags)),

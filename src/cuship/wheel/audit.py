@@ -8,7 +8,7 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.version import Version
 
@@ -33,11 +33,14 @@ if TYPE_CHECKING:
     from cuship.wheel.fatbin import Buffer, FatbinEntry
 
 __all__ = [
+    "ROLES",
     "ObjectReport",
+    "Role",
     "WheelReport",
     "inspect_object",
     "inspect_path",
     "inspect_wheel",
+    "role_of",
     "scan_object",
     "sm_key",
 ]
@@ -45,6 +48,31 @@ __all__ = [
 _SM = re.compile(r"(\d+)([a-z]*)")
 _SMALL = 16 * 1024 * 1024  # wheels up to this size are read into memory whole
 _EXTENSION_MODULE = re.compile(r"\.(cpython-|abi3\.|pypy)")
+
+
+Role = Literal["extension", "library", "vendor"]
+ROLES: tuple[Role, ...] = ("extension", "library", "vendor")
+_MODULE_SUFFIX = re.compile(r"\.(cpython-[^/]*|abi3|pypy[^/]*)\.so$")
+
+
+def role_of(path: str) -> Role:
+    """What a shared object at ``path`` (in a wheel or a site directory) is to its package:
+
+    - ``extension``: a Python extension module (``_C.cpython-311-….so``, ``_C.abi3.so``, ``_C.so``);
+    - ``library``: another library of the package's own (``libbitsandbytes_cuda126.so`` loaded
+      with ctypes, ``faiss_gpu_cu12.libs/libfaiss-6b43fd57.so`` that auditwheel moved aside);
+    - ``vendor``: an NVIDIA library bundled as it is (``torchvision.libs/libnvjpeg.36e11081.so.13``,
+      a bundled libcudart), whose device code is NVIDIA's and says nothing of the package's own.
+    """
+    from cuship.wheel.cudalibs import is_cuda_lib, is_vendor_lib
+    from cuship.wheel.torchabi import is_torch_library
+
+    base = path.rsplit("/", 1)[-1]
+    if is_vendor_lib(base) or (is_cuda_lib(base) and not is_torch_library(base)):
+        return "vendor"
+    if _MODULE_SUFFIX.search(base) or not base.startswith("lib"):
+        return "extension"
+    return "library"
 
 
 def sm_key(sm: str) -> tuple[int, str]:
@@ -94,9 +122,15 @@ class ObjectReport:
     def torch_abi(self) -> TorchAbi:
         return self.torch.abi
 
+    @property
+    def role(self) -> Role:
+        """``extension``, ``library`` or ``vendor`` (:func:`role_of`)."""
+        return role_of(self.path)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
+            "role": self.role,
             "size": self.size,
             "machine": self.machine,
             "soname": self.soname,
@@ -157,12 +191,19 @@ class WheelReport:
         return self.torch_label or (pin.built_against if pin is not None else None)
 
     @property
+    def own(self) -> tuple[ObjectReport, ...]:
+        """Its own objects: not the NVIDIA libraries it bundles (:func:`role_of`)."""
+        return tuple(x for x in self.extensions if x.role != "vendor")
+
+    @property
     def sass(self) -> tuple[str, ...]:
-        return tuple(sorted({sm for x in self.extensions for sm in x.sass}, key=sm_key))
+        """The SASS the runtime loads from its own objects."""
+        return tuple(sorted({sm for x in self.own for sm in x.sass}, key=sm_key))
 
     @property
     def ptx(self) -> tuple[str, ...]:
-        return tuple(sorted({sm for x in self.extensions for sm in x.ptx}, key=sm_key))
+        """The PTX the runtime loads from its own objects."""
+        return tuple(sorted({sm for x in self.own for sm in x.ptx}, key=sm_key))
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -80,7 +80,9 @@ def verify(
     """
     spec = arches if isinstance(arches, str) else ";".join(arches)
     targets = parse_arch_list(spec).targets if spec.strip() else ()
-    extensions = report.extensions if isinstance(report, WheelReport) else (report,)
+    # The package's own device code, as the runtime loads it: not the NVIDIA libraries it
+    # bundles (their arch list is NVIDIA's), not relocatable code (never loaded).
+    extensions = report.own if isinstance(report, WheelReport) else (report,)
     sass = tuple({sm for x in extensions for sm in x.sass})
     ptx = tuple({sm for x in extensions for sm in x.ptx})
     built = _torch_minor(torch)
