@@ -19,7 +19,7 @@ import pytest
 from cuship.index import write
 from cuship.index.describe import describe_wheel
 from cuship.index.serve import IndexServer, serve
-from cuship.wheel.retag import retag
+from tests.integration.cudawheel import relabel_for_cuda
 from tests.integration.indexsite import REPO, clean_env
 
 EXAMPLE = REPO / "examples" / "cuvecops"
@@ -41,7 +41,7 @@ def wheelhouse(cuship_wheelhouse: Path) -> Path:
 
 def _site(workdir: Path, example_wheel: Path, name: str, *, tamper: bool) -> Path:
     wheels = workdir / f"{name}-wheels"
-    retag(example_wheel, local="cu128", out_dir=wheels)
+    relabel_for_cuda(example_wheel, "cu128", wheels)
     site = workdir / name
     write([wheels], site, describe=describe_wheel)
     if tamper:
@@ -128,7 +128,7 @@ def _pip_install(
     venv: Path, wheelhouse: Path, target: Path, workdir: Path, index: str | None, **env: str
 ) -> subprocess.CompletedProcess[str]:
     """pip install TARGET; ``index`` None: pip itself reads only the wheelhouse."""
-    environ = clean_env(workdir, CUSHIP_TORCH="none", **env)
+    environ = clean_env(workdir, CUSHIP_TORCH="none", CUSHIP_CUDA_LIBS="12,13", **env)
     environ.pop("PYTHONPATH")  # cuship must come from the wheel inside the build environment
     subprocess.run([str(venv), "-m", "pip", "uninstall", "-y", "-q", "cuvecops", "tinyp"])
     where = ["--no-index"] if index is None else ["--index-url", index]

@@ -14,8 +14,8 @@ import pytest
 from cuship.index import write
 from cuship.index.describe import describe_wheel
 from cuship.index.serve import IndexServer, serve
-from cuship.wheel.retag import retag
 from tests.integration.clirun import cuship
+from tests.integration.cudawheel import relabel_for_cuda
 from tests.integration.indexsite import bad_server, clean_env
 from tests.wheel_factory import make_wheel
 
@@ -33,7 +33,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _site(workdir: Path, example_wheel: Path, name: str) -> Path:
     wheels = workdir / f"{name}-wheels"
     for label in ("cu128", "cu130"):
-        retag(example_wheel, local=label, out_dir=wheels)
+        relabel_for_cuda(example_wheel, label, wheels)
     # cuvecops needs numpy>=1.26: a metadata-only stand-in lets a fresh venv resolve it from the
     # same loopback index (the tests read versions, they do not import numpy).
     make_wheel(wheels, "numpy", "2.3.0", modules={"_numpy_stand_in": ""})
@@ -55,7 +55,7 @@ def _resolve(server: IndexServer, workdir: Path, **env: str) -> tuple[int, dict[
         "--index",
         f"{server.url}simple",
         "--json",
-        base=clean_env(workdir, **{"CUSHIP_TORCH": "none", **env}),
+        base=clean_env(workdir, **{"CUSHIP_TORCH": "none", "CUSHIP_CUDA_LIBS": "12,13", **env}),
     )
     return done.returncode, json.loads(done.stdout)
 
@@ -74,7 +74,7 @@ def _rejected(doc: dict[str, object]) -> dict[str, str]:
 def test_resolve_follows_the_driver(server: IndexServer, workdir: Path) -> None:
     code, doc = _resolve(server, workdir, CUSHIP_GPUS="H100", CUSHIP_DRIVER_CUDA="12.8")
     assert code == 0 and _chosen(doc) == CU128
-    assert _rejected(doc)[CU130].startswith("cuda: built for CUDA 13.0")
+    assert _rejected(doc)[CU130].startswith("cuda: needs libcudart.so.13 (CUDA 13)")
     assert doc["manifest"] == f"{server.url}simple/cuvecops/cuship.json", "one project's manifest"
     code, doc = _resolve(
         server, workdir, CUSHIP_GPUS="H100", CUSHIP_CUDA_DRIVER_VERSION="580.65.06"
@@ -100,11 +100,18 @@ def test_resolve_explains_when_no_gpu_is_covered(server: IndexServer, workdir: P
         "cuvecops",
         "--index",
         f"{server.url}simple",
-        base=clean_env(workdir, CUSHIP_GPUS="T4", CUSHIP_DRIVER_CUDA="13.0", CUSHIP_TORCH="none"),
+        base=clean_env(
+            workdir,
+            CUSHIP_GPUS="T4",
+            CUSHIP_DRIVER_CUDA="13.0",
+            CUSHIP_TORCH="none",
+            CUSHIP_CUDA_LIBS="12,13",
+        ),
+        columns=1000,
     )
     assert done.returncode == 1, done.stderr
     assert "no file of 'cuvecops' fits this machine: 2 rejected (gpu)" in done.stderr
-    assert "no SASS or PTX for T4 (7.5)" in done.stdout
+    assert "T4 (7.5): " in done.stdout and "carries no SASS or PTX it can run" in done.stdout
     assert "sm_80" in done.stdout and "compute_120" in done.stdout
 
 
@@ -140,7 +147,13 @@ def _version(python: Path, name: str) -> str:
 def test_install_takes_exactly_the_chosen_file(
     server: IndexServer, workdir: Path, installer: str, driver: str, expected: str
 ) -> None:
-    env = clean_env(workdir, CUSHIP_GPUS="H100", CUSHIP_DRIVER_CUDA=driver, CUSHIP_TORCH="none")
+    env = clean_env(
+        workdir,
+        CUSHIP_GPUS="H100",
+        CUSHIP_DRIVER_CUDA=driver,
+        CUSHIP_TORCH="none",
+        CUSHIP_CUDA_LIBS="12,13",
+    )
     python = _venv(workdir / f"venv-{installer}", installer, env)
     index = f"{server.url}simple"
     common = ["--index", index, "--installer", installer, "--python", str(python)]
@@ -159,7 +172,13 @@ def test_install_refuses_a_tampered_file(workdir: Path, example_wheel: Path) -> 
     wheel = site / "files" / CU128
     wheel.unlink()  # break the hard link first: the original stays intact
     wheel.write_bytes((workdir / "tampered-wheels" / CU128).read_bytes() + b"evil")
-    env = clean_env(workdir, CUSHIP_GPUS="H100", CUSHIP_DRIVER_CUDA="12.8", CUSHIP_TORCH="none")
+    env = clean_env(
+        workdir,
+        CUSHIP_GPUS="H100",
+        CUSHIP_DRIVER_CUDA="12.8",
+        CUSHIP_TORCH="none",
+        CUSHIP_CUDA_LIBS="12,13",
+    )
     downloads = workdir / "tampered-downloads"
     python = _venv(workdir / "venv-tampered", "uv", env)
     with serve(site, "127.0.0.1", 0) as running:

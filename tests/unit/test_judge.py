@@ -236,11 +236,14 @@ def test_a_library_from_nowhere_and_where_each_comes_from() -> None:
         ext("cupy/libs/cutensor.cpython-311-x86_64-linux-gnu.so", libraries=("libcutensor.so.2",)),
         requires=('cuda-toolkit[cufft]==13.*; extra == "ctk"',),
     )
-    partly = judge(cupy, offer(CUDA_LIBS="libcufft.so.12"))
+    no_torch = offer(CUDA_LIBS="none", TORCH="none")
+    partly = judge(cupy, replace(no_torch, libraries=offer(CUDA_LIBS="libcufft.so.12").libraries))
     assert partly.fits and [c.area for c in partly.caveats] == ["libraries"]
-    nothing = judge(cupy, bare)
+    # beside a CUDA 13 torch, its NVIDIA wheels bring cuFFT
+    assert judge(cupy, bare).fits
+    nothing = judge(cupy, no_torch)
     assert nothing.failures[0].fix.startswith('pip install "pkg[ctk]"')
-    with_extra = judge(cupy, bare, context=Context(installing=True, extras=frozenset({"ctk"})))
+    with_extra = judge(cupy, no_torch, context=Context(installing=True, extras=frozenset({"ctk"})))
     assert with_extra.fits
 
 
@@ -262,7 +265,9 @@ def test_objects_for_several_cuda_majors_load_the_one_of_torchs_cuda() -> None:
 def test_no_problem_only_when_every_check_ran() -> None:
     pkg = needs(ext(sass=("90",), libraries=("libcudart.so.13",)))
     assert judge(pkg, offer()).complete
-    unknown = judge(pkg, replace(offer(), libraries=None, driver=None, driver_cuda=None))
+    unknown = judge(
+        pkg, replace(offer(TORCH="none"), libraries=None, driver=None, driver_cuda=None)
+    )
     assert unknown.fits and not unknown.complete
     assert {c.area for c in unknown.caveats} == {"cuda", "libraries"}
 

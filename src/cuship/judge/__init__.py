@@ -66,6 +66,7 @@ __all__ = [
 
 
 _CHECKS: tuple[Callable[[Judging], None], ...] = (
+    checks.torch_to_come,
     checks.files,
     checks.alternatives,
     checks.gpu,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import parse_tag
@@ -35,6 +36,7 @@ from cuship.judge import fixes
 from cuship.judge.gpu import driver_runs, gpu_coverage
 from cuship.judge.model import GlibcVerdict, GpuRun, LibraryNeed, Runs
 from cuship.judge.needs import ObjectNeeds, minor_of
+from cuship.judge.offer import TorchBuild
 from cuship.judge.state import Judging
 from cuship.wheel.audit import sm_key
 from cuship.wheel.cudalibs import (
@@ -52,6 +54,7 @@ __all__ = [
     "gpu",
     "jit_driver",
     "libraries_check",
+    "torch_to_come",
 ]
 
 NO_KERNEL = "no kernel image is available for execution on the device"
@@ -82,6 +85,36 @@ def _device_code(objects: Sequence[ObjectNeeds]) -> str:
 # --- files ------------------------------------------------------------------------------
 
 
+def torch_to_come(j: Judging) -> None:
+    """Before an install where no torch is installed and the wheel requires one: judge against
+    the torch the install brings, PyPI's build of the newest release the requirement admits."""
+    pin = j.needs.torch_requirement
+    if j.offer.torch is not None or not j.context.installing or pin is None:
+        return
+    try:
+        wanted = Requirement(f"torch {pin.requirement.removeprefix('torch').strip()}")
+    except InvalidRequirement:
+        return
+    admitted = [r for r in j.compat.torch if wanted.specifier.contains(r.latest, prereleases=True)]
+    if not admitted:
+        return
+    release = admitted[-1]
+    brought = TorchBuild(
+        version=str(release.latest),
+        flavour="cuda",
+        cuda=release.pypi_cuda,
+        cxx11abi=release.cxx11_abi[-1],
+        flavour_from="PyPI",
+    )
+    j.offer = replace(j.offer, torch=brought)
+    j.add(
+        "torch",
+        "partial",
+        f"torch is not installed; installing it brings in {pin.requirement}: "
+        f"{brought.described}, PyPI's build of the newest release it admits",
+    )
+
+
 def files(j: Judging) -> None:
     for line in j.needs.unread:
         j.add("files", "unchecked", f"could not read {line}: its needs were not checked")
@@ -98,11 +131,19 @@ def files(j: Judging) -> None:
 
 
 def alternatives(j: Judging) -> None:
+    """Choose the objects that load here when the package carries some for several CUDA
+    majors, or (bitsandbytes' ``libbitsandbytes_cuda126.so`` beside ``…_cuda128.so``) for
+    several CUDA releases named in the files: those of torch's CUDA."""
     majors = sorted({m for o in j.needs.own for m in o.cuda_majors})
     j.objects = j.needs.objects
-    if len(majors) < 2:
+    if len(majors) >= 2:
+        _choose_major(j, majors)
+    else:
         j.cuda_major = majors[0] if majors else None
-        return
+    _choose_release(j)
+
+
+def _choose_major(j: Judging, majors: Sequence[int]) -> None:
     torch = j.offer.torch
     chosen = torch.cuda_major if torch is not None and torch.cuda_major in majors else None
     why = f"the CUDA of {torch.described}" if chosen is not None and torch else ""
@@ -121,6 +162,34 @@ def alternatives(j: Judging) -> None:
         "partial",
         f"has objects for CUDA {', '.join(map(str, majors))}: those for CUDA {chosen} load "
         f"here ({why}); not {_which(named)}",
+    )
+
+
+_RELEASE_TOKEN = re.compile(r"(?:cuda|cu)_?(\d{3})(?=\D|$)")
+
+
+def _release_of(path: str) -> str | None:
+    """``126`` of ``libbitsandbytes_cuda126.so``: the CUDA release a file name says it is for."""
+    match = _RELEASE_TOKEN.search(path.rsplit("/", 1)[-1])
+    return match[1] if match else None
+
+
+def _choose_release(j: Judging) -> None:
+    torch = j.offer.torch
+    if torch is None or torch.cuda_major is None or not torch.cuda:
+        return
+    named = {o.path: _release_of(o.path) for o in j.objects if o.role != "vendor" and o.cuda_majors}
+    releases = {r for r in named.values() if r is not None}
+    wanted = torch.cuda.replace(".", "")
+    if len(releases) < 2 or wanted not in releases:
+        return
+    skipped = [path for path, release in named.items() if release not in (None, wanted)]
+    j.objects = tuple(o for o in j.objects if o.path not in skipped)
+    j.add(
+        "cuda",
+        "partial",
+        f"names objects for CUDA releases {', '.join(sorted(releases))}: the one for "
+        f"{torch.described} loads; not {_which(skipped)}",
     )
 
 
@@ -322,7 +391,7 @@ def libraries_check(j: Judging) -> None:
     for soname, users in needed.items():
         judged = any(u.path in judged_paths for u in users)
         major = cuda_major_of(soname)
-        source = _source(j, soname, major, [u for u in users if u.path in judged_paths])
+        source = _source(j, soname)
         runs = j.runs_major(major) if major is not None and j.offer.gpus else None
         found.append(
             LibraryNeed(
@@ -335,10 +404,10 @@ def libraries_check(j: Judging) -> None:
             )
         )
     j.libraries = tuple(found)
-    _missing(j, [lib for lib in found if lib.judged])
+    _missing(j, [lib for lib in found if lib.judged], judged_paths)
 
 
-def _missing(j: Judging, found: Sequence[LibraryNeed]) -> None:
+def _missing(j: Judging, found: Sequence[LibraryNeed], judged: set[str]) -> None:
     """One check for the libraries from nowhere: a failure when no object that needs
     NVIDIA libraries can load, a partial fit when some can (cupy without cuTENSOR)."""
     missing = [lib for lib in found if lib.source is None]
@@ -352,8 +421,8 @@ def _missing(j: Judging, found: Sequence[LibraryNeed]) -> None:
             f"the NVIDIA libraries here were not looked for: {_which(names, 3)} not checked",
         )
         return
-    lost = {path for lib in missing for path in lib.objects}
-    users = {path for lib in found for path in lib.objects}
+    lost = {path for lib in missing for path in lib.objects if path in judged}
+    users = {path for lib in found for path in lib.objects if path in judged}
     names = [lib.soname for lib in missing]
     where = "there is no NVIDIA driver here, and " if any(is_driver_lib(n) for n in names) else ""
     providers = "the wheel, "
@@ -363,7 +432,11 @@ def _missing(j: Judging, found: Sequence[LibraryNeed]) -> None:
         f"nor the system provides {'it' if len(names) == 1 else 'them'}: "
         f"'{names[0]}: {CANNOT_OPEN}'"
     )
-    if users - lost:
+    # A missing library of the CUDA runtime family (libcudart, libnvrtc, libcublas: their
+    # SONAMEs name the major) fails the package; one of the rest (cuTENSOR, NCCL) fails only
+    # the objects that need it, when others load.
+    core = any(cuda_major_of(name) is not None for name in names)
+    if users - lost and not core:
         j.add(
             "libraries",
             "partial",
@@ -390,19 +463,20 @@ def _library_fix(j: Judging, missing: Sequence[LibraryNeed]) -> str:
     return "; ".join(dict.fromkeys(lines))
 
 
-def _source(j: Judging, soname: str, major: int | None, users: Sequence[ObjectNeeds]) -> str | None:
+def _source(j: Judging, soname: str) -> str | None:
     if soname in j.needs.bundled:
         return "bundled in the wheel"
     if is_driver_lib(soname):
         return "the NVIDIA driver" if j.offer.has_driver else None
     torch = j.offer.torch
+    # A CUDA build of torch installs NVIDIA's wheels of its major: what loads beside torch
+    # finds their libraries (torch loads them first, or the package looks them up there).
     if (
         torch is not None
         and torch.cuda_major is not None
-        and any(u.links_torch for u in users)
         and soname in {lib.soname for lib in toolkit_libraries(torch.cuda_major, with_torch=True)}
     ):
-        return f"{torch.described}'s dependencies"
+        return f"{torch.described}'s NVIDIA wheels"
     required = _required(j, soname)
     if required is not None:
         return required
