@@ -336,3 +336,41 @@ def test_resolve_gpu_run_and_doctor_give_one_verdict(tmp_path: Path, case: str) 
         )
         if chosen is None:
             assert resolved.rejected[0].reason == doctor.problems[0].message, where
+
+
+def test_objects_named_for_cuda_releases_load_the_one_of_torchs_cuda() -> None:
+    """bitsandbytes loads libbitsandbytes_cuda{XY}.so for torch's CUDA X.Y: on an RTX 5090 with
+    torch for CUDA 12.6 that one has no sm_120, whatever libbitsandbytes_cuda128.so carries."""
+    pkg = needs(
+        ext("bnb/libbitsandbytes_cuda126.so", sass=("80", "90"), libraries=("libcudart.so.12",)),
+        ext("bnb/libbitsandbytes_cuda128.so", sass=("90", "120"), libraries=("libcudart.so.12",)),
+    )
+    rtx = offer(GPUS="RTX 5090", TORCH="2.13.0+cu126", TORCH_CUDA=None, DRIVER_CUDA="12.9")
+    verdict = judge(pkg, rtx)
+    assert [area for area, _ in failures(verdict)] == ["gpu"]
+    assert "bnb/libbitsandbytes_cuda126.so carries no SASS or PTX" in failures(verdict)[0][1]
+    assert judge(pkg, replace(rtx, torch=replace(rtx.torch, cuda="12.8"))).fits  # type: ignore[type-var]
+
+
+def test_before_an_install_without_torch_the_torch_it_brings_is_judged() -> None:
+    """xformers 0.0.35 (CUDA 12 runtime, torch>=2.10) on a driver of CUDA 12.2 with no torch:
+    installing it brings PyPI's torch 2.13 for CUDA 13, which it cannot load beside."""
+    xformers = needs(
+        ext(
+            "xformers/_C.so",
+            sass=("80", "90a"),
+            libraries=("libcudart.so.12",),
+            torch_libraries=("libc10.so", "libc10_cuda.so"),
+            torch_abi="stable",
+        ),
+        torch_requirement=_pin("torch>=2.10"),
+    )
+    machine = offer(TORCH="none", GPUS="A100", CUDA_DRIVER_VERSION="535.104.05", CUDA_LIBS="12")
+    before = judge(xformers, machine, context=Context(installing=True))
+    assert [area for area, _ in failures(before)] == ["torch"]
+    assert "torch is not installed; installing it brings in torch>=2.10: torch 2.13.0" in (
+        before.caveats[0].message
+    )
+    installed = judge(xformers, machine)
+    assert [area for area, _ in failures(installed)] == ["torch"]
+    assert "but torch is not installed" in failures(installed)[0][1]

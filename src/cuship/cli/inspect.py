@@ -32,7 +32,8 @@ def _render_wheel(console: Console, report: WheelReport) -> None:
         f"{report.filename}  ({_size(report.size)})\n"
         f"  name {report.name}  version {report.version}  local {report.local or '-'}\n"
         f"  tags {', '.join(report.tags)}\n"
-        f"  SASS {_join(report.sass)}   PTX {_join(report.ptx)}\n"
+        f"  SASS {_join(report.sass)}   PTX {_join(report.ptx)}   (its own objects, as the runtime "
+        "loads them)\n"
         f"  bundled libraries: {_join(report.bundled_libs)}\n"
         f"  bundled CUDA/torch libraries: {_join(report.bundled_cuda_libs)}\n"
         f"  torch ABI {report.torch_abi}   {_torch_line(report)}"
@@ -53,12 +54,22 @@ def _render_objects(console: Console, objects: tuple[ObjectReport, ...]) -> None
     from rich.table import Table
 
     table = Table(show_lines=False)
-    columns = ("shared object", "size", "SASS", "PTX", "PTX zstd/lz4", "torch ABI", "needed")
+    columns = (
+        "shared object",
+        "role",
+        "size",
+        "SASS",
+        "PTX",
+        "PTX zstd/lz4",
+        "torch ABI",
+        "needed",
+    )
     for column in columns:
         table.add_column(column)
     for obj in objects:
         table.add_row(
             obj.path,
+            obj.role,
             _size(obj.size),
             _join(obj.sass),
             _join(obj.ptx) + (f" (LTO {_join(obj.lto)})" if obj.lto else ""),
@@ -68,6 +79,12 @@ def _render_objects(console: Console, objects: tuple[ObjectReport, ...]) -> None
         )
     console.out.print(table)
     reasons = [f"{obj.path}: torch ABI {obj.torch_abi}: {obj.torch.reason}" for obj in objects]
+    reasons += [
+        f"{obj.path}: relocatable device code, never loaded by the runtime: "
+        f"{_join(obj.relocatable)}"
+        for obj in objects
+        if obj.relocatable
+    ]
     console.print_text("\n".join(reasons))
 
 
