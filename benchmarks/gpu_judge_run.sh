@@ -21,7 +21,7 @@ $PY -m cuship doctor > "$OUT/doctor-all.txt" 2>&1
 echo "doctor exit $?" >> "$OUT/env.txt"
 $PY -m cuship doctor --json > "$OUT/doctor-all.json" 2> "$OUT/doctor-all.err"
 timeout "${TRUTH_TIMEOUT:-400}" $PY benchmarks/judge_truth.py --wheels "$WHEELS" \
-    --packages torch,triton,numba-cuda,cuda-bindings,cupy-cuda12x,cupy-cuda13x \
+    --packages "${PACKAGES:-torch,triton,numba-cuda,cuda-bindings,cupy-cuda12x,cupy-cuda13x}" \
     -o "$OUT/truth" > "$OUT/truth.log" 2>&1
 echo "truth exit $?" >> "$OUT/env.txt"
 rm -rf "$OUT/truth/venvs"
