@@ -148,6 +148,30 @@ def test_the_scan_and_torchabi_read_requires_dist_alike(headers: str, expected: 
     assert dict(fields)["name"] == "x"
 
 
+def test_a_folded_header_with_lines_of_spaces_keeps_the_headers_after_it(tmp_path: Path) -> None:
+    """faiss-gpu-cu12 1.14.1.post1: its License header is folded over paragraphs whose blank
+    lines are lines of spaces; Requires-Python and six Requires-Dist come after it. The email
+    format reads a line that starts with white space as a continuation, whatever it holds."""
+    from email.parser import HeaderParser
+
+    from cuship.wheel._headers import header_fields
+
+    license = "License: MIT License\n         \n         Copyright (c) 2024\n         \n"
+    metadata = (
+        "Metadata-Version: 2.2\nName: faiss-gpu-cu12\nVersion: 1.14.1.post1\n"
+        + license
+        + "Requires-Python: >=3.10\n"
+        + "".join(f"Requires-Dist: dep{i}\n" for i in range(6))
+        + "Requires-Dist: torch>=2.8; extra == 'torch'\n\nThe long description.\n"
+    )
+    fields = list(header_fields(metadata))
+    parsed = HeaderParser().parsestr(metadata)
+    assert dict(fields)["requires-python"] == parsed["Requires-Python"] == ">=3.10"
+    ours = [v for k, v in fields if k == "requires-dist"]
+    assert ours == [v.strip() for v in parsed.get_all("Requires-Dist")] and len(ours) == 7
+    assert dict(fields)["license"] == "MIT License Copyright (c) 2024"
+
+
 @pytest.mark.parametrize(
     "where",
     ["/a/b.whl", "/a//b.whl", "//a/b.whl", "///a/b.whl", "/a/./b.whl", "/./a.whl", "/a/b.whl/",

@@ -374,3 +374,67 @@ def test_before_an_install_without_torch_the_torch_it_brings_is_judged() -> None
     installed = judge(xformers, machine)
     assert [area for area, _ in failures(installed)] == ["torch"]
     assert "but torch is not installed" in failures(installed)[0][1]
+
+
+def test_the_library_search_prefilter_keeps_every_nvidia_library_name() -> None:
+    from cuship.machine.libraries import _PREFIXES
+    from cuship.wheel import cudalibs
+
+    patterns = [*cudalibs.CUDA_LIB_PATTERNS, *cudalibs._DATA.vendor]
+    for pattern in patterns:
+        if pattern.startswith(("libtorch", "libc10")):
+            continue
+        assert pattern.startswith(_PREFIXES), pattern
+    for major in cudalibs.toolkit_majors():
+        for lib in cudalibs.toolkit_libraries(major):
+            assert lib.soname.startswith(_PREFIXES), lib.soname
+
+
+def test_the_libraries_a_machine_offers_and_where(tmp_path: Path) -> None:
+    from cuship.machine.libraries import cuda_libraries
+
+    site = "/site"
+    probe = FakeProbe(
+        files={
+            f"{site}/nvidia/cu13/lib/libcudart.so.13": "",
+            f"{site}/torch/lib/libc10.so": "",
+            "/etc/ld.so.conf": "include /etc/ld.so.conf.d/*.conf\n",
+            "/etc/ld.so.conf.d/cuda.conf": "/usr/local/cuda-12.8/lib64  # the toolkit\n",
+            "/usr/local/cuda-12.8/lib64/libcublas.so.12": "",
+            "/usr/local/cuda-12.8/lib64/libfoo.so.1": "",
+            "/opt/x/libnvrtc.so.12": "",
+        }
+    )
+    found = cuda_libraries({"LD_LIBRARY_PATH": "/opt/x"}, probe, [site])
+    assert found.where("libcudart.so.13") == f"the nvidia/cu13 wheel ({site})"
+    assert found.where("libcublas.so.12") == "system (/usr/local/cuda-12.8/lib64)"
+    assert found.where("libnvrtc.so.12") == "system (/opt/x)"
+    assert found.where("libfoo.so.1") is None and found.where("libc10.so") is None
+    assert cuda_libraries({"CUSHIP_CUDA_LIBS": "none"}, probe, [site]).found == ()
+    with pytest.raises(Exception, match="neither a CUDA major nor a library's SONAME"):
+        cuda_libraries({"CUSHIP_CUDA_LIBS": "12,/etc/passwd"}, probe, [site])
+
+
+VERSION_PY = {
+    "cpu": "cuda: Optional[str] = None\nhip: Optional[str] = None\nxpu: Optional[str] = None\n",
+    "cuda": "cuda: Optional[str] = '13.0'\nhip: Optional[str] = None\n",
+    "rocm": "cuda: Optional[str] = None\nhip: Optional[str] = '6.4.43482'\n",
+}
+
+
+@pytest.mark.parametrize("flavour", ["cpu", "cuda", "rocm", None])
+def test_the_build_of_an_installed_torch_is_read_from_its_files(
+    tmp_path: Path, flavour: str | None
+) -> None:
+    """PyPI's CUDA 13 torch is "2.13.0", no label: only torch/version.py says what it is."""
+    install(tmp_path, "torch", "2.13.0", tags=())
+    if flavour is not None:
+        (tmp_path / "torch" / "version.py").write_text(
+            "__version__ = '2.13.0'\n" + VERSION_PY[flavour]
+        )
+    env = {settings.GPUS: "H100", settings.NVCC: "none", settings.CUDA_LIBS: "none"}
+    fp = fingerprint(env, toolkit=False, site_dirs=[str(tmp_path)])
+    assert fp.torch is not None and fp.torch.version == "2.13.0"
+    assert fp.torch.flavour == flavour
+    assert fp.torch.cuda == ("13.0" if flavour == "cuda" else None)
+    assert fp.torch.flavour_from == (None if flavour is None else "torch/version.py")

@@ -84,9 +84,14 @@ def cuda_libraries(env: Mapping[str, str], probe: Probe, site_dirs: Sequence[str
     return CudaLibraries(found=tuple(sorted(found.items())))
 
 
+# Every NVIDIA library's name starts so (a cheap test before the patterns, over directories of
+# thousands of system libraries).
+_PREFIXES = ("libcu", "libnv", "libnpp", "libnccl")
+
+
 def _add(found: dict[str, str], probe: Probe, directory: str, place: str) -> None:
     for name in probe.listdir(directory):
-        if ".so" in name and is_nvidia_lib(name):
+        if name.startswith(_PREFIXES) and ".so" in name and is_nvidia_lib(name):
             found.setdefault(name, place)
 
 
