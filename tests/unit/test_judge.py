@@ -1,11 +1,13 @@
 """The one judge, on synthetic ELF objects that reproduce what real CUDA wheels from PyPI carry
 (relocatable fatbins, per-object arch sets, bundled NVIDIA libraries, CUDA runtimes of each
 major, links to torch's CUDA libraries) and fake machines of each torch build; and the same
-verdict from every command that asks it (resolve over an index manifest, gpu-run's choice among
-local wheels, doctor over the installed files)."""
+verdict from every command that asks it (resolve over the records gpu-run reads from local
+wheels, the PEP 517 backend over an index's pages and manifests, doctor over the installed
+files)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -16,9 +18,13 @@ import pytest
 from cuship import settings
 from cuship.doctor import diagnose
 from cuship.gpurun.wheels import read_wheels
+from cuship.index import write
+from cuship.index.describe import describe_wheel
 from cuship.judge import Context, Judgement, ObjectNeeds, Offer, WheelNeeds, judge, offer_of
 from cuship.machine import fingerprint
 from cuship.resolve import select, target_of
+from cuship.resolve.decide import decide
+from cuship.resolve.settings import PrebuiltConfig
 from cuship.wheel.audit import inspect_object, inspect_wheel, role_of
 from cuship.wheel.cudalibs import cuda_major_of, is_cuda_lib, library_stem
 from cuship.wheel.torchabi import TorchPin
@@ -29,7 +35,8 @@ from tests.unit.test_machine import FakeProbe
 from tests.wheel_factory import make_wheel
 
 CXX = "_ZN3c106detail14torchCheckFailEPKcS2_jPKc"
-TAG = "cp311-cp311-manylinux_2_28_x86_64"
+_CP = f"cp{sys.version_info.major}{sys.version_info.minor}"
+TAG = f"{_CP}-{_CP}-manylinux_2_28_x86_64"
 MACHINE = {
     settings.GPUS: "H100:9.0:80GiB",
     settings.CUDA_DRIVER_VERSION: "580.65.06",
@@ -322,11 +329,15 @@ def test_resolve_gpu_run_and_doctor_give_one_verdict(tmp_path: Path, case: str) 
     site = tmp_path / "site"
     install(site, "pkg", "1.0", files=files, tags=(TAG,), requires=requires)
     wheels = read_wheels([wheel])
+    index = tmp_path / "index"
+    write([wheel.parent], index, describe=describe_wheel)
+    config = PrebuiltConfig(name="pkg", version="1.0", index=(index / "simple").as_uri())
     for name, changes in MACHINES.items():
         fp = fingerprint({**MACHINE, **changes}, FakeProbe(), toolkit=False)
-        target = replace(target_of(fp), tags=(TAG, "py3-none-any"), python="3.11.7")
+        target = target_of(fp)
         resolved = select("pkg", wheels.candidates, target)
         doctor = diagnose(["pkg"], paths=[site], machine=fp).packages[0]
+        backend = decide(config, {**MACHINE, **changes})
         chosen = resolved.chosen
         resolve_rule = "ok" if chosen is not None else resolved.rejected[0].rule
         doctor_rule = doctor.problems[0].area if doctor.problems else "ok"
@@ -334,8 +345,10 @@ def test_resolve_gpu_run_and_doctor_give_one_verdict(tmp_path: Path, case: str) 
         assert resolve_rule == doctor_rule, (
             f"{where}: resolve {resolved.to_json()}, doctor {doctor.to_json()}"
         )
+        assert (backend.candidate is not None) == (chosen is not None), (where, backend.why)
         if chosen is None:
             assert resolved.rejected[0].reason == doctor.problems[0].message, where
+            assert resolved.rejected[0].reason in backend.why, where
 
 
 def test_objects_named_for_cuda_releases_load_the_one_of_torchs_cuda() -> None:
