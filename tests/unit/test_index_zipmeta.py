@@ -168,7 +168,7 @@ def test_a_folded_header_with_lines_of_spaces_keeps_the_headers_after_it(tmp_pat
     parsed = HeaderParser().parsestr(metadata)
     assert dict(fields)["requires-python"] == parsed["Requires-Python"] == ">=3.10"
     ours = [v for k, v in fields if k == "requires-dist"]
-    assert ours == [v.strip() for v in parsed.get_all("Requires-Dist")] and len(ours) == 7
+    assert ours == [v.strip() for v in parsed.get_all("Requires-Dist") or []] and len(ours) == 7
     assert dict(fields)["license"] == "MIT License Copyright (c) 2024"
 
 
