@@ -35,7 +35,7 @@ from cuship.errors import CushipError
 from cuship.judge import fixes
 from cuship.judge.gpu import driver_runs, gpu_coverage
 from cuship.judge.model import GlibcVerdict, GpuRun, LibraryNeed, Runs
-from cuship.judge.needs import ObjectNeeds, minor_of
+from cuship.judge.needs import ObjectNeeds, minor_tuple
 from cuship.judge.offer import TorchBuild
 from cuship.judge.state import Judging
 from cuship.wheel.audit import sm_key
@@ -517,7 +517,7 @@ def glibc_check(j: Judging) -> None:
         return
     tag, need = min(claims.items(), key=lambda item: item[1])
     needed = f"{need[0]}.{need[1]}"
-    have = _glibc_minor(system)
+    have = minor_tuple(system)
     if have is None:
         j.add(
             "glibc",
@@ -536,14 +536,6 @@ def glibc_check(j: Judging) -> None:
             fixes.reinstall_fitting(j.needs),
         )
     j.glibc = GlibcVerdict(tag=tag, needed=needed, system=system, ok=ok)
-
-
-def _glibc_minor(text: str | None) -> tuple[int, int] | None:
-    minor = minor_of(text)
-    if minor is None:
-        return None
-    major, _, rest = minor.partition(".")
-    return int(major), int(rest)
 
 
 def _glibc_of(tag: str) -> tuple[int, int] | None:

@@ -270,6 +270,15 @@ def minor_of(version: str | None) -> str | None:
     return f"{release[0]}.{release[1] if len(release) > 1 else 0}"
 
 
+def minor_tuple(version: str | None) -> tuple[int, int] | None:
+    """``2.13.0+cpu`` -> ``(2, 13)``; None for None or nonsense."""
+    text = minor_of(version)
+    if text is None:
+        return None
+    major, _, minor = text.partition(".")
+    return int(major), int(minor)
+
+
 def check_abi(value: object) -> TorchAbi:
     """A torch ABI read from a record; InputError for anything else."""
     if value not in TORCH_ABIS:

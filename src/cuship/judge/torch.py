@@ -10,7 +10,7 @@ from packaging.utils import canonicalize_name
 
 from cuship.judge import fixes
 from cuship.judge.model import TorchVerdict
-from cuship.judge.needs import ObjectNeeds, minor_of
+from cuship.judge.needs import ObjectNeeds, minor_of, minor_tuple
 from cuship.judge.offer import TorchBuild
 from cuship.judge.state import Judging
 from cuship.wheel.cudalibs import cuda_major_of
@@ -196,7 +196,7 @@ def _release(
             "pin, no label naming one)",
         )
         return _with(base, None, "the torch it was built for is unknown")
-    have, want = _minor_tuple(installed.version), _minor_tuple(base.built)
+    have, want = minor_tuple(installed.version), minor_tuple(base.built)
     if base.abi == "stable":
         fits = have is not None and want is not None and have >= want
     else:
@@ -247,11 +247,3 @@ def _cxx11(
 
 def _with(base: TorchVerdict, ok: bool | None, reason: str) -> TorchVerdict:
     return replace(base, ok=ok, reason=reason)
-
-
-def _minor_tuple(version: str | None) -> tuple[int, int] | None:
-    text = minor_of(version)
-    if text is None:
-        return None
-    major, _, minor = text.partition(".")
-    return int(major), int(minor)
