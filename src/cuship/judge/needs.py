@@ -1,16 +1,10 @@
 """What a wheel (or an installed distribution) needs from a machine, per shared object, read from
 its files (pure: the caller reads the ELF facts and METADATA).
 
-Each shared object has a role:
-
-- ``extension``: a Python extension module of the package (``_C.cpython-311-….so``,
-  ``_C.abi3.so``, ``_C.so``);
-- ``library``: another shared library of the package (``libbitsandbytes_cuda126.so`` loaded with
-  ctypes, ``faiss_gpu_cu12.libs/libfaiss-6b43fd57.so`` that auditwheel moved aside): its device
-  code is the package's too;
-- ``vendor``: an NVIDIA library bundled as it is (``torchvision.libs/libnvjpeg.36e11081.so.13``,
-  a bundled ``libcudart``): its device code is NVIDIA's, built for NVIDIA's arch list, and never
-  says which GPUs the package's kernels run on.
+Each shared object has a role (:func:`cuship.wheel.audit.role_of`): an ``extension`` module or
+a ``library`` of the package's own, whose device code is the package's, or a ``vendor`` library
+(an NVIDIA library bundled as it is), whose device code never says which GPUs the package's
+kernels run on.
 
 Per object: the SASS and PTX the CUDA runtime loads (``.nv_fatbin``; relocatable device code is
 kept apart and never counted), the NVIDIA libraries it links by SONAME (``libcudart.so.12``: a
@@ -30,7 +24,7 @@ from packaging.version import InvalidVersion, Version
 
 from cuship.errors import CushipError, InputError
 from cuship.wheel.audit import ROLES, ObjectReport, Role, WheelReport, role_of, sm_key
-from cuship.wheel.cudalibs import cuda_major_of, is_nvidia_lib, nvidia_requirements
+from cuship.wheel.cudalibs import cuda_major_of, is_nvidia_lib
 from cuship.wheel.names import parse_label
 from cuship.wheel.torchabi import (
     TORCH_ABIS,
@@ -178,14 +172,12 @@ def _union(groups: Iterable[Sequence[str]]) -> tuple[str, ...]:
     return tuple(sorted({sm for group in groups for sm in group}, key=sm_key))
 
 
-def object_needs(report: ObjectReport, *, path: str | None = None) -> ObjectNeeds:
-    """The needs of one shared object from its report (``path``: its name, default the
-    report's)."""
-    where = path or report.path
+def object_needs(report: ObjectReport) -> ObjectNeeds:
+    """The needs of one shared object from its report."""
     torch = report.torch
     return ObjectNeeds(
-        path=where,
-        role=role_of(where),
+        path=report.path,
+        role=report.role,
         sass=report.sass,
         ptx=report.ptx,
         relocatable=report.relocatable,
@@ -197,7 +189,8 @@ def object_needs(report: ObjectReport, *, path: str | None = None) -> ObjectNeed
     )
 
 
-def _label(local: str | None) -> tuple[str | None, str | None, bool | None]:
+def label_parts(local: str | None) -> tuple[str | None, str | None, bool | None]:
+    """(CUDA, torch X.Y, cxx11abi) a local version label names."""
     if not local:
         return None, None, None
     try:
@@ -211,36 +204,22 @@ def _label(local: str | None) -> tuple[str | None, str | None, bool | None]:
     )
 
 
-def wheel_needs(
-    report: WheelReport,
-    *,
-    requires_dist: Sequence[str] | None = None,
-    tags: Sequence[str] | None = None,
-    unread: Sequence[str] = (),
-    index: str | None = None,
-) -> WheelNeeds:
-    """The needs of a wheel (or an installed distribution read as one) from its report and its
-    METADATA's ``requires_dist`` (default: the NVIDIA requirements the report read); ``tags``
-    default to the report's."""
-    cuda, torch, cxx11abi = _label(report.local)
+def wheel_needs(report: WheelReport) -> WheelNeeds:
+    """The needs of a wheel from its report (objects, the libraries it carries, its NVIDIA
+    requirements, torch pin, label and tags)."""
+    cuda, torch, cxx11abi = label_parts(report.local)
     bundled = tuple(dict.fromkeys(lib.rsplit("/", 1)[-1] for lib in report.bundled_libs))
     return WheelNeeds(
         name=report.name,
         version=report.version,
         objects=tuple(object_needs(x) for x in report.extensions),
         bundled=bundled,
-        requires=(
-            report.nvidia_requirements
-            if requires_dist is None
-            else nvidia_requirements(requires_dist)
-        ),
+        requires=report.nvidia_requirements,
         torch_requirement=report.torch_requirement,
         label_cuda=cuda,
         label_torch=torch,
         label_cxx11abi=cxx11abi,
-        tags=tuple(report.tags if tags is None else tags),
-        unread=tuple(unread),
-        index=index,
+        tags=report.tags,
     )
 
 
@@ -252,11 +231,6 @@ def pin_of(requirement: str | None) -> TorchPin | None:
         return torch_pin([requirement])
     except (CushipError, ValueError):
         return None
-
-
-def label_parts(local: str | None) -> tuple[str | None, str | None, bool | None]:
-    """(CUDA, torch X.Y, cxx11abi) a local version label names."""
-    return _label(local)
 
 
 def minor_of(version: str | None) -> str | None:
