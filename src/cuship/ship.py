@@ -149,6 +149,11 @@ def ship(
     if key is not None and wheels:
         with clock.run("attest", emit):
             _attest(outcomes, plans, key, environ, emit)
+    if wheels and config.variants.enabled:
+        from cuship.judge.variants import publish_configured
+
+        with clock.run("variants", emit):
+            wheels += publish_configured(config.variants, wheels, out_dir / "wheels")
     site = out_dir / "site"
     summary = None
     if wheels:

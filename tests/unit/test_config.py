@@ -144,6 +144,7 @@ def test_schema_describes_every_section() -> None:
         "project",
         "matrix",
         "label",
+        "variants",
         "build",
         "check",
         "bench",

@@ -41,6 +41,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "inspect": ("inspect", "Show SASS/PTX arches, needed and bundled libraries of a wheel or .so."),
     "repair": ("repair", "auditwheel repair with the CUDA exclude list, proven afterwards."),
     "retag": ("retag", "Give a wheel a local version label (name, dist-info, METADATA, RECORD)."),
+    "variant": (
+        "variant",
+        "Write a wheel's variant twin (PEP 825), its NVIDIA properties read from its binaries.",
+    ),
     "verify": ("verify", "Check a wheel's SASS/PTX arches, bundled libraries and local label."),
     "index": ("index", "Write a static PEP 503/691/658 package index, one sub-index per variant."),
     "serve": ("serve", "Serve an index directory on loopback with PEP 691 content negotiation."),

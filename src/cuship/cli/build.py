@@ -25,6 +25,7 @@ from cuship.cli._console import Console
 from cuship.cli._progress import BuildProgress, live_progress
 from cuship.compat import load
 from cuship.config import Config, load_config
+from cuship.judge.variants import publish_configured
 from cuship.matrix import BuildJob, jobs_with_configs, unknown_job
 
 
@@ -123,10 +124,14 @@ def command(
     with BuildProgress(console, live=live_progress(console, as_json=as_json)) as emit:
         outcomes = build_all(plans, emit=emit, collapse=collapser, workers=workers)
     stats = sccache_stats(host.sccache) if host.sccache else None
+    built = [o.result.wheel for o in outcomes if o.result is not None and o.status == "built"]
+    variants = publish_configured(config.variants, built, out_dir)
     if as_json:
         console.print_json([_outcome_json(o) for o in outcomes])
     else:
         render_build_summary(console, outcomes, stats)
+        for wheel in variants:
+            console.print_text(f"variants: {wheel.name}")
     if any(o.status == "failed" for o in outcomes):
         exit_with(1)
 

@@ -35,6 +35,7 @@ __all__ = [
     "MatrixSection",
     "PackageSpec",
     "ProjectSection",
+    "VariantsSection",
     "has_config",
     "json_schema",
     "load_config",
@@ -121,6 +122,35 @@ class LabelSection:
         "matrix varies the ABI.",
         default=None,
         validate=values.label_template,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VariantsSection:
+    """Wheel variants (PEP 825): beside each labelled wheel its variant twin, whose NVIDIA
+    properties are read from its binaries, and one plain wheel per Python tag for pip and for
+    uv without ``--preview-features wheel-variants``."""
+
+    enabled: bool = field_doc("Write the variant wheels and the plain fallback.", default=False)
+    label: str = field_doc(
+        "The variant label of each build, from the fields of [label] template: lower-case "
+        "[0-9a-z_.], at most 16 characters.",
+        default="cu{cuda_short}",
+        validate=values.label_template,
+    )
+    plain: str | None = field_doc(
+        "The local label of the build also published as the plain wheel; default: the build "
+        "of the oldest CUDA (the one the most drivers run).",
+        default=None,
+    )
+    null: bool = field_doc(
+        "Also publish the null variant (the plain build, no property): what uv with variants "
+        "takes when no GPU build fits.",
+        default=False,
+    )
+    upper_bound: bool = field_doc(
+        "Give each variant cuda_version_upper_bound (the next CUDA major, exclusive).",
+        default=False,
     )
 
 
@@ -403,6 +433,9 @@ class _ConfigFile:
     project: ProjectSection = field_doc("The package.", default_factory=ProjectSection)
     matrix: MatrixSection = field_doc("The build matrix.", default_factory=MatrixSection)
     label: LabelSection = field_doc("Local version labels.", default_factory=LabelSection)
+    variants: VariantsSection = field_doc(
+        "Wheel variants (PEP 825) beside the labelled wheels.", default_factory=VariantsSection
+    )
     build: BuildSection = field_doc("Building.", default_factory=BuildSection)
     check: CheckSection = field_doc("Kernel checks.", default_factory=CheckSection)
     ci: CiSection = field_doc("Generated CI (cuship ci init).", default_factory=CiSection)
@@ -432,6 +465,7 @@ class Config:
     check: CheckSection = dataclasses.field(default_factory=CheckSection)
     ci: CiSection = dataclasses.field(default_factory=CiSection)
     bench: BenchSection = dataclasses.field(default_factory=BenchSection)
+    variants: VariantsSection = dataclasses.field(default_factory=VariantsSection)
 
     @property
     def source_dir(self) -> Path:
@@ -605,4 +639,5 @@ def load_config(path: str | Path = ".") -> Config:
         check=file.check,
         ci=file.ci,
         bench=file.bench,
+        variants=file.variants,
     )

@@ -99,4 +99,6 @@ def _describe(report: WheelReport) -> Mapping[str, object]:
         doc["torch_requirement"] = report.torch_requirement.requirement
     if needs is not None:
         doc["needs"] = needs.to_json()
+    if report.variant is not None:
+        doc["variant"] = dict(report.variant)
     return doc

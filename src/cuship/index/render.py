@@ -16,6 +16,7 @@ manifest under ``_cuship``, so ``cuship resolve`` reads one project's records, n
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -28,6 +29,7 @@ from packaging.version import Version
 from cuship import __version__
 from cuship.errors import UsageError
 from cuship.index._pages import (
+    FileLink,
     landing_html,
     project_html,
     project_json,
@@ -38,6 +40,7 @@ from cuship.index._row import PROJECT_DEPTH, Row, base_of, file_href
 from cuship.index.attached import ATTESTATION_SUFFIX, AttestationRef
 from cuship.index.scan import IndexedWheel
 from cuship.index.yank import yank_reason
+from cuship.wheel.variant import dumps, merged, split_variant, variants_json_name
 
 __all__ = [
     "MANIFEST",
@@ -144,9 +147,15 @@ def _dump(document: object) -> bytes:
     return (_MANIFEST_JSON(document) + "\n").encode("utf-8")
 
 
-def _pages(prefix: str, project: str, rows: Sequence[Row], manifest: str) -> dict[str, bytes]:
+def _pages(
+    prefix: str,
+    project: str,
+    rows: Sequence[Row],
+    manifest: str,
+    extra: Sequence[FileLink] = (),
+) -> dict[str, bytes]:
     depth = prefix.count("/") + 2
-    links = [row.link(depth) for row in rows]
+    links = [row.link(depth) for row in rows] + list(extra)
     versions = list(dict.fromkeys(row.version for row in rows))  # rows come sorted by version
     private = {"_cuship": {"manifest": manifest}}
     return {
@@ -179,7 +188,10 @@ def project_tree(
     """One project's files: pages in the combined index and in the sub-index of each of its
     labels, then its manifest (last: an update writes it after the pages it describes)."""
     ordered = sorted(rows, key=_sort_key)
-    tree = _pages("simple", project, ordered, PROJECT_MANIFEST)
+    variants = variants_files(ordered)
+    listed = _listed(ordered, variants)
+    tree = _pages("simple", project, listed, PROJECT_MANIFEST, _variants_links(variants))
+    tree.update({f"simple/{project}/{name}": data for name, data in variants.items()})
     for label in variant_labels(ordered):
         subset = [row for row in ordered if row.local == label]
         back = f"../../../simple/{project}/{PROJECT_MANIFEST}"
@@ -194,6 +206,41 @@ def project_tree(
 
 
 _GENERATOR = _string(f"cuship {__version__}")
+
+
+def variants_files(rows: Sequence[Row]) -> dict[str, bytes]:
+    """``{name}-{version}-variants.json`` of each version with variant wheels (PEP 825): the
+    variants their ``variant.json`` files describe (kept in each row's ``describe`` record),
+    merged, by file name."""
+    by_version: dict[tuple[str, str], list[Mapping[str, object]]] = defaultdict(list)
+    for row in rows:
+        if split_variant(row.filename)[1] is None:
+            continue
+        record = row.describe.get("variant")
+        if isinstance(record, Mapping):
+            dist = row.filename.split("-", 1)[0]
+            by_version[(dist, row.version)].append({"variants": record})
+    return {
+        variants_json_name(dist, version): dumps(merged(documents))
+        for (dist, version), documents in sorted(by_version.items())
+    }
+
+
+def _variants_links(files: Mapping[str, bytes]) -> list[FileLink]:
+    """The project page's links to its ``variants.json`` files (beside the page)."""
+    return [
+        FileLink(name, name, hashlib.sha256(data).hexdigest(), len(data), None, None, None)
+        for name, data in files.items()
+    ]
+
+
+def _listed(rows: Sequence[Row], variants: Mapping[str, bytes]) -> Sequence[Row]:
+    """The rows the combined page lists: with variants, the variant wheels and the plain ones,
+    not the wheels with a local label (those stay in their sub-index): pip and uv without
+    variants take the plain wheel, which a local label would outrank."""
+    if not variants:
+        return rows
+    return [row for row in rows if row.local is None]
 
 
 def _record_text(row: Row, texts: DescribeTexts) -> str:

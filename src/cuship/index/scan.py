@@ -13,6 +13,7 @@ import functools
 import hashlib
 import io
 import os
+import re
 import zipfile
 import zlib
 from collections.abc import Iterable, Mapping
@@ -31,6 +32,7 @@ from cuship.index.describe import describe_pure
 from cuship.wheel._filename import canonical_name, plain_project, tag_set
 from cuship.wheel._headers import header_fields
 from cuship.wheel._zipmeta import METADATA_LIMIT, Member, metadata_fast
+from cuship.wheel.variant import split_variant
 
 if TYPE_CHECKING:
     from packaging.utils import NormalizedName
@@ -52,6 +54,7 @@ _READ_WHOLE = 64 * 1024 * 1024
 # through zipfile: the same record, the same bound as its own fast path)
 _DESCRIBE_PURE = 16 * 1024 * 1024
 _ATTACHED = ".whl.intoto.jsonl"
+_VARIANT_LABEL = re.compile(r"[0-9a-z_.]+")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -304,7 +307,13 @@ def _parse_filename(filename: str, path: Path | str) -> _Name:
     """``filename`` parsed as :func:`packaging.utils.parse_wheel_filename` does, its parts
     through caches (an index repeats project names, versions and tag sets many times);
     anything unusual (a build tag, a name that is not plain), and every error, goes to
-    packaging itself. ``path``: for the skip."""
+    packaging itself. A wheel variant's label (PEP 825, the last dash component) is read past.
+    ``path``: for the skip."""
+    plain, label = split_variant(filename)
+    if label is not None:
+        if not _VARIANT_LABEL.fullmatch(label):
+            raise _Skip(Path(path), f"invalid variant label {label!r} (lower case [0-9a-z_.])")
+        filename = plain
     stem = filename[:-4]
     if filename.endswith(".whl") and stem.count("-") == 4:
         name_part, version_part, tag_part = stem.split("-", 2)
@@ -370,7 +379,7 @@ def _read_fresh(job: tuple[str, int | None, bool]) -> tuple[_Read, FileStamp | N
         read = _fields(where, name, size, entry, requires_dist)
     except _Skip as why:
         return str(why)
-    if describe and pure:
+    if describe and pure and split_variant(where)[1] is None:  # a variant: its variant.json too
         metadata = Member(member, entry.metadata)
         described = _describe_pure(where, name, size, metadata, requires_dist)
         return (*read[:-1], described), stamp

@@ -5,7 +5,7 @@ from __future__ import annotations
 import mmap
 import re
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -167,6 +167,8 @@ class WheelReport:
     torch_requirement: TorchPin | None = None  # its Requires-Dist on torch, if any
     # its Requires-Dist entries that install NVIDIA libraries (nvidia-*, cuda-toolkit[...])
     nvidia_requirements: tuple[str, ...] = ()
+    # a variant wheel's variant.json: its variants ({label: properties}); None: a plain wheel
+    variant: Mapping[str, Any] | None = None
 
     @property
     def torch_abi(self) -> TorchAbi:
@@ -225,6 +227,7 @@ class WheelReport:
             ),
             "torch_built": self.torch_built,
             "nvidia_requirements": list(self.nvidia_requirements),
+            "variant": None if self.variant is None else dict(self.variant),
         }
 
 
@@ -300,8 +303,10 @@ def inspect_wheel(path: Path) -> WheelReport:
     """Inspect every shared object inside a wheel, and name the libraries it bundles."""
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+    from cuship.wheel.variant import split_variant
+
     try:
-        name, version, _build, tags = parse_wheel_filename(path.name)
+        name, version, _build, tags = parse_wheel_filename(split_variant(path.name)[0])
     except InvalidWheelFilename as err:
         raise InputError(
             f"{path.name!r} is not a valid wheel file name: {err}",
@@ -312,6 +317,11 @@ def inspect_wheel(path: Path) -> WheelReport:
     size = path.stat().st_size
     requirements = torch_entries(requires, source=f"{path.name}:METADATA")
     report = _report(path, str(name), version, canonical_tags, size, extensions, libs, requirements)
+    from cuship.wheel.variant import read_wheel_variant, split_variant
+
+    if split_variant(path.name)[1] is not None:
+        document = read_wheel_variant(path)
+        report = replace(report, variant=None if document is None else document["variants"])
     if not extensions:
         return report
     from cuship.wheel.cudalibs import nvidia_requirements

@@ -25,7 +25,16 @@ from packaging.version import InvalidVersion, Version
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
 
-__all__ = ["RetagPlan", "find_dist_info", "plan_retag", "record_hash", "retag", "strip_label"]
+__all__ = [
+    "RetagPlan",
+    "find_dist_info",
+    "plan_retag",
+    "public_plan",
+    "record_hash",
+    "retag",
+    "rewrite",
+    "strip_label",
+]
 
 _SIGNATURES = ("RECORD.jws", "RECORD.p7s")
 _WHEEL_MODE = 0o644  # readable by anyone, whatever the umask: wheels are published
@@ -42,6 +51,7 @@ class RetagPlan:
     old_prefix: str  # "pkg-0.1.0" as used in "pkg-0.1.0.dist-info"
     new_prefix: str
     requires: tuple[str, ...] = ()  # Requires-Dist lines to set (e.g. the torch pin)
+    extra: tuple[tuple[str, bytes], ...] = ()  # files added to the .dist-info (variant.json)
 
 
 def plan_retag(filename: str, local: str, *, requires: Sequence[str] = ()) -> RetagPlan:
@@ -140,18 +150,29 @@ def strip_label(wheel: Path, *, out_dir: Path, emit: Emit = discard) -> Path:
 
     The prebuilt-wheel backend uses it: the wheel it returns must carry the sdist's version.
     """
-    labelled = plan_retag(wheel.name, "x")
-    _, version, build, tags = parse_wheel_filename(wheel.name)
+    return rewrite(wheel, public_plan(wheel.name), out_dir=out_dir, emit=emit)
+
+
+def public_plan(filename: str, *, new_filename: str | None = None) -> RetagPlan:
+    """The plan that gives wheel ``filename`` its public version (``1.0+cu128`` → ``1.0``),
+    under ``new_filename`` when given."""
+    labelled = plan_retag(filename, "x")
+    _, version, build, tags = parse_wheel_filename(filename)
     dist = labelled.old_prefix.rsplit("-", 1)[0]
     build_part = f"-{build[0]}{build[1]}" if build else ""
-    plan = RetagPlan(
-        old_filename=wheel.name,
-        new_filename=f"{dist}-{version.public}{build_part}-{_compressed_tags(tags, wheel.name)}.whl",
+    return RetagPlan(
+        old_filename=filename,
+        new_filename=new_filename
+        or f"{dist}-{version.public}{build_part}-{_compressed_tags(tags, filename)}.whl",
         old_version=str(version),
         new_version=version.public,
         old_prefix=labelled.old_prefix,
         new_prefix=f"{dist}-{version.public}",
     )
+
+
+def rewrite(wheel: Path, plan: RetagPlan, *, out_dir: Path, emit: Emit = discard) -> Path:
+    """Write ``wheel`` rewritten by ``plan`` into ``out_dir`` (readable by anyone)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / plan.new_filename
     _rewrite(wheel, target, plan, emit)
@@ -164,6 +185,11 @@ def _rewrite(source: Path, dest: Path, plan: RetagPlan, emit: Emit) -> None:
         with zipfile.ZipFile(source) as old, zipfile.ZipFile(dest, "w") as new:
             dist_info = find_dist_info(old, source)
             rows = [_copy(old, new, info, plan, dist_info, emit) for info in old.infolist()]
+            record_info = old.getinfo(f"{dist_info}/RECORD")
+            for name, data in plan.extra:
+                member = f"{plan.new_prefix}.dist-info/{name}"
+                new.writestr(_like(record_info, member), data)
+                rows.append((member, record_hash(data), str(len(data))))
             record = f"{plan.new_prefix}.dist-info/RECORD"
             new.writestr(_like(old.getinfo(f"{dist_info}/RECORD"), record), _record(rows, record))
     except (zipfile.BadZipFile, EOFError) as err:

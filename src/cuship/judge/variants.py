@@ -1,0 +1,221 @@
+"""Wheel variants from a build: the NVIDIA properties a wheel's binaries earn, its variant twin,
+and the plain fallback beside a build's labelled wheels (the format is
+:mod:`cuship.wheel.variant`'s).
+
+The properties come from the binaries, never from a label (:func:`properties`): ``sm_arch``
+``XY_real`` where every one of the package's own objects runs on a GPU X.Y (SASS of that major
+and a minor not above it, or PTX), ``X0_virtual`` for a major that SASS does not cover at X.0 but
+PTX serves; ``cuda_version_lower_bound`` the oldest CUDA major of the runtimes its objects link
+(``libcudart.so.13``: 13); a runtime linked statically earns none. Arch-specific SASS
+(``sm_90a``) is claimed for no GPU: uv's ``90_real`` would promise it to every 9.x GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cuship.errors import InputError, UsageError
+from cuship.judge.gpu import gpu_coverage
+from cuship.judge.needs import WheelNeeds, wheel_needs
+from cuship.wheel.variant import (
+    NULL,
+    VARIANT_JSON,
+    check_label,
+    default_label,
+    dumps,
+    split_variant,
+    variant_document,
+)
+
+if TYPE_CHECKING:
+    from cuship.config import VariantsSection
+
+__all__ = ["make_variant", "properties", "publish_configured", "publish_variants"]
+
+
+def _runs(device: Sequence[tuple[tuple[str, ...], tuple[str, ...]]], cc: str) -> bool:
+    """Whether the judge lets a GPU of ``cc`` run the package: some own object has SASS or
+    PTX for it (others lacking it make a partial fit, as the judge says)."""
+    return any(gpu_coverage(cc, sass, ptx)[0] is not None for sass, ptx in device)
+
+
+def _known_minors(arches: Sequence[str]) -> dict[int, list[int]]:
+    """GPU minors by major: those of every GPU cuship knows, and those the arches name."""
+    from cuship.compat import load
+
+    found: dict[int, set[int]] = {}
+    ccs = [gpu.cc for gpu in load().gpus] + [
+        f"{int(a.rstrip('af')) // 10}.{int(a.rstrip('af')) % 10}" for a in arches
+    ]
+    for cc in ccs:
+        major, _, minor = cc.partition(".")
+        found.setdefault(int(major), set()).add(int(minor))
+    return {major: sorted(minors) for major, minors in found.items()}
+
+
+def properties(needs: WheelNeeds, *, upper_bound: bool = False) -> dict[str, list[str]]:
+    """The NVIDIA properties of a wheel, from its own objects' device code and the CUDA runtime
+    they link (see the module); empty for a wheel with no device code.
+
+    ``XY_real`` is claimed when every GPU of major X and minor Y or more that cuship knows runs
+    the package (uv promises it to each of them), ``X0_virtual`` when every GPU of major X
+    does and no ``X0_real`` says so already."""
+    device = [(o.sass, o.ptx) for o in needs.own if o.device]
+    if not device:
+        return {}
+    sass = sorted({s for o in needs.own for s in o.sass}, key=_sm_key)
+    minors = _known_minors(sass)
+    real: list[str] = []
+    for sm in dict.fromkeys(s.rstrip("af") for s in sass):
+        major, minor = int(sm) // 10, int(sm) % 10
+        wanted = [m for m in minors[major] if m >= minor]
+        if all(_runs(device, f"{major}.{m}") for m in wanted):
+            real.append(f"{sm}_real")
+    virtual = [
+        f"{major}0_virtual"
+        for major in sorted(minors)
+        if f"{major}0_real" not in real
+        and all(_runs(device, f"{major}.{m}") for m in minors[major])
+    ]
+    found: dict[str, list[str]] = {}
+    majors = sorted({m for o in needs.own for m in o.cuda_majors})
+    if majors:
+        found["cuda_version_lower_bound"] = [str(majors[0])]
+        if upper_bound:
+            found["cuda_version_upper_bound"] = [str(majors[-1] + 1)]
+    if real or virtual:
+        found["sm_arch"] = real + virtual
+    return found
+
+
+def make_variant(
+    wheel: Path,
+    *,
+    out_dir: Path,
+    label: str | None = None,
+    null: bool = False,
+    upper_bound: bool = False,
+) -> Path:
+    """Write the variant twin of ``wheel`` into ``out_dir``: its public version (the local
+    label dropped: variants of one release share its version), the variant label appended to
+    its name, and a ``variant.json`` whose NVIDIA properties are read from its binaries (none
+    with ``null``). ``label`` defaults to the wheel's local label (``+cu130``: ``cu130``)."""
+    from cuship.wheel.audit import inspect_wheel
+    from cuship.wheel.retag import public_plan, rewrite
+
+    if split_variant(wheel.name)[1] is not None:
+        raise InputError(
+            f"{wheel.name!r} is a variant wheel already", hint="pass the plain or labelled wheel"
+        )
+    report = inspect_wheel(wheel)
+    chosen = NULL if null else (label or default_label(report.local))
+    if chosen is None:
+        raise UsageError(
+            f"{wheel.name!r} has no local label to name its variant by",
+            hint="pass --label (lower case [0-9a-z_.], at most 16 characters)",
+        )
+    props = {} if null else properties(wheel_needs(report), upper_bound=upper_bound)
+    if not null and not props:
+        raise InputError(
+            f"{wheel.name!r} holds no CUDA device code and links no CUDA runtime: no NVIDIA "
+            "property to give a variant",
+            hint="publish it as a plain wheel, or pass --null for a null variant",
+        )
+    plain = public_plan(wheel.name)
+    stem = plain.new_filename[:-4]
+    plan = public_plan(wheel.name, new_filename=f"{stem}-{check_label(chosen)}.whl")
+    document = variant_document(chosen, props)
+    return rewrite(
+        wheel,
+        replace(plan, extra=((VARIANT_JSON, dumps(document)),)),
+        out_dir=out_dir,
+    )
+
+
+def publish_variants(
+    wheels: Sequence[Path],
+    out_dir: Path,
+    *,
+    template: str = "cu{cuda_short}",
+    plain: str | None = None,
+    null: bool = False,
+    upper_bound: bool = False,
+) -> tuple[Path, ...]:
+    """Beside the labelled ``wheels`` (a build's, ``+cu130``): the variant twin of each (its
+    label from ``template``, its properties from its binaries), and per Python tag and
+    platform one plain wheel, the build ``plain`` names (default: the oldest CUDA), with its
+    null variant when ``null``. Returns the files written, in ``out_dir``."""
+    from cuship.wheel.names import format_label, parse_label
+    from cuship.wheel.retag import strip_label
+
+    written: list[Path] = []
+    groups: dict[str, list[tuple[Path, Any]]] = {}
+    for wheel in wheels:
+        local = _local_of(wheel.name)
+        if local is None or split_variant(wheel.name)[1] is not None:
+            continue
+        variant = parse_label(local)
+        if variant.torch is not None:
+            raise UsageError(
+                f"{wheel.name!r} is built for torch {variant.torch}: variants of torch-linked "
+                "builds need an index per torch minor, which cuship does not write yet",
+                hint="publish torch-linked builds in their label sub-indexes ([variants] "
+                "enabled = false)",
+            )
+        label = check_label(format_label(variant, template).lower())
+        written.append(make_variant(wheel, out_dir=out_dir, label=label, upper_bound=upper_bound))
+        groups.setdefault(_tags_of(wheel.name), []).append((wheel, variant))
+    for builds in groups.values():
+        fallback = _fallback(builds, plain)
+        written.append(strip_label(fallback, out_dir=out_dir))
+        if null:
+            written.append(make_variant(fallback, out_dir=out_dir, null=True))
+    return tuple(written)
+
+
+def _local_of(filename: str) -> str | None:
+    version = filename.split("-")[1] if filename.count("-") >= 2 else ""
+    return version.partition("+")[2] or None
+
+
+def _tags_of(filename: str) -> str:
+    """``cp311-cp311-linux_x86_64``: the tag part of a plain wheel name."""
+    return "-".join(filename[:-4].split("-")[-3:])
+
+
+def _fallback(builds: Sequence[tuple[Path, Any]], plain: str | None) -> Path:
+    if plain is not None:
+        for wheel, _ in builds:
+            if (_local_of(wheel.name) or "").lower() == plain.lower():
+                return wheel
+        raise UsageError(
+            f"[variants] plain = {plain!r} names no build among "
+            f"{', '.join(sorted(w.name for w, _ in builds))}",
+            hint="name the local label of one build, e.g. cu128",
+        )
+    ordered = sorted(builds, key=lambda pair: (pair[1].cuda is None, pair[1].cuda, pair[0].name))
+    return ordered[0][0]
+
+
+def publish_configured(
+    section: VariantsSection, wheels: Sequence[Path], out_dir: Path
+) -> tuple[Path, ...]:
+    """:func:`publish_variants` as a project's ``[variants]`` says; nothing when it is off."""
+    if not section.enabled or not wheels:
+        return ()
+    return publish_variants(
+        wheels,
+        out_dir,
+        template=section.label,
+        plain=section.plain,
+        null=section.null,
+        upper_bound=section.upper_bound,
+    )
+
+
+def _sm_key(sm: str) -> tuple[int, str]:
+    digits = sm.rstrip("af")
+    return int(digits), sm[len(digits) :]
