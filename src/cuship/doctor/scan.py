@@ -216,6 +216,21 @@ def _written(dist: metadata.Distribution) -> WrittenProvenance | None:
         return None
 
 
+def _wheel_variant(dist: metadata.Distribution) -> str | None:
+    """The label of the wheel variant (PEP 825) installed, from its ``variant.json``; None
+    for a plain wheel or a file that cannot be read (doctor reports, it does not fail)."""
+    from cuship.wheel.variant import VARIANT_JSON, read_document
+
+    text = dist.read_text(VARIANT_JSON)
+    if text is None or len(text) > 1 << 20:
+        return None
+    try:
+        document = read_document(text.encode(), VARIANT_JSON)
+    except CushipError:
+        return None
+    return next(iter(document["variants"]), None)
+
+
 def _provenance(dist: metadata.Distribution, version: str) -> Provenance:
     try:
         label = Version(version).local
@@ -223,9 +238,12 @@ def _provenance(dist: metadata.Distribution, version: str) -> Provenance:
         label = None
     written = _written(dist)
     url = _direct_url(dist).get("url")
+    wheel_variant = _wheel_variant(dist)
     variant, source = (
         (written.label, "cuship.json")
         if written is not None and written.label
+        else (wheel_variant, "variant.json")
+        if wheel_variant
         else (label, "local version label")
     )
     return Provenance(

@@ -21,7 +21,7 @@ import os
 import re
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Literal
@@ -68,6 +68,8 @@ class IndexPage:
     format: Literal["json", "html"]
     candidates: tuple[Candidate, ...]
     manifest: str | None  # the URL of the manifest whose records were merged in, if any
+    # the wheel variants of each version its variants.json files name: {version: {label: ...}}
+    variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def project_url(index: str, project: str) -> str:
@@ -272,6 +274,8 @@ def fetch_page(
         )
     if found is not None:
         candidates = tuple(_with_facts(c, found.records) for c in candidates)
+    variants = _variants(candidates, options, emit)
+    candidates = tuple(c for c in candidates if not c.filename.endswith(_VARIANTS_SUFFIX))
     message = f"{url}: {len(candidates)} files ({fmt})" + (
         f", manifest {found.url}" if found else ""
     )
@@ -281,7 +285,37 @@ def fetch_page(
         format=fmt,  # type: ignore[arg-type]
         candidates=candidates,
         manifest=found.url if found else None,
+        variants=variants,
     )
+
+
+_VARIANTS_SUFFIX = "-variants.json"
+
+
+def _variants(
+    candidates: tuple[Candidate, ...], options: FetchOptions, emit: Emit
+) -> dict[str, Mapping[str, Any]]:
+    """The variants each ``{name}-{version}-variants.json`` the page links names, by version
+    (read like a manifest: bounded, in the index's scheme; one that cannot be used is a
+    warning, and its version's variant wheels are then judged without uv's view)."""
+    found: dict[str, Mapping[str, Any]] = {}
+    for c in candidates:
+        if not c.filename.endswith(_VARIANTS_SUFFIX) or c.refused:
+            continue
+        version = c.filename[: -len(_VARIANTS_SUFFIX)].rpartition("-")[2]
+        try:
+            answer = get(c.url, options=options, emit=emit, limit=options.max_manifest_bytes)
+            document = _json.loads(answer.body)
+            variants = document.get("variants") if isinstance(document, dict) else None
+            if not isinstance(variants, dict):
+                raise ValueError("it holds no 'variants' table")
+        except (InputError, ValueError) as err:
+            problem = err.message if isinstance(err, InputError) else str(err)
+            message = f"ignoring {c.url!r}: {problem}"
+            emit(Event(level="warning", topic="fetch", message=message))
+            continue
+        found[version] = {str(k): v for k, v in variants.items() if isinstance(v, dict)}
+    return found
 
 
 def _safe_name(filename: str) -> str:

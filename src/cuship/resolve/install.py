@@ -113,7 +113,7 @@ def resolve_index(
     """Fetch the project page of ``requirement`` from ``index`` and judge its files."""
     req = parse_requirement(requirement)
     page = fetch_page(index, req.name, options=options, emit=emit)
-    return page, select(req, page.candidates, target)
+    return page, select(req, page.candidates, target, variants=page.variants)
 
 
 def download_dir(environ: Mapping[str, str]) -> Path:

@@ -39,6 +39,7 @@ class WheelFacts:
     bundled: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
     unread: tuple[str, ...] = ()
+    variant: Mapping[str, Any] | None = None  # a variant wheel's {label: properties}
 
     @classmethod
     def from_describe(cls, record: Mapping[str, object]) -> WheelFacts:
@@ -61,6 +62,7 @@ class WheelFacts:
             bundled=() if needs is None else needs.bundled,
             requires=() if needs is None else needs.requires,
             unread=() if needs is None else needs.unread,
+            variant=_variant_field(record),
         )
 
 
@@ -141,6 +143,27 @@ def _requirement_field(record: Mapping[str, object]) -> str | None:
             "torch_requirement", value, "is not a requirement such as 'torch>=2.8'"
         ) from None
     return value
+
+
+def _variant_field(record: Mapping[str, object]) -> Mapping[str, Any] | None:
+    value = record.get("variant")
+    if value is None:
+        return None
+    from cuship.wheel.variant import read_document
+
+    if not isinstance(value, dict):
+        raise _bad("variant", value, "is not an object")
+    try:
+        read_document(_json_text(value), "describe.variant")
+    except InputError as err:
+        raise _bad("variant", value, err.message.partition(": ")[2] or err.message) from None
+    return value
+
+
+def _json_text(value: object) -> bytes:
+    import json
+
+    return json.dumps({"variants": value}).encode()
 
 
 def _needs_field(record: Mapping[str, object]) -> WheelNeeds | None:
@@ -285,6 +308,7 @@ class Resolution:
     chosen: Verdict | None
     ranked: tuple[Verdict, ...]
     rejected: tuple[Verdict, ...]
+    uv: str | None = None  # the file uv with wheel variants would take (None: no variants)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -293,4 +317,5 @@ class Resolution:
             "chosen": None if self.chosen is None else self.chosen.to_json(),
             "ranked": [v.to_json() for v in self.ranked],
             "rejected": [v.to_json() for v in self.rejected],
+            "uv_variants_choice": self.uv,
         }

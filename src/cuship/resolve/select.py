@@ -33,7 +33,7 @@ unknown, then the full version and the file name.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -47,7 +47,9 @@ from cuship.errors import CushipError, UsageError
 from cuship.judge import Context, Judgement, ObjectNeeds, Offer, WheelNeeds, judge
 from cuship.judge.needs import check_abi, pin_of
 from cuship.resolve.model import Candidate, Resolution, Target, Verdict, WheelFacts, target_of
+from cuship.resolve.variants import UvMachine, uv_label
 from cuship.wheel.names import parse_label
+from cuship.wheel.variant import split_variant
 
 __all__ = [
     "Candidate",
@@ -104,6 +106,8 @@ class _Judging:
     coverage: str = "cpu"
     tag_rank: int = 0
     judgement: Judgement | None = None
+    variant: str | None = None  # its wheel-variant label (PEP 825), if it is a variant wheel
+    uv_pick: bool = False  # uv with wheel variants would take it
 
 
 def _check_url(j: _Judging) -> None:
@@ -112,7 +116,7 @@ def _check_url(j: _Judging) -> None:
 
 
 def _check_filename(j: _Judging, req: Requirement) -> None:
-    name = j.candidate.filename
+    name, j.variant = split_variant(j.candidate.filename)
     if not name.endswith(".whl"):
         raise _Reject("filename", "not a wheel (cuship installs wheels, not sdists)")
     try:
@@ -286,6 +290,7 @@ def _rank_key(j: _Judging, target: Target) -> tuple[Any, ...]:
         public,
         cuda_key,
         _COVERAGE_SCORE[j.coverage],
+        int(j.uv_pick),
         j.version,
         j.candidate.filename,
     )
@@ -298,8 +303,9 @@ def _judge(
     compat: Compat,
     tag_ranks: Mapping[str, int],
     offer: Offer,
+    uv_picks: frozenset[str] = frozenset(),
 ) -> Verdict:
-    j = _Judging(candidate=c, notes=list(c.notes))
+    j = _Judging(candidate=c, notes=list(c.notes), uv_pick=c.filename in uv_picks)
     try:
         _check_url(j)
         _check_filename(j, req)
@@ -338,6 +344,7 @@ def select(
     target: Target,
     *,
     compat: Compat | None = None,
+    variants: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Resolution:
     """Judge every candidate for ``target``; the best acceptable one is ``chosen``."""
     req = parse_requirement(requirement) if isinstance(requirement, str) else requirement
@@ -346,14 +353,67 @@ def select(
     for rank, tag in enumerate(target.tags):
         tag_ranks.setdefault(tag, rank)
     offer = target.offer()
-    verdicts = [_judge(c, req, target, data, tag_ranks, offer) for c in candidates]
+    listed = list(candidates)
+    uv = uv_choice(req, listed, target, tag_ranks, variants or {})
+    picks = frozenset(() if uv is None else (uv,))
+    verdicts = [_judge(c, req, target, data, tag_ranks, offer, picks) for c in listed]
     ranked = sorted((v for v in verdicts if v.accepted), key=lambda v: v.key, reverse=True)
     if ranked:
-        ranked[0] = replace(ranked[0], reason="chosen")
+        ranked[0] = replace(ranked[0], reason="chosen", notes=_uv_notes(ranked[0], uv, verdicts))
     return Resolution(
         requirement=str(req),
         target=target,
         chosen=ranked[0] if ranked else None,
         ranked=tuple(ranked),
         rejected=tuple(v for v in verdicts if not v.accepted),
+        uv=uv,
     )
+
+
+def _uv_notes(chosen: Verdict, uv: str | None, verdicts: Sequence[Verdict]) -> tuple[str, ...]:
+    """The chosen file's notes, and where uv with wheel variants would take another file."""
+    if uv is None or uv == chosen.candidate.filename:
+        return chosen.notes
+    theirs = next((v for v in verdicts if v.candidate.filename == uv), None)
+    why = (
+        f"which does not run here ({theirs.rule}: {theirs.reason})"
+        if theirs is not None and not theirs.accepted
+        else "by its NVIDIA provider's rules (SASS by major, PTX only within its own major)"
+    )
+    return (*chosen.notes, f"uv --preview-features wheel-variants would take {uv}, {why}")
+
+
+def uv_choice(
+    req: Requirement,
+    candidates: Sequence[Candidate],
+    target: Target,
+    tag_ranks: Mapping[str, int],
+    variants: Mapping[str, Mapping[str, Any]],
+) -> str | None:
+    """The file uv with ``--preview-features wheel-variants`` takes: of the newest version
+    whose files fit the requirement and this interpreter, the variant its NVIDIA provider
+    prefers (from the index's variants.json, else the manifest's records of the variant
+    wheels), else the null variant, else the plain wheel; None without variant wheels."""
+    fitting: list[tuple[Version, str, str | None]] = []
+    for c in candidates:
+        name, label = split_variant(c.filename)
+        try:
+            project, version, _, tags = parse_wheel_filename(name)
+        except (InvalidWheelFilename, InvalidVersion):
+            continue
+        if canonicalize_name(project) != canonicalize_name(req.name) or c.yanked is not None:
+            continue
+        if not req.specifier.contains(version) or not any(str(t) in tag_ranks for t in tags):
+            continue
+        fitting.append((version, c.filename, label))
+    if not any(label for _, _, label in fitting):
+        return None
+    newest = max(version for version, _, _ in fitting)
+    files = [(name, label) for version, name, label in fitting if version == newest]
+    table = dict(variants.get(str(newest), {}))
+    for c in candidates:
+        if c.facts is not None and c.facts.variant:
+            table.update(c.facts.variant)
+    label = uv_label(table, UvMachine.of(target.driver_cuda, target.gpus))
+    by_label = {lbl: name for name, lbl in files}
+    return by_label.get(label) if label is not None else by_label.get(None)

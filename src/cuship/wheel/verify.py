@@ -92,6 +92,7 @@ def verify(
     _check_arches(targets, sass, ptx, checks, problems)
     if isinstance(report, WheelReport):
         _check_wheel(report, local, checks, problems)
+        _check_variant(report, checks, problems, notes)
         built = built or report.torch_label
         _check_torch(report, built, checks, problems, notes)
         _check_floor(report, manylinux, checks, problems)
@@ -234,6 +235,55 @@ def _check_wheel(
         checks.append(f"local label {local!r}")
         if _normal(report.local) != _normal(local):
             problems.append(f"local version label is {report.local!r}, expected {local!r}")
+
+
+def _check_variant(
+    report: WheelReport, checks: list[str], problems: list[str], notes: list[str]
+) -> None:
+    """A variant wheel's NVIDIA properties against what its binaries earn: a claim they do not
+    earn sends uv's users a wheel that fails (a problem); one they would earn and that is not
+    claimed only keeps uv from taking it where it runs (a note)."""
+    if report.variant is None:
+        return
+    from cuship.judge.needs import wheel_needs
+    from cuship.judge.variants import properties
+
+    checks.append("variant properties held to the binaries")
+    earned = properties(wheel_needs(report), upper_bound=True)
+    for label, entry in report.variant.items():
+        claimed = entry.get("nvidia", {}) if isinstance(entry, dict) else {}
+        for value in claimed.get("sm_arch", []):
+            if value not in earned.get("sm_arch", []):
+                problems.append(
+                    f"variant {label!r} claims sm_arch {value!r}, which its binaries do not "
+                    f"earn (they earn: {', '.join(earned.get('sm_arch', [])) or 'none'})"
+                )
+        missing = [v for v in earned.get("sm_arch", []) if v not in claimed.get("sm_arch", [])]
+        if claimed and missing:
+            notes.append(f"variant {label!r} could also claim sm_arch {', '.join(missing)}")
+        _check_bound(label, claimed, earned, problems)
+
+
+def _check_bound(
+    label: str,
+    claimed: dict[str, list[str]],
+    earned: dict[str, list[str]],
+    problems: list[str],
+) -> None:
+    need = earned.get("cuda_version_lower_bound")
+    said = claimed.get("cuda_version_lower_bound")
+    if not need or not claimed:
+        return
+    if not said:
+        problems.append(
+            f"variant {label!r} has no cuda_version_lower_bound; its objects need CUDA {need[0]}"
+        )
+        return
+    if min(int(v.partition(".")[0]) for v in said) < int(need[0]):
+        problems.append(
+            f"variant {label!r} says cuda_version_lower_bound {', '.join(said)}; its objects "
+            f"link the CUDA {need[0]} runtime: a driver of an older CUDA fails it"
+        )
 
 
 def _normal(label: str | None) -> str | None:
