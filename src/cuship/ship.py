@@ -41,6 +41,7 @@ class ShipReport:
     check: CheckReport | None = None
     cpu_only: bool = False
     torch_axis: tuple[str, ...] = ()  # what the torch ABI did to the matrix, and why
+    variants: tuple[str, ...] = ()  # the variant wheels and plain fallbacks written
 
     @property
     def failed(self) -> bool:
@@ -56,6 +57,17 @@ class ShipReport:
         """
         where = url or (self.site / "simple").as_uri()
         return f"pip install {project} --index-url {where} --extra-index-url {PYPI}"
+
+    def variants_line(self, project: str, url: str | None = None) -> str | None:
+        """The uv command that installs the variant for the machine (PEP 825), when variants
+        were written; pip and uv without the flag install the plain wheel."""
+        if not self.variants:
+            return None
+        where = url or (self.site / "simple").as_uri()
+        return (
+            f"uv pip install --preview-features wheel-variants {project} --index-url {where} "
+            f"--extra-index-url {PYPI}"
+        )
 
 
 def matrix_pythons(config: Config) -> set[str]:
@@ -149,11 +161,13 @@ def ship(
     if key is not None and wheels:
         with clock.run("attest", emit):
             _attest(outcomes, plans, key, environ, emit)
+    variants: tuple[Path, ...] = ()
     if wheels and config.variants.enabled:
         from cuship.judge.variants import publish_configured
 
         with clock.run("variants", emit):
-            wheels += publish_configured(config.variants, wheels, out_dir / "wheels")
+            variants = publish_configured(config.variants, wheels, out_dir / "wheels")
+            wheels += variants
     site = out_dir / "site"
     summary = None
     if wheels:
@@ -167,6 +181,7 @@ def ship(
         check=check,
         cpu_only=cpu_only,
         torch_axis=collapse.axis_notes(config, load()),
+        variants=tuple(path.name for path in variants),
     )
 
 

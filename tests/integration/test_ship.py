@@ -37,8 +37,16 @@ def test_ship_builds_indexes_and_the_install_line_works(tmp_path: Path) -> None:
         assert job["smoke"].startswith("cuvecops 0.1.0 "), job["smoke"]
     assert {j["python"]["source"] for j in built} >= {"running"}
     assert all(j["status"] in ("built", "needs-runner") for j in report["jobs"])
-    assert report["index"]["wheels"] == len(built)
-    assert set(report["stages"]) == {"plan", "build", "check", "index"}
+    # [variants] enabled in the example: per build its variant twin, and per Python the plain
+    # wheel and the null variant
+    assert len(report["variants"]) == 3 * len(built)
+    assert report["index"]["wheels"] == len(built) + len(report["variants"])
+    assert report["install_variants"].startswith(
+        "uv pip install --preview-features wheel-variants cuvecops --index-url "
+    )
+    variants = json.loads((out / "site/simple/cuvecops/cuvecops-0.1.0-variants.json").read_text())
+    assert set(variants["variants"]) == {"null", *(j["job"].rsplit("-", 1)[1] for j in built)}
+    assert set(report["stages"]) == {"plan", "build", "check", "variants", "index"}
     assert report["check"]["verdict"] == "passed"
     assert report["cpu_only"] is False
     described = [w["describe"] for w in site_records(out / "site")]

@@ -81,14 +81,14 @@ def command(
         )
     line = report.install_line(config.project.name or "PROJECT")
     if as_json:
-        console.print_json(_as_json(report, line))
+        console.print_json(_as_json(report, line, config.project.name))
     else:
         _render(console, report, line)
     if report.failed:
         exit_with(1)
 
 
-def _as_json(report: ShipReport, line: str) -> dict[str, object]:
+def _as_json(report: ShipReport, line: str, project: str | None = None) -> dict[str, object]:
     from cuship.cli._buildtable import result_json
 
     return {
@@ -108,6 +108,8 @@ def _as_json(report: ShipReport, line: str) -> dict[str, object]:
         "stages": {k: round(v, 2) for k, v in report.stages.items()},
         "torch_axis": list(report.torch_axis),
         "install": line if report.index else None,
+        "variants": list(report.variants),
+        "install_variants": (report.variants_line(project) if report.index and project else None),
     }
 
 
@@ -137,4 +139,10 @@ def _render(console: Console, report: ShipReport, line: str) -> None:
         markup=False,
     )
     console.out.print(f"install with:\n  {line}", markup=False)
+    uv_line = report.variants_line(line.split()[2])
+    if uv_line is not None:
+        console.out.print(
+            f"or, the variant built for this machine's GPU and driver (uv 0.13+):\n  {uv_line}",
+            markup=False,
+        )
     console.out.print("or serve it: cuship serve " + str(report.site), markup=False)

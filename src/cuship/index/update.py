@@ -58,6 +58,7 @@ from cuship.index.render import (
     root_pages,
     rows_of,
     variant_labels,
+    variants_files,
 )
 from cuship.index.scan import IndexedWheel
 from cuship.index.yank import spec_project
@@ -246,10 +247,16 @@ def _rewrite_project(
     listed = {row.filename for row in rows}
     if not old:  # a new project: nothing to take away, and its manifest is due before the root
         site.put(manifest, tree[manifest])
+    stale_variants = tuple(
+        f"simple/{project}/{name}"
+        for name in variants_files(old)
+        if f"simple/{project}/{name}" not in tree
+    )
     return _Finish(
         project=project,
         stale_labels=tuple(sorted(set(variant_labels(old)) - set(variant_labels(rows)))),
-        stale_files=tuple(
+        stale_files=stale_variants
+        + tuple(
             rel
             for row in old
             if row.filename not in listed and row.base is None

@@ -1,0 +1,308 @@
+"""Wheel variants (PEP 825): file names, the properties a wheel's binaries earn, the variant twin,
+uv's NVIDIA provider as the research recorded it, the index's variants.json, verify."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cuship.errors import InputError, UsageError
+from cuship.index import write
+from cuship.index.describe import describe_wheel
+from cuship.judge import ObjectNeeds, WheelNeeds
+from cuship.judge.variants import make_variant, properties, publish_variants
+from cuship.resolve import Candidate, Target, WheelFacts, select
+from cuship.resolve.variants import UvMachine, fits, uv_label
+from cuship.wheel.audit import inspect_wheel
+from cuship.wheel.variant import merged, read_wheel_variant, split_variant, variant_document
+from cuship.wheel.verify import verify
+from tests.elf_factory import cuda_elf
+from tests.wheel_factory import make_wheel
+
+TAG = "cp311-cp311-linux_x86_64"
+
+
+@pytest.mark.parametrize(
+    ("filename", "expected"),
+    [
+        ("pkg-1.0-py3-none-any.whl", ("pkg-1.0-py3-none-any.whl", None)),
+        ("pkg-1.0-1-py3-none-any.whl", ("pkg-1.0-1-py3-none-any.whl", None)),
+        ("pkg-1.0-py3-none-any-cu130.whl", ("pkg-1.0-py3-none-any.whl", "cu130")),
+        ("pkg-1.0-2-py3-none-any-cu12_sm90.whl", ("pkg-1.0-2-py3-none-any.whl", "cu12_sm90")),
+        ("pkg-1.0.tar.gz", ("pkg-1.0.tar.gz", None)),
+    ],
+)
+def test_a_variant_label_is_the_last_component_past_the_tags(
+    filename: str, expected: tuple[str, str | None]
+) -> None:
+    assert split_variant(filename) == expected
+
+
+def own(path: str = "pkg/_C.abi3.so", **fields: Any) -> ObjectNeeds:
+    return replace(ObjectNeeds(path=path, role="extension"), **fields)
+
+
+def test_the_properties_a_wheels_binaries_earn() -> None:
+    """cuvecops: SASS 80/90/100/120, PTX 80/120, libcudart.so.13."""
+    cuvecops = WheelNeeds(
+        name="cuvecops",
+        version="0.1.0",
+        objects=(
+            own(sass=("80", "90", "100", "120"), ptx=("80", "120"), libraries=("libcudart.so.13",)),
+        ),
+    )
+    assert properties(cuvecops) == {
+        "cuda_version_lower_bound": ["13"],
+        "sm_arch": ["80_real", "90_real", "100_real", "120_real", "110_virtual"],
+    }
+    assert properties(cuvecops, upper_bound=True)["cuda_version_upper_bound"] == ["14"]
+    # sm_100a runs on 10.0, not on 10.3: uv's 100_real would promise both, so it is not claimed
+    arch_specific = WheelNeeds(name="p", version="1", objects=(own(sass=("90a", "100a")),))
+    assert properties(arch_specific) == {"sm_arch": ["90_real"]}
+    # SASS 86 and PTX 80: 8.0 and 8.6 run by PTX and SASS, so all of major 8 runs
+    ptx_fills = WheelNeeds(name="p", version="1", objects=(own(sass=("86",), ptx=("80",)),))
+    assert properties(ptx_fills)["sm_arch"] == [
+        "86_real",
+        "80_virtual",
+        "90_virtual",
+        "100_virtual",
+        "110_virtual",
+        "120_virtual",
+    ]
+    assert properties(WheelNeeds(name="p", version="1", objects=(own(),))) == {}
+
+
+def _wheel(tmp_path: Path, version: str, *, sass: tuple[str, ...], runtime: str) -> Path:
+    files = {"pkg/_C.abi3.so": cuda_elf(sass=list(sass), needed=(runtime,))}
+    return make_wheel(tmp_path, "pkg", version, tag=TAG, files=files)
+
+
+def test_the_variant_twin_of_a_labelled_wheel(tmp_path: Path) -> None:
+    labelled = _wheel(tmp_path / "in", "1.0+cu130", sass=("90",), runtime="libcudart.so.13")
+    twin = make_variant(labelled, out_dir=tmp_path / "out")
+    assert twin.name == f"pkg-1.0-{TAG}-cu130.whl"
+    assert read_wheel_variant(twin) == variant_document(
+        "cu130", {"cuda_version_lower_bound": ["13"], "sm_arch": ["90_real"]}
+    )
+    report = inspect_wheel(twin)
+    assert report.version == "1.0" and report.variant is not None
+    with zipfile.ZipFile(twin) as archive:
+        record = archive.read("pkg-1.0.dist-info/RECORD").decode()
+    assert "pkg-1.0.dist-info/variant.json,sha256=" in record
+    assert verify(report).ok
+    with pytest.raises(InputError, match="is a variant wheel already"):
+        make_variant(twin, out_dir=tmp_path / "out")
+    bare = _wheel(tmp_path / "in", "1.0", sass=("90",), runtime="libcudart.so.13")
+    with pytest.raises(UsageError, match="has no local label"):
+        make_variant(bare, out_dir=tmp_path / "out")
+    with pytest.raises(UsageError, match="is not a variant label"):
+        make_variant(labelled, out_dir=tmp_path / "out", label="CU130")
+    pure = make_wheel(tmp_path / "in", "pure", "1.0+cu130")
+    with pytest.raises(InputError, match="no NVIDIA property"):
+        make_variant(pure, out_dir=tmp_path / "out")
+
+
+def test_verify_refuses_a_variant_whose_claims_its_binaries_do_not_earn(tmp_path: Path) -> None:
+    labelled = _wheel(tmp_path / "in", "1.0+cu130", sass=("90",), runtime="libcudart.so.13")
+    twin = make_variant(labelled, out_dir=tmp_path / "out")
+    lying = tmp_path / "lie" / twin.name
+    lying.parent.mkdir()
+    with zipfile.ZipFile(twin) as source, zipfile.ZipFile(lying, "w") as out:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename.endswith("variant.json"):
+                document = json.loads(data)
+                document["variants"]["cu130"]["nvidia"]["sm_arch"] = ["80_real", "90_real"]
+                document["variants"]["cu130"]["nvidia"]["cuda_version_lower_bound"] = ["12"]
+                data = json.dumps(document).encode()
+            out.writestr(info, data)
+    problems = verify(inspect_wheel(lying)).problems
+    assert problems == (
+        "variant 'cu130' claims sm_arch '80_real', which its binaries do not earn (they earn: "
+        "90_real)",
+        "variant 'cu130' says cuda_version_lower_bound 12; its objects link the CUDA 13 "
+        "runtime: a driver of an older CUDA fails it",
+    )
+
+
+# uv 0.13.8's picks on the research's index of four variants (research/variants.md, section 4)
+IDX1 = {
+    "cu12_sm80_90": {
+        "nvidia": {
+            "cuda_version_lower_bound": ["12.0"],
+            "cuda_version_upper_bound": ["13"],
+            "sm_arch": ["80_real", "90_real"],
+        }
+    },
+    "cu12_sm100_120": {
+        "nvidia": {
+            "cuda_version_lower_bound": ["12.8"],
+            "cuda_version_upper_bound": ["13"],
+            "sm_arch": ["100_real", "120_real"],
+        }
+    },
+    "cu13_sm80_90": {
+        "nvidia": {"cuda_version_lower_bound": ["13.0"], "sm_arch": ["80_real", "90_real"]}
+    },
+    "cu13_sm100_120": {
+        "nvidia": {"cuda_version_lower_bound": ["13.0"], "sm_arch": ["100_real", "120_real"]}
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("cuda", "cc", "expected"),
+    [
+        ("12.8", "9.0", "cu12_sm80_90"),
+        ("13.0", "9.0", "cu13_sm80_90"),
+        ("13.0", "12.0", "cu13_sm100_120"),
+        ("11.8", "7.0", None),
+        (None, None, None),
+        ("12.8", "12.0", "cu12_sm100_120"),
+        ("12.4", "12.0", None),
+        ("13.0", "8.6", "cu13_sm80_90"),
+        ("12.8", "10.0", "cu12_sm100_120"),
+        ("13.0", None, None),
+        (None, "9.0", None),
+        ("13.1", "9.0", "cu13_sm80_90"),
+        ("14.0", "9.0", "cu13_sm80_90"),
+    ],
+)
+def test_uvs_nvidia_provider_as_the_experiments_recorded_it(
+    cuda: str | None, cc: str | None, expected: str | None
+) -> None:
+    machine = UvMachine.of(cuda, [("GPU", cc)] if cc else [])
+    assert uv_label(IDX1, machine) == expected
+    assert uv_label({**IDX1, "null": {}}, machine) == (expected or "null")
+
+
+def test_uvs_order_between_fitting_variants() -> None:
+    def nv(**features: list[str]) -> dict[str, Any]:
+        return {"nvidia": dict(features)}
+
+    driver = UvMachine(cuda=(12, 9), cc=(9, 0))
+    assert (
+        uv_label(
+            {
+                "a": nv(cuda_version_lower_bound=["12.0"]),
+                "b": nv(cuda_version_lower_bound=["12.8"]),
+            },
+            driver,
+        )
+        == "b"
+    )
+    assert (
+        uv_label({"a": nv(sm_arch=["90_real"]), "b": nv(cuda_version_lower_bound=["12.0"])}, driver)
+        == "b"
+    )
+    both = nv(cuda_version_lower_bound=["12.0"], sm_arch=["90_real"])
+    assert uv_label({"a": both, "b": nv(cuda_version_lower_bound=["12.8"])}, driver) == "b"
+    assert uv_label({"a": nv(sm_arch=["90_virtual"]), "b": nv(sm_arch=["90_real"])}, driver) == "b"
+    assert (
+        uv_label({"b": nv(sm_arch=["80_real", "90_real"]), "a": nv(sm_arch=["90_real"])}, driver)
+        == "a"
+    )
+    assert not fits(nv(sm_arch=["80_virtual"]), driver)  # PTX across majors is not modelled
+    assert not fits({"other": {"x": ["1"]}}, driver)
+
+
+def test_a_merged_variants_json_refuses_one_label_with_two_meanings() -> None:
+    one = variant_document("cu130", {"sm_arch": ["90_real"]})
+    other = variant_document("cu130", {"sm_arch": ["80_real"]})
+    assert merged([one, one])["variants"] == one["variants"]
+    with pytest.raises(InputError, match="name the variant 'cu130' with different properties"):
+        merged([one, other])
+
+
+def _published(tmp_path: Path) -> Path:
+    builds = [
+        _wheel(tmp_path / "w", "1.0+cu128", sass=("80", "90"), runtime="libcudart.so.12"),
+        _wheel(tmp_path / "w", "1.0+cu130", sass=("90", "100"), runtime="libcudart.so.13"),
+    ]
+    publish_variants(builds, tmp_path / "w", null=True)
+    return tmp_path / "w"
+
+
+def test_the_index_lists_variants_beside_the_plain_wheel(tmp_path: Path) -> None:
+    wheels = _published(tmp_path)
+    site = tmp_path / "site"
+    write([wheels], site, describe=describe_wheel)
+    page = json.loads((site / "simple/pkg/index.json").read_text())
+    names = [f["filename"] for f in page["files"]]
+    assert names == [
+        f"pkg-1.0-{TAG}-cu128.whl",
+        f"pkg-1.0-{TAG}-cu130.whl",
+        f"pkg-1.0-{TAG}-null.whl",
+        f"pkg-1.0-{TAG}.whl",  # the plain wheel: the build of the oldest CUDA, cu128
+        "pkg-1.0-variants.json",
+    ]
+    variants = (site / "simple/pkg/pkg-1.0-variants.json").read_bytes()
+    entry = page["files"][-1]
+    import hashlib
+
+    assert entry["hashes"]["sha256"] == hashlib.sha256(variants).hexdigest()
+    assert set(json.loads(variants)["variants"]) == {"cu128", "cu130", "null"}
+    # the labelled builds stay in their sub-indexes; every wheel has its PEP 658 metadata
+    sub = json.loads((site / "cu130/simple/pkg/index.json").read_text())
+    assert [f["filename"] for f in sub["files"]] == [f"pkg-1.0+cu130-{TAG}.whl"]
+    assert all((site / "files" / f"{name}.metadata").is_file() for name in names[:-1])
+
+
+def test_an_update_keeps_the_variants_json_in_step(tmp_path: Path) -> None:
+    wheels = _published(tmp_path)
+    site = tmp_path / "site"
+    write([wheels], site, describe=describe_wheel)
+    later = _wheel(tmp_path / "w2", "2.0+cu130", sass=("90",), runtime="libcudart.so.13")
+    (twin,) = [p for p in publish_variants([later], tmp_path / "w2") if "-cu130" in p.name]
+    write([twin], site, describe=describe_wheel, keep_existing=True)
+    assert (site / "simple/pkg/pkg-2.0-variants.json").is_file()
+    assert (site / "simple/pkg/pkg-1.0-variants.json").is_file()  # kept
+    write([twin], site, describe=describe_wheel)  # version 1.0 no longer published
+    assert not (site / "simple/pkg/pkg-1.0-variants.json").exists()
+    page = json.loads((site / "simple/pkg/index.json").read_text())
+    assert [f["filename"] for f in page["files"]] == [
+        f"pkg-2.0-{TAG}-cu130.whl",
+        "pkg-2.0-variants.json",
+    ]
+
+
+def test_resolve_prefers_what_uv_takes_among_equals_and_says_where_it_differs() -> None:
+    def candidate(label: str | None, sass: tuple[str, ...], runtime: str) -> Candidate:
+        name = f"pkg-1.0-{TAG}" + (f"-{label}" if label else "") + ".whl"
+        objects = (own(sass=sass, libraries=(runtime,)),)
+        variant = None
+        if label:
+            needs = WheelNeeds(name="pkg", version="1.0", objects=objects)
+            variant = {label: {"nvidia": properties(needs)}}
+        facts = WheelFacts(sass=sass, objects=objects, variant=variant)
+        return Candidate(filename=name, url=f"http://x/{name}", sha256="0" * 64, facts=facts)
+
+    files = [
+        candidate(None, ("80", "90"), "libcudart.so.12"),
+        candidate("cu128", ("80", "90"), "libcudart.so.12"),
+        candidate("cu130", ("90", "100"), "libcudart.so.13"),
+    ]
+    from cuship.machine import CudaLibraries
+
+    libs = CudaLibraries(found=(("libcudart.so.12", "x"), ("libcudart.so.13", "x")))
+    target = Target(tags=(TAG,), python="3.11.7", gpus=(("H100", "9.0"),), libraries=libs)
+    h100 = select("pkg", files, replace(target, driver_cuda="13.0"))
+    assert h100.chosen is not None and h100.uv == h100.chosen.candidate.filename
+    assert h100.chosen.candidate.filename.endswith("-cu130.whl")
+    # uv's provider reads the driver and the GPU, not the libraries: with no CUDA 13 runtime
+    # here, it would take the cu130 variant, which cannot load; cuship takes a CUDA 12 build
+    only12 = CudaLibraries(found=(("libcudart.so.12", "x"),))
+    no13 = select("pkg", files, replace(target, driver_cuda="13.0", libraries=only12))
+    assert no13.uv is not None and no13.uv.endswith("-cu130.whl")
+    assert no13.chosen is not None  # the plain wheel or cu128: the CUDA 12 builds run here
+    assert no13.chosen.candidate.filename in (files[0].filename, files[1].filename)
+    (note,) = [n for n in no13.chosen.notes if n.startswith("uv ")]
+    assert note.startswith(
+        f"uv --preview-features wheel-variants would take {no13.uv}, which does "
+    )
+    assert "(libraries: pkg/_C.abi3.so needs libcudart.so.13" in note
