@@ -17,6 +17,9 @@ nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv > "$OUT/gpu.
 for mode in uv-variants uv pip; do
     venv="/tmp/venv-$mode"
     rm -rf "$venv" && $PY -m venv --system-site-packages "$venv"
+    # the venv sees every site directory of the machine's Python, its user site too
+    $PY -c 'import site, sys; print("\n".join(p for p in sys.path if p.endswith(("site-packages", "dist-packages"))))' \
+        > "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_machine.pth"
     case $mode in
         uv-variants) "$G/uv" pip install -v --no-config --no-deps --python "$venv/bin/python" \
             --index-url "$INDEX" --preview-features wheel-variants cuvecops ;;

@@ -262,6 +262,9 @@ def test_an_update_keeps_the_variants_json_in_step(tmp_path: Path) -> None:
     write([twin], site, describe=describe_wheel, keep_existing=True)
     assert (site / "simple/pkg/pkg-2.0-variants.json").is_file()
     assert (site / "simple/pkg/pkg-1.0-variants.json").is_file()  # kept
+    write([], site, yanked={f"pkg-1.0-{TAG}-cu130.whl": "broken"}, keep_existing=True)
+    kept = json.loads((site / "simple/pkg/pkg-1.0-variants.json").read_text())
+    assert set(kept["variants"]) == {"cu128", "null"}  # a yanked variant is never picked
     write([twin], site, describe=describe_wheel)  # version 1.0 no longer published
     assert not (site / "simple/pkg/pkg-1.0-variants.json").exists()
     page = json.loads((site / "simple/pkg/index.json").read_text())

@@ -211,10 +211,11 @@ _GENERATOR = _string(f"cuship {__version__}")
 def variants_files(rows: Sequence[Row]) -> dict[str, bytes]:
     """``{name}-{version}-variants.json`` of each version with variant wheels (PEP 825): the
     variants their ``variant.json`` files describe (kept in each row's ``describe`` record),
-    merged, by file name."""
+    merged, by file name. A yanked variant wheel is left out: an installer then never picks its
+    label."""
     by_version: dict[tuple[str, str], list[Mapping[str, object]]] = defaultdict(list)
     for row in rows:
-        if split_variant(row.filename)[1] is None:
+        if row.yanked is not None or split_variant(row.filename)[1] is None:
             continue
         record = row.describe.get("variant")
         if isinstance(record, Mapping):
