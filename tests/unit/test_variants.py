@@ -228,6 +228,14 @@ def _published(tmp_path: Path) -> Path:
     return tmp_path / "w"
 
 
+def test_a_cpu_build_and_a_torch_build_get_no_variant_the_second_said(tmp_path: Path) -> None:
+    cpu = make_wheel(tmp_path / "w", "pkg", "1.0+cpu", tag=TAG)
+    assert publish_variants([cpu], tmp_path / "out") == ()
+    torch = _wheel(tmp_path / "w", "1.0+cu130torch2.13", sass=("90",), runtime="libcudart.so.13")
+    with pytest.raises(UsageError, match="need an index per torch minor"):
+        publish_variants([torch], tmp_path / "out")
+
+
 def test_the_index_lists_variants_beside_the_plain_wheel(tmp_path: Path) -> None:
     wheels = _published(tmp_path)
     site = tmp_path / "site"

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cuship.errors import InputError, UsageError
+from cuship.errors import CushipError, InputError, UsageError
 from cuship.judge.gpu import gpu_coverage
 from cuship.judge.needs import WheelNeeds, wheel_needs
 from cuship.wheel.variant import (
@@ -157,7 +157,12 @@ def publish_variants(
         local = _local_of(wheel.name)
         if local is None or split_variant(wheel.name)[1] is not None:
             continue
-        variant = parse_label(local)
+        try:
+            variant = parse_label(local)
+        except CushipError:
+            continue  # not a CUDA build's label (the CPU fallback's +cpu): no variant
+        if variant.cuda is None:
+            continue
         if variant.torch is not None:
             raise UsageError(
                 f"{wheel.name!r} is built for torch {variant.torch}: variants of torch-linked "
