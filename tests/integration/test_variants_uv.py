@@ -175,3 +175,56 @@ def test_variantlib_reads_every_variant_wheel_and_writes_the_same_variants(
     assert normal(ours) == normal(theirs)
     assert ours["providers"] == theirs["providers"]
     assert ours["default-priorities"] == theirs["default-priorities"]
+
+
+def test_torch_linked_variants_are_taken_from_their_torch_minors_sub_index(
+    tmp_path: Path,
+) -> None:
+    """Builds for torch 2.12 and 2.13, each for CUDA 12.6 and 13.0: uv with the flag, pointed at
+    the sub-index of the installed torch's minor, takes that torch's build for the driver."""
+    from tests.elf_factory import cuda_elf
+    from tests.wheel_factory import make_wheel
+
+    tag = f"{_CP}-{_CP}-manylinux_2_17_x86_64"
+    builds = []
+    for torch in ("2.12", "2.13"):
+        for cuda in ("126", "130"):
+            so = cuda_elf(
+                sass=["80", "90"],
+                needed=(f"libcudart.so.{cuda[:2]}", "libc10.so", "libc10_cuda.so"),
+                undefined=("_ZN3c106detail14torchCheckFailEPKcS2_jPKc",),
+            )
+            builds.append(
+                make_wheel(
+                    tmp_path / "builds",
+                    "tvar",
+                    f"1.0+cu{cuda}torch{torch}",
+                    tag=tag,
+                    files={"tvar/_C.abi3.so": so},
+                    extra_metadata=f"Requires-Dist: torch=={torch}.*\n",
+                )
+            )
+    publish_variants(builds, tmp_path / "wheels")
+    site = tmp_path / "site"
+    write([tmp_path / "wheels"], site, describe=describe_wheel)
+    with serve(site, "127.0.0.1", 0) as server:
+        for cuda, label in (("13.0", "cu130"), ("12.8", "cu126")):
+            venv = tmp_path / f"venv-{cuda}"
+            env = clean_env(tmp_path)
+            subprocess.run(
+                ["uv", "venv", "-q", "--python", sys.executable, str(venv)], env=env, check=True
+            )
+            env |= {
+                "NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION": cuda,
+                "NV_VARIANT_PROVIDER_FORCE_SM_ARCH": "9.0",
+            }
+            done = subprocess.run(
+                ["uv", "pip", "install", "--no-config", "--no-deps", "--python", str(venv / "bin/python"), "--preview-features", "wheel-variants", "--index-url", f"{server.url}torch2.13/simple", "tvar"],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            assert done.returncode == 0, done.stderr
+            (info,) = venv.glob("lib/python3.*/site-packages/tvar-*.dist-info")
+            assert next(iter(json.loads((info / "variant.json").read_text())["variants"])) == label
+            assert "torch==2.13.*" in (info / "METADATA").read_text()

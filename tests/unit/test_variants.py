@@ -228,12 +228,80 @@ def _published(tmp_path: Path) -> Path:
     return tmp_path / "w"
 
 
-def test_a_cpu_build_and_a_torch_build_get_no_variant_the_second_said(tmp_path: Path) -> None:
+def test_a_cpu_build_gets_no_variant(tmp_path: Path) -> None:
     cpu = make_wheel(tmp_path / "w", "pkg", "1.0+cpu", tag=TAG)
     assert publish_variants([cpu], tmp_path / "out") == ()
-    torch = _wheel(tmp_path / "w", "1.0+cu130torch2.13", sass=("90",), runtime="libcudart.so.13")
-    with pytest.raises(UsageError, match="need an index per torch minor"):
-        publish_variants([torch], tmp_path / "out")
+
+
+def _torch_build(tmp_path: Path, torch: str, cuda: str) -> Path:
+    so = cuda_elf(  # exact torch ABI: it imports c10's C++ API
+        sass=["90"],
+        needed=(f"libcudart.so.{cuda[:2]}", "libc10.so", "libc10_cuda.so"),
+        undefined=("cudaLaunchKernel", "_ZN3c106detail14torchCheckFailEPKcS2_jPKc"),
+    )
+    return make_wheel(
+        tmp_path,
+        "pkg",
+        f"1.0+cu{cuda}torch{torch}",
+        tag=TAG,
+        files={"pkg/_C.abi3.so": so},
+        extra_metadata=f"Requires-Dist: torch=={torch}.*\n",
+    )
+
+
+def test_torch_linked_builds_get_one_sub_index_per_torch_minor(tmp_path: Path) -> None:
+    """uv cannot choose by the installed torch: each torch minor's builds carry it as their
+    build tag and are listed in their own sub-index, with their own variants.json."""
+    builds = [
+        _torch_build(tmp_path / "b", torch, cuda)
+        for torch in ("2.12", "2.13")
+        for cuda in ("126", "130")
+    ]
+    written = {p.name for p in publish_variants(builds, tmp_path / "w")}
+    assert written == {
+        f"pkg-1.0-212-{TAG}-cu126.whl",
+        f"pkg-1.0-212-{TAG}-cu130.whl",
+        f"pkg-1.0-212-{TAG}.whl",  # torch 2.12's plain wheel: its oldest CUDA, 12.6
+        f"pkg-1.0-213-{TAG}-cu126.whl",
+        f"pkg-1.0-213-{TAG}-cu130.whl",
+        f"pkg-1.0-213-{TAG}.whl",
+    }
+    site = tmp_path / "site"
+    write([tmp_path / "w"], site, describe=describe_wheel)
+    combined = json.loads((site / "simple/pkg/index.json").read_text())
+    assert combined["files"] == []  # a torch build is chosen in its torch's sub-index
+    page = json.loads((site / "torch2.13/simple/pkg/index.json").read_text())
+    assert [f["filename"] for f in page["files"]] == [
+        f"pkg-1.0-213-{TAG}-cu126.whl",
+        f"pkg-1.0-213-{TAG}-cu130.whl",
+        f"pkg-1.0-213-{TAG}.whl",
+        "pkg-1.0-variants.json",
+    ]
+    variants = json.loads((site / "torch2.13/simple/pkg/pkg-1.0-variants.json").read_text())
+    assert set(variants["variants"]) == {"cu126", "cu130"}
+    from cuship.machine import CudaLibraries
+    from cuship.resolve.install import resolve_index
+
+    libs = CudaLibraries(found=(("libcudart.so.13", "x"),))
+    target = Target(
+        tags=(TAG,),
+        python="3.11.7",
+        gpus=(("H100", "9.0"),),
+        driver_cuda="13.0",
+        torch="2.13.0",
+        torch_flavour="cuda",
+        torch_cuda="13.0",
+        cxx11abi=True,
+        libraries=libs,
+    )
+    _, resolution = resolve_index("pkg", (site / "torch2.13/simple").as_uri(), target)
+    assert resolution.chosen is not None
+    assert resolution.chosen.candidate.filename == f"pkg-1.0-213-{TAG}-cu130.whl"
+    assert resolution.uv == resolution.chosen.candidate.filename
+    wrong = resolve_index("pkg", (site / "torch2.12/simple").as_uri(), target)[1]
+    assert wrong.chosen is None
+    rules = {v.candidate.filename: v.rule for v in wrong.rejected}
+    assert rules[f"pkg-1.0-212-{TAG}-cu130.whl"] == "torch"  # built for 2.12, torch is 2.13
 
 
 def test_the_index_lists_variants_beside_the_plain_wheel(tmp_path: Path) -> None:

@@ -124,8 +124,33 @@ def rows_of(
 
 
 def variant_labels(wheels: Iterable[IndexedWheel | Row]) -> tuple[str, ...]:
-    """Local version labels that get a sub-index (sorted; names the layout uses are left out)."""
-    return tuple(sorted({w.local for w in wheels if w.local and w.local not in _RESERVED}))
+    """The sub-indexes the wheels get (sorted; names the layout uses are left out): one per
+    local version label, and one per torch minor of torch-linked variant builds
+    (``torch2.13``, see :func:`torch_group`)."""
+    found = set()
+    for w in wheels:
+        group = w.local or (torch_group(w) if isinstance(w, Row) else None)
+        if group and group not in _RESERVED:
+            found.add(group)
+    return tuple(sorted(found))
+
+
+def torch_group(row: Row) -> str | None:
+    """``torch2.13`` for the public-version files of a torch-linked build that cuship wrote
+    beside its labelled wheel (a build tag names their torch minor: ``pkg-1.0-213-…``): uv
+    cannot choose by the installed torch, so each torch minor gets its own sub-index, with its
+    own variants.json."""
+    if row.local is not None:
+        return None
+    parts = split_variant(row.filename)[0][:-4].split("-")
+    torch = row.describe.get("torch_built")
+    if len(parts) != 6 or not isinstance(torch, str):
+        return None
+    return f"torch{torch}"
+
+
+def _subset(rows: Sequence[Row], label: str) -> list[Row]:
+    return [row for row in rows if row.local == label or torch_group(row) == label]
 
 
 @functools.lru_cache(maxsize=65536)
@@ -188,14 +213,17 @@ def project_tree(
     """One project's files: pages in the combined index and in the sub-index of each of its
     labels, then its manifest (last: an update writes it after the pages it describes)."""
     ordered = sorted(rows, key=_sort_key)
-    variants = variants_files(ordered)
-    listed = _listed(ordered, variants)
+    combined = [row for row in ordered if torch_group(row) is None]
+    variants = variants_files(combined)
+    listed = _listed(combined, variants)
     tree = _pages("simple", project, listed, PROJECT_MANIFEST, _variants_links(variants))
     tree.update({f"simple/{project}/{name}": data for name, data in variants.items()})
     for label in variant_labels(ordered):
-        subset = [row for row in ordered if row.local == label]
+        subset = _subset(ordered, label)
         back = f"../../../simple/{project}/{PROJECT_MANIFEST}"
-        tree.update(_pages(f"{label}/simple", project, subset, back))
+        extra = variants_files(subset) if not any(row.local for row in subset) else {}
+        tree.update(_pages(f"{label}/simple", project, subset, back, _variants_links(extra)))
+        tree.update({f"{label}/simple/{project}/{name}": data for name, data in extra.items()})
     texts = {} if describe_texts is None else describe_texts
     records = ",".join([_record_text(row, texts) for row in ordered])
     tree[f"simple/{project}/{PROJECT_MANIFEST}"] = (

@@ -57,6 +57,7 @@ from cuship.index.render import (
     project_tree,
     root_pages,
     rows_of,
+    torch_group,
     variant_labels,
     variants_files,
 )
@@ -264,6 +265,17 @@ def _rewrite_project(
         ),
         manifest=tree[manifest],
     )
+
+
+def _variants_paths(project: str, rows: Sequence[Row]) -> list[str]:
+    """Where the variants.json files of ``rows`` were written: the project's page and the
+    torch sub-indexes (a stale one is taken away when its version or group goes)."""
+    combined = [row for row in rows if torch_group(row) is None]
+    found = [f"simple/{project}/{name}" for name in variants_files(combined)]
+    for torch in {torch_group(row) for row in rows} - {None}:
+        subset = [row for row in rows if torch_group(row) == torch]
+        found += [f"{torch}/simple/{project}/{name}" for name in variants_files(subset)]
+    return found
 
 
 def _drop_project(site: _Site, project: str, old: Sequence[Row], labels: Iterable[str]) -> None:

@@ -98,11 +98,13 @@ def make_variant(
     label: str | None = None,
     null: bool = False,
     upper_bound: bool = False,
+    build: str | None = None,
 ) -> Path:
     """Write the variant twin of ``wheel`` into ``out_dir``: its public version (the local
     label dropped: variants of one release share its version), the variant label appended to
     its name, and a ``variant.json`` whose NVIDIA properties are read from its binaries (none
-    with ``null``). ``label`` defaults to the wheel's local label (``+cu130``: ``cu130``)."""
+    with ``null``). ``label`` defaults to the wheel's local label (``+cu130``: ``cu130``);
+    ``build``: a build tag for its name (a torch-linked build's torch minor, ``213``)."""
     from cuship.wheel.audit import inspect_wheel
     from cuship.wheel.retag import public_plan, rewrite
 
@@ -124,8 +126,7 @@ def make_variant(
             "property to give a variant",
             hint="publish it as a plain wheel, or pass --null for a null variant",
         )
-    plain = public_plan(wheel.name)
-    stem = plain.new_filename[:-4]
+    stem = plain_name(wheel.name, build)[:-4]
     plan = public_plan(wheel.name, new_filename=f"{stem}-{check_label(chosen)}.whl")
     document = variant_document(chosen, props)
     return rewrite(
@@ -146,13 +147,12 @@ def publish_variants(
 ) -> tuple[Path, ...]:
     """Beside the labelled ``wheels`` (a build's, ``+cu130``): the variant twin of each (its
     label from ``template``, its properties from its binaries), and per Python tag and
-    platform one plain wheel, the build ``plain`` names (default: the oldest CUDA), with its
-    null variant when ``null``. Returns the files written, in ``out_dir``."""
+    platform (and torch minor) one plain wheel, the build ``plain`` names (default: the oldest
+    CUDA), with its null variant when ``null``. Returns the files written, in ``out_dir``."""
     from cuship.wheel.names import format_label, parse_label
-    from cuship.wheel.retag import strip_label
 
     written: list[Path] = []
-    groups: dict[str, list[tuple[Path, Any]]] = {}
+    groups: dict[tuple[str, str | None], list[tuple[Path, Any]]] = {}
     for wheel in wheels:
         local = _local_of(wheel.name)
         if local is None or split_variant(wheel.name)[1] is not None:
@@ -163,22 +163,40 @@ def publish_variants(
             continue  # not a CUDA build's label (the CPU fallback's +cpu): no variant
         if variant.cuda is None:
             continue
-        if variant.torch is not None:
-            raise UsageError(
-                f"{wheel.name!r} is built for torch {variant.torch}: variants of torch-linked "
-                "builds need an index per torch minor, which cuship does not write yet",
-                hint="publish torch-linked builds in their label sub-indexes ([variants] "
-                "enabled = false)",
-            )
+        # A torch-linked build's files carry its torch minor as their build tag (213 for
+        # torch 2.13): the builds for two torch releases get two names, and the index lists
+        # each in its own sub-index (torch2.13), uv not being able to choose by torch.
+        build = None if variant.torch is None else f"{variant.torch.major}{variant.torch.minor}"
         label = check_label(format_label(variant, template).lower())
-        written.append(make_variant(wheel, out_dir=out_dir, label=label, upper_bound=upper_bound))
-        groups.setdefault(_tags_of(wheel.name), []).append((wheel, variant))
-    for builds in groups.values():
+        twin = make_variant(
+            wheel, out_dir=out_dir, label=label, upper_bound=upper_bound, build=build
+        )
+        written.append(twin)
+        groups.setdefault((_tags_of(wheel.name), build), []).append((wheel, variant))
+    for (_, build), builds in groups.items():
         fallback = _fallback(builds, plain)
-        written.append(strip_label(fallback, out_dir=out_dir))
+        written.append(_plain(fallback, out_dir, build))
         if null:
-            written.append(make_variant(fallback, out_dir=out_dir, null=True))
+            written.append(make_variant(fallback, out_dir=out_dir, null=True, build=build))
     return tuple(written)
+
+
+def _plain(wheel: Path, out_dir: Path, build: str | None) -> Path:
+    from cuship.wheel.retag import public_plan, rewrite
+
+    plan = public_plan(wheel.name, new_filename=plain_name(wheel.name, build))
+    return rewrite(wheel, plan, out_dir=out_dir)
+
+
+def plain_name(filename: str, build: str | None = None) -> str:
+    """The name of ``filename``'s public-version wheel, with ``build`` as its build tag."""
+    from cuship.wheel.retag import public_plan
+
+    name = public_plan(filename).new_filename
+    if build is None:
+        return name
+    head, version, rest = name.split("-", 2)
+    return f"{head}-{version}-{build}-{rest}"
 
 
 def _local_of(filename: str) -> str | None:
