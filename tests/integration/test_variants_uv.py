@@ -219,7 +219,20 @@ def test_torch_linked_variants_are_taken_from_their_torch_minors_sub_index(
                 "NV_VARIANT_PROVIDER_FORCE_SM_ARCH": "9.0",
             }
             done = subprocess.run(
-                ["uv", "pip", "install", "--no-config", "--no-deps", "--python", str(venv / "bin/python"), "--preview-features", "wheel-variants", "--index-url", f"{server.url}torch2.13/simple", "tvar"],
+                [
+                    "uv",
+                    "pip",
+                    "install",
+                    "--no-config",
+                    "--no-deps",
+                    "--python",
+                    str(venv / "bin/python"),
+                    "--preview-features",
+                    "wheel-variants",
+                    "--index-url",
+                    f"{server.url}torch2.13/simple",
+                    "tvar",
+                ],
                 env=env,
                 capture_output=True,
                 text=True,
