@@ -47,6 +47,7 @@ def test_ship_builds_indexes_and_the_install_line_works(tmp_path: Path) -> None:
     variants = json.loads((out / "site/simple/cuvecops/cuvecops-0.1.0-variants.json").read_text())
     assert set(variants["variants"]) == {"null", *(j["job"].rsplit("-", 1)[1] for j in built)}
     assert set(report["stages"]) == {"plan", "build", "check", "variants", "index"}
+    _uv_takes_the_variant(out / "site", tmp_path)
     assert report["check"]["verdict"] == "passed"
     assert report["cpu_only"] is False
     described = [w["describe"] for w in site_records(out / "site")]
@@ -55,6 +56,25 @@ def test_ship_builds_indexes_and_the_install_line_works(tmp_path: Path) -> None:
     )
 
     _install_and_run(report["install"], tmp_path)
+
+
+def _uv_takes_the_variant(site: Path, tmp_path: Path) -> None:
+    """uv 0.13.8 with wheel variants, on a forced H100 with a CUDA 13.0 driver, installs the
+    cu130 variant of the shipped index (the plain wheel is what pip gets, below)."""
+    venv = tmp_path / "uv-venv"
+    subprocess.run(["uv", "venv", "-q", "--python", sys.executable, str(venv)], check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))}
+    env |= {
+        "UV_NO_CONFIG": "1",
+        "NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION": "13.0",
+        "NV_VARIANT_PROVIDER_FORCE_SM_ARCH": "9.0",
+    }
+    args = ["uv", "pip", "install", "--no-deps", "--python", str(venv / "bin/python")]
+    args += ["--preview-features", "wheel-variants", "--index-url", (site / "simple").as_uri()]
+    done = subprocess.run([*args, "cuvecops"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    (info,) = venv.glob("lib/python3.*/site-packages/cuvecops-*.dist-info")
+    assert json.loads((info / "variant.json").read_text())["variants"].keys() == {"cu130"}
 
 
 def _install_and_run(install: str, tmp_path: Path) -> None:
