@@ -113,6 +113,13 @@ NO_BUILD = _setting(
     "`cuship.backend`: fail instead of compiling when no prebuilt wheel fits (`1`).",
     "off",
 )
+TARGET_PYTHON = _setting(
+    "CUSHIP_TARGET_PYTHON",
+    "user",
+    "`cuship.backend`: the interpreter of the environment the frontend installs into (found "
+    "by itself under pip, and under uv from uv's process; this one names it).",
+    "found",
+)
 PREBUILT_INDEX = _setting(
     "CUSHIP_PREBUILT_INDEX",
     "user",

@@ -1,4 +1,8 @@
-"""Fill a prebuilt-wheel URL template (flash-attn style) from what this machine has (pure)."""
+"""Fill a prebuilt-wheel URL template (flash-attn style) from what this machine has (pure).
+
+``{cuda}`` is the CUDA the installed torch was built for, as torch's own files say; the driver
+only stands in where no torch is installed (the wheel must match torch's CUDA, not the driver's).
+"""
 
 from __future__ import annotations
 
@@ -58,12 +62,18 @@ def template_values(
 
 
 def _cuda(target: Target) -> Version | None:
-    """torch's CUDA when torch has one (its label, cu128), else the driver's."""
+    """torch's CUDA when torch is a CUDA build (read from its files: PyPI's CUDA 13 torch is
+    ``2.13.0``, no ``+cu130``), else its label's, else the driver's; None for a CPU torch,
+    whose extensions must not be a CUDA build's."""
+    if target.torch_flavour == "cuda" and target.torch_cuda:
+        return Version(target.torch_cuda)
     if target.torch:
         local = Version(target.torch).local or ""
         match = re.fullmatch(r"cu(\d+)(\d)", local)
         if match:
             return Version(f"{match[1]}.{match[2]}")
+        if target.torch_flavour == "cpu" or local == "cpu":
+            return None
     return Version(target.driver_cuda) if target.driver_cuda else None
 
 

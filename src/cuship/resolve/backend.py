@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import os
 import shutil
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -54,7 +55,13 @@ from cuship.errors import CheckFailed, InputError, ToolMissing, UsageError
 from cuship.events import Emit, Event, Level, discard
 from cuship.resolve._http import DEFAULT_OPTIONS, FetchOptions
 from cuship.resolve._stash import STASH, Choice, Stash, stash_for
-from cuship.resolve.decide import Decision, decide, flag, prebuilt_candidate
+from cuship.resolve.decide import (
+    Decision,
+    build_torch_problem,
+    decide,
+    flag,
+    prebuilt_candidate,
+)
 from cuship.resolve.fetch import download
 from cuship.resolve.provenance import FILENAME, Provenance, add_to_wheel
 from cuship.resolve.settings import PrebuiltConfig, read_config
@@ -131,8 +138,17 @@ class Prebuilt:
                 hint="unset CUSHIP_NO_BUILD to compile, or publish a wheel for this machine",
             )
 
+    def _build_env(self, config: PrebuiltConfig) -> None:
+        """Set ``build-env`` (and the ``*_FORCE_BUILD`` switches setup.py names) for the real
+        backend, which runs in this process."""
+        for name, value in config.build_env:
+            if os.environ.get(name) != value:
+                os.environ[name] = value
+                self._say(f"building with {name}={value}")
+
     def _real_requires(self, config: PrebuiltConfig, kind: Kind, settings: Any) -> list[str]:
         """``build-requires``, and what the real backend asks for when it is importable."""
+        self._build_env(config)
         needs = list(config.build_requires)
         try:
             real = load_backend(config.backend)
@@ -143,6 +159,8 @@ class Prebuilt:
 
     def real_backend(self, config: PrebuiltConfig, kind: Kind, settings: Any) -> Any:
         """The real backend, imported; warns about what it needs that is not installed."""
+        if kind != "sdist":
+            self._build_env(config)
         try:
             real = load_backend(config.backend)
         except ImportError as err:
@@ -250,6 +268,14 @@ class Prebuilt:
     def _source_choice(self, config: PrebuiltConfig, decision: Decision) -> Choice:
         why = decision.why
         self._refuse_build(config, why)
+        mismatch = build_torch_problem(self.environ)
+        if mismatch is not None:
+            raise CheckFailed(
+                f"not building {config.name} from source ({why}): {mismatch}",
+                hint="build without isolation (pip install --no-build-isolation, uv pip install "
+                "--no-build-isolation-package NAME, or uv's match-runtime build dependency on "
+                f"torch), or set {settings.TARGET_PYTHON} to the interpreter installed into",
+            )
         self._say(f"building {config.name} from source with {config.backend}: {why}", "warning")
         provenance = Provenance(
             name=config.name,

@@ -7,19 +7,32 @@ or a url template) for this machine. Network and index trouble mean a source bui
 
 from __future__ import annotations
 
+import sys
 import sysconfig
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from packaging.version import Version
+
 from cuship import settings
 from cuship.errors import CushipError
-from cuship.events import Emit, discard
+from cuship.events import Emit, Event, discard
+from cuship.machine import fingerprint
 from cuship.resolve._http import DEFAULT_OPTIONS, FetchOptions, get
 from cuship.resolve._template import format_url, template_values
-from cuship.resolve.install import resolve_index, target_from_env
-from cuship.resolve.select import Candidate, Resolution, Target, select
+from cuship.resolve.fetch import fetch_page
+from cuship.resolve.install import target_from_env
+from cuship.resolve.select import (
+    Candidate,
+    Resolution,
+    Target,
+    parse_requirement,
+    select,
+    target_of,
+)
 from cuship.resolve.settings import PrebuiltConfig
+from cuship.resolve.target import TargetEnv, find_target
 
 __all__ = ["Decision", "decide", "explain", "flag", "machine_target", "prebuilt_candidate"]
 
@@ -61,19 +74,64 @@ def explain(resolution: Resolution) -> str:
     return f"fits this machine ({machine}); {count}: " + "; ".join(wheel or ["fits"])
 
 
-def machine_target(environ: Mapping[str, str]) -> Target:
-    """This machine as the resolver sees it, without running nvcc: choosing a wheel never needs
-    the CUDA toolkit, and the toolkit of a machine that installs a prebuilt wheel may be broken,
-    slow or absent (the prebuilt path runs no compiler, not even ``nvcc --version``)."""
-    return target_from_env({**environ, settings.NVCC: "none"})
+def build_torch_problem(environ: Mapping[str, str]) -> str | None:
+    """Why a source build here would not build against the target's torch: the build
+    environment (where the real backend runs) holds another torch minor than the environment
+    the wheel is for, or that one cannot be seen; None when both agree or no torch is in the
+    build environment."""
+    from importlib import metadata
+
+    try:
+        here = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
+    found = find_target(environ)
+    if isinstance(found, str):
+        return f"the build environment holds torch {here}, and {found}"
+    if found.python == sys.executable and not environ.get("PIP_BUILD_TRACKER"):
+        return None  # no isolation: the build environment is the one installed into
+    fp = fingerprint({**environ, settings.NVCC: "none"}, toolkit=False, site_dirs=found.site_dirs)
+    target = fp.torch.version if fp.torch is not None else None
+    if target is None:
+        return (
+            f"the build environment holds torch {here}; {found.python} ({found.how}) has no "
+            "torch: the wheel would need the build environment's"
+        )
+    if Version(here).release[:2] != Version(target).release[:2]:
+        return (
+            f"the build environment holds torch {here}, the environment installed into "
+            f"({found.python}, {found.how}) torch {target}: an extension compiled here would "
+            "not load there"
+        )
+    return None
+
+
+def machine_target(environ: Mapping[str, str], found: TargetEnv | str | None = None) -> Target:
+    """This machine as the resolver sees it for the environment the frontend installs into
+    (``found``, see :mod:`cuship.resolve.target`; its torch and NVIDIA libraries are read from
+    its site directories, its tags from its interpreter), without running nvcc: choosing a
+    wheel never needs the CUDA toolkit, and the toolkit of a machine that installs a prebuilt
+    wheel may be broken, slow or absent (the prebuilt path runs no compiler, not even
+    ``nvcc --version``). Target unseen: this process's view, its torch unknown."""
+    env = {**environ, settings.NVCC: "none"}
+    if not isinstance(found, TargetEnv):
+        return target_from_env(env)
+    fp = fingerprint(env, toolkit=False, site_dirs=found.site_dirs)
+    return target_of(fp, tags=found.tags, python=found.version)
 
 
 def prebuilt_candidate(
-    config: PrebuiltConfig, environ: Mapping[str, str], *, options: FetchOptions, emit: Emit
+    config: PrebuiltConfig,
+    environ: Mapping[str, str],
+    *,
+    options: FetchOptions,
+    emit: Emit,
+    target: Target | None = None,
 ) -> Candidate | str:
-    """The candidate a ``url`` template names for this machine, or why there is none."""
+    """The candidate a ``url`` template names for ``target`` (default: this machine), or why
+    there is none."""
     assert config.url is not None
-    target = machine_target(environ)
+    target = target or machine_target(environ)
     values = template_values(
         name=config.name,
         version=config.version,
@@ -99,16 +157,31 @@ def _resolve(
     emit: Emit,
 ) -> Resolution | str:
     requirement = config.requirement
-    if index:
-        _, resolution = resolve_index(
-            requirement, index, machine_target(environ), options=options, emit=emit
+    found = find_target(environ)
+    if isinstance(found, str):
+        emit(
+            Event(
+                level="warning", topic="backend", message=f"{found}: no torch-linked wheel is taken"
+            )
         )
-        return resolution
+    else:
+        emit(
+            Event(
+                level="info", topic="backend", message=f"judging for {found.python} ({found.how})"
+            )
+        )
+    target = machine_target(environ, found)
+    unseen = found if isinstance(found, str) else None
+    if index:
+        page = fetch_page(index, parse_requirement(requirement).name, options=options, emit=emit)
+        return select(
+            requirement, page.candidates, target, variants=page.variants, torch_unseen=unseen
+        )
     if config.url:
-        found = prebuilt_candidate(config, environ, options=options, emit=emit)
-        if isinstance(found, str):
-            return found
-        return select(requirement, [found], machine_target(environ))
+        candidate = prebuilt_candidate(config, environ, options=options, emit=emit, target=target)
+        if isinstance(candidate, str):
+            return candidate
+        return select(requirement, [candidate], target, torch_unseen=unseen)
     return "[tool.cuship.prebuilt] names no index or url"
 
 

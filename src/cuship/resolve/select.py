@@ -231,6 +231,17 @@ def _needs(j: _Judging) -> WheelNeeds:
     )
 
 
+def _check_torch_seen(j: _Judging, why: str) -> None:
+    """Where the target's torch cannot be seen, a torch-linked wheel is not taken: it would
+    fit one torch and break, or replace, another."""
+    facts = j.candidate.facts
+    linked = j.torch is not None or (
+        facts is not None and (facts.torch_abi not in (None, "none") or facts.torch_requirement)
+    )
+    if linked:
+        raise _Reject("torch", f"links torch, and {why}")
+
+
 def _run_judge(
     j: _Judging, req: Requirement, target: Target, compat: Compat, offer: Offer
 ) -> Judgement:
@@ -304,6 +315,7 @@ def _judge(
     tag_ranks: Mapping[str, int],
     offer: Offer,
     uv_picks: frozenset[str] = frozenset(),
+    torch_unseen: str | None = None,
 ) -> Verdict:
     j = _Judging(candidate=c, notes=list(c.notes), uv_pick=c.filename in uv_picks)
     try:
@@ -313,6 +325,8 @@ def _judge(
         _check_python(j, target)
         _check_tags(j, tag_ranks)
         _label_facts(j)
+        if torch_unseen is not None:
+            _check_torch_seen(j, torch_unseen)
         _run_judge(j, req, target, compat, offer)
     except _Reject as no:
         return Verdict(
@@ -345,8 +359,10 @@ def select(
     *,
     compat: Compat | None = None,
     variants: Mapping[str, Mapping[str, Any]] | None = None,
+    torch_unseen: str | None = None,
 ) -> Resolution:
-    """Judge every candidate for ``target``; the best acceptable one is ``chosen``."""
+    """Judge every candidate for ``target``; the best acceptable one is ``chosen``.
+    ``torch_unseen``: why the target's torch cannot be seen; then no torch-linked file fits."""
     req = parse_requirement(requirement) if isinstance(requirement, str) else requirement
     data = compat or load()
     tag_ranks: dict[str, int] = {}
@@ -356,7 +372,7 @@ def select(
     listed = list(candidates)
     uv = uv_choice(req, listed, target, tag_ranks, variants or {})
     picks = frozenset(() if uv is None else (uv,))
-    verdicts = [_judge(c, req, target, data, tag_ranks, offer, picks) for c in listed]
+    verdicts = [_judge(c, req, target, data, tag_ranks, offer, picks, torch_unseen) for c in listed]
     ranked = sorted((v for v in verdicts if v.accepted), key=lambda v: v.key, reverse=True)
     if ranked:
         ranked[0] = replace(ranked[0], reason="chosen", notes=_uv_notes(ranked[0], uv, verdicts))

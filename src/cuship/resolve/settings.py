@@ -1,4 +1,12 @@
-"""``[tool.cuship.prebuilt]`` of a project's pyproject.toml, read into a frozen value."""
+"""``[tool.cuship.prebuilt]`` of a project's pyproject.toml, read into a frozen value.
+
+A setup.py project needs no ``[project]`` table: its name and version come from the sdist's
+PKG-INFO (where the frontend unpacked it), or ``name`` in the table. ``build-env`` sets
+environment variables for a source build; the switches such projects read to skip their own
+prebuilt download (``CAUSAL_CONV1D_FORCE_BUILD``, ``FLASH_ATTENTION_FORCE_BUILD``: any
+``*_FORCE_BUILD`` setup.py names) are switched on too, so a server outage compiles instead of
+failing on GitHub.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +28,9 @@ else:  # pragma: no cover - Python 3.10
 
 __all__ = ["PrebuiltConfig", "read_config"]
 
-_KEYS = frozenset({"index", "url", "backend", "build-requires"})
+_KEYS = frozenset({"index", "url", "backend", "build-requires", "name", "build-env"})
+_FORCE_SWITCH = re.compile(r"""["']([A-Z][A-Z0-9_]*_FORCE_BUILD)["']""")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 _BACKEND = re.compile(rf"{_DOTTED}(:{_DOTTED})?")
 
@@ -35,6 +45,7 @@ class PrebuiltConfig:
     url: str | None = None
     backend: str = "setuptools.build_meta"
     build_requires: tuple[str, ...] = ()
+    build_env: tuple[tuple[str, str], ...] = ()  # set for a source build (sorted by name)
 
     @property
     def requirement(self) -> str:
@@ -63,15 +74,22 @@ def read_config(path: Path) -> PrebuiltConfig:
     except RecursionError:
         raise ConfigError(source, None, "nested too deeply to read") from None
     project = document.get("project", {})
-    name = project.get("name")
-    if not isinstance(name, str):
-        raise ConfigError(source, "project.name", "missing", hint="cuship.backend needs [project]")
-    version = project.get("version")
-    if not isinstance(version, str):
-        version = _sdist_version(path.parent / "PKG-INFO")
     table = document.get("tool", {}).get("cuship", {}).get("prebuilt", {})
     if not isinstance(table, dict):
         raise ConfigError(source, "tool.cuship.prebuilt", "must be a table")
+    pkg_info = _sdist_headers(path.parent / "PKG-INFO")
+    name = project.get("name") or _text(table, "name", source) or pkg_info.get("Name")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(
+            source,
+            "project.name",
+            "missing: no [project] name, no [tool.cuship.prebuilt] name, no PKG-INFO (a source "
+            "tree, not an sdist)",
+            hint='name the project: [tool.cuship.prebuilt] name = "..."',
+        )
+    version = project.get("version")
+    if not isinstance(version, str):
+        version = pkg_info.get("Version")
     unknown = sorted(set(table) - _KEYS)
     if unknown:
         raise ConfigError(
@@ -87,17 +105,52 @@ def read_config(path: Path) -> PrebuiltConfig:
         url=_text(table, "url", source),
         backend=_backend(table, source),
         build_requires=_requirements(table, source),
+        build_env=_build_env(table, source, path.parent),
     )
 
 
-def _sdist_version(pkg_info: Path) -> str | None:
-    """The version an sdist's PKG-INFO states (a dynamic version, fixed when the sdist was made)."""
+def _build_env(table: dict[str, Any], source: str, root: Path) -> tuple[tuple[str, str], ...]:
+    value = table.get("build-env", {})
+    key = "tool.cuship.prebuilt.build-env"
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and _ENV_NAME.fullmatch(k) and isinstance(v, str)
+        for k, v in value.items()
+    ):
+        raise ConfigError(
+            source,
+            key,
+            f"must be a table of environment variable names to strings, got {value!r}",
+            hint='write e.g. build-env = { MAX_JOBS = "4" }',
+        )
+    found = {name: "TRUE" for name in _force_switches(root / "setup.py")}
+    return tuple(sorted({**found, **value}.items()))
+
+
+def _force_switches(setup_py: Path) -> list[str]:
+    """The ``*_FORCE_BUILD`` variables a setup.py names (read, bounded, never run)."""
     try:
-        headers = email.parser.HeaderParser().parsestr(pkg_info.read_text(encoding="utf-8"))
+        with setup_py.open("rb") as handle:
+            text = handle.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return []
+    return sorted(set(_FORCE_SWITCH.findall(text)))
+
+
+def _sdist_headers(pkg_info: Path) -> dict[str, str]:
+    """Name and Version an sdist's PKG-INFO states (a dynamic version is fixed when the sdist
+    is made); empty for a source tree."""
+    try:
+        with pkg_info.open("rb") as handle:
+            text = handle.read(1 << 20).decode("utf-8")
+        headers = email.parser.HeaderParser().parsestr(text)
     except (OSError, UnicodeDecodeError):
-        return None
-    version = headers.get("Version")
-    return version.strip() if isinstance(version, str) and version.strip() else None
+        return {}
+    found = {}
+    for key in ("Name", "Version"):
+        value = headers.get(key)
+        if isinstance(value, str) and value.strip():
+            found[key] = value.strip()
+    return found
 
 
 def _backend(table: dict[str, Any], source: str) -> str:

@@ -1,0 +1,138 @@
+"""The environment a frontend installs into, seen from the PEP 517 backend it runs.
+
+The backend decides for the environment the wheel will land in, never for the isolated build
+environment it runs in (its torch, if any, is whatever the build requirements pulled in):
+
+1. ``CUSHIP_TARGET_PYTHON``: that interpreter, as the user says;
+2. pip (``PIP_BUILD_TRACKER`` set): pip runs the hooks with the target environment's own
+   interpreter and hides its site directories behind ``PYTHONPATH``; the interpreter run with
+   ``-I`` (no ``PYTHONPATH``) shows them;
+3. uv (``UV_INTERNAL__BUILD_DIR`` set): the hooks run in a build venv of uv's; the target is read
+   from uv's own process (its ``--python``, else its ``VIRTUAL_ENV``), where ``/proc`` shows it;
+4. anything else: this interpreter, when it is no build environment (``--no-build-isolation``).
+
+None found: the caller says so and takes no torch-linked wheel (see :mod:`cuship.resolve.decide`).
+The target's site directories are listed by running its interpreter (``-I``, 60 s at most).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cuship import settings
+
+__all__ = ["TargetEnv", "find_target"]
+
+_PROBE = (
+    "import json, platform, sys; from packaging import tags\n"
+    "print(json.dumps([sys.executable, platform.python_version(), [p for p in sys.path if p],"
+    " [str(t) for t in tags.sys_tags()]]))"
+)
+_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetEnv:
+    """The interpreter a frontend installs for, how it was found, and what it sees."""
+
+    python: str
+    how: str
+    version: str
+    site_dirs: tuple[str, ...]
+    tags: tuple[str, ...]
+
+
+def _from_uv(parent: int) -> tuple[str, str] | None:
+    """The interpreter uv (the process ``parent``) installs into: its ``--python`` argument,
+    else its ``VIRTUAL_ENV``."""
+    try:
+        argv = Path(f"/proc/{parent}/cmdline").read_bytes().split(b"\0")
+        environ = Path(f"/proc/{parent}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    args = [a.decode(errors="replace") for a in argv if a]
+    for index, arg in enumerate(args):
+        if arg in ("--python", "-p") and index + 1 < len(args):
+            return args[index + 1], "uv's --python"
+        if arg.startswith("--python="):
+            return arg.partition("=")[2], "uv's --python"
+    values = dict(e.decode(errors="replace").partition("=")[::2] for e in environ if b"=" in e)
+    venv = values.get("VIRTUAL_ENV")
+    if venv:
+        return str(Path(venv) / "bin" / "python"), "uv's VIRTUAL_ENV"
+    return None
+
+
+def _candidate(environ: Mapping[str, str], parent: int) -> tuple[str, str] | None:
+    told = environ.get(settings.TARGET_PYTHON)
+    if told:
+        return told, settings.TARGET_PYTHON
+    if environ.get("UV_INTERNAL__BUILD_DIR") and environ.get("UV"):
+        return _from_uv(parent)
+    if environ.get("PIP_BUILD_TRACKER"):
+        return sys.executable, "the interpreter pip installs for"
+    if "pip-build-env-" in os.pathsep.join(sys.path) or "/builds-v0/" in sys.prefix:
+        return None  # an isolated build environment of an unknown frontend
+    return sys.executable, "this interpreter (no build isolation)"
+
+
+def find_target(
+    environ: Mapping[str, str], *, parent: int | None = None, packaging_site: str | None = None
+) -> TargetEnv | str:
+    """The target environment, or why it cannot be seen. ``packaging_site``: a directory
+    holding ``packaging`` for the probe (default: this process's)."""
+    found = _candidate(environ, os.getppid() if parent is None else parent)
+    if found is None:
+        return (
+            "the environment the frontend installs into cannot be seen from its build "
+            f"environment (set {settings.TARGET_PYTHON}, or build without isolation)"
+        )
+    python, how = found
+    if python == sys.executable and not environ.get("PIP_BUILD_TRACKER"):
+        return _this_interpreter(how)
+    if packaging_site is None:
+        import packaging
+
+        packaging_site = str(Path(next(iter(packaging.__path__))).parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    code = f"import sys; sys.path.append({packaging_site!r})\n{_PROBE}"
+    try:
+        done = subprocess.run(
+            [python, "-I", "-c", code],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=_TIMEOUT,
+            check=False,
+        )
+        executable, version, paths, tags = json.loads(done.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError, TypeError) as err:
+        return f"{how} ({python}) did not answer: {err}"
+    sites = tuple(p for p in paths if isinstance(p, str) and p != packaging_site)
+    return TargetEnv(
+        python=str(executable),
+        how=how,
+        version=str(version),
+        site_dirs=sites,
+        tags=tuple(map(str, tags)),
+    )
+
+
+def _this_interpreter(how: str) -> TargetEnv:
+    import platform
+
+    from packaging import tags
+
+    return TargetEnv(
+        python=sys.executable,
+        how=how,
+        version=platform.python_version(),
+        site_dirs=tuple(p for p in sys.path if p),
+        tags=tuple(str(t) for t in tags.sys_tags()),
+    )
