@@ -146,7 +146,8 @@ def test_each_job_builds_with_its_own_interpreter_in_a_venv_under_the_output(
     assert plan.runnable and plan.python == PYENV_312
     env = tmp_path / "envs" / plan.build_env.name if plan.build_env else None
     assert env is not None and plan.build_env == env and env.name.startswith("cp312-")
-    venv, deps, build = (s for s in plan.steps if s.argv)
+    shim, venv, deps, build = (s for s in plan.steps if s.argv)
+    assert shim.name == "arch-flags"
     assert venv.argv == (PYENV_312.executable, "-m", "venv", "--without-pip", str(env))
     assert venv.creates == str(env / "bin" / "python"), "made once, reused by later runs"
     assert venv.shell().startswith(f"test -e {env / 'bin' / 'python'} || ")
@@ -165,7 +166,7 @@ def test_each_job_builds_with_its_own_interpreter_in_a_venv_under_the_output(
 
     config311, job311 = _job("3.11")
     running = plan_job(job311, config311, host, mode="local", out_dir=tmp_path)
-    (step,) = (s for s in running.steps if s.argv)
+    (step,) = (s for s in running.steps if s.argv and s.name != "arch-flags")
     assert step.argv[:4] == ("/usr/bin/python3", "-m", "pip", "wheel"), "as before"
     assert running.python == RUNNING and running.build_env is None
 
@@ -176,8 +177,8 @@ def test_an_isolated_build_venv_gets_no_build_requirements(tmp_path: Path) -> No
     isolated = dataclasses.replace(config, build=dataclasses.replace(config.build, isolation=True))
     plan = plan_job(job, isolated, host, mode="local", out_dir=tmp_path)
     names = [s.name for s in plan.steps if s.argv]
-    assert names == ["build-env", "build-wheel"]
-    assert "--no-build-isolation" not in plan.steps[1].argv
+    assert names == ["arch-flags", "build-env", "build-wheel"]
+    assert "--no-build-isolation" not in plan.steps[2].argv
 
 
 def test_a_job_whose_python_is_not_found_needs_a_runner_saying_where_cuship_looked(
@@ -192,7 +193,7 @@ def test_a_job_whose_python_is_not_found_needs_a_runner_saying_where_cuship_look
         "/p/versions/*/bin/python3.13): add its path to [build] pythons, or pass "
         "--fetch-python (uv)"
     )
-    assert "python3.13" in plan.steps[0].argv, "--dry-run still shows the commands"
+    assert "python3.13" in plan.steps[1].argv, "--dry-run still shows the commands"
     # without a search (a Host built by hand) the old sentence stays
     assert plan_job(job, config, HOST, mode="local", out_dir=tmp_path).reason == (
         "needs Python 3.13; this host runs 3.11"

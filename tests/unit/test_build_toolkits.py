@@ -53,6 +53,16 @@ def _env(plan: BuildPlan) -> dict[str, str]:
     return dict(build.env)
 
 
+def _toolkit(plan: BuildPlan) -> str:
+    """The toolkit the job compiles with: the one behind cuship's nvcc, which the build's
+    CUDA_HOME and CUDACXX point at."""
+    (shim,) = [s for s in plan.steps if s.name == "arch-flags"]
+    env = _env(plan)
+    assert env["CUDA_HOME"] == str(plan.raw_dir / "cuda-home")
+    assert env["CUDACXX"] == env["PYTORCH_NVCC"] == str(plan.raw_dir / "cuda-home/bin/nvcc")
+    return shim.argv[shim.argv.index("--cuda-home") + 1]
+
+
 def test_fetch_builds_another_13x_minor_with_its_toolkit_from_the_cache() -> None:
     plan = _plan("fetch", "13.1.1")
     assert plan.runnable and plan.reason is None
@@ -60,9 +70,7 @@ def test_fetch_builds_another_13x_minor_with_its_toolkit_from_the_cache() -> Non
     assert fetch.name == "toolkit"
     assert fetch.argv == ("/usr/bin/python3", "-m", "cuship", "toolkit", "install", "13.1.1")
     assert dict(fetch.env) == {"CUSHIP_TOOLKITS": "/cache/toolkits"}
-    env = _env(plan)
-    assert env["CUDACXX"] == "/cache/toolkits/13.1.1/bin/nvcc"
-    assert env["CUDA_HOME"] == "/cache/toolkits/13.1.1"
+    assert _toolkit(plan) == "/cache/toolkits/13.1.1"
 
 
 def test_a_minor_without_its_exact_release_takes_the_newest_release_of_that_minor() -> None:
@@ -72,8 +80,8 @@ def test_a_minor_without_its_exact_release_takes_the_newest_release_of_that_mino
 
 def test_the_hosts_own_minor_uses_the_host_nvcc_and_fetches_nothing() -> None:
     plan = _plan("fetch", "13.0.2")
-    assert plan.runnable and [s.name for s in plan.steps if s.argv] == ["build-wheel"]
-    assert _env(plan)["CUDACXX"] == "/usr/local/cuda/bin/nvcc"
+    assert plan.runnable and [s.name for s in plan.steps if s.argv] == ["arch-flags", "build-wheel"]
+    assert _toolkit(plan) == "/usr/local/cuda"
 
 
 def test_host_toolkits_block_another_minor_and_say_how_to_fetch_it() -> None:
@@ -108,7 +116,7 @@ def test_the_12x_note_fills_every_image_template_field() -> None:
 def test_fetch_builds_13x_on_a_host_without_nvcc_and_preflight_lets_it() -> None:
     bare = dataclasses.replace(HOST, nvcc=None, cuda=None, cuda_home=None, sccache="sccache")
     plan = _plan("fetch", "13.0.2", host=bare)
-    assert plan.runnable and _env(plan)["CUDA_HOME"] == "/cache/toolkits/13.0.2"
+    assert plan.runnable and _toolkit(plan) == "/cache/toolkits/13.0.2"
     preflight(bare, _config("fetch"), "local")  # no nvcc, but one will be fetched
     with pytest.raises(ToolMissing) as caught:
         preflight(bare, _config("host"), "local")

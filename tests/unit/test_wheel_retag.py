@@ -137,6 +137,25 @@ def test_retag_writes_the_torch_pin_replacing_an_unconditional_torch_requirement
         plan_retag(source.name, "cu130", requires=["torch=="])
 
 
+def test_the_torch_pin_stays_a_header_when_metadata_has_no_body(tmp_path: Path) -> None:
+    """setuptools writes METADATA without a description as headers and one final newline;
+    the pin once landed after a blank line there, in the body, where pip never reads it."""
+    from cuship.wheel.audit import inspect_wheel
+
+    metadata = b"Metadata-Version: 2.4\nName: my-pkg\nVersion: 1.2.0\nRequires-Dist: torch\n"
+    source = write_wheel(
+        tmp_path,
+        "my_pkg-1.2.0-cp311-cp311-linux_x86_64.whl",
+        {f"{DIST}/METADATA": metadata, f"{DIST}/RECORD": b""},
+    )
+    out = retag(source, local="cu130", out_dir=tmp_path / "out", requires=["torch==2.13.*"])
+    with zipfile.ZipFile(out) as archive:
+        text = archive.read("my_pkg-1.2.0+cu130.dist-info/METADATA").decode()
+    assert text.endswith("Version: 1.2.0+cu130\nRequires-Dist: torch==2.13.*\n")
+    pin = inspect_wheel(out).torch_requirement
+    assert pin is not None and pin.requirement == "torch==2.13.*"
+
+
 def test_retagged_and_stripped_wheels_are_readable_by_anyone(wheel: Path, tmp_path: Path) -> None:
     """mkstemp makes 0600, which a published index (Pages) cannot serve: wheels are 0644."""
     import os

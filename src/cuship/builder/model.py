@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -23,10 +24,12 @@ __all__ = [
     "Mode",
     "Step",
     "host_of",
+    "job_deps",
     "job_env",
     "max_jobs",
     "pip_wheel_argv",
     "share",
+    "user_env",
     "wheel_step",
 ]
 
@@ -156,6 +159,7 @@ class BuildPlan:
     smoke: Literal["auto", "isolated", "system-site"] = "auto"  # [build] smoke
     glibc_floor: GlibcFloor | None = None  # the manylinux floor its wheel is held to
     max_jobs: int | None = None  # the MAX_JOBS its build sees (local builds)
+    arch_control: str | None = None  # how its arch list reaches nvcc (said by --dry-run)
 
 
 def max_jobs(
@@ -171,6 +175,41 @@ def max_jobs(
 def share(jobs: int, workers: int) -> int:
     """A job's part of ``jobs`` compile jobs when ``workers`` jobs build at once (at least one)."""
     return max(1, jobs // max(1, workers))
+
+
+def user_env(job: BuildJob, config: Config) -> dict[str, str]:
+    """The project's own build switches: ``*_FORCE_BUILD`` named in setup.py set to TRUE (so
+    it compiles instead of downloading a prebuilt wheel), then ``[build] env`` with the job's
+    fields filled in."""
+    fields = {
+        "python": job.python,
+        "cuda": f"{job.cuda.major}.{job.cuda.minor}",
+        "cuda_major": str(job.cuda.major),
+        "torch": f"{job.torch.major}.{job.torch.minor}" if job.torch else "",
+        "arch": job.arch.torch,
+        "label": job.label,
+    }
+    env = {name: "TRUE" for name in config.script.force_switches}
+    env.update({k: v.format(**fields) for k, v in config.build.env.items()})
+    return env
+
+
+def _dist_name(requirement: str) -> str:
+    return re.split(r"[\s=<>!~;\[@]", requirement.strip(), maxsplit=1)[0].lower()
+
+
+def job_deps(job: BuildJob, config: Config, deps: tuple[str, ...]) -> tuple[str, ...]:
+    """``pip install`` arguments for ``deps`` in ``job``'s build: a torch among them becomes the
+    job's own (``torch==2.8.0`` from the torch index of its CUDA), never whatever an index
+    offers; a job with no torch of its own installs them as written."""
+    if job.torch_version is None or job.torch_cuda is None:
+        return deps
+    if not any(_dist_name(d) == "torch" for d in deps):
+        return deps
+    variant = "cu" + job.torch_cuda.replace(".", "")
+    index = config.build.torch_index.format(variant=variant)
+    others = tuple(d for d in deps if _dist_name(d) != "torch")
+    return ("--extra-index-url", index, *others, f"torch=={job.torch_version}")
 
 
 def job_env(job: BuildJob, build: BuildSection, host: Host) -> dict[str, str]:

@@ -14,10 +14,20 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from cuship.builder import shared
+from cuship.builder.archflags import arch_control, shim_env, shim_step
 from cuship.builder.buildenv import BuildEnv, build_env, env_of, through_pip
 from cuship.builder.container import container_steps
 from cuship.builder.glibc import glibc_floor
-from cuship.builder.model import BuildPlan, Host, Mode, Step, job_env, wheel_step
+from cuship.builder.model import (
+    BuildPlan,
+    Host,
+    Mode,
+    Step,
+    job_deps,
+    job_env,
+    user_env,
+    wheel_step,
+)
 from cuship.builder.toolkits import choose_toolkit
 from cuship.config import Config
 from cuship.matrix import BuildJob
@@ -97,15 +107,11 @@ def _torch_blocker(job: BuildJob, config: Config, host: Host) -> str | None:
 
 
 def _deps_step(job: BuildJob, config: Config, python: str) -> Step | None:
-    deps = list(config.build.extra_deps)
+    deps = job_deps(job, config, config.build.extra_deps)
     if not deps:
         return None
-    argv = [python, "-m", "pip", "install"]
-    if _installs_torch(config) and job.torch_version is not None and job.torch_cuda is not None:
-        deps = [d for d in deps if not d.startswith("torch")] + [f"torch=={job.torch_version}"]
-        variant = "cu" + job.torch_cuda.replace(".", "")
-        argv += ["--extra-index-url", config.build.torch_index.format(variant=variant)]
-    return Step(name="build-deps", description="install build dependencies", argv=(*argv, *deps))
+    argv = (python, "-m", "pip", "install", *deps)
+    return Step(name="build-deps", description="install build dependencies", argv=argv)
 
 
 def _build_holds(
@@ -125,7 +131,10 @@ def _build_holds(
 def _local_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> ModeSteps:
     toolkit = choose_toolkit(job, config.build, host)
     tmp = {"TMPDIR": str(raw_dir / "tmp")}
-    env = {**job_env(job, config.build, toolkit.host), **tmp}
+    env = {**user_env(job, config), **job_env(job, config.build, toolkit.host), **tmp}
+    shim = _shim(job, config, toolkit.host, raw_dir)
+    if shim is not None:
+        env.update(shim_env(raw_dir))
     python = host.interpreter(job.python)
     none: BuildEnv = ((), f"python{job.python}", None)  # not found: shown by --dry-run only
     runner = host.python_exe
@@ -141,11 +150,21 @@ def _local_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> Mo
     own = (shared.env_key(env_dir),) if env_dir else ()
     steps = (
         *((toolkit.step,) if toolkit.step else ()),
+        *((shim,) if shim else ()),
         *(dataclasses.replace(s, env={**s.env, **tmp}, holds=own) for s in setup),
         *(dataclasses.replace(through_pip(s, runner, exe), env={**s.env, **env}) for s in build),
     )
     blocker = _local_blocker(job, toolkit.host, toolkit.note)
     return steps, blocker or _torch_blocker(job, config, host)
+
+
+def _shim(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> Step | None:
+    """The step that puts cuship's nvcc in front of the job's toolkit (see
+    :mod:`~cuship.builder.archflags`); None when the project's flags are left alone."""
+    if config.build.arch_flags == "project" or not job.arch.targets or host.nvcc is None:
+        return None
+    home = host.cuda_home or str(Path(host.nvcc).parent.parent)
+    return shim_step(job, config, home, raw_dir, host.python_exe)
 
 
 def _container_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> ModeSteps:
@@ -198,4 +217,5 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         smoke=config.build.smoke,
         glibc_floor=glibc_floor(job, config.build),
         max_jobs=next((int(s.env["MAX_JOBS"]) for s in steps if "MAX_JOBS" in s.env), None),
+        arch_control=arch_control(job, config, any(s.name == "arch-flags" for s in steps)),
     )

@@ -14,6 +14,13 @@ Two kinds of venv (``[build] smoke``):
 ``auto`` (the default) tries isolated and falls back to system-site when pip cannot install
 there (an offline host, an unreachable index): a good wheel is never failed by a missing
 network. The venv lives in the job's own directory and is removed afterwards.
+
+A wheel that links torch is tested with the torch it was built against, never whatever an index
+offers (a CPU torch from the machine's wheel folder fails a CUDA extension's import with
+``libc10_cuda.so: cannot open shared object file``): its venv is a system-site one over the build
+environment that holds that torch, and the import test imports torch first, as the package's
+users do. Where no build environment holds it (an isolated build's torch is gone), the import is
+not tried and the outcome says why.
 """
 
 from __future__ import annotations
@@ -130,17 +137,37 @@ def smoke_test(
     emit: Emit = discard,
     runner: Runner = run_command,
     uv: str | None = None,
+    torch: str | None = None,
 ) -> Smoke:
     """Install ``wheel`` into a new venv of ``python`` (in ``work_dir``) and import ``module``.
 
     ``site_dirs``: the builder's site-packages a system-site venv sees (besides the
-    interpreter's own). Raises BuildFailed (exit 1) with pip's or Python's own message when the
-    wheel does not install or does not import.
+    interpreter's own). ``torch``: the torch the wheel links and was built against ("2.13.0"),
+    None for a wheel that does not link torch. Raises BuildFailed (exit 1) with pip's or
+    Python's own message when the wheel does not install or does not import.
     """
     if work_dir is not None:
         work_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="cuship-smoke-", dir=work_dir) as tmp:
         note = "[build] smoke = 'system-site'"
+        if torch is not None:
+            builder = (python, *site_dirs)
+            found = builder_torch(builder)
+            if found is None or not _same_minor(found, torch):
+                had = (
+                    f"the build environment has torch {found}"
+                    if found
+                    else "no build environment holds torch (an isolated build's is gone)"
+                )
+                why = (
+                    f"links torch {torch}; {had}: not imported (build with [build] isolation = "
+                    "false and torch in extra_deps to test it with the job's torch)"
+                )
+                emit(Event(level="warning", topic="build", message=f"{wheel.name}: {why}"))
+                return Smoke(said=None, env="system-site", note=why)
+            venv = _Venv(root=Path(tmp) / "system-site", log=log, environ=environ, runner=runner)
+            note = f"over the build environment's torch {found}, the one it was built against"
+            return _system_site(venv, wheel, module, builder, note, torch_first=True)
         if mode != "system-site":
             venv = _Venv(root=Path(tmp) / "venv", log=log, environ=environ, runner=runner)
             failure = _isolated(venv, wheel, python, uv)
@@ -202,8 +229,30 @@ def _purelib(venv: _Venv) -> Path:
     return Path(venv.must(step).strip().splitlines()[-1])
 
 
+def _same_minor(a: str, b: str) -> bool:
+    return a.split("+")[0].split(".")[:2] == b.split("+")[0].split(".")[:2]
+
+
+def builder_torch(builder: Sequence[str]) -> str | None:
+    """The torch version installed where a system-site venv over ``builder`` (the interpreter,
+    then its build venv's site directories) would find it, from its dist-info."""
+    python, site_dirs = builder[0], builder[1:]
+    for directory in (*site_dirs, *builder_site(python)):
+        for info in sorted(Path(directory).glob("torch-*.dist-info")):
+            version = info.name.removeprefix("torch-").removesuffix(".dist-info")
+            if (info / "METADATA").is_file():
+                return version
+    return None
+
+
 def _system_site(
-    venv: _Venv, wheel: Path, module: str, builder: tuple[str, ...], note: str
+    venv: _Venv,
+    wheel: Path,
+    module: str,
+    builder: tuple[str, ...],
+    note: str,
+    *,
+    torch_first: bool = False,
 ) -> Smoke:
     """``builder``: the job's interpreter, then the site directories of its build venv."""
     python, site_dirs = builder[0], builder[1:]
@@ -218,7 +267,7 @@ def _system_site(
     if missing:
         why = f"{note}; not imported: its requirements are not met here: {'; '.join(missing)}"
         return Smoke(said=None, env="system-site", note=why)
-    return Smoke(said=_import(venv, module), env="system-site", note=note)
+    return Smoke(said=_import(venv, module, torch_first), env="system-site", note=note)
 
 
 def _missing_requirements(venv: _Venv, wheel: Path) -> list[str]:
@@ -233,9 +282,10 @@ def _missing_requirements(venv: _Venv, wheel: Path) -> list[str]:
     ]
 
 
-def _import(venv: _Venv, module: str) -> str:
-    """Import ``module`` in the venv: what it printed; it must come from the venv's install."""
-    code = (
+def _import(venv: _Venv, module: str, torch_first: bool = False) -> str:
+    """Import ``module`` in the venv (after torch, for a wheel that links it): what it printed;
+    it must come from the venv's install."""
+    code = ("import torch; " if torch_first else "") + (
         f"import {module} as m; print({_MARK!r}, m.__name__, getattr(m, '__version__', ''),"
         " m.backend() if hasattr(m, 'backend') else ''); "
         f"print({_ORIGIN!r}, getattr(m, '__file__', None) or '')"

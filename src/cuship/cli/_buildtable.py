@@ -30,6 +30,7 @@ def result_json(result: JobResult) -> dict[str, object]:
         "smoke": smoke.said if smoke else None,
         "smoke_env": smoke.env if smoke else None,
         "smoke_note": smoke.note if smoke else None,
+        "nvcc": result.nvcc.to_json() if result.nvcc else None,
     }
 
 

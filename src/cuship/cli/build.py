@@ -44,6 +44,8 @@ def _print_dry_run(console: Console, plans: list[BuildPlan]) -> None:
             console.out.print(
                 f"  # Python {plan.python.describe()}{where}", markup=False, soft_wrap=True
             )
+        if plan.arch_control:
+            console.out.print(f"  # {plan.arch_control}", markup=False, soft_wrap=True)
         for step in plan.steps:
             line = step.shell() if step.argv else f"# {step.description}"
             console.out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)

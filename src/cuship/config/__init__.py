@@ -17,6 +17,7 @@ from packaging.utils import InvalidName, canonicalize_name
 from cuship import schema as typed
 from cuship.config import files, values
 from cuship.config.ci import CiSection
+from cuship.config.script import BuildScript, read_build_script
 from cuship.config.values import between
 from cuship.errors import ConfigError
 from cuship.schema import field_doc
@@ -223,6 +224,20 @@ class BuildSection:
         "the running one, python3.X on PATH, pyenv and uv-managed Pythons.",
         default=(),
         validate=values.interpreter_path,
+    )
+    env: Mapping[str, str] = field_doc(
+        "Environment every build job sees, e.g. CAUSAL_CONV1D_FORCE_BUILD = 'TRUE'. Values may "
+        "name the job's {python}, {cuda}, {cuda_major}, {torch}, {arch} and {label}. The "
+        "*_FORCE_BUILD switches setup.py names are set to TRUE without it.",
+        default_factory=dict,
+        validate=values.build_env,
+    )
+    arch_flags: Literal["rewrite", "stop", "project"] = field_doc(
+        "GPU arch flags the project passes nvcc itself (setup.py's own -gencode). 'rewrite': "
+        "every device compile gets [matrix] arch instead, through a shadow CUDA_HOME whose nvcc "
+        "replaces them; 'stop': a compile whose flags differ fails, naming them; 'project': "
+        "leave them (verify still checks the wheel).",
+        default="rewrite",
     )
     smoke: Literal["auto", "isolated", "system-site"] = field_doc(
         "The import smoke test's venv. 'isolated': a fresh venv, dependencies from the index; "
@@ -466,6 +481,7 @@ class Config:
     ci: CiSection = dataclasses.field(default_factory=CiSection)
     bench: BenchSection = dataclasses.field(default_factory=BenchSection)
     variants: VariantsSection = dataclasses.field(default_factory=VariantsSection)
+    script: BuildScript = dataclasses.field(default_factory=BuildScript)  # setup.py, read
 
     @property
     def source_dir(self) -> Path:
@@ -625,6 +641,12 @@ def load_config(path: str | Path = ".") -> Config:
         project = _project_defaults(project, pyproject, pyproject_path)
         build_requires = _build_requires(pyproject, pyproject_path)
         backend = _backend(pyproject, pyproject_path)
+    script = read_build_script(root) if packages_path is None or toml_path else BuildScript()
+    project = replace(
+        project,
+        name=project.name or script.name,
+        version=project.version or (script.version if script.name else None),
+    )
     return Config(
         source=toml_path or packages_path or path,
         root=root.resolve(),
@@ -640,4 +662,5 @@ def load_config(path: str | Path = ".") -> Config:
         ci=file.ci,
         bench=file.bench,
         variants=file.variants,
+        script=script,
     )

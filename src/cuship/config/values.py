@@ -19,9 +19,11 @@ from cuship.errors import CushipError
 from cuship.wheel.names import check_template
 
 __all__ = [
+    "BUILD_ENV_FIELDS",
     "IMAGE_FIELDS",
     "arch_list",
     "between",
+    "build_env",
     "check_dtype",
     "floors",
     "glibc_floor",
@@ -188,3 +190,37 @@ def project_name(value: str) -> None:
         canonicalize_name(value, validate=True)
     except InvalidName:
         raise ValueError(f"{value[:60]!r} is not a valid project name") from None
+
+
+BUILD_ENV_FIELDS = ("python", "cuda", "cuda_major", "torch", "arch", "label")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+# what cuship sets from [matrix] and [build] itself: a [build] env entry would fight it
+_SET_BY_CUSHIP = frozenset(
+    {
+        "TORCH_CUDA_ARCH_LIST",
+        "CUDAARCHS",
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "CUDACXX",
+        "PYTORCH_NVCC",
+        "MAX_JOBS",
+        "TMPDIR",
+        "CMAKE_ARGS",
+    }
+)
+
+
+def build_env(table: Mapping[str, str]) -> None:
+    """Environment names a shell accepts, string values naming only the job's fields, and none
+    of the variables cuship derives from the matrix."""
+    for name, value in table.items():
+        if not _ENV_NAME.fullmatch(name):
+            raise ValueError(f"{name[:60]!r} is not an environment variable name")
+        if name in _SET_BY_CUSHIP or name.startswith("CUSHIP_"):
+            raise ValueError(
+                f"{name} is set by cuship from the config ([matrix] arch, [build] max_jobs, "
+                "the job's toolkit); set those instead"
+            )
+        if not isinstance(value, str) or len(value) > 4096 or "\0" in value:
+            raise ValueError(f"{name}: a value is a string of at most 4096 characters")
+        _template(value, BUILD_ENV_FIELDS, f"[build] env {name}")

@@ -19,6 +19,7 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from cuship.config.script import read_build_script
 from cuship.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -29,7 +30,6 @@ else:  # pragma: no cover - Python 3.10
 __all__ = ["PrebuiltConfig", "read_config"]
 
 _KEYS = frozenset({"index", "url", "backend", "build-requires", "name", "build-env"})
-_FORCE_SWITCH = re.compile(r"""["']([A-Z][A-Z0-9_]*_FORCE_BUILD)["']""")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 _BACKEND = re.compile(rf"{_DOTTED}(:{_DOTTED})?")
@@ -122,18 +122,8 @@ def _build_env(table: dict[str, Any], source: str, root: Path) -> tuple[tuple[st
             f"must be a table of environment variable names to strings, got {value!r}",
             hint='write e.g. build-env = { MAX_JOBS = "4" }',
         )
-    found = {name: "TRUE" for name in _force_switches(root / "setup.py")}
+    found = {name: "TRUE" for name in read_build_script(root).force_switches}
     return tuple(sorted({**found, **value}.items()))
-
-
-def _force_switches(setup_py: Path) -> list[str]:
-    """The ``*_FORCE_BUILD`` variables a setup.py names (read, bounded, never run)."""
-    try:
-        with setup_py.open("rb") as handle:
-            text = handle.read(1 << 20).decode("utf-8", "replace")
-    except OSError:
-        return []
-    return sorted(set(_FORCE_SWITCH.findall(text)))
 
 
 def _sdist_headers(pkg_info: Path) -> dict[str, str]:

@@ -269,7 +269,12 @@ def _with_requires(lines: list[str], requires: tuple[str, ...]) -> list[str]:
         return old.marker is None and canonicalize_name(old.name) in names
 
     kept = [line for line in lines if not replaced(line)]
-    return kept + [f"Requires-Dist: {r}" for r in requires]
+    # METADATA with no body ends in a newline, not a blank line: the header block then ends in
+    # "" here, and a header after it would land in the body (pip would not see it)
+    end = len(kept)
+    while end and not kept[end - 1]:
+        end -= 1
+    return [*kept[:end], *(f"Requires-Dist: {r}" for r in requires), *kept[end:]]
 
 
 def _like(info: zipfile.ZipInfo, name: str) -> zipfile.ZipInfo:
