@@ -126,6 +126,8 @@ def finish_wheel(
     enforced = floor.floor if floor is not None and floor.enforced else None
     checked = verify(report, arches=arches, local=label, torch=torch, manylinux=enforced)
     problems = unpinned + checked.problems
+    for note in checked.notes:
+        emit(Event(level="warning", topic="build", message=f"{labelled.name}: {note}"))
     if floor is not None and not floor.enforced:
         _warn_floor(report, floor, emit)
     if not arches:

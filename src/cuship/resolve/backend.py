@@ -38,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import re
 import shutil
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -61,6 +62,7 @@ from cuship.resolve.decide import (
     decide,
     flag,
     prebuilt_candidate,
+    target_torch,
 )
 from cuship.resolve.fetch import download
 from cuship.resolve.provenance import FILENAME, Provenance, add_to_wheel
@@ -147,15 +149,41 @@ class Prebuilt:
                 self._say(f"building with {name}={value}")
 
     def _real_requires(self, config: PrebuiltConfig, kind: Kind, settings: Any) -> list[str]:
-        """``build-requires``, and what the real backend asks for when it is importable."""
+        """``build-requires``, and what the real backend asks for when it is importable; a
+        wheel's torch requirement becomes the target's torch (see :meth:`_user_torch`)."""
         self._build_env(config)
         needs = list(config.build_requires)
         try:
             real = load_backend(config.backend)
         except ImportError:
-            return needs  # the frontend installs build-requires first; its extra needs come later
+            real = None  # the frontend installs build-requires first; its extra needs come later
         hook = getattr(real, f"get_requires_for_build_{kind}", None)
-        return needs + ([str(r) for r in hook(settings)] if hook else [])
+        needs += [str(r) for r in hook(settings)] if hook else []
+        return self._user_torch(needs) if kind == "wheel" else needs
+
+    def _user_torch(self, needs: list[str]) -> list[str]:
+        """``needs`` with torch pinned to the version installed where the wheel goes: an
+        isolated build environment then compiles against the user's torch, not whatever the
+        index offers (an extension built against another minor does not load)."""
+        if not any(_requirement_name(n) == "torch" for n in needs):
+            return needs
+        installed = target_torch(self.environ)
+        if installed is None:
+            return needs
+        public = installed.split("+")[0]
+        self._say(f"building against the torch installed where it goes: torch=={public}")
+        return [n for n in needs if _requirement_name(n) != "torch"] + [f"torch=={public}"]
+
+    def _check_build_torch(self, config: PrebuiltConfig, why: str) -> None:
+        """Stop a source build whose build environment holds another torch than the target."""
+        mismatch = build_torch_problem(self.environ)
+        if mismatch is not None:
+            raise CheckFailed(
+                f"not building {config.name} from source ({why}): {mismatch}",
+                hint="build without isolation (pip install --no-build-isolation, uv pip install "
+                "--no-build-isolation-package NAME, or uv's match-runtime build dependency on "
+                f"torch), or set {settings.TARGET_PYTHON} to the interpreter installed into",
+            )
 
     def real_backend(self, config: PrebuiltConfig, kind: Kind, settings: Any) -> Any:
         """The real backend, imported; warns about what it needs that is not installed."""
@@ -268,14 +296,7 @@ class Prebuilt:
     def _source_choice(self, config: PrebuiltConfig, decision: Decision) -> Choice:
         why = decision.why
         self._refuse_build(config, why)
-        mismatch = build_torch_problem(self.environ)
-        if mismatch is not None:
-            raise CheckFailed(
-                f"not building {config.name} from source ({why}): {mismatch}",
-                hint="build without isolation (pip install --no-build-isolation, uv pip install "
-                "--no-build-isolation-package NAME, or uv's match-runtime build dependency on "
-                f"torch), or set {settings.TARGET_PYTHON} to the interpreter installed into",
-            )
+        self._check_build_torch(config, why)
         self._say(f"building {config.name} from source with {config.backend}: {why}", "warning")
         provenance = Provenance(
             name=config.name,
@@ -332,7 +353,9 @@ class Prebuilt:
             ready = self._ready(stash, choice)
             if ready is not None:
                 return _extract_dist_info(ready, target)
-            real = self.real_backend(self.config(), "wheel", config_settings)
+            config = self.config()
+            self._check_build_torch(config, choice.provenance.why)
+            real = self.real_backend(config, "wheel", config_settings)
             hook = getattr(real, "prepare_metadata_for_build_wheel", None)
             if hook is not None:
                 name = str(hook(metadata_directory, config_settings))
@@ -363,7 +386,9 @@ class Prebuilt:
             choice = self._choice(stash)
             ready = self._ready(stash, choice)
             if ready is None:
-                real = self.real_backend(self.config(), "wheel", config_settings)
+                config = self.config()
+                self._check_build_torch(config, choice.provenance.why)
+                real = self.real_backend(config, "wheel", config_settings)
                 name = str(real.build_wheel(wheel_directory, config_settings, metadata_directory))
                 version = str(parse_wheel_filename(name)[1])
                 add_to_wheel(out / name, replace(choice.provenance, version=version), out_dir=out)
@@ -372,6 +397,10 @@ class Prebuilt:
                 name = ready.name
             stash.clear()
         return name
+
+
+def _requirement_name(requirement: str) -> str:
+    return re.split(r"[\s=<>!~;\[@(]", requirement.strip(), maxsplit=1)[0].lower()
 
 
 def _write_provenance(dist_info: Path, provenance: Provenance) -> None:

@@ -74,6 +74,15 @@ def explain(resolution: Resolution) -> str:
     return f"fits this machine ({machine}); {count}: " + "; ".join(wheel or ["fits"])
 
 
+def target_torch(environ: Mapping[str, str]) -> str | None:
+    """The torch version installed where the frontend installs (read from its files), if any."""
+    found = find_target(environ)
+    if isinstance(found, str):
+        return None
+    fp = fingerprint({**environ, settings.NVCC: "none"}, toolkit=False, site_dirs=found.site_dirs)
+    return fp.torch.version if fp.torch is not None else None
+
+
 def build_torch_problem(environ: Mapping[str, str]) -> str | None:
     """Why a source build here would not build against the target's torch: the build
     environment (where the real backend runs) holds another torch minor than the environment
