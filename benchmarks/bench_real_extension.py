@@ -81,9 +81,16 @@ def build_fixture(cache: Path) -> tuple[Path, float, dict[str, object]]:
     shutil.rmtree(source, ignore_errors=True)
     shutil.copytree(FIXTURE, source, ignore=shutil.ignore_patterns("dist", "build", "*.egg-info"))
     start = time.perf_counter()
-    out = _run([sys.executable, "-m", "cuship", "build", str(source), "--json"], _machine_env())
+    done = subprocess.run(
+        [sys.executable, "-m", "cuship", "build", str(source), "--json"],
+        env=_machine_env(),
+        capture_output=True,
+        text=True,
+    )
     took = time.perf_counter() - start
-    (job,) = json.loads(out[out.index("[") :])
+    if done.returncode != 0:
+        raise SystemExit(f"cuship build failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    (job,) = json.loads(done.stdout)
     return source / "dist" / "cuship" / "wheels", took, job
 
 

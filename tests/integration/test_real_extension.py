@@ -261,7 +261,8 @@ def test_the_sdist_installs_the_prebuilt_wheel_and_keeps_the_users_torch(
     done = _install(frontend, python, sdist, cuship_wheelhouse, env)
     log = done.stdout + done.stderr
     assert done.returncode == 0, log
-    assert f"judging for {python}" in log or f"judging for {python.parent}" in log, log
+    judged = next(line for line in log.splitlines() if "cuship.backend: judging for" in line)
+    assert str(python.parent.parent) in judged and judged.endswith(f": torch {TORCH}"), judged
     taken = f"using prebuilt shapeconv-0.3.1+cu130torch{TORCH_MINOR}-{CP}-{CP}-manylinux_2_24"
     assert taken in log, log
     assert "Guessing wheel URL" not in log and "nvcc" not in log.split(taken)[1]

@@ -173,13 +173,11 @@ def _resolve(
                 level="warning", topic="backend", message=f"{found}: no torch-linked wheel is taken"
             )
         )
-    else:
-        emit(
-            Event(
-                level="info", topic="backend", message=f"judging for {found.python} ({found.how})"
-            )
-        )
     target = machine_target(environ, found)
+    if not isinstance(found, str):
+        torch = f"torch {target.torch}" if target.torch else "no torch"
+        said = f"judging for {found.python} ({found.how}): {torch}"
+        emit(Event(level="info", topic="backend", message=said))
     unseen = found if isinstance(found, str) else None
     if index:
         page = fetch_page(index, parse_requirement(requirement).name, options=options, emit=emit)

@@ -29,9 +29,12 @@ from cuship import settings
 
 __all__ = ["TargetEnv", "find_target"]
 
+# the target's own path is read before the directory lending it `packaging` is appended (that
+# directory may be on the target's path too: a venv over the interpreter cuship runs in)
 _PROBE = (
-    "import json, platform, sys; from packaging import tags\n"
-    "print(json.dumps([sys.executable, platform.python_version(), [p for p in sys.path if p],"
+    "import json, platform, sys; paths = [p for p in sys.path if p]; sys.path.append({site!r})\n"
+    "from packaging import tags\n"
+    "print(json.dumps([sys.executable, platform.python_version(), paths,"
     " [str(t) for t in tags.sys_tags()]]))"
 )
 _TIMEOUT = 60.0
@@ -101,7 +104,7 @@ def find_target(
 
         packaging_site = str(Path(next(iter(packaging.__path__))).parent)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    code = f"import sys; sys.path.append({packaging_site!r})\n{_PROBE}"
+    code = _PROBE.format(site=packaging_site)
     try:
         done = subprocess.run(
             [python, "-I", "-c", code],
@@ -114,7 +117,7 @@ def find_target(
         executable, version, paths, tags = json.loads(done.stdout)
     except (OSError, subprocess.SubprocessError, ValueError, TypeError) as err:
         return f"{how} ({python}) did not answer: {err}"
-    sites = tuple(p for p in paths if isinstance(p, str) and p != packaging_site)
+    sites = tuple(p for p in paths if isinstance(p, str))
     return TargetEnv(
         python=str(executable),
         how=how,
