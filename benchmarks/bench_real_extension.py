@@ -137,7 +137,11 @@ def user_env(frontend: str, tmp: Path, wheels: Path, torch: str, env: dict[str, 
         _run([*uv, "--find-links", str(wheels), f"torch=={torch}"], env)
         return python
     _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], env)
-    return venv / "bin" / "python"
+    python = venv / "bin" / "python"
+    if frontend == "pip --no-build-isolation":  # the user installs the build requirements first
+        where = ["--no-index", "--find-links", str(wheels)]
+        _run([str(python), "-m", "pip", "install", "-q", *where, "setuptools>=68"], env)
+    return python
 
 
 def install(frontend: str, python: Path, sdist: Path, wheels: Path, env: dict[str, str]) -> str:
