@@ -43,6 +43,9 @@ def _copy(root: Path, **build: str) -> Path:
     """The fixture in ``root``, with ``[build]`` keys added to its cuship.toml."""
     dest = root / "shapeconv"
     shutil.copytree(FIXTURE, dest, ignore=shutil.ignore_patterns("dist", "build", "*.egg-info"))
+    config = dest / "cuship.toml"
+    running = f'python = ["{sys.version_info.major}.{sys.version_info.minor}"]'
+    config.write_text(config.read_text().replace('python = ["3.11"]', running))
     if build:
         config = dest / "cuship.toml"
         lines = [
