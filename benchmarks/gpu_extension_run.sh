@@ -32,13 +32,8 @@ test_import = "$2"
 EOF
 }
 
-# 1. the fixture
-rm -rf /tmp/shapeconv && cp -r tests/fixtures/shapeconv /tmp/shapeconv && matrix /tmp/shapeconv shapeconv
-start=$(date +%s)
-$PY -m cuship build /tmp/shapeconv --json > "$OUT/shapeconv-build.json" 2> "$OUT/shapeconv-build.err"
-echo "shapeconv build exit $? in $(( $(date +%s) - start )) s" >> "$OUT/summary.txt"
-cp /tmp/shapeconv/dist/cuship/wheels/logs/*.log "$OUT/" 2>/dev/null
-$PY - "$OUT/shapeconv-build.json" >> "$OUT/summary.txt" 2>&1 <<'PYEOF'
+summarize() {  # $1: a `cuship build --json` output: each job's outcome, nvcc log, SASS, smoke
+    $PY - "$1" >> "$OUT/summary.txt" 2>&1 <<'PYEOF'
 import json, sys
 for job in json.load(open(sys.argv[1])):
     print(job["job"], job["status"], job["detail"][:300])
@@ -46,6 +41,15 @@ for job in json.load(open(sys.argv[1])):
     print("  sass:", [x["sass"] for x in job.get("report", {}).get("extensions", [])])
     print("  smoke:", job.get("smoke"), "|", job.get("smoke_env"), "|", job.get("smoke_note"))
 PYEOF
+}
+
+# 1. the fixture
+rm -rf /tmp/shapeconv && cp -r tests/fixtures/shapeconv /tmp/shapeconv && matrix /tmp/shapeconv shapeconv
+start=$(date +%s)
+$PY -m cuship build /tmp/shapeconv --json > "$OUT/shapeconv-build.json" 2> "$OUT/shapeconv-build.err"
+echo "shapeconv build exit $? in $(( $(date +%s) - start )) s" >> "$OUT/summary.txt"
+cp /tmp/shapeconv/dist/cuship/wheels/logs/*.log "$OUT/" 2>/dev/null
+summarize "$OUT/shapeconv-build.json"
 wheel=$(ls /tmp/shapeconv/dist/cuship/wheels/*.whl 2>/dev/null | head -1)
 if [ -n "$wheel" ]; then
     rm -rf /tmp/venv-sc && $PY -m venv --system-site-packages /tmp/venv-sc
@@ -66,14 +70,7 @@ timeout "${CC1D_SECONDS:-200}" $PY -m cuship build /tmp/cc1d/causal_conv1d-1.7.0
 echo "causal-conv1d build exit $? in $(( $(date +%s) - start )) s" >> "$OUT/summary.txt"
 cp /tmp/cc1d/causal_conv1d-1.7.0/dist/cuship/wheels/logs/*.log "$OUT/" 2>/dev/null
 tail -c 3000 /tmp/cc1d/causal_conv1d-1.7.0/dist/cuship/wheels/raw/*/nvcc-calls.jsonl > "$OUT/cc1d-nvcc-tail.txt" 2>/dev/null
-$PY - "$OUT/cc1d-build.json" >> "$OUT/summary.txt" 2>&1 <<'PYEOF'
-import json, sys
-for job in json.load(open(sys.argv[1])):
-    print(job["job"], job["status"], job["detail"][:300])
-    print("  nvcc:", job.get("nvcc"))
-    print("  sass:", [x["sass"] for x in job.get("report", {}).get("extensions", [])])
-    print("  smoke:", job.get("smoke"), "|", job.get("smoke_env"), "|", job.get("smoke_note"))
-PYEOF
+summarize "$OUT/cc1d-build.json"
 wheel=$(ls /tmp/cc1d/causal_conv1d-1.7.0/dist/cuship/wheels/*.whl 2>/dev/null | head -1)
 if [ -n "$wheel" ]; then
     /tmp/venv-sc/bin/python -m pip install -q --no-deps --no-index "$wheel" >> "$OUT/summary.txt" 2>&1
