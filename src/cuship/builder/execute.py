@@ -29,7 +29,7 @@ from cuship.builder.shared import Locks, describe
 from cuship.builder.smoke import Smoke, SmokeMode, smoke_test
 from cuship.errors import CushipError
 from cuship.events import Emit, Event, discard
-from cuship.wheel.audit import WheelReport
+from cuship.wheel.audit import WheelReport, sm_key
 from cuship.wheel.torchabi import TorchAbi, pin_for
 
 __all__ = [
@@ -126,8 +126,17 @@ def finish_wheel(
     enforced = floor.floor if floor is not None and floor.enforced else None
     checked = verify(report, arches=arches, local=label, torch=torch, manylinux=enforced)
     problems = unpinned + checked.problems
-    for note in checked.notes:
-        emit(Event(level="warning", topic="build", message=f"{labelled.name}: {note}"))
+    extra = _extra_sass(report, arches)
+    if extra:
+        emit(
+            Event(
+                level="warning",
+                topic="build",
+                message=f"{labelled.name}: holds SASS for {', '.join(extra)} beyond [matrix] "
+                "arch: the build passed its own arch flags ([build] arch_flags = 'rewrite' "
+                "compiles only the configured ones)",
+            )
+        )
     if floor is not None and not floor.enforced:
         _warn_floor(report, floor, emit)
     if not arches:
@@ -139,6 +148,17 @@ def finish_wheel(
     final = out_dir / labelled.name
     labelled.replace(final)
     return final, dataclasses.replace(report, path=str(final)), problems
+
+
+def _extra_sass(report: WheelReport, arches: str) -> list[str]:
+    """SASS the wheel holds that the job's arch list did not ask for."""
+    from cuship.arch import parse_arch_list
+
+    if not arches.strip():
+        return []
+    asked = {t.sm for t in parse_arch_list(arches).targets if t.sass}
+    held = {sm for x in report.extensions for sm in x.sass}
+    return [f"sm_{sm}" for sm in sorted(held - asked, key=sm_key)]
 
 
 def _warn_floor(report: WheelReport, floor: GlibcFloor, emit: Emit) -> None:

@@ -90,7 +90,6 @@ def verify(
     problems: list[str] = []
     notes: list[str] = []
     _check_arches(targets, sass, ptx, checks, problems)
-    _note_extra(targets, sass, notes)
     if isinstance(report, WheelReport):
         _check_wheel(report, local, checks, problems)
         _check_variant(report, checks, problems, notes)
@@ -222,19 +221,6 @@ def _check_arches(
             checks.append(f"PTX compute_{target.sm}")
             if not satisfies(ptx, target.sm, kind="ptx"):
                 problems.append(f"missing PTX for compute_{target.sm} (found: {_list(ptx)})")
-
-
-def _note_extra(targets: Sequence[ArchTarget], sass: Sequence[str], notes: list[str]) -> None:
-    """SASS the spec did not ask for: the build passed its own arch flags (a setup.py's
-    ``-gencode``), which cost compile time and wheel size though the wheel still works."""
-    asked = {t.sm for t in targets if t.sass}
-    extra = sorted(set(sass) - asked, key=sm_key) if targets else []
-    if extra:
-        notes.append(
-            f"holds SASS for {', '.join('sm_' + sm for sm in extra)} beyond the spec: the build "
-            "passed its own arch flags (cuship build's [build] arch_flags = 'rewrite' compiles "
-            "only [matrix] arch)"
-        )
 
 
 def _check_wheel(
