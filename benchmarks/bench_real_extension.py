@@ -32,16 +32,16 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.integration's helpers
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_sdist_install import installed_by_stage
+from tests.integration.indexsite import REPO, clean_env
+from tests.integration.shapeconv import FIXTURE, make_sdist
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURE = REPO / "tests" / "fixtures" / "shapeconv"
 DOWN = "http://127.0.0.1:1/simple"
 FRONTENDS = ("pip", "pip --no-build-isolation", "uv")
 
@@ -94,37 +94,11 @@ def build_fixture(cache: Path) -> tuple[Path, float, dict[str, object]]:
     return source / "dist" / "cuship" / "wheels", took, job
 
 
-def make_sdist(root: Path, index: str) -> Path:
-    tree = root / "shapeconv-0.3.1"
-    shutil.rmtree(tree, ignore_errors=True)
-    shutil.copytree(FIXTURE, tree, ignore=shutil.ignore_patterns("dist", "build", "*.egg-info"))
-    (tree / "pyproject.toml").write_text(
-        '[build-system]\nrequires = ["cuship"]\nbuild-backend = "cuship.backend"\n\n'
-        f'[tool.cuship.prebuilt]\nindex = "{index}"\nbackend = "setuptools.build_meta"\n'
-        'build-requires = ["setuptools>=68", "torch"]\n'
-    )
-    (tree / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: shapeconv\nVersion: 0.3.1\n")
-    folder = root / ("sdist-up" if index != DOWN else "sdist-down")
-    folder.mkdir(exist_ok=True)
-    sdist = folder / "shapeconv-0.3.1.tar.gz"
-    with tarfile.open(sdist, "w:gz") as archive:
-        archive.add(tree, arcname=tree.name)
-    return sdist
-
-
 def _env(tmp: Path, wheels: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "CUSHIP_"))}
-    env.pop("PYTHONPATH", None)
-    env.update(
-        PIP_CONFIG_FILE=os.devnull,
-        PIP_DISABLE_PIP_VERSION_CHECK="1",
-        PIP_NO_CACHE_DIR="1",
-        UV_NO_CONFIG="1",
-        UV_CACHE_DIR=str(tmp / "uv-cache"),
-        UV_PYTHON_DOWNLOADS="never",
-        PIP_NO_INDEX="1",
-        PIP_FIND_LINKS=str(wheels),
-    )
+    """No pip/uv configuration, no cuship settings; every install reads only ``wheels``."""
+    env = clean_env(tmp, PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels))
+    env.pop("PYTHONPATH")
+    env.pop("CUSHIP_NVCC")
     return env
 
 
@@ -207,8 +181,8 @@ def main() -> None:
     write([built], site, describe=describe_wheel)
     with serve(site, "127.0.0.1", 0) as server:
         sdists = {
-            "prebuilt": make_sdist(cache, f"{server.url}simple"),
-            "source": make_sdist(cache, DOWN),
+            "prebuilt": make_sdist(cache, f"{server.url}simple", cache / "sdist-up"),
+            "source": make_sdist(cache, DOWN, cache / "sdist-down"),
         }
         times: dict[tuple[str, str], list[float]] = {}
         notes: dict[tuple[str, str], str] = {}

@@ -15,7 +15,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,8 +25,8 @@ from cuship.index import write
 from cuship.index.describe import describe_wheel
 from cuship.index.serve import IndexServer, serve
 from tests.integration.indexsite import REPO, clean_env
+from tests.integration.shapeconv import FIXTURE, make_sdist
 
-FIXTURE = REPO / "tests" / "fixtures" / "shapeconv"
 torch = pytest.importorskip("torch", reason="the fixture builds against the installed torch")
 TORCH = torch.__version__
 TORCH_MINOR = ".".join(TORCH.split("+")[0].split(".")[:2])
@@ -171,23 +170,6 @@ def server(
         yield running
 
 
-def _sdist(root: Path, index: str) -> Path:
-    """shapeconv's sdist as its maintainer ships it with cuship: setup.py untouched, the
-    pyproject's backend cuship.backend in front of setuptools."""
-    tree = root / "shapeconv-0.3.1"
-    shutil.copytree(FIXTURE, tree, ignore=shutil.ignore_patterns("dist", "build", "*.egg-info"))
-    (tree / "pyproject.toml").write_text(
-        '[build-system]\nrequires = ["cuship"]\nbuild-backend = "cuship.backend"\n\n'
-        f'[tool.cuship.prebuilt]\nindex = "{index}"\nbackend = "setuptools.build_meta"\n'
-        'build-requires = ["setuptools>=68", "torch"]\n'
-    )
-    (tree / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: shapeconv\nVersion: 0.3.1\n")
-    sdist = root / "shapeconv-0.3.1.tar.gz"
-    with tarfile.open(sdist, "w:gz") as archive:
-        archive.add(tree, arcname=tree.name)
-    return sdist
-
-
 def _venv(root: Path, *, system_site: bool) -> Path:
     """A venv for the user: over this interpreter's site-packages (its torch) or bare."""
     flags = ["--system-site-packages"] if system_site else []
@@ -252,7 +234,7 @@ def test_the_sdist_installs_the_prebuilt_wheel_and_keeps_the_users_torch(
     request: pytest.FixtureRequest,
     tmp_path: Path,
 ) -> None:
-    sdist = _sdist(tmp_path, f"{server.url}simple")
+    sdist = make_sdist(tmp_path, f"{server.url}simple", tmp_path)
     env = clean_env(tmp_path)
     env.pop("PYTHONPATH")
     if frontend == "uv":
@@ -281,7 +263,7 @@ def test_another_torch_minor_gets_no_prebuilt_wheel_and_no_other_torch(
 ) -> None:
     """A user whose torch is 2.12 (its files only: the judge reads them) gets neither the 2.13
     wheel nor a source build against another torch: the install stops, naming both."""
-    sdist = _sdist(tmp_path, f"{server.url}simple")
+    sdist = make_sdist(tmp_path, f"{server.url}simple", tmp_path)
     python = _venv(tmp_path, system_site=False)
     (site,) = python.parent.parent.glob("lib/python*/site-packages")
     (site / "torch").mkdir()
