@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
 from pathlib import Path
 
 from cuship.builder.interpreters import Interpreter
-from cuship.builder.model import Step
+from cuship.builder.model import Step, requirement_name
 from cuship.config import Config
 
 __all__ = [
@@ -57,16 +56,12 @@ def env_site(env: Path, python: Interpreter) -> str:
     return str(env / "lib" / f"python{python.version}" / "site-packages")
 
 
-def _name(requirement: str) -> str:
-    return re.split(r"[\s=<>!~;\[@]", requirement.strip(), maxsplit=1)[0].lower()
-
-
 def env_requirements(config: Config) -> tuple[str, ...]:
     """What a build venv needs beyond pip: the build-system requirements when the build is
     not isolated, without torch (the job's own torch is installed by the deps step)."""
     if config.build.isolation:
         return ()
-    return tuple(r for r in config.build_requires if _name(r) != "torch")
+    return tuple(r for r in config.build_requires if requirement_name(r) != "torch")
 
 
 BuildEnv = tuple[tuple[Step, ...], str, Path | None]

@@ -29,7 +29,7 @@ from cuship.builder.shared import Locks, describe
 from cuship.builder.smoke import Smoke, SmokeMode, smoke_test
 from cuship.errors import CushipError
 from cuship.events import Emit, Event, discard
-from cuship.wheel.audit import WheelReport, sm_key
+from cuship.wheel.audit import WheelReport
 from cuship.wheel.torchabi import TorchAbi, pin_for
 
 __all__ = [
@@ -151,14 +151,13 @@ def finish_wheel(
 
 
 def _extra_sass(report: WheelReport, arches: str) -> list[str]:
-    """SASS the wheel holds that the job's arch list did not ask for."""
+    """SASS the wheel's own objects hold that the job's arch list did not ask for."""
     from cuship.arch import parse_arch_list
 
     if not arches.strip():
         return []
     asked = {t.sm for t in parse_arch_list(arches).targets if t.sass}
-    held = {sm for x in report.extensions for sm in x.sass}
-    return [f"sm_{sm}" for sm in sorted(held - asked, key=sm_key)]
+    return [f"sm_{sm}" for sm in report.sass if sm not in asked]
 
 
 def _warn_floor(report: WheelReport, floor: GlibcFloor, emit: Emit) -> None:

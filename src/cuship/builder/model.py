@@ -27,7 +27,9 @@ __all__ = [
     "job_deps",
     "job_env",
     "max_jobs",
+    "names_torch",
     "pip_wheel_argv",
+    "requirement_name",
     "share",
     "user_env",
     "wheel_step",
@@ -194,8 +196,14 @@ def user_env(job: BuildJob, config: Config) -> dict[str, str]:
     return env
 
 
-def _dist_name(requirement: str) -> str:
+def requirement_name(requirement: str) -> str:
+    """The distribution a requirement string names, lower-cased (``"torch>=2.8"`` → ``torch``)."""
     return re.split(r"[\s=<>!~;\[@]", requirement.strip(), maxsplit=1)[0].lower()
+
+
+def names_torch(requirements: tuple[str, ...]) -> bool:
+    """Whether torch is among ``requirements``."""
+    return any(requirement_name(r) == "torch" for r in requirements)
 
 
 def job_deps(job: BuildJob, config: Config, deps: tuple[str, ...]) -> tuple[str, ...]:
@@ -204,11 +212,11 @@ def job_deps(job: BuildJob, config: Config, deps: tuple[str, ...]) -> tuple[str,
     offers; a job with no torch of its own installs them as written."""
     if job.torch_version is None or job.torch_cuda is None:
         return deps
-    if not any(_dist_name(d) == "torch" for d in deps):
+    if not names_torch(deps):
         return deps
     variant = "cu" + job.torch_cuda.replace(".", "")
     index = config.build.torch_index.format(variant=variant)
-    others = tuple(d for d in deps if _dist_name(d) != "torch")
+    others = tuple(d for d in deps if requirement_name(d) != "torch")
     return ("--extra-index-url", index, *others, f"torch=={job.torch_version}")
 
 

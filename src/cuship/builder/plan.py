@@ -7,7 +7,6 @@ host can build a job locally is decided here too, with the reason when it cannot
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from cuship.builder.model import (
     Step,
     job_deps,
     job_env,
+    names_torch,
     user_env,
     wheel_step,
 )
@@ -67,14 +67,9 @@ def _post_steps(job: BuildJob, config: Config) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-def _names_torch(requirements: tuple[str, ...]) -> bool:
-    names = (re.split(r"[\s=<>!~;\[]", dep.strip(), maxsplit=1)[0] for dep in requirements)
-    return any(name.lower() == "torch" for name in names)
-
-
 def _installs_torch(config: Config) -> bool:
     """Whether the build installs the job's torch itself (torch among ``[build] extra_deps``)."""
-    return _names_torch(config.build.extra_deps)
+    return names_torch(config.build.extra_deps)
 
 
 def _torch_blocker(job: BuildJob, config: Config, host: Host) -> str | None:
@@ -82,7 +77,7 @@ def _torch_blocker(job: BuildJob, config: Config, host: Host) -> str | None:
     requires) uses the torch in its build environment: the host's own unless cuship installs X.Y
     first, so the host's must then be X.Y. A project that does not build against torch builds
     any torch's job (its torch axis collapses once the first wheel shows it links no torch)."""
-    if _installs_torch(config) or not _names_torch(config.build_requires):
+    if _installs_torch(config) or not names_torch(config.build_requires):
         return None
     python = host.interpreter(job.python)
     if python is not None and not python.running:  # its build venv has no torch of the host's

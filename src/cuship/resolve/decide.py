@@ -74,13 +74,16 @@ def explain(resolution: Resolution) -> str:
     return f"fits this machine ({machine}); {count}: " + "; ".join(wheel or ["fits"])
 
 
+def _torch_in(environ: Mapping[str, str], found: TargetEnv) -> str | None:
+    """The torch version installed in ``found``'s site directories (read from its files)."""
+    fp = fingerprint({**environ, settings.NVCC: "none"}, toolkit=False, site_dirs=found.site_dirs)
+    return fp.torch.version if fp.torch is not None else None
+
+
 def target_torch(environ: Mapping[str, str]) -> str | None:
     """The torch version installed where the frontend installs (read from its files), if any."""
     found = find_target(environ)
-    if isinstance(found, str):
-        return None
-    fp = fingerprint({**environ, settings.NVCC: "none"}, toolkit=False, site_dirs=found.site_dirs)
-    return fp.torch.version if fp.torch is not None else None
+    return None if isinstance(found, str) else _torch_in(environ, found)
 
 
 def build_torch_problem(environ: Mapping[str, str]) -> str | None:
@@ -99,8 +102,7 @@ def build_torch_problem(environ: Mapping[str, str]) -> str | None:
         return f"the build environment holds torch {here}, and {found}"
     if found.python == sys.executable and not environ.get("PIP_BUILD_TRACKER"):
         return None  # no isolation: the build environment is the one installed into
-    fp = fingerprint({**environ, settings.NVCC: "none"}, toolkit=False, site_dirs=found.site_dirs)
-    target = fp.torch.version if fp.torch is not None else None
+    target = _torch_in(environ, found)
     if target is None:
         return (
             f"the build environment holds torch {here}; {found.python} ({found.how}) has no "

@@ -17,6 +17,7 @@ The target's site directories are listed by running its interpreter (``-I``, 60 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -103,6 +104,13 @@ def find_target(
         import packaging
 
         packaging_site = str(Path(next(iter(packaging.__path__))).parent)
+    return _probe(python, how, packaging_site)
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(python: str, how: str, packaging_site: str) -> TargetEnv | str:
+    """Run ``python`` once to list its site directories and tags: a hook asks more than once
+    (to decide, to pin torch, to check the build's torch), and the answer stays the same."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     code = _PROBE.format(site=packaging_site)
     try:
