@@ -1,6 +1,6 @@
-"""The environment pip installs into, seen from a build hook: a venv over the interpreter cuship
-runs in keeps that interpreter's site-packages among its own (its torch is the user's), though
-that directory also lends the probe its ``packaging``."""
+"""The environment pip installs into, seen from a build hook: a site directory on the target's
+own path stays among its site directories though it also lends the probe its ``packaging`` (a
+venv over the interpreter cuship runs in has the user's torch there)."""
 
 from __future__ import annotations
 
@@ -11,29 +11,35 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import packaging
+
 from tests.integration.indexsite import REPO
 
 
-def test_a_system_site_venv_keeps_the_base_site_packages_with_its_torch(tmp_path: Path) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", str(tmp_path / "v")], check=True
-    )
+def test_a_site_directory_that_also_lends_packaging_stays_the_targets(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "v")], check=True)
     python = tmp_path / "v" / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    # the target's own path holds the directory this interpreter takes packaging from
+    lent = str(Path(next(iter(packaging.__path__))).parent)
+    Path(purelib, "_shared.pth").write_text(lent + "\n")
     code = (
         "import json, os\n"
         "from cuship.resolve.target import find_target\n"
         "found = find_target(os.environ)\n"
         "print(json.dumps([found.python, list(found.site_dirs)]))"
     )
-    env = {
-        **os.environ,
-        "PIP_BUILD_TRACKER": str(tmp_path / "tracker"),
-        "PYTHONPATH": str(REPO / "src"),
-    }
+    env = {**os.environ, "PIP_BUILD_TRACKER": str(tmp_path / "tracker")}
+    env["PYTHONPATH"] = str(REPO / "src")
     done = subprocess.run(
         [str(python), "-c", code], env=env, capture_output=True, text=True, check=True
     )
     seen, sites = json.loads(done.stdout)
     assert seen == str(python)
-    base = sysconfig.get_paths()["purelib"]  # where this interpreter keeps torch and packaging
-    assert base in sites and str(tmp_path / "v" / "lib") in " ".join(sites)
+    assert lent in sites and purelib in sites
+    assert sysconfig.get_paths()["purelib"] != purelib  # a venv of its own, not this one
