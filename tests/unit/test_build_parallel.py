@@ -392,3 +392,19 @@ def test_a_parallel_build_collapses_the_torch_axis_as_a_sequential_one(
         assert len(built) == 2, "one build per group, the other jobs are served"
         assert read_record(root) is not None
     assert seen[0] == seen[1]
+
+
+def test_a_build_without_compiler_cache_turns_off_torch_s_own_wrapper_too() -> None:
+    """torch's cpp_extension puts ccache/sccache from PATH in front of each compile unless
+    TORCH_NO_COMPILER_WRAPPER is set; [build] cache = "none" means none for torch extensions."""
+    config, job = _pairs()[0]
+    none = dataclasses.replace(config.build, cache="none")
+    bare = job_env(job, none, dataclasses.replace(HOST, sccache="/bin/sccache"))  # type: ignore[arg-type]
+    assert bare["TORCH_NO_COMPILER_WRAPPER"] == "1"
+    assert not any(k.endswith("_COMPILER_LAUNCHER") for k in bare)
+    cached = dataclasses.replace(config.build, cache="sccache")
+    with_cache = job_env(job, cached, dataclasses.replace(HOST, sccache="/bin/sccache"))  # type: ignore[arg-type]
+    assert "TORCH_NO_COMPILER_WRAPPER" not in with_cache
+    assert with_cache["CMAKE_CUDA_COMPILER_LAUNCHER"] == "/bin/sccache"
+    no_tool = job_env(job, cached, dataclasses.replace(HOST, sccache=None))  # type: ignore[arg-type]
+    assert no_tool["TORCH_NO_COMPILER_WRAPPER"] == "1", "sccache asked for but not found: none"

@@ -116,7 +116,8 @@ class Step:
     holds: tuple[str, ...] = ()
 
     def without_compiler_cache(self) -> Step:
-        """The step with no compiler launcher (sccache) in its environment or CMake arguments."""
+        """The step with no compiler launcher (sccache) in its environment or CMake arguments,
+        and with torch's own wrapper turned off."""
         env = {k: v for k, v in self.env.items() if not _is_launcher(k)}
         if "CMAKE_ARGS" in env:
             env["CMAKE_ARGS"] = " ".join(
@@ -124,11 +125,12 @@ class Step:
                 for arg in env["CMAKE_ARGS"].split()
                 if not _is_launcher(arg.removeprefix("-D").split("=")[0])
             )
+        env[NO_TORCH_WRAPPER] = "1"
         return replace(self, env=env)
 
     @property
     def uses_compiler_cache(self) -> bool:
-        return self.without_compiler_cache().env != self.env
+        return any(_is_launcher(k) for k in self.env)
 
     def shell(self) -> str:
         """The step as one line a person could paste into a shell."""
@@ -136,6 +138,13 @@ class Step:
         cmd = shlex.join(self.argv) if self.argv else f"# cuship: {self.description}"
         line = f"{env} {cmd}".strip()
         return f"test -e {shlex.quote(self.creates)} || {line}" if self.creates else line
+
+
+# torch's cpp_extension (2.13 on) puts ccache or sccache, whichever PATH has, in front of every
+# compile unless this is set: a build with [build] cache = "none" sets it, so that "none" holds
+# for torch extensions too (an sccache client that has to start its server under a long TMPDIR
+# fails every compile with "path must be shorter than SUN_LEN").
+NO_TORCH_WRAPPER = "TORCH_NO_COMPILER_WRAPPER"
 
 
 def _is_launcher(name: str) -> bool:
@@ -252,6 +261,8 @@ def job_env(job: BuildJob, build: BuildSection, host: Host) -> dict[str, str]:
         for lang in ("CUDA", "CXX", "C"):
             cmake_args.append(f"-DCMAKE_{lang}_COMPILER_LAUNCHER={host.sccache}")
             env[f"CMAKE_{lang}_COMPILER_LAUNCHER"] = host.sccache
+    else:
+        env[NO_TORCH_WRAPPER] = "1"
     env["CMAKE_ARGS"] = " ".join(cmake_args)
     return env
 
