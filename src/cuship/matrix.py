@@ -23,7 +23,7 @@ from cuship.arch import ArchSpec, parse_arch_list
 from cuship.compat import Compat, CudaToolkit, TorchRelease
 from cuship.config import Config, MatrixRule
 from cuship.errors import ConfigError, CushipError, UsageError
-from cuship.wheel.names import Variant, default_template, format_label, with_label
+from cuship.wheel.names import CPU_LABEL, Variant, default_template, format_label, with_label
 from cuship.wheel.torchabi import TorchAbi
 
 __all__ = [
@@ -62,6 +62,20 @@ class BuildJob:
     arch: ArchSpec
     platform: str
     label: str
+    torch_on_pypi: bool = False  # PyPI's own torch_version wheel is the torch_cuda build
+
+    @property
+    def torch_variant(self) -> str | None:
+        """The job's torch build as the PyTorch index names it: ``cu130``, ``cpu``; None: no
+        torch."""
+        if self.torch_version is None:
+            return None
+        return "cu" + self.torch_cuda.replace(".", "") if self.torch_cuda else "cpu"
+
+    @property
+    def cpu(self) -> bool:
+        """A job of a package with no device code (``[matrix] device_code = false``)."""
+        return not self.arch.targets
 
     @property
     def python_tag(self) -> str:
@@ -258,12 +272,18 @@ class _Expander:
             else {str(compat.toolkits[-1].version): compat.toolkits[-1]}
         )
         self.torches = self._lookup("torch", m.torch, compat.torch_release)
-        self.archs = {text: parse_arch_list(text) for text in m.arch}
+        self.archs = (
+            {text: parse_arch_list(text) for text in m.arch}
+            if m.device_code
+            else {CPU_LABEL: ArchSpec(targets=())}
+        )
+        if not m.device_code:  # one toolkit: the job's CUDA names nothing a CPU wheel holds
+            self.toolkits = dict(itertools.islice(self.toolkits.items(), 1))
         self.requires = SpecifierSet(config.project.requires_python or "")
         self.pythons = m.python or self._default_pythons()
         self.abi_dimension = bool(m.cxx11abi)
         template = config.label.template or default_template(
-            torch=bool(m.torch), abi=bool(m.cxx11abi)
+            torch=bool(m.torch), abi=bool(m.cxx11abi), cuda=m.device_code
         )
         self.template = template
         self._check_arches_targetable()
@@ -356,7 +376,7 @@ class _Expander:
     ) -> tuple[str, str] | None:
         if combo.python not in tr.pythons:
             return "torch-python", f"torch {tr.minor} supports Python {', '.join(tr.pythons)}"
-        if self.torch_cuda(tr, tk) is None:
+        if self.config.matrix.device_code and self.torch_cuda(tr, tk) is None:
             published = ", ".join("cu" + c.replace(".", "") for c in tr.cuda)
             wanted = (
                 f"CUDA {tk.version.major}.x"
@@ -387,7 +407,7 @@ def _job_id(ex: _Expander, combo: _Combo, tk: CudaToolkit, spec: ArchSpec) -> st
         name,
         ex.config.project.version or "0",
         "cp" + combo.python.replace(".", ""),
-        tk.variant,
+        tk.variant if ex.config.matrix.device_code else CPU_LABEL,
     ]
     if combo.torch is not None:
         parts.append(f"torch{combo.torch}")
@@ -411,9 +431,10 @@ def _make_job(ex: _Expander, combo: _Combo, drops: list[Pruned]) -> BuildJob | P
     for sm in sorted(missing):
         reason = f"CUDA {tk.version} cannot target sm_{sm} (it supports {', '.join(tk.sms)})"
         drops.append(Pruned(combination=combo.describe(), reason=reason, rule="arch", job=job_id))
-    if not spec.targets:
+    if not spec.targets and ex.config.matrix.device_code:
         return Pruned(combination=combo.describe(), reason="no architecture left", rule="arch")
     variant = Variant(cuda=tk.version, torch=tr.version if tr else None, cxx11abi=combo.cxx11abi)
+    torch_cuda = ex.torch_cuda(tr, tk) if tr and spec.targets else None
     return BuildJob(
         id=job_id,
         project=ex.config.project.name or "project",
@@ -422,7 +443,8 @@ def _make_job(ex: _Expander, combo: _Combo, drops: list[Pruned]) -> BuildJob | P
         cuda=tk.version,
         torch=tr.version if tr else None,
         torch_version=tr.latest if tr else None,
-        torch_cuda=ex.torch_cuda(tr, tk) if tr else None,
+        torch_cuda=torch_cuda,
+        torch_on_pypi=tr is not None and torch_cuda is not None and tr.pypi_cuda == torch_cuda,
         cxx11abi=combo.cxx11abi,
         arch=spec,
         platform=combo.platform,

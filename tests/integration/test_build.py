@@ -120,3 +120,61 @@ def test_packages_yml_builds_the_pypi_sdist_and_verify_judges_it(tmp_path: Path)
     assert outcome["smoke"].startswith("six 1.16.0")
     log = next((tmp_path / "out" / "logs").glob("*.log")).read_text()
     assert "--no-binary six six==1.16.0" in log
+
+
+def _plain_c_sdist(where: Path) -> Path:
+    """An sdist of ``cplain`` 1.0: one C extension, no CUDA (a bottleneck-like package)."""
+    import subprocess
+    import sys
+
+    src = where / "cplain-src"
+    (src / "cplain").mkdir(parents=True)
+    (src / "cplain" / "__init__.py").write_text("from cplain._add import add\n")
+    (src / "cplain" / "_add.c").write_text(
+        "#include <Python.h>\n"
+        "static PyObject *add(PyObject *s, PyObject *a) {\n"
+        '  long x, y; if (!PyArg_ParseTuple(a, "ll", &x, &y)) return NULL;\n'
+        "  return PyLong_FromLong(x + y); }\n"
+        'static PyMethodDef m[] = {{"add", add, METH_VARARGS, ""}, {NULL}};\n'
+        'static struct PyModuleDef d = {PyModuleDef_HEAD_INIT, "_add", NULL, -1, m};\n'
+        "PyMODINIT_FUNC PyInit__add(void) { return PyModule_Create(&d); }\n"
+    )
+    (src / "setup.py").write_text(
+        "from setuptools import Extension, setup\n"
+        'setup(name="cplain", version="1.0", packages=["cplain"],\n'
+        '      ext_modules=[Extension("cplain._add", ["cplain/_add.c"])])\n'
+    )
+    dist = where / "dist"
+    subprocess.run(
+        [sys.executable, "setup.py", "-q", "sdist", "-d", str(dist)],
+        cwd=src,
+        check=True,
+        capture_output=True,
+    )
+    return dist
+
+
+def test_a_packages_yml_entry_without_device_code_ships_a_cpu_wheel(tmp_path: Path) -> None:
+    """packages.yml's per-package matrix: a plain C package (device_code: false) is built as
+    what it is, a +cpu wheel verified to hold no device code, never failed for lacking it."""
+    import os
+
+    dist = _plain_c_sdist(tmp_path)
+    python = ".".join(fingerprint().python.split(".")[:2])
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "packages.yml").write_text(
+        f'matrix:\n  python: ["{python}"]\n'
+        "packages:\n  cplain:\n    versions: ['1.0']\n    test_import: cplain\n"
+        '    build_args: "--no-build-isolation"\n'
+        "    matrix: {device_code: false}\n"
+    )
+    links = " ".join(filter(None, [os.environ.get("PIP_FIND_LINKS", ""), str(dist)]))
+    env = {"PIP_FIND_LINKS": links, "PIP_NO_INDEX": "1"}
+    done = cuship("build", str(tmp_path), "-o", str(tmp_path / "out"), "--json", env=env)
+    (outcome,) = json.loads(done.stdout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert outcome["job"] == f"cplain-1.0-cp{python.replace('.', '')}-cpu"
+    assert outcome["status"] == "built", outcome
+    wheel = Path(outcome["wheel"])
+    assert wheel.name.startswith("cplain-1.0+cpu-cp"), wheel.name
+    assert outcome["smoke"] and outcome["smoke"].startswith("cplain"), "it imported"

@@ -219,3 +219,63 @@ def test_a_torch_project_needs_its_torch_installed_in_another_interpreter_s_venv
     deps = next(s for s in plan.steps if s.name == "build-env-deps")
     assert deps.argv[-1] == "scikit-build-core", "torch is the deps step's, never the venv's"
     assert plan.torch is None, "the host's torch is not what this venv builds against"
+
+
+def _torch_job(tmp_path: Path, torch: str, cuda: str) -> tuple[Config, BuildJob]:
+    (tmp_path / "config").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "config" / "packages.yml").write_text(
+        f'matrix: {{python: ["3.11"], cuda: ["{cuda}"], torch: ["{torch}"], arch: ["9.0"]}}\n'
+        "packages:\n  torchsort:\n    versions: ['0.1.9']\n    build_args: --no-build-isolation\n"
+        "    extra_deps: [torch]\n",
+        encoding="utf-8",
+    )
+    ((config, job),) = jobs_with_configs(load_config(tmp_path), load())
+    return config, job
+
+
+def test_a_job_s_torch_is_spelled_so_that_no_other_build_satisfies_it(tmp_path: Path) -> None:
+    """PyPI's torch 2.13 is its CUDA 13.0 build: ``===`` keeps a local ``2.13.0+cpu`` out; a
+    flavour PyPI lacks comes from the torch index, pinned with its local label."""
+    host = dataclasses.replace(HOST, torch="2.13.0+cpu", interpreters=_interpreters(RUNNING))
+    config, job = _torch_job(tmp_path / "a", "2.13", "13.0")
+    plan = plan_job(job, config, host, mode="local", out_dir=tmp_path / "out")
+    deps = next(s for s in plan.steps if s.name == "build-deps")
+    assert deps.argv[-1] == f"torch==={job.torch_version}" and "--extra-index-url" not in deps.argv
+    config, job = _torch_job(tmp_path / "b", "2.9", "12.6")
+    plan = plan_job(job, config, host, mode="local", out_dir=tmp_path / "out")
+    deps = next(s for s in plan.steps if s.name == "build-deps")
+    assert deps.argv[-1] == f"torch=={job.torch_version}+cu126"
+    assert "https://download.pytorch.org/whl/cu126" in deps.argv
+
+
+def test_a_job_that_installs_torch_builds_in_its_own_venv_and_checks_it_first(
+    tmp_path: Path,
+) -> None:
+    """Even the running interpreter's job: its torch never lands in cuship's environment, and
+    the torch-check step runs between the install and the compile."""
+    host = dataclasses.replace(HOST, torch="2.13.0+cpu", interpreters=_interpreters(RUNNING))
+    config, job = _torch_job(tmp_path, "2.13", "13.0")
+    plan = plan_job(job, config, host, mode="local", out_dir=tmp_path / "out")
+    assert plan.runnable and plan.build_env is not None
+    assert plan.build_env.name.endswith(f"-torch{job.torch_version}-cu130")
+    names = [s.name for s in plan.steps if s.argv]
+    assert names.index("build-deps") < names.index("torch-check") < names.index("build-wheel")
+    setup = next(s for s in plan.steps if s.name == "build-env-deps")
+    assert setup.argv[-2:] == ("setuptools>=40.8.0", "wheel"), "a plain setup.py's PEP 517 needs"
+    check = next(s for s in plan.steps if s.name == "torch-check")
+    assert check.argv[-2:] == (str(job.torch_version), "cu130")
+    build = next(s for s in plan.steps if s.name == "build-wheel")
+    assert build.argv[0] == RUNNING.executable and "--python" in build.argv
+
+
+def test_the_torch_check_names_what_was_wanted_and_what_pip_took() -> None:
+    from cuship.builder.torchcheck import problem
+    from cuship.machine import TorchInfo
+
+    cpu = TorchInfo(version="2.13.0+cpu", cuda=None, cxx11abi=True, location=None, flavour="cpu")
+    said = problem(cpu, "2.13.0", "cu130")
+    assert said is not None and "needs torch 2.13.0 (cu130)" in said and "2.13.0+cpu (cpu)" in said
+    cuda = dataclasses.replace(cpu, version="2.13.0", cuda="13.0", flavour="cuda")
+    assert problem(cuda, "2.13.0", "cu130") is None
+    assert problem(cuda, "2.13.0", "cu126") is not None
+    assert "has no torch" in (problem(None, "2.13.0", "cu130") or "")

@@ -5,8 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from cuship.config import json_schema, load_config
+from cuship.compat import load
+from cuship.config import json_schema, load_config, package_configs, packages_json_schema
 from cuship.errors import ConfigError
+from cuship.matrix import expand_all
 
 
 def write(path: Path, text: str) -> Path:
@@ -130,12 +132,82 @@ def test_community_packages_yml_is_accepted_as_is(tmp_path: Path) -> None:
         ),
         ("packages:\n  '-bad-':\n    versions: ['1.0']\n", "not a valid package name"),
         ("packages:\n  x:\n    build_args: ''\n", "missing required key"),
+        (
+            "packages:\n  x:\n    versions: ['1.0']\n    matrix: {python: ['three']}\n",
+            r"packages\.x\.matrix\.python",
+        ),
+        (
+            "packages:\n  x:\n    versions: ['1.0']\n    matrix: {colour: red}\n",
+            r"packages\.x\.matrix\.colour: unknown key",
+        ),
+        ("matrix: {cuda: ['x.y']}\npackages:\n  x:\n    versions: ['1.0']\n", r"matrix\.cuda"),
+        (
+            "packages:\n  x:\n    versions: ['1.0']\n    env: {A: [1]}\n",
+            r"packages\.x\.env",
+        ),
     ],
 )
 def test_bad_packages_yml(tmp_path: Path, text: str, match: str) -> None:
     write(tmp_path / "config" / "packages.yml", text)
     with pytest.raises(ConfigError, match=match):
         load_config(tmp_path)
+
+
+PER_PACKAGE = """\
+matrix:
+  python: ["3.11", "3.12"]
+  cuda: ["13.0"]
+packages:
+  torchsort:
+    versions: ["0.1.9", "0.1.10"]
+    extra_deps: ["torch==2.13.0"]
+    env: {TORCHSORT_FAST: "1"}
+    matrix: {python: ["3.12"], torch: ["2.13"]}
+  bottleneck:
+    versions: ["1.5.0"]
+    matrix: {device_code: false}
+"""
+
+
+def test_each_package_of_a_packages_yml_gets_its_own_matrix_keys_and_env(tmp_path: Path) -> None:
+    write(tmp_path / "config" / "packages.yml", PER_PACKAGE)
+    config = load_config(tmp_path)
+    assert config.matrix.python == ("3.11", "3.12"), "the file's matrix is every package's"
+    built = {c.requirement: c for c in package_configs(config)}
+    assert list(built) == ["torchsort==0.1.9", "torchsort==0.1.10", "bottleneck==1.5.0"]
+    sort = built["torchsort==0.1.10"]
+    assert sort.matrix.python == ("3.12",) and sort.matrix.torch == ("2.13",)
+    assert sort.matrix.cuda == ("13.0",), "keys a package does not name stay the file's"
+    assert sort.build.env == {"TORCHSORT_FAST": "1"}
+    plain = built["bottleneck==1.5.0"]
+    assert plain.matrix.device_code is False and plain.matrix.python == ("3.11", "3.12")
+    assert plain.build.env == {}
+    jobs = [j.id for j in expand_all(config, load()).jobs]
+    assert jobs == [
+        "torchsort-0.1.9-cp312-cu130-torch2.13",
+        "torchsort-0.1.10-cp312-cu130-torch2.13",
+        "bottleneck-1.5.0-cp311-cpu",
+        "bottleneck-1.5.0-cp312-cpu",
+    ]
+
+
+def test_a_matrix_in_both_cuship_toml_and_packages_yml_is_refused(tmp_path: Path) -> None:
+    write(tmp_path / "config" / "packages.yml", PER_PACKAGE)
+    write(tmp_path / "cuship.toml", '[matrix]\npython = ["3.12"]\n')
+    with pytest.raises(ConfigError, match="give the matrix in one place"):
+        load_config(tmp_path)
+
+
+def test_the_packages_yml_schema_describes_each_package_and_its_matrix() -> None:
+    doc = packages_json_schema()
+    assert set(doc["properties"]) == {"matrix", "packages"}
+    entry = doc["properties"]["packages"]["additionalProperties"]
+    assert {"versions", "build_args", "extra_deps", "test_import", "description", "env"} <= set(
+        entry["properties"]
+    )
+    assert "device_code" in entry["properties"]["matrix"]["properties"]
+    assert "name" not in entry["properties"] and entry["required"] == ["versions"]
+    assert "device_code" in doc["properties"]["matrix"]["properties"]
 
 
 def test_schema_describes_every_section() -> None:

@@ -121,9 +121,11 @@ def test_suffixed_ptx_does_not_stand_in_for_plain_ptx() -> None:
 
 def test_no_device_code_is_a_failure() -> None:
     empty = dataclasses.replace(OBJ, sass=(), ptx=())
-    assert verify(empty, arches="8.0").problems == (
-        "no CUDA device code (no .nv_fatbin SASS or PTX) in any shared object",
+    (problem,) = verify(empty, arches="8.0").problems
+    assert problem.startswith(
+        "no CUDA device code (no .nv_fatbin SASS or PTX) in any shared object"
     )
+    assert "device_code = false" in problem, "the fix for a package with none to build"
     assert "is not a wheel" in verify(OBJ, local="cu130").problems[0]
 
 

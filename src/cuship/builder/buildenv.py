@@ -12,6 +12,13 @@ into it; so each gets a venv of its own under the output directory, ``<out>/envs
 - ``isolation = true``: it holds only ``extra_deps``; pip makes an isolated build environment
   per build, as it does for the running interpreter.
 
+A job that installs its own torch (torch among ``[build] extra_deps``) always builds in a venv,
+the running interpreter's jobs too, one per torch build (``cp311-<key>-torch2.13.0-cu130``): a
+torch installed for one job is never another job's, and never lands in cuship's own
+environment. The deps step spells that torch so nothing else satisfies it
+(:func:`~cuship.builder.model.job_deps`), and the ``torch-check`` step reads what was installed
+from torch's files before anything compiles.
+
 The venv is made ``--without-pip`` (ensurepip takes ~10 s on two cores): the running
 interpreter's pip acts on it with ``--python`` (see :func:`pip_prefix`).
 """
@@ -23,8 +30,9 @@ import hashlib
 from pathlib import Path
 
 from cuship.builder.interpreters import Interpreter
-from cuship.builder.model import Step, requirement_name
+from cuship.builder.model import Step, names_torch, requirement_name
 from cuship.config import Config
+from cuship.matrix import BuildJob
 
 __all__ = [
     "BuildEnv",
@@ -35,20 +43,30 @@ __all__ = [
     "env_site",
     "pip_prefix",
     "through_pip",
+    "torch_key",
 ]
 
 _PIP = ("-m", "pip", "install", "--disable-pip-version-check", "--no-input")
 
 
-def env_dir(out_dir: Path, python: Interpreter) -> Path:
-    """Where the build venv of ``python`` lives under ``out_dir``."""
+def torch_key(job: BuildJob, config: Config) -> str | None:
+    """``torch2.13.0-cu130`` for a job that installs its own torch build; None otherwise."""
+    if job.torch_version is None or not names_torch(config.build.extra_deps):
+        return None
+    return f"torch{job.torch_version}-{job.torch_variant}"
+
+
+def env_dir(out_dir: Path, python: Interpreter, torch: str | None = None) -> Path:
+    """Where the build venv of ``python`` (holding the ``torch`` build, if any) lives."""
     key = hashlib.sha256(f"{python.executable}\0{python.full}".encode()).hexdigest()[:10]
-    return out_dir / "envs" / f"{python.tag}-{key}"
+    return out_dir / "envs" / "-".join(filter(None, (python.tag, key, torch)))
 
 
-def env_of(python: Interpreter | None, out_dir: Path) -> Path | None:
+def env_of(python: Interpreter | None, out_dir: Path, torch: str | None = None) -> Path | None:
     """The build venv a job of ``python`` uses under ``out_dir``; None: it builds in ``python``."""
-    return None if python is None or python.running else env_dir(out_dir, python)
+    if python is None or (python.running and torch is None):
+        return None
+    return env_dir(out_dir, python, torch)
 
 
 def env_site(env: Path, python: Interpreter) -> str:
@@ -58,10 +76,13 @@ def env_site(env: Path, python: Interpreter) -> str:
 
 def env_requirements(config: Config) -> tuple[str, ...]:
     """What a build venv needs beyond pip: the build-system requirements when the build is
-    not isolated, without torch (the job's own torch is installed by the deps step)."""
+    not isolated, without torch (the job's own torch is installed by the deps step); a project
+    that declares none (a plain setup.py, a packages.yml sdist) gets what PEP 517 assumes for
+    it, setuptools and wheel."""
     if config.build.isolation:
         return ()
-    return tuple(r for r in config.build_requires if requirement_name(r) != "torch")
+    declared = config.build_requires or ("setuptools>=40.8.0", "wheel")
+    return tuple(r for r in declared if requirement_name(r) != "torch")
 
 
 BuildEnv = tuple[tuple[Step, ...], str, Path | None]
@@ -84,14 +105,17 @@ def through_pip(step: Step, runner: str, python: str) -> Step:
     return dataclasses.replace(step, argv=(*pip_prefix(runner, python), *step.argv[3:]))
 
 
-def build_env(config: Config, python: Interpreter, out_dir: Path, runner: str) -> BuildEnv:
-    """The steps that make (or reuse) the build venv of ``python``; nothing for the running one.
+def build_env(
+    config: Config, python: Interpreter, out_dir: Path, runner: str, torch: str | None = None
+) -> BuildEnv:
+    """The steps that make (or reuse) the build venv of ``python``; nothing for the running one
+    unless the job installs its own ``torch`` build (see :func:`torch_key`).
 
     ``runner``: the running interpreter, whose pip installs into the venv (see :func:`pip_prefix`).
     """
-    if python.running:
+    if python.running and torch is None:
         return (), python.executable, None
-    env = env_dir(out_dir, python)
+    env = env_dir(out_dir, python, torch)
     env_python = str(env / "bin" / "python")
     steps = [
         Step(

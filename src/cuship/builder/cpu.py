@@ -19,10 +19,9 @@ from cuship.builder.execute import build_job
 from cuship.builder.model import Host, Step, wheel_step
 from cuship.config import Config
 from cuship.events import Emit, discard
+from cuship.wheel.names import CPU_LABEL
 
 __all__ = ["CPU_LABEL", "CpuPlan", "plan_cpu", "run_cpu"]
-
-CPU_LABEL = "cpu"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

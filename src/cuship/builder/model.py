@@ -217,16 +217,20 @@ def names_torch(requirements: tuple[str, ...]) -> bool:
 
 def job_deps(job: BuildJob, config: Config, deps: tuple[str, ...]) -> tuple[str, ...]:
     """``pip install`` arguments for ``deps`` in ``job``'s build: a torch among them becomes the
-    job's own (``torch==2.8.0`` from the torch index of its CUDA), never whatever an index
-    offers; a job with no torch of its own installs them as written."""
+    job's own build, spelled so that no other can satisfy it: ``torch===2.13.0`` where PyPI's
+    own wheel is the job's CUDA build (``===`` matches that exact version string, never a
+    ``2.13.0+cpu`` from a local wheel folder), else ``torch==2.8.0+cu126`` from the torch index
+    of its CUDA. A job with no torch of its own installs them as written."""
     if job.torch_version is None or job.torch_cuda is None:
         return deps
     if not names_torch(deps):
         return deps
-    variant = "cu" + job.torch_cuda.replace(".", "")
-    index = config.build.torch_index.format(variant=variant)
     others = tuple(d for d in deps if requirement_name(d) != "torch")
-    return ("--extra-index-url", index, *others, f"torch=={job.torch_version}")
+    if job.torch_on_pypi:
+        return (*others, f"torch==={job.torch_version}")
+    variant = job.torch_variant or ""
+    index = config.build.torch_index.format(variant=variant)
+    return ("--extra-index-url", index, *others, f"torch=={job.torch_version}+{variant}")
 
 
 def job_env(job: BuildJob, build: BuildSection, host: Host) -> dict[str, str]:

@@ -14,9 +14,17 @@ from packaging.version import InvalidVersion, Version
 
 from cuship.builder import shared
 from cuship.builder.archflags import arch_control, shim_env, shim_step
-from cuship.builder.buildenv import BuildEnv, build_env, env_of, through_pip
+from cuship.builder.buildenv import (
+    BuildEnv,
+    build_env,
+    env_of,
+    env_site,
+    through_pip,
+    torch_key,
+)
 from cuship.builder.container import container_steps
 from cuship.builder.glibc import glibc_floor
+from cuship.builder.interpreters import Interpreter
 from cuship.builder.model import (
     BuildPlan,
     Host,
@@ -40,6 +48,8 @@ def _local_blocker(job: BuildJob, host: Host, note: str | None = None) -> str | 
     also = f" ({note})" if note else ""
     if host.interpreter(job.python) is None:
         return host.no_python(job.python)
+    if job.cpu:  # no device code: any host with the Python builds it
+        return None
     if host.nvcc is None or host.cuda is None:
         return f"needs nvcc; none found (set CUDA_HOME or put nvcc on PATH){also}"
     try:
@@ -58,7 +68,12 @@ def _post_steps(job: BuildJob, config: Config) -> tuple[Step, ...]:
     steps = [
         Step(name="repair", description="auditwheel repair, excluding CUDA and torch libraries"),
         Step(name="retag", description=f"add the local label +{job.label}"),
-        Step(name="verify", description=f"check SASS/PTX for {job.arch.torch} and the label"),
+        Step(
+            name="verify",
+            description="check it holds no device code, and the label"
+            if job.cpu
+            else f"check SASS/PTX for {job.arch.torch} and the label",
+        ),
     ]
     if config.build.test_import:
         steps.append(
@@ -133,13 +148,16 @@ def _local_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> Mo
     python = host.interpreter(job.python)
     none: BuildEnv = ((), f"python{job.python}", None)  # not found: shown by --dry-run only
     runner = host.python_exe
+    torch = torch_key(job, config)
     setup, exe, env_dir = (
-        build_env(config, python, raw_dir.parent.parent, runner) if python else none
+        build_env(config, python, raw_dir.parent.parent, runner, torch) if python else none
     )
     deps = _deps_step(job, config, exe)
     deps_holds, wheel_holds = _build_holds(config, exe, env_dir, deps)
+    check = _torch_check(job, runner, env_dir, python) if torch else None
     build = (
         *((dataclasses.replace(deps, holds=deps_holds),) if deps else ()),
+        *((dataclasses.replace(check, holds=deps_holds),) if check else ()),
         dataclasses.replace(wheel_step(job.id, config, exe, raw_dir), holds=wheel_holds),
     )
     own = (shared.env_key(env_dir),) if env_dir else ()
@@ -151,6 +169,22 @@ def _local_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> Mo
     )
     blocker = _local_blocker(job, toolkit.host, toolkit.note)
     return steps, blocker or _torch_blocker(job, config, host)
+
+
+def _torch_check(
+    job: BuildJob, runner: str, env_dir: Path | None, python: Interpreter | None
+) -> Step | None:
+    """The step that reads the torch the deps step installed and stops the job unless it is
+    the job's build (see :mod:`~cuship.builder.torchcheck`)."""
+    if env_dir is None or python is None or job.torch_version is None:
+        return None
+    site = env_site(env_dir, python)
+    variant = job.torch_variant or ""
+    return Step(
+        name="torch-check",
+        description=f"check the build env holds torch {job.torch_version} ({variant})",
+        argv=(runner, "-m", "cuship.builder.torchcheck", site, str(job.torch_version), variant),
+    )
 
 
 def _shim(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> Step | None:
@@ -208,7 +242,7 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         test_import=config.build.test_import,
         torch=_built_against(job, config, host, mode),
         python=python,
-        build_env=env_of(python, out_dir),
+        build_env=env_of(python, out_dir, torch_key(job, config)) if mode == "local" else None,
         smoke=config.build.smoke,
         glibc_floor=glibc_floor(job, config.build),
         max_jobs=next((int(s.env["MAX_JOBS"]) for s in steps if "MAX_JOBS" in s.env), None),

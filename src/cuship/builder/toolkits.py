@@ -68,7 +68,7 @@ def _note(job: BuildJob, build: BuildSection, release: ToolkitRelease | None) ->
 def choose_toolkit(job: BuildJob, build: BuildSection, host: Host) -> ToolkitChoice:
     """The toolkit ``job`` builds with on ``host``: the host's nvcc when its CUDA minor is the
     job's; else, with ``toolkits = "fetch"``, the job's release from the toolkit cache."""
-    if host.nvcc is not None and _same_minor(host, job):
+    if job.cpu or (host.nvcc is not None and _same_minor(host, job)):
         return ToolkitChoice(host=host)
     release = _release(job)
     if build.toolkits == "fetch" and release is not None and host.toolkits_root is not None:

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from cuship.cli._common import make_console
-from cuship.config import json_schema, load_config
+from cuship.config import json_schema, load_config, package_configs, packages_json_schema
 
 
 def _plain(value: Any) -> Any:
@@ -27,10 +27,26 @@ def _plain(value: Any) -> Any:
 @click.command("config")
 @click.argument("path", type=click.Path(path_type=Path), default=".")
 @click.option("--schema", is_flag=True, help="Print the JSON Schema of cuship.toml (for editors).")
-def command(path: Path, schema: bool) -> None:
-    """Print the configuration of PATH as cuship reads it (JSON), or the schema."""
+@click.option(
+    "--packages-schema", is_flag=True, help="Print the JSON Schema of config/packages.yml."
+)
+def command(path: Path, schema: bool, packages_schema: bool) -> None:
+    """Print the configuration of PATH as cuship reads it (JSON), or a schema. A packages.yml
+    is shown expanded too: under "builds", each package version as it is built (its matrix,
+    build settings and environment after its own keys are applied)."""
     console = make_console()
-    if schema:
-        console.print_json(json_schema())
+    if schema or packages_schema:
+        console.print_json(packages_json_schema() if packages_schema else json_schema())
         return
-    console.print_json(_plain(load_config(path)))
+    config = load_config(path)
+    shown = _plain(config)
+    if config.packages:
+        shown["builds"] = [
+            {
+                "requirement": each.requirement,
+                "matrix": _plain(each.matrix),
+                "build": _plain(each.build),
+            }
+            for each in package_configs(config)
+        ]
+    console.print_json(shown)

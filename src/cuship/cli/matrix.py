@@ -28,7 +28,8 @@ def _table(console: Console, jobs: tuple[BuildJob, ...]) -> None:
             if job.torch is None
             else f"{job.torch} ({job.torch_cuda and 'cu' + job.torch_cuda.replace('.', '')})"
         )
-        table.add_row(job.id, job.python, str(job.cuda), torch, job.arch.torch, job.label)
+        cuda = "" if job.cpu else str(job.cuda)
+        table.add_row(job.id, job.python, cuda, torch, job.arch.torch, job.label)
     console.out.print(table)
 
 

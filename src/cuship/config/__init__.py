@@ -12,11 +12,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from packaging.utils import InvalidName, canonicalize_name
-
 from cuship import schema as typed
 from cuship.config import files, values
 from cuship.config.ci import CiSection
+from cuship.config.packages import PackageSpec, load_packages, packages_schema
 from cuship.config.script import BuildScript, read_build_script
 from cuship.config.values import between
 from cuship.errors import ConfigError
@@ -41,6 +40,7 @@ __all__ = [
     "json_schema",
     "load_config",
     "package_configs",
+    "packages_json_schema",
 ]
 
 
@@ -104,6 +104,12 @@ class MatrixSection:
     )
     include: tuple[MatrixRule, ...] = field_doc("Extra combinations.", default=())
     exclude: tuple[MatrixRule, ...] = field_doc("Combinations to drop.", default=())
+    device_code: bool = field_doc(
+        "false: the package compiles no CUDA device code (a plain C, C++ or Cython extension): "
+        "one wheel per Python (and torch) labelled +cpu, verified to hold none and built "
+        "without nvcc; the cuda and arch axes do not apply.",
+        default=True,
+    )
     torch_axis: Literal["auto", "always"] = field_doc(
         "'auto': once a wheel shows it links no torch or only torch's stable ABI, build one "
         "wheel per combination without torch (labels lose torch and the C++ ABI); "
@@ -428,20 +434,6 @@ class BenchSection:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PackageSpec:
-    """One entry of a community index's ``config/packages.yml``."""
-
-    name: str
-    versions: tuple[str, ...] = field_doc(
-        "Versions to build from PyPI sdists.", validate=values.version
-    )
-    build_args: str = field_doc("Arguments for pip wheel.", default="", validate=values.shell_words)
-    extra_deps: tuple[str, ...] = field_doc("Installed before building.", default=())
-    test_import: str | None = field_doc("Module imported by the smoke test.", default=None)
-    description: str = field_doc("Shown on the index.", default="")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class _ConfigFile:
     """cuship.toml (or [tool.cuship] in pyproject.toml)."""
 
@@ -455,11 +447,6 @@ class _ConfigFile:
     check: CheckSection = field_doc("Kernel checks.", default_factory=CheckSection)
     ci: CiSection = field_doc("Generated CI (cuship ci init).", default_factory=CiSection)
     bench: BenchSection = field_doc("Benchmarks.", default_factory=BenchSection)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _PackagesFile:
-    packages: Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -490,27 +477,39 @@ class Config:
 
 def package_configs(config: Config) -> tuple[Config, ...]:
     """One config per (package, version) of a packages.yml, each building ``name==version`` from
-    its sdist with that entry's build_args, extra_deps and test_import; ``(config,)`` otherwise."""
-    import shlex
-
+    its sdist with that entry's build_args, extra_deps, env, matrix keys and test_import;
+    ``(config,)`` otherwise."""
     if not config.packages:
         return (config,)
-    configs = []
-    for spec in config.packages:
-        args = tuple(shlex.split(spec.build_args))
-        build = replace(
-            config.build,
-            extra_deps=spec.extra_deps or config.build.extra_deps,
-            build_args=tuple(a for a in args if a != "--no-build-isolation"),
-            isolation="--no-build-isolation" not in args and config.build.isolation,
-            test_import=spec.test_import,
-        )
-        for version in spec.versions:
-            project = replace(config.project, name=spec.name, version=version, requires_python=None)
-            configs.append(
-                replace(config, project=project, build=build, requirement=f"{spec.name}=={version}")
-            )
-    return tuple(configs)
+    return tuple(
+        _package_config(config, spec, version)
+        for spec in config.packages
+        for version in spec.versions
+    )
+
+
+def _package_config(config: Config, spec: PackageSpec, version: str) -> Config:
+    import shlex
+
+    args = tuple(shlex.split(spec.build_args))
+    build = replace(
+        config.build,
+        extra_deps=spec.extra_deps or config.build.extra_deps,
+        build_args=tuple(a for a in args if a != "--no-build-isolation"),
+        isolation="--no-build-isolation" not in args and config.build.isolation,
+        test_import=spec.test_import,
+        env={**config.build.env, **spec.env},
+    )
+    project = replace(config.project, name=spec.name, version=version, requires_python=None)
+    matrix = replace(config.matrix, **spec.matrix.given())
+    return replace(
+        config, project=project, build=build, matrix=matrix, requirement=f"{spec.name}=={version}"
+    )
+
+
+def packages_json_schema() -> dict[str, Any]:
+    """The JSON Schema of config/packages.yml (``cuship config --schema packages``)."""
+    return packages_schema(typed.schema(MatrixSection))
 
 
 def json_schema() -> dict[str, Any]:
@@ -520,25 +519,6 @@ def json_schema() -> dict[str, Any]:
     doc["$id"] = "https://cuship.dev/schema/cuship.schema.json"
     doc["title"] = "cuship.toml"
     return doc
-
-
-def _load_packages(path: Path) -> tuple[PackageSpec, ...]:
-    raw = files.read_yaml(path)
-    top = typed.load(_PackagesFile, raw if raw is not None else {}, source=str(path))
-    specs = []
-    for name, entry in top.packages.items():
-        try:
-            canonicalize_name(name, validate=True)
-        except InvalidName as err:
-            raise ConfigError(str(path), f"packages.{name}", "not a valid package name") from err
-        if not isinstance(entry, Mapping):
-            raise ConfigError(str(path), f"packages.{name}", f"expected a table, got {entry!r}")
-        specs.append(
-            typed.load(
-                PackageSpec, {"name": name, **entry}, source=str(path), key=f"packages.{name}"
-            )
-        )
-    return tuple(specs)
 
 
 def _project_defaults(
@@ -631,7 +611,17 @@ def load_config(path: str | Path = ".") -> Config:
     if toml_path is not None:
         document = files.read_toml(toml_path)
         raw = _tool_cuship(document, toml_path) if toml_path.name == "pyproject.toml" else document
-    file = typed.load(_ConfigFile, raw, source=str(toml_path or path))
+    packages_matrix, packages = load_packages(packages_path) if packages_path else ({}, ())
+    if packages_matrix:
+        if toml_path is not None:
+            raise ConfigError(
+                str(packages_path),
+                "matrix",
+                f"the matrix is also read from {toml_path.name}",
+                hint="give the matrix in one place: the packages.yml's or [matrix]",
+            )
+        raw = {"matrix": packages_matrix}
+    file = typed.load(_ConfigFile, raw, source=str(toml_path or packages_path or path))
     pyproject_path = root / "pyproject.toml"
     project = file.project
     build_requires: tuple[str, ...] = ()
@@ -654,7 +644,7 @@ def load_config(path: str | Path = ".") -> Config:
         matrix=file.matrix,
         label=file.label,
         build=file.build,
-        packages=_load_packages(packages_path) if packages_path else (),
+        packages=packages,
         build_requires=build_requires,
         build_backend=backend[0],
         build_dir=backend[1],

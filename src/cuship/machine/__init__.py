@@ -41,6 +41,7 @@ __all__ = [
     "TorchInfo",
     "fingerprint",
     "parse_gpus_override",
+    "torch_in",
 ]
 
 _MEM = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[KMGT]i?B)?$", re.IGNORECASE)
@@ -366,6 +367,12 @@ def _torch(
         flavour=flavour,
         flavour_from="torch/version.py" if flavour else None,
     )
+
+
+def torch_in(site_dirs: Sequence[str], probe: Probe | None = None) -> TorchInfo | None:
+    """The torch installed in ``site_dirs`` (version, flavour and CUDA read from its files, never
+    imported); None when there is none."""
+    return _torch({}, probe or SystemProbe(), site_dirs)
 
 
 def _meminfo(probe: Probe) -> tuple[float | None, float | None]:

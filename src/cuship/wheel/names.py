@@ -63,9 +63,14 @@ class Variant:
         return f"cu{self.cuda.major}{self.cuda.minor}"
 
 
-def default_template(*, torch: bool, abi: bool) -> str:
-    """The template cuship uses when the config gives none."""
-    template = "cu{cuda_short}"
+CPU_LABEL = "cpu"
+"""The label of a wheel without CUDA device code."""
+
+
+def default_template(*, torch: bool, abi: bool, cuda: bool = True) -> str:
+    """The template cuship uses when the config gives none (``cuda`` False: a package with no
+    device code, labelled ``cpu``)."""
+    template = "cu{cuda_short}" if cuda else CPU_LABEL
     if torch:
         template += "torch{torch}"
     if abi:

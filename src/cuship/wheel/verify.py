@@ -210,7 +210,11 @@ def _check_arches(
     problems: list[str],
 ) -> None:
     if targets and not sass and not ptx:
-        problems.append("no CUDA device code (no .nv_fatbin SASS or PTX) in any shared object")
+        problems.append(
+            "no CUDA device code (no .nv_fatbin SASS or PTX) in any shared object; a package "
+            "with none to build is a CPU wheel: [matrix] device_code = false (in packages.yml, "
+            "its entry's matrix: {device_code: false})"
+        )
         return
     for target in targets:
         if target.sass:
