@@ -106,6 +106,7 @@ def ship(
     quick_check: bool = True,
     sign_key: Path | None = None,
     parallel: int | None = None,
+    rebuild: bool = False,
     emit: Emit = discard,
 ) -> ShipReport:
     """Run the whole pipeline for the project at ``path`` (its ``config`` as loaded); wheels and
@@ -115,7 +116,8 @@ def ship(
     one without is refused with exit 3. With ``sign_key`` each wheel gets a signed build
     attestation (``WHEEL.intoto.jsonl``) before indexing, and the index links it. Up to
     ``parallel`` jobs build at once (None: ``[build] parallel``; see
-    :func:`~cuship.builder.batch.build_all`).
+    :func:`~cuship.builder.batch.build_all`); a job whose wheel an earlier run built from the
+    same inputs is reused unless ``rebuild``.
     """
     from cuship.index.describe import describe_wheel
     from cuship.index.simple import write
@@ -140,7 +142,14 @@ def ship(
     if not cpu_only:
         require_buildable(plans, repr(str(path)))
     with clock.run("build", emit):
-        outcomes = build_all(plans, environ=environ, emit=emit, collapse=collapser, workers=workers)
+        outcomes = build_all(
+            plans,
+            environ=environ,
+            emit=emit,
+            collapse=collapser,
+            workers=workers,
+            rebuild=rebuild,
+        )
         if cpu_only:
             from cuship.builder.cpu import plan_cpu, run_cpu
 

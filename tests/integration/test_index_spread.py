@@ -199,7 +199,7 @@ def test_a_spread_rebuild_that_keeps_an_earlier_index_writes_the_serial_site(
         events: list[Event] = []
         summary = write(
             [given], site, keep_existing=True, rebuild=True, describe=describe_wheel,
-            emit=events.append,
+            replace_published=True, emit=events.append,
         )  # fmt: skip
         runs[how] = (summary, sorted(e.message for e in events if e.level == "warning"))
     assert len(forked) == workers_available() - 1  # the spread run forked; the serial did not
@@ -209,7 +209,7 @@ def test_a_spread_rebuild_that_keeps_an_earlier_index_writes_the_serial_site(
     assert spread.wheels == serial.wheels == 4 * PROJECTS + replaced + 1
     assert spread.kept == serial.kept == 4 * PROJECTS - replaced
     assert spread_warnings == serial_warnings
-    assert sum("replaces the indexed file" in w for w in spread_warnings) == replaced
+    assert sum("replaces the published file" in w for w in spread_warnings) == replaced
 
 
 def test_two_different_files_of_one_name_fail_a_spread_run(wheels: Path, tmp_path: Path) -> None:

@@ -49,6 +49,26 @@ def test_without_a_diagnostic_the_error_lines_or_the_tail() -> None:
     assert _error_excerpt("\n".join(map(str, range(30))), limit=3) == "27\n28\n29"
 
 
+def test_the_cause_of_a_failed_setup_py_is_shown_not_pip_s_frame() -> None:
+    log = (
+        "Building wheel for torchsort (setup.py): started\n"
+        "  error: subprocess-exited-with-error\n"
+        "  × python setup.py bdist_wheel did not run successfully.\n"
+        "  │ exit code: 1\n"
+        "  ╰─> [12 lines of output]\n"
+        "      Traceback (most recent call last):\n"
+        '        File "setup.py", line 40, in <module>\n'
+        "      OSError: CUDA_HOME environment variable is not set. Please set it\n"
+        "  note: This error originates from a subprocess, and is likely not a problem with pip.\n"
+        "  ERROR: Failed building wheel for torchsort\n"
+        "ERROR: Failed to build one or more wheels\n"
+    )
+    assert _error_excerpt(log).splitlines()[0] == (
+        "OSError: CUDA_HOME environment variable is not set. Please set it"
+    )
+    assert "subprocess-exited-with-error" not in _error_excerpt(log)
+
+
 def test_a_step_without_its_compiler_cache() -> None:
     step = Step(
         name="build-wheel",

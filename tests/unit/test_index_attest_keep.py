@@ -144,9 +144,15 @@ def test_keep_existing_carries_wheels_inside_the_site_and_a_new_file_replaces_it
     assert (site / "files" / f"{one.name}.intoto.jsonl").is_file()
     assert _records(site)[one.name]["url"] == f"../../files/{one.name}"
     rebuilt = make_wheel(tmp_path / "r3", "demo", "2.0", modules={"demo": "X = 1\n"})
+    published = _records(site)
+    with pytest.raises(InputError, match="would change the bytes of the published file"):
+        write([rebuilt], site, keep_existing=True)
+    assert _records(site) == published, "refused before anything was written"
     events: list[Event] = []
-    write([rebuilt], site, keep_existing=True, emit=collect(events))
-    assert any("replaces the indexed file" in e.message for e in events if e.level == "warning")
+    write([rebuilt], site, keep_existing=True, replace_published=True, emit=collect(events))
+    assert any(
+        "replaces the published file" in e.message for e in events if e.level == "warning"
+    )
     records = _records(site)
     assert sorted(records) == sorted([one.name, two.name])
     assert records[two.name]["sha256"] == hashlib.sha256(rebuilt.read_bytes()).hexdigest()

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cuship.cli import main
+from cuship.errors import InputError
 from cuship.events import Event, collect
 from cuship.index import FileStamp, ScanCache, scan_report, site_records, write
 from cuship.index.simple import cache_path
@@ -158,7 +159,9 @@ def test_a_wheel_rewritten_in_place_with_the_same_size_and_mtime_is_rehashed(
     site = tmp_path / "site"
     write([wheel], site)
     _rewrite_in_place(wheel)
-    summary = write([wheel], site)
+    with pytest.raises(InputError, match="would change the bytes"):  # the rehash saw it
+        write([wheel], site)
+    summary = write([wheel], site, replace_published=True)
     assert summary.hashed == 1
     assert _listed_sha256(site) == hashlib.sha256(wheel.read_bytes()).hexdigest()
 
@@ -178,7 +181,7 @@ def test_a_wheel_replaced_by_another_file_of_the_same_size_and_mtime_is_rehashed
     replacement.write_bytes(bytes(data))
     os.utime(replacement, ns=(before.st_atime_ns, before.st_mtime_ns))
     replacement.replace(wheel)
-    assert write([wheel], site).hashed == 1
+    assert write([wheel], site, replace_published=True).hashed == 1
     assert _listed_sha256(site) == hashlib.sha256(bytes(data)).hexdigest()
 
 

@@ -87,7 +87,7 @@ def test_cache_rereads_only_new_or_changed_files(tmp_path: Path) -> None:
     make_wheel(wheels, "pkg9", "1.0")
     changed = make_wheel(wheels, "pkg0", "1.0", modules={"pkg0": "X = 1\n"})
     os.utime(changed, ns=(1, 1))
-    second = write([wheels], site)
+    second = write([wheels], site, replace_published=True)
     assert (second.hashed, second.cached) == (2, 4)
     assert len(site_records(site)) == 6
 
@@ -243,7 +243,7 @@ def test_describe_runs_once_per_wheel_bytes_across_runs(tmp_path: Path) -> None:
     assert seen == ["pkg-1.2-py3-none-any.whl"]
     seen.clear()
     changed = make_wheel(wheels, "pkg", "1.0", modules={"pkg": "X = 2\n"})
-    write([wheels], site, describe=describe)
+    write([wheels], site, describe=describe, replace_published=True)
     assert seen == [changed.name]
     sizes = {r["filename"]: r["describe"]["size"] for r in site_records(site)}
     assert sizes[changed.name] == changed.stat().st_size

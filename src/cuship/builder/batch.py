@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from cuship.builder.collapse import Collapser
@@ -25,6 +26,7 @@ from cuship.builder.commands import CHILDREN
 from cuship.builder.execute import JobResult, run_plan
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.shared import Locks
+from cuship.builder.uptodate import remember, reused
 from cuship.errors import CushipError, NothingToDo
 from cuship.events import Emit, Event, discard
 from cuship.matrix import BuildJob
@@ -115,12 +117,15 @@ def build_all(
     emit: Emit = discard,
     collapse: Collapser | None = None,
     workers: int = 1,
+    rebuild: bool = False,
 ) -> tuple[Outcome, ...]:
     """Build every runnable plan, up to ``workers`` at once; list the others as needing another
     runner. The outcomes are in plan order (the collapser's, when given), and a failed job stops
     no other; an interrupt (or a bug) ends the running jobs' commands, starts no more and is
     raised again once every worker has stopped.
 
+    A job whose wheel an earlier run built from the same inputs is not built again unless
+    ``rebuild`` (see :mod:`cuship.builder.uptodate`); its outcome is ``built``, saying so.
     With ``collapse``, jobs a built wheel already serves (see :mod:`cuship.builder.collapse`)
     are not built: their outcome is ``collapsed``, naming that wheel. Progress events (level
     ``progress``, ``data["phase"]`` ``start``/``job-start``/``job-end``) say how far it got.
@@ -136,7 +141,14 @@ def build_all(
             data={"phase": "start", "jobs": list(counter.jobs), "total": len(ordered)},
         )
     )
-    batch = _Batch(environ=environ, say=say, collapse=collapse, counter=counter, hold=workers > 1)
+    batch = _Batch(
+        environ=environ,
+        say=say,
+        collapse=collapse,
+        counter=counter,
+        hold=workers > 1,
+        rebuild=rebuild,
+    )
     if workers <= 1:
         return tuple(batch.one(plan) for plan in ordered)
     return _pool(batch, ordered, chains(ordered, collapse), workers)
@@ -266,6 +278,24 @@ class _Counter:
         )
 
 
+def _up_to_date(plan: BuildPlan, wheel: Path, emit: Emit) -> Outcome:
+    """The outcome of a job whose wheel an earlier run built from the same inputs."""
+    from cuship.wheel.audit import inspect_wheel
+
+    said = f"{wheel.name}: up to date (built before from the same inputs; --rebuild builds it)"
+    emit(Event(level="info", topic="build", message=f"{plan.job.id}: {said}"))
+    result = JobResult(
+        job_id=plan.job.id,
+        wheel=wheel,
+        report=inspect_wheel(wheel),
+        verify_problems=(),
+        smoke=None,
+        seconds=0.0,
+        python=plan.python,
+    )
+    return Outcome(job_id=plan.job.id, status="built", detail=said, result=result, job=plan.job)
+
+
 class _Batch:
     """What every job of one batch shares: the environment, the emit, the collapser (one job at
     a time), the counter and the locks on shared things."""
@@ -278,9 +308,10 @@ class _Batch:
         collapse: Collapser | None,
         counter: _Counter,
         hold: bool,
+        rebuild: bool = False,
     ) -> None:
         self.environ, self.say, self.collapse, self.counter = environ, say, collapse, counter
-        self.hold = hold
+        self.hold, self.rebuild = hold, rebuild
         self.locks = Locks()
         self._collapsing = threading.Lock()
 
@@ -312,6 +343,15 @@ class _Batch:
         return outcome
 
     def _build(self, plan: BuildPlan, emit: Emit) -> Outcome:
+        wheel = None if self.rebuild else reused(plan)
+        if wheel is not None:
+            return _up_to_date(plan, wheel, emit)
+        outcome = self._built(plan, emit)
+        if outcome.status == "built" and outcome.result is not None:
+            remember(plan, outcome.result.wheel)
+        return outcome
+
+    def _built(self, plan: BuildPlan, emit: Emit) -> Outcome:
         collapse = self.collapse
         if collapse:
             with self._collapsing:

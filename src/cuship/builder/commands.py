@@ -35,6 +35,13 @@ _DIAGNOSTIC = re.compile(r"(\(\d+\)|:\d+(:\d+)?):\s*(fatal )?error|CMake Error|u
 
 
 _ERROR_LINE = re.compile(r"\b(error|ERROR|fatal)\b")
+# a Python exception's last line (the cause a setup.py dies of: "OSError: CUDA_HOME ...")
+_EXCEPTION = re.compile(r"^\s*[A-Za-z_][\w.]*(Error|Exception|Exit): \S")
+# pip's frame around a failed build: true, and never the cause
+_PIP_FRAME = re.compile(
+    r"subprocess-exited-with-error|This error originates from a subprocess|Failed building "
+    r"wheel|Failed to build|finished with status 'error'|exit code: \d|^\s*[│╰]"
+)
 _CMAKE_BODY = re.compile(r"\b(error|ERROR|fatal|FAILED|caused by)\b")
 
 
@@ -73,7 +80,12 @@ def _error_excerpt(log: str, limit: int = 25) -> str:
         )
         return "\n".join(lines[j].strip() for j in picked[:limit])
     errors = [line.strip() for line in lines if _ERROR_LINE.search(line)]
-    return "\n".join(errors[:limit] or lines[-limit:])
+    causes = [
+        line.strip()
+        for line in lines
+        if (_ERROR_LINE.search(line) or _EXCEPTION.search(line)) and not _PIP_FRAME.search(line)
+    ]
+    return "\n".join(causes[:limit] or errors[:limit] or lines[-limit:])
 
 
 def _path(step: Step, environ: Mapping[str, str]) -> str:

@@ -90,6 +90,7 @@ def finish_wheel(
     torch: str | None = None,
     floor: GlibcFloor | None = None,
     emit: Emit = discard,
+    immutable: bool = False,
 ) -> tuple[Path, WheelReport, tuple[str, ...]]:
     """Repair (unless pure), label, inspect and verify ``raw``; the final wheel lands in ``out_dir``.
 
@@ -97,6 +98,9 @@ def finish_wheel(
     hold no device code at all. ``torch``: the torch it was built against; a wheel that links
     torch gets the pin its torch ABI needs (``torch==X.Y.*`` exact, ``torch>=X.Y`` stable).
     ``floor``: the glibc floor it is verified against when enforced, else warned against.
+    ``immutable``: a wheel of the same name already in ``out_dir`` must not change its bytes
+    (a released sdist's wheel, which may be published): a build that differs is refused and
+    kept apart, the earlier wheel stays.
     """
     from cuship.wheel.audit import inspect_wheel
     from cuship.wheel.repair import repair
@@ -146,8 +150,32 @@ def finish_wheel(
             if x.sass or x.ptx
         )
     final = out_dir / labelled.name
+    if immutable:
+        _refuse_changed(labelled, final)
     labelled.replace(final)
     return final, dataclasses.replace(report, path=str(final)), problems
+
+
+def _refuse_changed(new: Path, final: Path) -> None:
+    """Raise when ``final`` exists with other bytes than ``new`` (moved to ``failed/``)."""
+    from cuship._fs import sha256_file
+
+    if not final.is_file():
+        return
+    before, now = sha256_file(final), sha256_file(new)
+    if before == now:
+        return
+    aside = final.parent / FAILED / final.name
+    aside.parent.mkdir(parents=True, exist_ok=True)
+    new.replace(aside)
+    raise BuildFailed(
+        f"{final.name}: this build differs from the wheel of that name built before "
+        f"(sha256 {before[:12]}... now {now[:12]}...); a wheel of a released sdist keeps its "
+        f"bytes under its name, as an index that published it must. The earlier wheel stays; "
+        f"this one is kept apart as {aside}",
+        hint="publish the new build under a new name (a new version of the package), or "
+        "delete the earlier wheel yourself if it was never published",
+    )
 
 
 def _extra_sass(report: WheelReport, arches: str) -> list[str]:
@@ -216,6 +244,7 @@ def run_plan(
         emit=emit,
         smoke=JobSmoke(python=plan.python, mode=plan.smoke, site_dirs=site_dirs),
         locks=locks,
+        immutable=plan.inputs is not None,
     )
 
 
@@ -332,6 +361,7 @@ def build_job(
     emit: Emit = discard,
     smoke: JobSmoke | None = None,
     locks: Locks | None = None,
+    immutable: bool = False,
 ) -> JobResult:
     """Run ``steps`` (a fresh ``raw_dir`` and log), then finish, label and smoke-test the wheel.
 
@@ -362,6 +392,7 @@ def build_job(
         torch=torch,
         floor=floor,
         emit=emit,
+        immutable=immutable,
     )
     nvcc = read_calls(raw_dir)
     if nvcc is not None:

@@ -147,6 +147,9 @@ class Step:
 NO_TORCH_WRAPPER = "TORCH_NO_COMPILER_WRAPPER"
 
 
+REPRODUCIBLE_EPOCH = "315532800"  # 1980-01-01, the earliest time a zip archive can hold
+
+
 def _is_launcher(name: str) -> bool:
     return name.startswith("CMAKE_") and name.endswith("_COMPILER_LAUNCHER")
 
@@ -171,6 +174,7 @@ class BuildPlan:
     glibc_floor: GlibcFloor | None = None  # the manylinux floor its wheel is held to
     max_jobs: int | None = None  # the MAX_JOBS its build sees (local builds)
     arch_control: str | None = None  # how its arch list reaches nvcc (said by --dry-run)
+    inputs: str | None = None  # the digest of every input of its wheel, when all can be named
 
 
 def max_jobs(
@@ -257,6 +261,9 @@ def job_env(job: BuildJob, build: BuildSection, host: Host) -> dict[str, str]:
         "NVCC_THREADS": str(build.nvcc_threads),
         "NVCC_APPEND_FLAGS": f"--threads={build.nvcc_threads}",
         settings.LOCAL_VERSION: job.label,
+        # archive timestamps fixed (setuptools, wheel, auditwheel): a rebuild of the same
+        # inputs gives the same bytes where the tools allow; [build] env may set another
+        "SOURCE_DATE_EPOCH": build.env.get("SOURCE_DATE_EPOCH", REPRODUCIBLE_EPOCH),
     }
     if host.nvcc:
         env["CUDACXX"] = host.nvcc
@@ -279,8 +286,9 @@ def pip_wheel_argv(config: Config, python: str, out: str, source: str) -> list[s
     if not build.isolation:
         argv.append("--no-build-isolation")
     if config.requirement is not None:
+        # no pip wheel cache: a wheel it built for other inputs (another arch list) is stale
         name = config.requirement.split("==")[0]
-        argv += [*build.build_args, "--no-binary", name, config.requirement]
+        argv += ["--no-cache-dir", *build.build_args, "--no-binary", name, config.requirement]
     else:
         argv += [*build.build_args, source]
     return argv

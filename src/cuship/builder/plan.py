@@ -37,6 +37,7 @@ from cuship.builder.model import (
     wheel_step,
 )
 from cuship.builder.toolkits import choose_toolkit
+from cuship.builder.uptodate import inputs_digest
 from cuship.config import Config
 from cuship.matrix import BuildJob
 
@@ -230,6 +231,7 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
     log = out_dir / "logs" / f"{job.id}.log"
     steps, blocker = MODES[mode](job, config, host, raw_dir)
     python = host.interpreter(job.python) if mode == "local" else None
+    toolkit = f"{host.cuda} python {python.full if python else job.python}"
     return BuildPlan(
         job=job,
         mode=mode,
@@ -247,4 +249,5 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         glibc_floor=glibc_floor(job, config.build),
         max_jobs=next((int(s.env["MAX_JOBS"]) for s in steps if "MAX_JOBS" in s.env), None),
         arch_control=arch_control(job, config, any(s.name == "arch-flags" for s in steps)),
+        inputs=inputs_digest(job.to_json(), config.requirement, steps, toolkit),
     )

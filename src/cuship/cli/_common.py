@@ -28,6 +28,7 @@ __all__ = [
     "json_option",
     "make_console",
     "parallel_option",
+    "rebuild_option",
     "run_cli",
     "verbose_option",
 ]
@@ -138,6 +139,15 @@ def parallel_option(func: F) -> F:
         callback=_jobs_at_once,
         help="Build up to N jobs at once, each with its share of MAX_JOBS. "
         "Default: [build] parallel, else 1.",
+    )(func)
+
+
+def rebuild_option(func: F) -> F:
+    return click.option(
+        "--rebuild",
+        is_flag=True,
+        help="Build every job, also those whose wheel an earlier run built from the same "
+        "inputs (a packages.yml sdist, the same job, commands and toolchain).",
     )(func)
 
 

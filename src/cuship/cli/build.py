@@ -19,6 +19,7 @@ from cuship.cli._common import (
     json_option,
     make_console,
     parallel_option,
+    rebuild_option,
     verbose_option,
 )
 from cuship.cli._console import Console
@@ -84,6 +85,7 @@ def _select(
     "dist/cuship/wheels.",
 )
 @parallel_option
+@rebuild_option
 @fetch_python_option
 @json_option
 @verbose_option
@@ -94,6 +96,7 @@ def command(
     dry_run: bool,
     out_dir: Path | None,
     parallel: int | None,
+    rebuild: bool,
     fetch_python: bool,
     as_json: bool,
     verbose: bool,
@@ -124,7 +127,9 @@ def command(
     require_buildable(plans, "the matrix of " + repr(str(path)))
     stats = sccache_stats(host.sccache, zero=True) if host.sccache else None
     with BuildProgress(console, live=live_progress(console, as_json=as_json)) as emit:
-        outcomes = build_all(plans, emit=emit, collapse=collapser, workers=workers)
+        outcomes = build_all(
+            plans, emit=emit, collapse=collapser, workers=workers, rebuild=rebuild
+        )
     stats = sccache_stats(host.sccache) if host.sccache else None
     built = [o.result.wheel for o in outcomes if o.result is not None and o.status == "built"]
     variants = publish_configured(config.variants, built, out_dir)

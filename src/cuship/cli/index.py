@@ -93,6 +93,12 @@ def _table(summary: dict[str, object]) -> str:
     "the projects that change.",
 )
 @click.option(
+    "--replace-published",
+    is_flag=True,
+    help="Let a given wheel change the bytes of a published file of its name (refused "
+    "otherwise: installs pinned to the old hash break); yank it first and tell its users.",
+)
+@click.option(
     "--skip-bad",
     is_flag=True,
     help="Exit 0 when some wheels could not be indexed (they are skipped either way).",
@@ -109,6 +115,7 @@ def command(
     keep_existing: bool,
     unyanks: tuple[str, ...],
     rebuild: bool,
+    replace_published: bool,
     skip_bad: bool,
     as_json: bool,
     verbose: bool,
@@ -146,6 +153,7 @@ def command(
         keep_existing=keep_existing,
         unyanked=unyanked,
         rebuild=rebuild,
+        replace_published=replace_published,
         emit=console.emit,
     )
     if as_json:

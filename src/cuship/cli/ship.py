@@ -15,6 +15,7 @@ from cuship.cli._common import (
     json_option,
     make_console,
     parallel_option,
+    rebuild_option,
     verbose_option,
 )
 
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     help="Private key (cuship keygen): attest each wheel; the index links the attestations.",
 )
 @parallel_option
+@rebuild_option
 @fetch_python_option
 @json_option
 @verbose_option
@@ -50,6 +52,7 @@ def command(
     no_check: bool,
     sign_key: Path | None,
     parallel: int | None,
+    rebuild: bool,
     fetch_python: bool,
     as_json: bool,
     verbose: bool,
@@ -77,6 +80,7 @@ def command(
             quick_check=not no_check,
             sign_key=sign_key,
             parallel=parallel,
+            rebuild=rebuild,
             emit=emit,
         )
     line = report.install_line(config.project.name or "PROJECT")

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuship.errors import NothingToDo
+from cuship.errors import InputError, NothingToDo
 from cuship.events import Emit, Event
 from cuship.index._cache import ScanCache, record_text
 from cuship.index._pool import map_spread
@@ -34,6 +34,7 @@ __all__ = [
     "IndexSummary",
     "Options",
     "SiteState",
+    "check_replaced",
     "describe_all",
     "describer_key",
     "link_published",
@@ -41,7 +42,6 @@ __all__ = [
     "scan_given",
     "try_link",
     "upload_note",
-    "warn_replaced",
 ]
 
 Describe = Callable[[Path], Mapping[str, object]]
@@ -59,6 +59,7 @@ class Options:
     yanked: Mapping[str, str]
     unyanked: frozenset[str]
     keep: bool
+    replace_published: bool = False
 
     def keep_yank(self, row: Row, stored: str | None) -> Row:
         """A kept row with its yank as this run leaves it (see :func:`kept_yank`)."""
@@ -232,10 +233,26 @@ def _describe_spread(job: tuple[Describe, Path]) -> dict[str, object] | None:
         return None
 
 
-def warn_replaced(wheel: IndexedWheel, previous_sha256: object, emit: Emit) -> None:
-    if previous_sha256 is not None and previous_sha256 != wheel.sha256:
-        message = f"{wheel.filename!r} replaces the indexed file of that name (sha256 differs)"
+def check_replaced(
+    wheel: IndexedWheel, previous_sha256: object, options: Options, emit: Emit
+) -> None:
+    """A published file never changes its bytes: refuse ``wheel`` when the index lists a file
+    of its name with another sha256 (every install pinned to the old hash would break), unless
+    ``options.replace_published`` says to replace it (then warn)."""
+    if previous_sha256 is None or previous_sha256 == wheel.sha256:
+        return
+    if options.replace_published:
+        message = f"{wheel.filename!r} replaces the published file of that name (sha256 differs)"
         emit(Event(level="warning", topic="index", message=message))
+        return
+    raise InputError(
+        f"{wheel.filename!r} would change the bytes of the published file of that name "
+        f"(sha256 {str(previous_sha256)[:12]}... now {wheel.sha256[:12]}...): a published file "
+        "never changes, since every install pinned to its hash would break",
+        hint="publish the new build under a new name (a new version, or a build number in the "
+        "file name); to replace it anyway (yank first, and tell its users), pass "
+        "--replace-published",
+    )
 
 
 def upload_note(base_url: str | None, out: Path, emit: Emit) -> None:

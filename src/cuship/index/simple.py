@@ -42,13 +42,13 @@ from cuship.index._shared import (
     IndexSummary,
     Options,
     SiteState,
+    check_replaced,
     describe_all,
     describer_key,
     link_published,
     scan_describes,
     try_link,
     upload_note,
-    warn_replaced,
 )
 from cuship.index.attached import ATTESTATION_SUFFIX, find_attestations
 from cuship.index.keep import Kept, read_existing, site_records
@@ -84,6 +84,7 @@ def write(
     unyanked: Collection[str] = (),
     keep_existing: bool = False,
     rebuild: bool = False,
+    replace_published: bool = False,
     emit: Emit = discard,
 ) -> IndexSummary:
     """Scan what is given and make the index at ``out`` list it.
@@ -102,6 +103,9 @@ def write(
     leaves nothing to do. A ``WHEEL.intoto.jsonl`` beside a given wheel is published beside it
     and linked from its row.
 
+    A given wheel whose name the index already lists with other bytes is refused (exit 2)
+    before anything is written, unless ``replace_published``: a published file never changes.
+
     ``out`` may be a symbolic link to a directory (the site is written into its target) or the
     current directory (``.``). Files given but not indexed are in the summary's ``skipped``.
     """
@@ -114,6 +118,7 @@ def write(
         yanked=yanked or {},
         unyanked=frozenset(unyanked),
         keep=keep_existing,
+        replace_published=replace_published,
     )
     with _fs.locked(out, emit):
         _fs.recover(out, emit)
@@ -366,9 +371,8 @@ def _build_share(
     wheels = [*share.ready, *scanned]
     described = describe_all(wheels, options.describe, cache, retain=False)
     names = {w.filename for w in wheels}
-    if options.keep:
-        for wheel in wheels:
-            warn_replaced(wheel, previous.get(wheel.filename), say)
+    for wheel in wheels:
+        check_replaced(wheel, previous.get(wheel.filename), options, say)
     kept = kept_before.only([name for name in share.kept if name not in names])
     attestations = {**kept.attestations, **find_attestations(wheels, say, listed=attached)}
     rows = rows_of(

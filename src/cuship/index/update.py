@@ -39,11 +39,11 @@ from cuship.index._shared import (
     IndexSummary,
     Options,
     SiteState,
+    check_replaced,
     describe_all,
     scan_given,
     try_link,
     upload_note,
-    warn_replaced,
 )
 from cuship.index.attached import ATTESTATION_SUFFIX, AttestationRef, find_attestations
 from cuship.index.keep import check_in_site, project_rows
@@ -364,17 +364,19 @@ def update(
         )
     )
     by_name = {wheel.filename: wheel for wheel in wheels}
+    touched = sorted(_touched(state, new, options, out))
+    olds = {project: _old_rows(out, project, options) for project in touched}
+    for project in touched:  # before anything is written: refused, the site is as it was
+        before = {row.filename: row.sha256 for row in olds[project]}
+        for row in new.get(project, ()):
+            check_replaced(by_name[row.filename], before.get(row.filename), options, emit)
     entries = dict(state.projects)
     site = _Site(out)
     finishes: list[_Finish] = []
     dropped: list[tuple[str, list[Row], tuple[str, ...]]] = []
     try:
-        for project in sorted(_touched(state, new, options, out)):
-            old = _old_rows(out, project, options)
-            if options.keep:
-                before = {row.filename: row.sha256 for row in old}
-                for row in new.get(project, ()):
-                    warn_replaced(by_name[row.filename], before.get(row.filename), emit)
+        for project in touched:
+            old = olds[project]
             rows = _rows_now(out, old, new.get(project, ()), options)
             if not rows:
                 labels = entries.pop(project, ProjectEntry((), 0)).labels
