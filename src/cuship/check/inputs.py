@@ -119,8 +119,10 @@ def _scalar_plan(op: Op, count: int, *, exhaustive: bool, seed: int, dtype: str)
     if exhaustive:
         combos = list(itertools.product(*(spec.values for spec in scalars)))
         size = max(count, len(combos))
-        return [tuple(zip((s.name for s in scalars), combos[i % len(combos)], strict=True))
-                for i in range(size)]
+        return [
+            tuple(zip((s.name for s in scalars), combos[i % len(combos)], strict=True))
+            for i in range(size)
+        ]
     plan = []
     for i in range(count):
         rng = np.random.default_rng(case_seed(seed, op.name + "/scalars", dtype, i))

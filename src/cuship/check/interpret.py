@@ -135,7 +135,9 @@ def _rebind(
         if _is_libdevice(value):
             patches.item(namespace, key, emulation(value.__name__))
         elif isinstance(value, jit_type):
-            _rebind(value.fn.__globals__, jit_type, patches, seen)
+            fn: Any = getattr(value, "fn", None)
+            if fn is not None:
+                _rebind(fn.__globals__, jit_type, patches, seen)
 
 
 def _bf16(interpreter: ModuleType, patches: _Patches) -> None:
@@ -144,5 +146,6 @@ def _bf16(interpreter: ModuleType, patches: _Patches) -> None:
     builder = type(interpreter.interpreter_builder)
     for name, wrap in _bf16.BUILDER_WRAPPERS.items():
         patches.attr(builder, name, wrap(getattr(builder, name), interpreter))
-    for name, wrap in _bf16.REDUCE_WRAPPERS.items():
-        patches.attr(interpreter.ReduceOps, name, wrap(getattr(interpreter.ReduceOps, name)))
+    for name, reduce_wrap in _bf16.REDUCE_WRAPPERS.items():
+        reduce_ops = interpreter.ReduceOps
+        patches.attr(reduce_ops, name, reduce_wrap(getattr(reduce_ops, name)))

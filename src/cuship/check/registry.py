@@ -55,6 +55,7 @@ def _require(what: str, value: str, valid: Sequence[str], owner: str) -> None:
     if value not in valid:
         raise DeclarationError(f"{owner}: unknown {what} {value!r}", valid)
 
+
 Shape = Mapping[str, int]
 
 
@@ -176,7 +177,9 @@ class Op:
             raise DeclarationError(f"{owner}: declare at least one shape", ("shapes=({...},)",))
         for impl in self.impls:
             if not isinstance(impl, Impl):
-                raise DeclarationError(f"{owner}: impls holds {impl!r}", ("Impl(kind=..., fn=...)",))
+                raise DeclarationError(
+                    f"{owner}: impls holds {impl!r}", ("Impl(kind=..., fn=...)",)
+                )
 
     @property
     def reference_takes_dtype(self) -> bool:
