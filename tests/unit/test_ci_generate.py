@@ -281,11 +281,10 @@ def test_ci_install_settings_are_lists_of_single_requirements() -> None:
     assert "pip 'cuship[all]' torch" in text
 
 
-
 @pytest.mark.parametrize("value", ['"cuship[all] torch"', '["cuship[all] torch"]'])
 def test_a_requirement_line_with_two_requirements_is_a_config_error(
     value: str, tmp_path: Path
 ) -> None:
-    (tmp_path / "cuship.toml").write_text(f'[check]\nmodules = []\n[ci]\ncuship = {value}\n')
+    (tmp_path / "cuship.toml").write_text(f"[check]\nmodules = []\n[ci]\ncuship = {value}\n")
     with pytest.raises(ConfigError, match=r"ci\.cuship"):
         load_config(tmp_path)
