@@ -61,3 +61,35 @@ def test_describe_names_the_innermost_user_frame_over_the_cause_chain() -> None:
         text = describe(outer, engine_dirs=())
     assert text.splitlines()[0] == "ValueError: bad block size (raised as RuntimeError)"
     assert f"{__file__}:" in text and "in _user_code" in text
+
+
+def test_a_missing_engine_fails_a_ci_run_with_its_cause_and_fix() -> None:
+    from cuship.check.availability import Unavailable
+    from cuship.check.session import CheckRequest, engines_required, require_engines
+    from cuship.errors import ToolMissing
+
+    request = CheckRequest(path=Path("."), target=".")
+    assert engines_required(request, {"CI": "true"})
+    assert not engines_required(request, {"CI": "false"})
+    assert not engines_required(request, {})
+    assert engines_required(CheckRequest(path=Path("."), target=".", require_engines=True), {})
+    missing = Unavailable(
+        engine="triton-interpret",
+        error="importing torch failed: No module named 'torch'",
+        fix="pip install torch --index-url https://download.pytorch.org/whl/cpu",
+    )
+    with pytest.raises(ToolMissing) as caught:
+        require_engines([missing])
+    assert caught.value.exit_code == 3
+    assert "triton-interpret: importing torch failed" in str(caught.value)
+    assert "download.pytorch.org/whl/cpu" in str(caught.value.hint)
+    require_engines([])  # nothing missing: nothing to say
+
+
+def test_fail_on_regression_without_a_baseline_is_a_usage_error() -> None:
+    from cuship.check.session import CheckRequest, run_check
+    from cuship.errors import UsageError
+
+    request = CheckRequest(path=Path("."), target=".", fail_on_regression=True)
+    with pytest.raises(UsageError, match="--baseline"):
+        run_check(request, environ={})
