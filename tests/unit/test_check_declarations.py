@@ -68,11 +68,11 @@ def test_a_missing_engine_fails_a_ci_run_with_its_cause_and_fix() -> None:
     from cuship.check.session import CheckRequest, engines_required, require_engines
     from cuship.errors import ToolMissing
 
-    request = CheckRequest(path=Path("."), target=".")
+    request = CheckRequest(path=Path(), target=".")
     assert engines_required(request, {"CI": "true"})
     assert not engines_required(request, {"CI": "false"})
     assert not engines_required(request, {})
-    assert engines_required(CheckRequest(path=Path("."), target=".", require_engines=True), {})
+    assert engines_required(CheckRequest(path=Path(), target=".", require_engines=True), {})
     missing = Unavailable(
         engine="triton-interpret",
         error="importing torch failed: No module named 'torch'",
@@ -90,6 +90,6 @@ def test_fail_on_regression_without_a_baseline_is_a_usage_error() -> None:
     from cuship.check.session import CheckRequest, run_check
     from cuship.errors import UsageError
 
-    request = CheckRequest(path=Path("."), target=".", fail_on_regression=True)
+    request = CheckRequest(path=Path(), target=".", fail_on_regression=True)
     with pytest.raises(UsageError, match="--baseline"):
         run_check(request, environ={})
