@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from cuship.check import Impl, Op, Scalar, Tensor, edge_sizes
-from cuship.check.inputs import bf16_round, make_inputs, plan_cases
+from cuship.check.inputs import bf16_round, crossing_size, make_inputs, plan_cases
 
 
 def _ref(a: float, x: Any) -> Any:
@@ -37,8 +37,70 @@ def test_quick_plan_is_first_distribution_on_default_shapes_plus_fuzz() -> None:
     cases = plan_cases(OP, "float32", seed=1, extended=False, all_distributions=False, fuzz=2)
     assert [c.distribution for c in cases[:2]] == ["normal", "normal"]
     assert [dict(c.sizes) for c in cases[:2]] == [{"rows": 1, "cols": 1}, {"rows": 3, "cols": 1025}]
-    assert len(cases) == 4
-    assert [c.index for c in cases] == [0, 1, 2, 3]
+    # one past the largest power of two in cols' fuzz range 1..50: crosses a 32-wide block
+    assert dict(cases[2].sizes) == {"rows": 1, "cols": 33}
+    assert len(cases) == 5
+    assert [c.index for c in cases] == [0, 1, 2, 3, 4]
+
+
+def test_crossing_size_is_one_past_a_power_of_two_inside_the_range() -> None:
+    assert crossing_size(1, 300) == 257
+    assert crossing_size(1, 8) == 5
+    assert crossing_size(100, 120) is None
+    assert crossing_size(1, 2) is None
+
+
+def test_thorough_plan_covers_every_scalar_combination() -> None:
+    op = Op(
+        name="scaled",
+        reference=_ref,
+        inputs=(
+            Scalar(name="a", values=(1.0, 2.0, 3.0)),
+            Scalar(name="b", values=(0.0, 1.0)),
+            Tensor(name="x", dims=("n",)),
+        ),
+        shapes=({"n": 4},),
+        impls=(Impl(kind="native", fn=_ref),),
+    )
+    cases = plan_cases(op, "float32", seed=0, extended=True, all_distributions=True, fuzz=0)
+    assert {c.scalars for c in cases} == {
+        (("a", a), ("b", b)) for a in (1.0, 2.0, 3.0) for b in (0.0, 1.0)
+    }
+    assert "a=1.0 b=0.0" in cases[0].label()
+    inputs = make_inputs(op, "float32", cases[5])
+    assert (inputs.values["a"], inputs.values["b"]) == (
+        dict(cases[5].scalars)["a"],
+        dict(cases[5].scalars)["b"],
+    )
+
+
+def test_integer_index_ranges_follow_a_dimension_and_take_the_ignore_value() -> None:
+    op = Op(
+        name="pick",
+        reference=_ref,
+        inputs=(Tensor(name="target", dims=("rows",), dtype="int64", high="vocab", ignore=-100),),
+        shapes=({"rows": 400, "vocab": 7},),
+        impls=(Impl(kind="native", fn=_ref),),
+    )
+    (case,) = plan_cases(op, "float32", seed=0, extended=False, all_distributions=False, fuzz=0)
+    target = make_inputs(op, "float32", case).values["target"]
+    kept = target[target != -100]
+    assert kept.min() >= 0 and kept.max() < 7
+    assert 0 < (target == -100).sum() < 400
+
+
+def test_float_ranges_clip_and_bound_the_uniform_draw() -> None:
+    op = Op(
+        name="positive",
+        reference=_ref,
+        inputs=(Tensor(name="x", dims=("n",), low=0.5, high=2.0),),
+        shapes=({"n": 500},),
+        distributions=("normal", "uniform"),
+        impls=(Impl(kind="native", fn=_ref),),
+    )
+    for case in plan_cases(op, "float32", seed=0, extended=True, all_distributions=True, fuzz=0):
+        x = make_inputs(op, "float32", case).values["x"]
+        assert x.min() >= 0.5 and x.max() <= 2.0
 
 
 def test_thorough_plan_covers_every_shape_and_distribution() -> None:
@@ -58,7 +120,7 @@ def test_config_shapes_are_added() -> None:
         fuzz=0,
         extra_shapes=({"rows": 2, "cols": 3},),
     )
-    assert dict(cases[-1].sizes) == {"rows": 2, "cols": 3}
+    assert {"rows": 2, "cols": 3} in [dict(c.sizes) for c in cases]
 
 
 def test_same_seed_same_values_other_seed_other_values() -> None:

@@ -41,7 +41,7 @@ NATIVE = Impl(kind="native", fn=_ref)
 TRITON = Impl(kind="triton", fn=_ref)
 OPS = (
     _op("copy", NATIVE, TRITON, Impl(kind="cuda", fn=_ref), dtypes=("float32", "bfloat16")),
-    _op("fast_tanh", Impl(kind="triton", fn=_ref, uses=("libdevice",))),
+    _op("fast_tanh", Impl(kind="triton", fn=_ref, uses=("inline_asm",))),
     _op("shuffle", Impl(kind="numba", fn=_ref, uses=("warp_intrinsics",))),
     _op("broken", TRITON, default=False),
 )
@@ -57,13 +57,13 @@ def test_cpu_plan_runs_cpu_engines_and_skips_gpu_ones_with_reasons() -> None:
     assert groups["copy/native/float32"] is None
     assert groups["copy/triton-interpret/float32"] is None
     assert "CUDA GPU" in str(groups["copy/cuda/float32"])
-    assert "bfloat16" in str(groups["copy/triton-interpret/bfloat16"])
-    assert "libdevice" in str(groups["fast_tanh/triton-interpret/float32"])
+    assert groups["copy/triton-interpret/bfloat16"] is None  # bf16 is adapted, not skipped
+    assert "inline_asm" in str(groups["fast_tanh/triton-interpret/float32"])
     assert "warp intrinsics" in str(groups["shuffle/numba-sim/float32"])
     assert not any(key.startswith("broken/") for key in groups)
 
 
-def test_bf16_runs_in_the_interpreter_when_the_kernel_upcasts() -> None:
+def test_bf16_runs_in_the_interpreter_with_or_without_the_old_upcast_flag() -> None:
     op = _op("up", Impl(kind="triton", fn=_ref, bf16_upcast=True), dtypes=("bfloat16",))
     the_plan = plan((op,), CheckSettings())
     assert [g.skip_reason for g in the_plan.groups] == [None]
@@ -206,7 +206,7 @@ def test_groups_of_an_unavailable_engine_are_skipped_with_its_reason() -> None:
     reasons = {f"{g.op}/{g.engine}/{g.dtype}": g.skip_reason for g in skipped.groups}
     assert reasons["copy/triton-interpret/float32"] == no_torch.reason
     assert reasons["copy/native/float32"] is None
-    assert reasons["fast_tanh/triton-interpret/float32"].startswith("uses libdevice")  # type: ignore[union-attr]
+    assert reasons["fast_tanh/triton-interpret/float32"].startswith("uses inline_asm")  # type: ignore[union-attr]
     assert runnable_engines(skipped) == ("native",)
 
 

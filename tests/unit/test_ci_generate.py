@@ -138,12 +138,13 @@ def test_release_keeps_earlier_releases_and_deploys_pages() -> None:
 def test_checks_quick_on_prs_thorough_nightly_with_baseline() -> None:
     jobs = _docs(_ctx(), "github")["jobs"]
     quick = "\n".join(s.get("run", "") for s in jobs["check"]["steps"])
-    assert "cuship check . --quick --format junit -o check-junit.xml" in quick
+    assert "cuship check . --quick --require-engines --format junit -o check-junit.xml" in quick
     nightly = jobs["nightly"]
     assert nightly["if"] == "github.event_name == 'schedule'"
     runs = "\n".join(s.get("run", "") for s in nightly["steps"])
     assert "--baseline baseline/check-baseline.json --fail-on-regression" in runs
     assert "--save-baseline check-baseline.json" in runs
+    assert "--require-engines" in runs
     names = [s.get("with", {}).get("name") for s in nightly["steps"]]
     assert names.count("check-baseline") == 2  # downloaded, then the new one uploaded
 
@@ -264,3 +265,26 @@ def test_write_files_refuses_to_overwrite(tmp_path: Path) -> None:
 def test_unknown_provider() -> None:
     with pytest.raises(UsageError, match="unknown CI provider 'jenkins'"):
         generate(_ctx(), ["jenkins"])  # type: ignore[list-item]
+
+
+def test_check_jobs_install_what_the_engines_need_and_require_them() -> None:
+    for provider in ("github", "gitlab"):
+        text = generate(_ctx(), [provider])[0].text
+        assert "--index-url https://download.pytorch.org/whl/cpu torch" in text
+        assert "-r pyproject.toml" in text  # the project's own dependencies
+        assert text.count("--require-engines") == 2  # quick and nightly
+
+
+def test_ci_install_settings_are_lists_of_single_requirements() -> None:
+    config = _config(cuship=("cuship[all]", "torch"))
+    text = generate(_ctx(config), ["github"])[0].text
+    assert "pip 'cuship[all]' torch" in text
+
+
+@pytest.mark.parametrize("value", ['"cuship[all] torch"', '["cuship[all] torch"]'])
+def test_a_requirement_line_with_two_requirements_is_a_config_error(
+    value: str, tmp_path: Path
+) -> None:
+    (tmp_path / "cuship.toml").write_text(f"[check]\nmodules = []\n[ci]\ncuship = {value}\n")
+    with pytest.raises(ConfigError, match=r"ci\.cuship"):
+        load_config(tmp_path)

@@ -9,8 +9,8 @@ cases run in worker processes started with :func:`worker_env`.
 
 from __future__ import annotations
 
+import contextlib
 import time
-import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -68,18 +68,13 @@ _BY_DEVICE: Mapping[Device, tuple[str, ...]] = {
 }
 
 # Known gaps: (engine, feature an impl declares in ``uses``) -> why it cannot run there.
+# libdevice math and bf16 arithmetic run in the interpreter through cuship.check.interpret.
 _GAPS: Mapping[tuple[str, str], str] = {
-    ("triton-interpret", "libdevice"): "libdevice calls do not run in the Triton interpreter "
-    "(InterpreterError); check this op with --device cuda",
     ("triton-interpret", "inline_asm"): "inline_asm_elementwise is not implemented in the Triton "
     "interpreter (NotImplementedError); check this op with --device cuda",
     ("numba-sim", "warp_intrinsics"): "the Numba CUDA simulator has no warp intrinsics "
     "(shfl_*_sync); check this op with --device cuda",
 }
-_BF16_INTERPRETER = (
-    "the Triton interpreter computes bfloat16 arithmetic wrongly without an error (triton#4972, "
-    "#11584); declare Impl(bf16_upcast=True) if the kernel computes in float32, or use --device cuda"
-)
 _CUDA_ON_CPU = "needs a CUDA GPU and the compiled extension; this run is --device cpu"
 
 # Flags per device: interpreters on for a CPU run, off on a GPU run.
@@ -105,8 +100,6 @@ def skip_reason(engine: str, impl: Impl, dtype: str, device: Device) -> str | No
         reason = _GAPS.get((engine, feature))
         if reason is not None:
             return f"uses {feature}: {reason}"
-    if engine == "triton-interpret" and dtype == "bfloat16" and not impl.bf16_upcast:
-        return _BF16_INTERPRETER
     return None
 
 
@@ -175,12 +168,18 @@ def _from_engine(value: Any) -> Any:
     return arr.astype(np.float64) if arr.dtype.kind == "f" else arr
 
 
-def _poisoned(op: Op, engine: Engine, dtype: str, sizes: Mapping[str, int]) -> dict[str, Any]:
-    """Output buffers filled with NaN (integers: the most negative value) before each run."""
+def _poisoned(
+    op: Op, engine: Engine, dtype: str, sizes: Mapping[str, int], args: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Output buffers filled with NaN (integers: the most negative value) before each run; an
+    output named like an input is written in place, into that input's buffer."""
     import numpy as np
 
     buffers: dict[str, Any] = {}
     for out in op.outputs:
+        if out.name in args:
+            buffers[out.name] = args[out.name]
+            continue
         name = out.dtype or dtype
         shape = out.shape(sizes)
         if name.startswith("int"):
@@ -204,8 +203,9 @@ def _outputs(op: Op, buffers: Mapping[str, Any], returned: Any) -> dict[str, Any
     return {"return": _from_engine(returned)}
 
 
-def _reference_outputs(op: Op, reference: Mapping[str, Any]) -> dict[str, Any]:
-    result = op.reference(**reference)
+def _reference_outputs(op: Op, reference: Mapping[str, Any], dtype: str) -> dict[str, Any]:
+    extra = {"dtype": dtype} if op.reference_takes_dtype else {}
+    result = op.reference(**reference, **extra)
     if op.outputs:
         if len(op.outputs) == 1 and not isinstance(result, tuple | dict):
             result = (result,)
@@ -213,6 +213,15 @@ def _reference_outputs(op: Op, reference: Mapping[str, Any]) -> dict[str, Any]:
             return dict(result)
         return {out.name: value for out, value in zip(op.outputs, result, strict=True)}
     return {"return": result}
+
+
+def _adaptation(engine: Engine) -> contextlib.AbstractContextManager[None]:
+    """The interpreter adaptation (see :mod:`cuship.check.interpret`) for triton-interpret."""
+    if engine.name != "triton-interpret":
+        return contextlib.nullcontext()
+    from cuship.check.interpret import adapted
+
+    return adapted()
 
 
 def run_case(op: Op, engine_name: str, dtype: str, case: Any, tol: Any) -> dict[str, Any]:
@@ -227,16 +236,17 @@ def run_case(op: Op, engine_name: str, dtype: str, case: Any, tol: Any) -> dict[
     started = time.perf_counter()
     inputs = make_inputs(op, dtype, case)
     args = {k: _to_engine(v, engine, dtype) for k, v in inputs.values.items()}
-    buffers = _poisoned(op, engine, dtype, dict(case.sizes))
+    buffers = _poisoned(op, engine, dtype, dict(case.sizes), args)
     kernel_started = time.perf_counter()
     try:
-        returned = impl.fn(**args, **buffers)
+        with _adaptation(engine):
+            returned = impl.fn(**{**args, **buffers})
         _synchronize(engine)
     except Exception as err:
         return _error_result(err, started)
     kernel_s = time.perf_counter() - kernel_started
     actual = _outputs(op, buffers, returned)
-    expected = _reference_outputs(op, inputs.reference)
+    expected = _reference_outputs(op, inputs.reference, dtype)
     comparisons = {name: compare(actual[name], expected[name], tol) for name in expected}
     result = _merge(comparisons)
     if result["status"] == "passed":
@@ -248,10 +258,11 @@ def run_case(op: Op, engine_name: str, dtype: str, case: Any, tol: Any) -> dict[
 
 
 def _error_result(err: BaseException, started: float) -> dict[str, Any]:
-    tail = "".join(traceback.format_exception(err)[-4:]).strip()
+    from cuship.check.frames import describe
+
     return {
         "status": "error",
-        "message": f"{type(err).__name__}: {err}\n{tail}",
+        "message": describe(err),
         "kernel_s": 0.0,
         "case_s": time.perf_counter() - started,
     }
@@ -260,7 +271,10 @@ def _error_result(err: BaseException, started: float) -> dict[str, Any]:
 def _merge(comparisons: Mapping[str, Any]) -> dict[str, Any]:
     worst_name = max(comparisons, key=lambda n: (comparisons[n].mismatches, comparisons[n].max_abs))
     worst = comparisons[worst_name]
-    messages = [f"{n}: {c.message}" for n, c in comparisons.items() if c.message]
+    several = len(comparisons) > 1
+    messages = [
+        _output_line(n, c) for n, c in comparisons.items() if c.message or (several and not c.ok)
+    ]
     failed = any(not c.ok for c in comparisons.values())
     return {
         "status": "failed" if failed else "passed",
@@ -274,6 +288,15 @@ def _merge(comparisons: Mapping[str, Any]) -> dict[str, Any]:
         "worst_actual": worst.worst_actual,
         "worst_expected": worst.worst_expected,
     }
+
+
+def _output_line(name: str, comparison: Any) -> str:
+    if comparison.message:
+        return f"output {name!r}: {comparison.message}"
+    return (
+        f"output {name!r}: {comparison.mismatches} of {comparison.total} elements differ "
+        f"(max abs error {comparison.max_abs:.3g}, max rel error {comparison.max_rel:.3g})"
+    )
 
 
 def _invariants(

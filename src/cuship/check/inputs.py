@@ -6,6 +6,7 @@ A case is fixed by (seed, op, dtype, case index): every engine sees the same val
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,16 +29,22 @@ __all__ = [
 
 # Fraction of positions set to inf / NaN by those distributions.
 _SPECIAL_FRACTION = 0.05
+# Fraction of positions set to a tensor's ``ignore`` value.
+_IGNORE_FRACTION = 0.125
+
+Shape = Mapping[str, int]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CaseSpec:
-    """One case of an (op, dtype): dimension sizes, value distribution, derived seed."""
+    """One case of an (op, dtype): dimension sizes, value distribution, derived seed, and the
+    value of each scalar input."""
 
     index: int
     sizes: tuple[tuple[str, int], ...]
     distribution: str
     seed: int
+    scalars: tuple[tuple[str, float], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -45,6 +52,7 @@ class CaseSpec:
             "sizes": dict(self.sizes),
             "distribution": self.distribution,
             "seed": self.seed,
+            "scalars": dict(self.scalars),
         }
 
     @classmethod
@@ -54,11 +62,13 @@ class CaseSpec:
             sizes=tuple((str(k), int(v)) for k, v in raw["sizes"].items()),
             distribution=str(raw["distribution"]),
             seed=int(raw["seed"]),
+            scalars=tuple((str(k), v) for k, v in raw.get("scalars", {}).items()),
         )
 
     def label(self) -> str:
         dims = ",".join(f"{k}={v}" for k, v in self.sizes)
-        return f"{dims} {self.distribution}"
+        scalars = "".join(f" {k}={v!r}" for k, v in self.scalars)
+        return f"{dims} {self.distribution}{scalars}"
 
 
 def edge_sizes(block: int, *, limit: int | None = None) -> tuple[int, ...]:
@@ -80,6 +90,46 @@ def _fuzz_shape(op: Op, rng: np.random.Generator) -> tuple[tuple[str, int], ...]
     return tuple(base.items())
 
 
+def crossing_size(low: int, high: int) -> int | None:
+    """One past the largest power of two with room in ``[low, high]`` (None: no room)."""
+    power = 1
+    while power * 2 + 1 <= high:
+        power *= 2
+    size = power + 1
+    return size if low <= size <= high and power >= 2 else None
+
+
+def _crossing_shape(op: Op) -> tuple[tuple[str, int], ...] | None:
+    """The first shape with each fuzzed dimension one past a power of two (quick runs)."""
+    base = dict(op.shapes[0])
+    for dim, (low, high) in op.fuzz_dims.items():
+        size = crossing_size(low, high)
+        if size is not None:
+            base[dim] = size
+    shape = tuple(base.items())
+    return None if shape == tuple(dict(op.shapes[0]).items()) else shape
+
+
+def _scalar_plan(op: Op, count: int, *, exhaustive: bool, seed: int, dtype: str) -> list[Any]:
+    """Scalar values for ``count`` cases: every combination in turn (exhaustive; the list grows
+    to hold them all), else one seeded pick per case."""
+    scalars = [spec for spec in op.inputs if isinstance(spec, Scalar)]
+    if not scalars:
+        return [()] * count
+    if exhaustive:
+        combos = list(itertools.product(*(spec.values for spec in scalars)))
+        size = max(count, len(combos))
+        return [
+            tuple(zip((s.name for s in scalars), combos[i % len(combos)], strict=True))
+            for i in range(size)
+        ]
+    plan = []
+    for i in range(count):
+        rng = np.random.default_rng(case_seed(seed, op.name + "/scalars", dtype, i))
+        plan.append(tuple((s.name, s.values[int(rng.integers(0, len(s.values)))]) for s in scalars))
+    return plan
+
+
 def plan_cases(
     op: Op,
     dtype: str,
@@ -90,13 +140,26 @@ def plan_cases(
     fuzz: int,
     extra_shapes: Sequence[Mapping[str, int]] = (),
 ) -> tuple[CaseSpec, ...]:
-    """Cases for one (op, dtype): each shape with each distribution, then ``fuzz`` random ones."""
+    """Cases for one (op, dtype): each shape with each distribution, then ``fuzz`` random ones.
+
+    A quick run (not ``extended``) adds one shape crossing a block boundary (see
+    :func:`crossing_size`); an extended run covers every combination of scalar values."""
+    crossing = None if extended else _crossing_shape(op)
     shapes = [*op.shapes, *extra_shapes, *(op.extended_shapes if extended else ())]
     unique = list(dict.fromkeys(tuple(dict(s).items()) for s in shapes))
+    unique += [crossing] if crossing is not None and crossing not in unique else []
     dists = op.distributions if all_distributions else op.distributions[:1]
     grid = [(sizes, dist) for dist in dists for sizes in unique]
+    scalars = _scalar_plan(op, len(grid), exhaustive=extended, seed=seed, dtype=dtype)
+    grid += [grid[0]] * (len(scalars) - len(grid))
     specs = [
-        CaseSpec(index=i, sizes=sizes, distribution=dist, seed=case_seed(seed, op.name, dtype, i))
+        CaseSpec(
+            index=i,
+            sizes=sizes,
+            distribution=dist,
+            seed=case_seed(seed, op.name, dtype, i),
+            scalars=scalars[i],
+        )
         for i, (sizes, dist) in enumerate(grid)
     ]
     for i in range(len(grid), len(grid) + (fuzz if op.fuzz_dims else 0)):
@@ -108,6 +171,7 @@ def plan_cases(
                 sizes=_fuzz_shape(op, rng),
                 distribution=dist,
                 seed=case_seed(seed, op.name, dtype, i),
+                scalars=_scalar_plan(op, 1, exhaustive=False, seed=seed + i, dtype=dtype)[0],
             )
         )
     return tuple(specs)
@@ -142,6 +206,8 @@ def _float_values(
     info = np.finfo(np.float32 if dtype == "bfloat16" else np.dtype(dtype))
     if dist == "uniform":
         return rng.uniform(-10.0, 10.0, shape)
+    if dist == "small":
+        return rng.standard_normal(shape) * 1e-3
     if dist == "large":
         return rng.standard_normal(shape) * min(1e4, float(info.max) / 16)
     if dist == "denormal":
@@ -156,16 +222,40 @@ def _float_values(
     return values
 
 
+def _ints(spec: Tensor, dist: str, shape: tuple[int, ...], sizes: Shape, rng: Any) -> Any:
+    bound = spec.bound(sizes)
+    low = int(spec.low) if spec.low is not None else (0 if bound is not None else -1000)
+    high = int(bound) if bound is not None else 1001
+    if dist == "zeros" and spec.low is None and bound is None:
+        return np.zeros(shape, dtype=np.int64)
+    return rng.integers(low, max(high, low + 1), shape)
+
+
+def _floats(spec: Tensor, dist: str, shape: tuple[int, ...], dtype: str, rng: Any) -> Any:
+    bound = spec.bound({}) if not isinstance(spec.high, str) else None
+    if dist == "uniform" and spec.low is not None and bound is not None:
+        return rng.uniform(spec.low, bound, shape)
+    values = _float_values(dist, shape, dtype, rng)
+    if spec.low is None and bound is None:
+        return values
+    with np.errstate(invalid="ignore"):
+        return np.clip(values, spec.low, bound)
+
+
 def _array(
-    dist: str, shape: tuple[int, ...], dtype: str, rng: np.random.Generator
+    spec: Tensor, dist: str, sizes: Shape, dtype: str, rng: np.random.Generator
 ) -> tuple[Any, Any]:
+    shape = spec.shape(sizes)
     if dtype.startswith("int"):
-        ints = np.zeros(shape, dtype=dtype) if dist == "zeros" else rng.integers(-1000, 1001, shape)
-        stored = np.ascontiguousarray(ints, dtype=dtype)
+        values = _ints(spec, dist, shape, sizes, rng)
+    else:
+        values = _floats(spec, dist, shape, dtype, rng)
+    if spec.ignore is not None:
+        values = np.where(rng.random(shape) < _IGNORE_FRACTION, spec.ignore, values)
+    if dtype.startswith("int"):
+        stored = np.ascontiguousarray(values, dtype=dtype)
         return stored, stored.astype(np.int64)
-    stored = np.ascontiguousarray(
-        _float_values(dist, shape, dtype, rng), dtype=_storage_dtype(dtype)
-    )
+    stored = np.ascontiguousarray(values, dtype=_storage_dtype(dtype))
     if dtype == "bfloat16":
         stored = bf16_round(stored)
     return stored, stored.astype(np.float64)
@@ -177,14 +267,17 @@ def make_inputs(op: Op, dtype: str, case: CaseSpec) -> Inputs:
     sizes = dict(case.sizes)
     values: dict[str, Any] = {}
     reference: dict[str, Any] = {}
+    planned = dict(case.scalars)
     for spec in op.inputs:
         if isinstance(spec, Scalar):
-            value = spec.values[int(rng.integers(0, len(spec.values)))]
+            value = planned.get(spec.name)
+            if value is None:  # a case planned before scalars were part of the plan
+                value = spec.values[int(rng.integers(0, len(spec.values)))]
             values[spec.name] = value
             reference[spec.name] = value
             continue
         assert isinstance(spec, Tensor)
-        stored, wide = _array(case.distribution, spec.shape(sizes), spec.dtype or dtype, rng)
+        stored, wide = _array(spec, case.distribution, sizes, spec.dtype or dtype, rng)
         values[spec.name] = stored
         reference[spec.name] = wide
     return Inputs(values=values, reference=reference)

@@ -6,19 +6,23 @@ A check module (named in ``[check] modules``) declares ops as module-level :clas
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
+from cuship.errors import ConfigError, InputError
 from cuship.project import declared
 from cuship.project.declared import Kind
 
 __all__ = [
     "DISTRIBUTIONS",
     "DTYPES",
+    "FEATURES",
     "IMPL_KINDS",
+    "DeclarationError",
     "Impl",
     "Invariant",
     "Op",
@@ -29,9 +33,28 @@ __all__ = [
 ]
 
 DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64")
-DISTRIBUTIONS = ("normal", "uniform", "large", "denormal", "zeros", "inf", "nan")
+DISTRIBUTIONS = ("normal", "uniform", "small", "large", "denormal", "zeros", "inf", "nan")
 ImplKind = Literal["native", "triton", "numba", "cuda"]
 IMPL_KINDS: tuple[ImplKind, ...] = ("native", "triton", "numba", "cuda")
+FEATURES = ("libdevice", "inline_asm", "warp_intrinsics")
+
+
+class DeclarationError(ValueError):
+    """A check declaration names something that does not exist; ``valid`` lists the choices.
+
+    Raised while a check module is imported; :func:`discover` turns it into a ConfigError that
+    names the module's file and line.
+    """
+
+    def __init__(self, problem: str, valid: Sequence[str]) -> None:
+        super().__init__(problem)
+        self.valid = tuple(valid)
+
+
+def _require(what: str, value: str, valid: Sequence[str], owner: str) -> None:
+    if value not in valid:
+        raise DeclarationError(f"{owner}: unknown {what} {value!r}", valid)
+
 
 Shape = Mapping[str, int]
 
@@ -40,12 +63,29 @@ Shape = Mapping[str, int]
 class Tensor:
     """A named array whose shape is a tuple of dimension names (``("rows", "cols")``).
 
-    ``dtype`` None means the case's dtype; a fixed name (``"float64"``) pins it.
+    ``dtype`` None means the case's dtype; a fixed name (``"float64"``) pins it. ``low`` and
+    ``high`` bound the values: floats are clipped to them (the ``uniform`` distribution draws
+    from them); integers are drawn from ``[low, high)``, where ``high`` may name a dimension
+    (class indices: ``Tensor(name="target", dims=("rows",), dtype="int64", high="vocab")``).
+    ``ignore``: a value put at about one position in eight (an ignore index such as -100).
     """
 
     name: str
     dims: tuple[str, ...]
     dtype: str | None = None
+    low: float | None = None
+    high: float | str | None = None
+    ignore: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.dtype is not None:
+            _require("dtype", self.dtype, DTYPES, f"tensor {self.name!r}")
+
+    def bound(self, sizes: Shape) -> float | None:
+        """``high`` as a number (a dimension name resolved against the case's sizes)."""
+        if isinstance(self.high, str):
+            return float(sizes[self.high])
+        return self.high
 
     def shape(self, sizes: Shape) -> tuple[int, ...]:
         return tuple(int(sizes[d]) for d in self.dims)
@@ -53,7 +93,8 @@ class Tensor:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Scalar:
-    """A named Python number passed as is; each case picks one of ``values``."""
+    """A named Python number passed as is; each case picks one of ``values`` (a thorough run
+    covers every combination of the op's scalar values, a quick run picks at random)."""
 
     name: str
     values: tuple[float, ...]
@@ -78,8 +119,9 @@ class Impl:
     ``triton`` (torch tensors; the interpreter on CPU, the GPU with ``--device cuda``),
     ``numba`` (NumPy arrays; the CUDA simulator on CPU), ``cuda`` (the compiled extension, GPU only).
     ``uses`` names features engines may lack (``"libdevice"``, ``"inline_asm"``,
-    ``"warp_intrinsics"``); ``bf16_upcast`` says the kernel does its bf16 arithmetic in float32,
-    which the Triton interpreter gets right (bf16 arithmetic itself it gets wrong).
+    ``"warp_intrinsics"``); libdevice math and bf16 arithmetic run in the Triton interpreter
+    through cuship's adaptation (:mod:`cuship.check.interpret`). ``bf16_upcast`` is accepted and
+    no longer needed.
     """
 
     kind: ImplKind
@@ -88,6 +130,14 @@ class Impl:
     uses: tuple[str, ...] = ()
     bf16_upcast: bool = False
 
+    def __post_init__(self) -> None:
+        owner = f"Impl of {getattr(self.fn, '__name__', repr(self.fn))}"
+        _require("kind", self.kind, IMPL_KINDS, owner)
+        for feature in self.uses:
+            _require("feature in uses", feature, FEATURES, owner)
+        for dtype in self.dtypes or ():
+            _require("dtype", dtype, DTYPES, owner)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Op:
@@ -95,6 +145,10 @@ class Op:
 
     Entry points get inputs as keyword arguments; with ``outputs`` declared they also get
     NaN-poisoned output buffers by name and write into them, else their return value is checked.
+    An output named like an input is written in place: the entry point gets the input's buffer
+    once, and what it holds afterwards is compared. A reference with a ``dtype`` parameter gets
+    the case's dtype name. In a quick run each ``fuzz_dims`` dimension also takes a size one past
+    the largest power of two its range holds, so quick cases cross a block boundary.
     """
 
     name: str
@@ -114,17 +168,26 @@ class Op:
     module: str = ""
 
     def __post_init__(self) -> None:
+        owner = f"op {self.name!r}"
         for dtype in self.dtypes:
-            if dtype not in DTYPES:
-                raise ValueError(f"op {self.name!r}: unknown dtype {dtype!r}; known: {DTYPES}")
+            _require("dtype", dtype, DTYPES, owner)
         for dist in self.distributions:
-            if dist not in DISTRIBUTIONS:
-                raise ValueError(f"op {self.name!r}: unknown distribution {dist!r}")
+            _require("distribution", dist, DISTRIBUTIONS, owner)
         if not self.shapes:
-            raise ValueError(f"op {self.name!r}: declare at least one shape")
+            raise DeclarationError(f"{owner}: declare at least one shape", ("shapes=({...},)",))
         for impl in self.impls:
-            if impl.kind not in IMPL_KINDS:
-                raise ValueError(f"op {self.name!r}: unknown impl kind {impl.kind!r}")
+            if not isinstance(impl, Impl):
+                raise DeclarationError(
+                    f"{owner}: impls holds {impl!r}", ("Impl(kind=..., fn=...)",)
+                )
+
+    @property
+    def reference_takes_dtype(self) -> bool:
+        """Whether the reference has a ``dtype`` parameter (it then gets the case's dtype)."""
+        try:
+            return "dtype" in inspect.signature(self.reference).parameters
+        except (TypeError, ValueError):
+            return False
 
     def impl(self, kind: str) -> Impl | None:
         return next((i for i in self.impls if i.kind == kind), None)
@@ -151,5 +214,22 @@ def load_module(entry: str, root: Path) -> ModuleType:
 
 
 def discover(modules: Sequence[str], root: Path, pythonpath: Sequence[Path] = ()) -> tuple[Op, ...]:
-    """Import the check modules and return their ops, in declaration order, names unique."""
-    return declared.discover(modules, root, pythonpath, Op, KIND)
+    """Import the check modules and return their ops, in declaration order, names unique.
+
+    A declaration naming an unknown kind, dtype, distribution or feature is a ConfigError that
+    names the check module's file and line and the valid choices."""
+    try:
+        return declared.discover(modules, root, pythonpath, Op, KIND)
+    except InputError as err:
+        cause = err.__cause__
+        if isinstance(cause, DeclarationError):
+            raise _config_error(cause) from cause
+        raise
+
+
+def _config_error(err: DeclarationError) -> ConfigError:
+    from cuship.check.frames import user_frame
+
+    frame = user_frame(err)
+    where = f"{frame.filename}:{frame.lineno}" if frame is not None else "check module"
+    return ConfigError(where, None, str(err), hint=f"valid: {', '.join(err.valid)}")

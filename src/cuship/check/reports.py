@@ -54,8 +54,9 @@ def failure_text(report: CheckReport, group: GroupResult) -> str:
     ]
     if first.worst_index is not None and first.mismatches:
         lines.append(
-            f"  {first.mismatches} of {first.total} elements differ; worst at index "
-            f"{list(first.worst_index)}: got {first.worst_actual!r}, expected {first.worst_expected!r}"
+            f"  {first.mismatches} of {first.total} elements differ; worst at "
+            + (f"output {first.output!r} " if first.output and first.output != "return" else "")
+            + f"index {list(first.worst_index)}: got {first.worst_actual!r}, expected {first.worst_expected!r}"
         )
     if first.message:
         lines.extend("  " + line for line in first.message.splitlines())

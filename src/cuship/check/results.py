@@ -42,6 +42,7 @@ class CaseResult:
     worst_index: tuple[int, ...] | None = None
     worst_actual: float | None = None
     worst_expected: float | None = None
+    output: str | None = None  # the output holding the worst element
     kernel_s: float = 0.0
     wall_s: float = 0.0
 
@@ -59,6 +60,7 @@ class CaseResult:
             worst_index=tuple(index) if index is not None else None,
             worst_actual=_number(raw.get("worst_actual")),
             worst_expected=_number(raw.get("worst_expected")),
+            output=raw.get("output"),
             kernel_s=float(raw.get("kernel_s", 0.0)),
             wall_s=wall_s,
         )
@@ -75,6 +77,7 @@ class CaseResult:
             "worst_index": list(self.worst_index) if self.worst_index is not None else None,
             "worst_actual": json_number(self.worst_actual),
             "worst_expected": json_number(self.worst_expected),
+            "output": self.output,
             "kernel_s": self.kernel_s,
             "wall_s": self.wall_s,
         }

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from cuship.check.availability import Unavailable
 from cuship.check.baseline import from_report, regressions
 from cuship.check.baseline import load as load_baseline
 from cuship.check.baseline import save as save_baseline
@@ -30,7 +31,7 @@ from cuship.errors import ToolMissing, UsageError
 from cuship.events import Emit, Event, Level, discard
 from cuship.provenance import Provenance, require_built
 
-__all__ = ["CheckRequest", "record", "run_check"]
+__all__ = ["CheckRequest", "engines_required", "record", "require_engines", "run_check"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,6 +56,8 @@ class CheckRequest:
     installed: bool = False  # import the project's package as installed, never from its source
     sanitize: tuple[str, ...] = ()  # compute-sanitizer tools to run the GPU engines' cases under
     force_ptx: bool = False  # run the extension's PTX under CUDA_FORCE_PTX_JIT=1
+    # Fail (exit 3) when an engine the selected ops need cannot run; None: when ``CI`` is set.
+    require_engines: bool | None = None
 
 
 def run_check(
@@ -73,6 +76,11 @@ def run_check(
             f"--force-ptx runs the compiled extension's PTX on a GPU; this run is --device "
             f"{request.device}",
             hint="use --device cuda (or leave --device at auto)",
+        )
+    if request.fail_on_regression and request.baseline is None:
+        raise UsageError(
+            "--fail-on-regression compares with a baseline, and no --baseline was given",
+            hint="add --baseline FILE (one written by --save-baseline), or drop --fail-on-regression",
         )
     if request.sanitize and request.device != "cuda":
         raise UsageError(
@@ -152,6 +160,8 @@ def _execute(
         if request.force_ptx:
             jit = _require_jit(probe.provenance, environ, emit)
         unavailable = probe.engines(runnable_engines(the_plan))
+        if engines_required(request, environ):
+            require_engines(unavailable)
         report = execute(
             skip_unavailable(the_plan, unavailable),
             setup,
@@ -162,6 +172,28 @@ def _execute(
             handover=probe.handover(),
         )
     return replace(report, provenance=probe.provenance, unavailable=unavailable, jit=jit)
+
+
+_FALSE = ("", "0", "false", "no", "off")
+
+
+def engines_required(request: CheckRequest, environ: Mapping[str, str]) -> bool:
+    """--require-engines, or by default in CI (``CI`` set, as GitHub Actions and GitLab set it)."""
+    if request.require_engines is not None:
+        return request.require_engines
+    return environ.get("CI", "").strip().lower() not in _FALSE
+
+
+def require_engines(unavailable: Sequence[Unavailable]) -> None:
+    """An engine the selected ops declare cannot run: never a green run of skips (exit 3)."""
+    if not unavailable:
+        return
+    lines = "; ".join(f"{u.engine}: {u.error}" for u in unavailable)
+    fixes = "; ".join(dict.fromkeys(u.fix for u in unavailable))
+    raise ToolMissing(
+        f"{len(unavailable)} engine(s) the checked ops declare cannot run here ({lines})",
+        hint=f"{fixes} (a run outside CI without --require-engines skips them instead)",
+    )
 
 
 def _require_jit(

@@ -48,6 +48,30 @@ class CiContext:
         """Whether CPU jobs run on GitHub-hosted runners (disk clean-up makes sense there)."""
         return "self-hosted" not in self.ci.runs_on
 
+    @property
+    def cuship_requirements(self) -> str:
+        """[ci] cuship as shell words, one quoted requirement each."""
+        return " ".join(shlex.quote(r) for r in self.ci.cuship)
+
+    def check_installs(self, python: str | None = None) -> list[str]:
+        """Shell lines installing what the check engines need on top of cuship: torch's CPU
+        build (the Triton interpreter; triton and numba come with cuship[check]), the project's
+        own dependencies (its pyproject.toml) and [ci] check_install. ``python``: uv's
+        ``--python`` (default: the active virtual environment)."""
+        target = f' --python "{python}"' if python else ""
+        lines = []
+        if self.ci.torch_index:
+            lines.append(
+                f"uv pip install{target} --index-url {shlex.quote(self.ci.torch_index)} torch"
+            )
+        if (self.config.root / "pyproject.toml").is_file():
+            pyproject = shlex.quote(str(PurePosixPath(self.project) / "pyproject.toml"))
+            lines.append(f"uv pip install{target} -r {pyproject}")
+        if self.ci.check_install:
+            extra = " ".join(shlex.quote(r) for r in self.ci.check_install)
+            lines.append(f"uv pip install{target} {extra}")
+        return lines
+
     def image(self, fields: dict[str, str]) -> str:
         """[build] image with its fields spelled as CI expressions; only {cuda} and {python}."""
         try:

@@ -8,7 +8,6 @@ the baseline the previous nightly run left as an artifact); ``gpu-<name>`` per c
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from cuship import settings
@@ -44,7 +43,7 @@ def _python(ctx: CiContext, version: str) -> list[Step]:
             f'uv venv --python "{version}" {venv}',
             'echo "$RUNNER_TEMP/venv/bin" >> "$GITHUB_PATH"',
             'echo "VIRTUAL_ENV=$RUNNER_TEMP/venv" >> "$GITHUB_ENV"',
-            f'uv pip install --python "$RUNNER_TEMP/venv/bin/python" pip {shlex.quote(ctx.ci.cuship)}',
+            f'uv pip install --python "$RUNNER_TEMP/venv/bin/python" pip {ctx.cuship_requirements}',
         ]
     )
     return [
@@ -142,8 +141,17 @@ def _build(ctx: CiContext) -> Job:
     return job
 
 
+def _engines(ctx: CiContext) -> Step:
+    """What the declared engines need: torch's CPU build, the project's dependencies."""
+    lines = ctx.check_installs("$RUNNER_TEMP/venv/bin/python")
+    return {
+        "name": "Engines of the checks (torch CPU, the project's dependencies)",
+        "run": "\n".join(lines) or "true",
+    }
+
+
 def _check_quick(ctx: CiContext) -> Job:
-    run = f"cuship check {ctx.arg} --quick --format junit -o check-junit.xml"
+    run = f"cuship check {ctx.arg} --quick --require-engines --format junit -o check-junit.xml"
     return {
         "name": "check (quick)",
         "if": "github.event_name != 'schedule'",
@@ -152,6 +160,7 @@ def _check_quick(ctx: CiContext) -> Job:
         "steps": [
             _CHECKOUT,
             *_python(ctx, ctx.ci.python),
+            _engines(ctx),
             {"name": "Check kernels against references (quick)", "run": run},
             _upload("check-junit", "check-junit.xml", when="always()"),
         ],
@@ -167,7 +176,8 @@ def _check_nightly(ctx: CiContext) -> Job:
             "else",
             '  echo "::warning::no baseline from an earlier nightly run: this run sets the first one"',
             "fi",
-            f'cuship check {ctx.arg} "${{args[@]}}" --save-baseline check-baseline.json \\',
+            f'cuship check {ctx.arg} "${{args[@]}}" --require-engines \\',
+            "  --save-baseline check-baseline.json \\",
             "  --format junit -o check-junit.xml",
         ]
     )
@@ -192,6 +202,7 @@ def _check_nightly(ctx: CiContext) -> Job:
         "steps": [
             _CHECKOUT,
             *_python(ctx, ctx.ci.python),
+            _engines(ctx),
             download,
             {"name": "Check kernels, compared with the baseline", "run": run},
             _upload("check-nightly-junit", "check-junit.xml", when="always()"),

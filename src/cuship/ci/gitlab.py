@@ -9,7 +9,6 @@ differs, so a changed cuship.toml cannot silently build an old matrix.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,8 +40,13 @@ def _install(ctx: CiContext, python: str) -> list[str]:
         "python3 -m pip install -q uv || python3 -m pip install -q --break-system-packages uv",
         f'python3 -m uv venv --python "{python}" /tmp/venv',
         'export PATH="/tmp/venv/bin:$PATH" VIRTUAL_ENV=/tmp/venv',
-        f"python3 -m uv pip install pip {shlex.quote(ctx.ci.cuship)}",
+        f"python3 -m uv pip install pip {ctx.cuship_requirements}",
     ]
+
+
+def _engines(ctx: CiContext) -> list[str]:
+    """What the declared engines need: torch's CPU build, the project's dependencies."""
+    return [f"python3 -m {line}" for line in ctx.check_installs()]
 
 
 def _drift(ctx: CiContext) -> Job:
@@ -78,8 +82,10 @@ def _check_quick(ctx: CiContext) -> Job:
         "image": f"python:{ctx.ci.python}",
         "needs": [],
         "rules": [{"if": _SCHEDULE, "when": "never"}, {"when": "on_success"}],
-        "before_script": _install(ctx, ctx.ci.python),
-        "script": [f"cuship check {ctx.arg} --quick --format junit -o check-junit.xml"],
+        "before_script": [*_install(ctx, ctx.ci.python), *_engines(ctx)],
+        "script": [
+            f"cuship check {ctx.arg} --quick --require-engines --format junit -o check-junit.xml"
+        ],
         "artifacts": {"when": "always", "reports": {"junit": "check-junit.xml"}},
     }
 
@@ -100,15 +106,15 @@ def _check_nightly(ctx: CiContext) -> Job:
         ]
     )
     check = (
-        f'cuship check {ctx.arg} "${{args[@]}}" --save-baseline check-baseline.json '
-        "--format junit -o check-junit.xml"
+        f'cuship check {ctx.arg} "${{args[@]}}" --require-engines '
+        "--save-baseline check-baseline.json --format junit -o check-junit.xml"
     )
     return {
         "stage": "check",
         "image": f"python:{ctx.ci.python}",
         "needs": [],
         "rules": [{"if": _SCHEDULE}],
-        "before_script": _install(ctx, ctx.ci.python),
+        "before_script": [*_install(ctx, ctx.ci.python), *_engines(ctx)],
         "script": [fetch, check],
         "artifacts": {
             "when": "always",

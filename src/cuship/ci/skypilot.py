@@ -8,7 +8,6 @@ directory, fetched afterwards with rsync over the SSH alias SkyPilot adds for th
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from cuship.ci.context import CiContext
@@ -33,7 +32,7 @@ def _setup(ctx: CiContext, python: str) -> str:
             f'python3 -m uv venv --python "{python}" ~/cuship-venv',
             "# cuship, pytest and the wheel's dependencies; gpu-run installs the wheel itself",
             "python3 -m uv pip install --python ~/cuship-venv/bin/python pytest "
-            f"{shlex.quote(ctx.ci.cuship)} ~/wheelhouse/*.whl",
+            f"{ctx.cuship_requirements} ~/wheelhouse/*.whl",
         ]
     )
 

@@ -84,6 +84,13 @@ def _device(value: str, engines: tuple[str, ...] = (), *, force_ptx: bool = Fals
 @click.option(
     "--fail-on-regression", is_flag=True, help="Exit 1 when --baseline finds a regression."
 )
+@click.option(
+    "--require-engines/--allow-missing-engines",
+    "require_engines",
+    default=None,
+    help="Exit 3 when an engine the checked ops declare cannot run here (torch, triton or numba "
+    "missing), instead of skipping its cases. Default: required when CI is set.",
+)
 @click.option("--format", "fmt", type=click.Choice(_FORMATS), default="text", show_default=True)
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the report here."
@@ -136,6 +143,7 @@ def command(path: Path, **options: object) -> None:
         baseline=options["baseline"],  # type: ignore[arg-type]
         save_baseline=options["save_baseline"],  # type: ignore[arg-type]
         fail_on_regression=bool(options["fail_on_regression"]),
+        require_engines=options["require_engines"],  # type: ignore[arg-type]
         store=not options["no_store"],
         installed=bool(options["installed"]),
         sanitize=sanitize,

@@ -133,6 +133,8 @@ def _render(console: Console, report: ShipReport, line: str) -> None:
         from cuship.check.reports import summary_line
 
         console.out.print(f"quick check (cpu): {summary_line(report.check)}", markup=False)
+        for engine in report.check.unavailable:
+            console.out.print(f"  left out: {engine.line()}", markup=False, highlight=False)
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in report.stages.items())
     console.out.print(f"stages: {stages}")
     if report.index is None:

@@ -41,6 +41,23 @@ def _runner_table(value: Mapping[str, tuple[str, ...]]) -> None:
             _runner_label(label)
 
 
+def _requirement(value: str) -> None:
+    """A PEP 508 requirement, or a URL or path pip and uv install from."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    if "://" in value or value.startswith((".", "/", "git+")):
+        if any(c.isspace() for c in value):
+            raise ValueError(f"{value!r} holds whitespace: write one list item per requirement")
+        return
+    try:
+        Requirement(value)
+    except InvalidRequirement as err:
+        raise ValueError(
+            f"{value!r} is not one requirement ({err}); write one list item per requirement, "
+            'e.g. ["cuship[all]", "torch"]'
+        ) from err
+
+
 def _accelerator(value: str) -> None:
     if not _ACCELERATOR.match(value):
         raise ValueError(f"{value!r} is not a SkyPilot accelerator such as 'H100:1'")
@@ -70,8 +87,21 @@ class CiSection:
         default="3.12",
         validate=_python,
     )
-    cuship: str = field_doc(
-        "How CI installs cuship: a pip requirement or URL.", default="cuship[all]"
+    cuship: tuple[str, ...] = field_doc(
+        "How CI installs cuship: a list of requirements (or URLs), one per item.",
+        default=("cuship[all]",),
+        validate=_requirement,
+    )
+    check_install: tuple[str, ...] = field_doc(
+        "More requirements of the check jobs, one per item (the project's own dependencies "
+        "come from its pyproject.toml).",
+        default=(),
+        validate=_requirement,
+    )
+    torch_index: str = field_doc(
+        "Index of the torch build the check jobs install for the Triton interpreter (torch's "
+        "CPU build); '' installs no torch.",
+        default="https://download.pytorch.org/whl/cpu",
     )
     timeout_minutes: int = field_doc(
         "Per-job timeout of build jobs (hosted runners stop at 360; at most 10080, a week).",
