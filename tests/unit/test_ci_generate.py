@@ -288,3 +288,27 @@ def test_a_requirement_line_with_two_requirements_is_a_config_error(
     (tmp_path / "cuship.toml").write_text(f"[check]\nmodules = []\n[ci]\ncuship = {value}\n")
     with pytest.raises(ConfigError, match=r"ci\.cuship"):
         load_config(tmp_path)
+
+
+def test_a_community_index_gets_no_check_jobs_and_release_notes_name_every_package(
+    tmp_path: Path,
+) -> None:
+    """A packages.yml repository declares no kernel checks: a check job would exit 4 on every
+    push, so none is generated; the release notes name every package it builds."""
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "packages.yml").write_text(
+        'matrix: {python: ["3.12"], cuda: ["13.0"], arch: ["9.0"]}\n'
+        "packages:\n  torchsort:\n    versions: ['0.1.9']\n"
+        "  bottleneck:\n    versions: ['1.5.0']\n    matrix: {device_code: false}\n",
+        encoding="utf-8",
+    )
+    ctx = _ctx(dataclasses.replace(load_config(tmp_path), ci=CiSection(release=True)))
+    assert not ctx.has_checks and ctx.projects == ("torchsort", "bottleneck")
+    github = _docs(ctx, "github")
+    assert not {"check", "nightly"} & set(github["jobs"])
+    release = "\n".join(s.get("run", "") for s in github["jobs"]["release"]["steps"])
+    assert "Wheels of torchsort, bottleneck built by cuship" in release
+    gitlab = _docs(ctx, "gitlab")
+    assert not {"check-quick", "check-nightly"} & set(gitlab) and "check" not in gitlab["stages"]
+    with_checks = _docs(_ctx(), "github")
+    assert {"check", "nightly"} <= set(with_checks["jobs"]), "the example declares checks"

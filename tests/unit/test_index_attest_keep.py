@@ -150,9 +150,7 @@ def test_keep_existing_carries_wheels_inside_the_site_and_a_new_file_replaces_it
     assert _records(site) == published, "refused before anything was written"
     events: list[Event] = []
     write([rebuilt], site, keep_existing=True, replace_published=True, emit=collect(events))
-    assert any(
-        "replaces the published file" in e.message for e in events if e.level == "warning"
-    )
+    assert any("replaces the published file" in e.message for e in events if e.level == "warning")
     records = _records(site)
     assert sorted(records) == sorted([one.name, two.name])
     assert records[two.name]["sha256"] == hashlib.sha256(rebuilt.read_bytes()).hexdigest()

@@ -35,6 +35,17 @@ class CiContext:
         return self.config.ci
 
     @property
+    def has_checks(self) -> bool:
+        """Whether the project declares kernel checks ([check] modules): check jobs only then,
+        since ``cuship check`` of a project without any exits 4 by design."""
+        return bool(self.config.check.modules)
+
+    @property
+    def projects(self) -> tuple[str, ...]:
+        """Every distribution the matrix builds (a packages.yml lists several), in order."""
+        return tuple(dict.fromkeys(job.project for job in self.jobs))
+
+    @property
     def arg(self) -> str:
         """The project path as a shell argument."""
         return shlex.quote(self.project)

@@ -127,9 +127,7 @@ def command(
     require_buildable(plans, "the matrix of " + repr(str(path)))
     stats = sccache_stats(host.sccache, zero=True) if host.sccache else None
     with BuildProgress(console, live=live_progress(console, as_json=as_json)) as emit:
-        outcomes = build_all(
-            plans, emit=emit, collapse=collapser, workers=workers, rebuild=rebuild
-        )
+        outcomes = build_all(plans, emit=emit, collapse=collapser, workers=workers, rebuild=rebuild)
     stats = sccache_stats(host.sccache) if host.sccache else None
     built = [o.result.wheel for o in outcomes if o.result is not None and o.status == "built"]
     variants = publish_configured(config.variants, built, out_dir)
