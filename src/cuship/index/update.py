@@ -297,8 +297,7 @@ def _removed(out: Path, plans: Sequence[_Plan], gone: Iterable[str]) -> set[str]
         if not plan.rows:
             found.add(f"simple/{plan.project}")
         found.update(
-            f"{label}/simple/{plan.project}"
-            for label in set(variant_labels(plan.old)) - labels_now
+            f"{label}/simple/{plan.project}" for label in set(variant_labels(plan.old)) - labels_now
         )
         listed = {row.filename for row in plan.rows}
         for row in plan.old:
