@@ -7,7 +7,9 @@ malformed request is one line there, and no line is a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import itertools
 import resource
 import socket
 import subprocess
@@ -245,3 +247,113 @@ def test_past_max_connections_a_new_one_gets_503_and_the_rest_are_served(site: P
                 sock.close()
         time.sleep(0.3)  # the server sees them closed
         assert _get((host, port), "/simple/pkg/")[0] == 200
+
+
+# Slow and partial clients (issue 34): they hold a descriptor each, never a worker.
+SLOW_IDLE = 10.0  # the idle timeout of the server below: answers must come well before it
+ANSWERED_WITHIN = 3.0  # seconds: a bound for "answered at all", far under SLOW_IDLE
+
+
+@pytest.fixture
+def patient(site: Path) -> Iterator[tuple[str, int]]:
+    """A server with the default 32 workers and a long idle timeout."""
+    with serve(site, limits=ServeLimits(workers=WORKERS, idle_timeout=SLOW_IDLE)) as running:
+        parts = urllib.parse.urlsplit(running.url)
+        yield parts.hostname or "", parts.port or 0
+
+
+@contextlib.contextmanager
+def _dripping(address: tuple[str, int], count: int, every: float) -> Iterator[None]:
+    """``count`` connections, each sending one byte of a request line every ``every`` s."""
+    line = b"GET /simple/pkg/ HTTP/1.0\r\nHost: x\r\n"  # never the blank line that ends it
+    socks = [socket.create_connection(address, timeout=10) for _ in range(count)]
+    stop = threading.Event()
+
+    def drip() -> None:
+        for i in itertools.count():
+            for sock in socks:
+                with contextlib.suppress(OSError):
+                    sock.send(line[i % len(line) : i % len(line) + 1])
+            if stop.wait(every):
+                return
+
+    dripper = threading.Thread(target=drip)
+    dripper.start()
+    try:
+        time.sleep(every * 2)  # every connection has sent something
+        yield
+    finally:
+        stop.set()
+        dripper.join()
+        for sock in socks:
+            sock.close()
+
+
+def _answered(address: tuple[str, int], path: str = "/simple/pkg/") -> int:
+    """The status of a plain GET, which must come within ANSWERED_WITHIN seconds."""
+    connection = http.client.HTTPConnection(*address, timeout=ANSWERED_WITHIN)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        response.read()
+        return response.status
+    finally:
+        connection.close()
+
+
+def test_33_dripping_connections_leave_a_normal_client_answered(
+    patient: tuple[str, int],
+) -> None:
+    with _dripping(patient, WORKERS + 1, every=0.5):
+        assert [_answered(patient), _answered(patient, f"/files/{WHEEL}")] == [200, 200]
+
+
+def test_40_partial_request_lines_gone_silent_leave_the_next_request_answered(
+    patient: tuple[str, int],
+) -> None:
+    silent = [socket.create_connection(patient, timeout=10) for _ in range(40)]
+    try:
+        for sock in silent:
+            sock.sendall(b"GET /simple/pkg/ HTTP/1")  # 23 bytes of a request line, then nothing
+        time.sleep(0.3)
+        assert _answered(patient) == 200  # long before the idle timeout frees anything
+    finally:
+        for sock in silent:
+            sock.close()
+
+
+def test_a_request_head_must_arrive_whole_within_the_idle_timeout(server: Server) -> None:
+    """The deadline is for the whole head, not for each read: a drip is cut off in time."""
+    with socket.create_connection((server.host, server.port), timeout=1) as sock:
+        start = time.monotonic()
+        closed = False
+        for byte in itertools.cycle(b"GET /simple/pkg/ HTTP/1.0\r\nX: y\r\n"):
+            assert time.monotonic() - start < IDLE_TIMEOUT + 3, "still open past the deadline"
+            try:
+                sock.send(bytes([byte]))
+                closed = sock.recv(1) == b""  # nothing comes back but the close
+            except TimeoutError:
+                continue  # a second went by: drip on
+            except OSError:
+                closed = True
+            if closed:
+                break
+    assert time.monotonic() - start > IDLE_TIMEOUT - 0.5
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        (b"GET /simple/%ff%fe/ HTTP/1.0\r\n\r\n", 400),  # not UTF-8 once decoded
+        (b"GET /simple/pkg/\r\n", 400),  # HTTP/0.9: no headers follow, answered at once
+        (b"\r\n\r\n", 400),  # an empty request line
+    ],
+    ids=["percent-ff-fe", "http-0.9", "empty-line"],
+)
+def test_every_malformed_request_gets_a_4xx_at_once(
+    patient: tuple[str, int], request_bytes: bytes, status: int
+) -> None:
+    with socket.create_connection(patient, timeout=ANSWERED_WITHIN) as sock:
+        sock.sendall(request_bytes)
+        first = sock.recv(65536)  # the client keeps its connection open: no EOF to wait for
+    assert first.startswith(f"HTTP/1.0 {status} ".encode())

@@ -36,7 +36,7 @@ def _more_descriptors(wanted: int) -> None:
     default=30.0,
     show_default=True,
     type=click.FloatRange(0.1, 3600),
-    help="Seconds a connection may stay silent before it is closed.",
+    help="Seconds a request may take to arrive whole, and an answer may wait for its reader.",
 )
 @click.option(
     "--workers",

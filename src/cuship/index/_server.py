@@ -1,35 +1,35 @@
-"""A bounded HTTP server: a real listen backlog, a fixed pool of worker threads, idle deadlines.
+"""A bounded HTTP server: one event loop reads request heads and writes answers, a fixed pool
+of worker threads makes the answers.
 
-The stdlib's ``ThreadingHTTPServer`` listens with a backlog of 5 (most of 200 clients arriving
-at once time out in SYN retries) and starts one thread per connection with no timeout (1,000
-idle connections hold 1,000 threads forever). Here, an accepted connection first waits in a
-*waiting room* (one thread, one selector): it costs a descriptor, not a thread, until its
-request starts to arrive, and is closed when nothing arrives within the idle timeout. Ready
-connections go to a fixed pool of workers; when all are busy the rest wait their turn. Beyond
-``max_connections`` open at once a new connection gets 503 and is closed. Each worker's socket
-has the idle timeout too, so a client that stops reading or writing mid-request frees its
-worker after that long.
+The stdlib's ``ThreadingHTTPServer`` listens with a backlog of 5 and gives each connection a
+thread with no timeout, so a few slow clients hold every thread. Here a connection costs a
+descriptor and a coroutine, never a thread, while its request head arrives: the head must
+arrive whole within the idle timeout of the connection's opening (one deadline for the whole
+head, however the bytes drip), else the connection is closed unanswered. Only a whole head goes
+to a worker, which answers it from the head alone (the status line, the headers and a file to
+send); the loop then writes the answer, closing a client that reads nothing for the idle
+timeout. A request line that is not ``METHOD TARGET HTTP/x.y`` (HTTP/0.9, garbage, TLS) goes to
+a worker as soon as its line ends, for its 400. Beyond ``max_connections`` open at once a new
+connection gets 503 and is closed.
 """
 
 from __future__ import annotations
 
-import collections
+import asyncio
 import contextlib
-import http.server
-import queue
-import selectors
 import socket
-import sys
 import threading
-import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from cuship.events import Level
 
-__all__ = ["BoundedServer", "ServeLimits"]
+__all__ = ["MAX_HEAD", "BoundedServer", "Reply", "ServeLimits"]
 
+MAX_HEAD = 64 * 1024  # bytes of a request head read at most (pip's are under 1 KiB)
+_CHUNK = 256 * 1024  # bytes of a file written at a time
 _BUSY = (
     b"HTTP/1.0 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
     b"Connection: close\r\n\r\n"
@@ -43,9 +43,10 @@ Note = Callable[[Level, str], None]  # (level, message)
 class ServeLimits:
     """How much one server takes on.
 
-    ``workers``: requests handled at once; ``idle_timeout``: seconds a connection may stay silent
-    (before its request, and between reads or writes of it); ``max_connections``: connections
-    open at once, waiting or handled (more get 503); ``backlog``: the kernel's accept queue.
+    ``workers``: requests answered at once; ``idle_timeout``: seconds a request head may take
+    to arrive whole (from the connection's opening), and seconds an answer may wait for its
+    client to read; ``max_connections``: connections open at once, arriving or answered (more
+    get 503); ``backlog``: the kernel's accept queue.
     """
 
     workers: int = 32
@@ -60,117 +61,58 @@ class ServeLimits:
             raise ValueError(f"idle_timeout must be a positive number of seconds: {self!r}")
 
 
-class _WaitingRoom:
-    """Accepted connections waiting for their first bytes, oldest first."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
+    """An answer: its status line and headers, then the file to send after them (closed once
+    sent)."""
 
-    def __init__(
-        self,
-        limits: ServeLimits,
-        ready: queue.SimpleQueue[Any],
-        note: Note,
-        release: Callable[[], None],
-    ) -> None:
-        self._limits = limits
-        self._ready = ready
-        self._note = note
-        self._release = release
-        self._selector = selectors.DefaultSelector()
-        self._waiting: collections.OrderedDict[socket.socket, float] = collections.OrderedDict()
-        self._arrivals: collections.deque[tuple[socket.socket, Address]] = collections.deque()
-        self._lock = threading.Lock()
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, name="cuship-serve-room", daemon=True)
-        self._thread.start()
-
-    def admit(self, sock: socket.socket, address: Address) -> None:
-        with self._lock:
-            self._arrivals.append((sock, address))
-        self._wake()
-
-    def _wake(self) -> None:
-        with contextlib.suppress(OSError):  # a wake-up is pending, or the room is closing
-            self._wake_w.send(b"\0")
-
-    def stop(self) -> None:
-        self._stopping = True
-        self._wake()
-        self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        try:
-            while not self._stopping:
-                self._take_arrivals()
-                timeout = self._expire()
-                for key, _ in self._selector.select(timeout):
-                    if key.fileobj is self._wake_r:
-                        self._drain_wake()
-                    else:
-                        self._dispatch(key.fileobj, key.data)  # type: ignore[arg-type]
-        finally:
-            self._close_all()
-
-    def _take_arrivals(self) -> None:
-        with self._lock:
-            arrivals, self._arrivals = self._arrivals, collections.deque()
-        deadline = time.monotonic() + self._limits.idle_timeout
-        for sock, address in arrivals:
-            self._waiting[sock] = deadline
-            self._selector.register(sock, selectors.EVENT_READ, address)
-
-    def _expire(self) -> float:
-        """Close connections past their deadline; seconds until the next one (at most 1)."""
-        now = time.monotonic()
-        while self._waiting:
-            sock, deadline = next(iter(self._waiting.items()))
-            if deadline > now:
-                return min(deadline - now, 1.0)
-            address = self._selector.unregister(sock).data
-            del self._waiting[sock]
-            _close(sock)
-            self._release()
-            message = (
-                f"closed a connection from {_peer(address)}: no request within "
-                f"{self._limits.idle_timeout:g} s"
-            )
-            self._note("debug", message)
-        return 1.0
-
-    def _dispatch(self, sock: socket.socket, address: Address) -> None:
-        self._selector.unregister(sock)
-        del self._waiting[sock]
-        self._ready.put((sock, address))
-
-    def _drain_wake(self) -> None:
-        with contextlib.suppress(OSError):
-            while self._wake_r.recv(4096):
-                pass
-
-    def _close_all(self) -> None:
-        with self._lock:
-            socks = [*self._waiting, *(sock for sock, _ in self._arrivals)]
-            self._arrivals.clear()
-        self._waiting.clear()
-        for sock in socks:
-            _close(sock)
-            self._release()
-        self._selector.close()
-        _close(self._wake_r)
-        _close(self._wake_w)
+    head: bytes
+    body: IO[bytes] | None = None
 
 
-def _close(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        sock.close()
+# (the request head, whether it is whole, the client's address) -> the answer
+Respond = Callable[[bytes, bool, Address], Reply]
 
 
-def _has_data(sock: socket.socket) -> bool:
-    try:
-        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
-    except OSError:  # nothing yet (EAGAIN), or already broken: the waiting room decides
-        return False
+class _Head:
+    """The bytes of a request head as they arrive; each byte is searched once."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self._line_end = -1  # where the request line ends, once it has
+
+    def add(self, chunk: bytes) -> bool:
+        """Add ``chunk``; whether the head is now ready for a worker."""
+        start = max(len(self.data) - 2, 0)
+        self.data += chunk
+        if self._line_end < 0:
+            self._line_end = self.data.find(b"\n", start)
+            if self._line_end < 0:
+                return False
+            if not _http_request_line(bytes(self.data[: self._line_end])):
+                return True  # answered 400 from its first line, without waiting for headers
+            start = self._line_end
+        # A blank line ends the head: CRLF CRLF, or bare LFs (which the stdlib parser accepts)
+        return self.data.find(b"\n\r\n", start) >= 0 or self.data.find(b"\n\n", start) >= 0
+
+
+def _http_request_line(line: bytes) -> bool:
+    words = line.split()
+    return len(words) == 3 and words[2].startswith(b"HTTP/")
+
+
+async def _read_head(reader: asyncio.StreamReader) -> tuple[bytes, bool] | None:
+    """The request head (and whether it is whole: not cut at :data:`MAX_HEAD`); None when the
+    client closed before sending anything."""
+    head = _Head()
+    while True:
+        chunk = await reader.read(MAX_HEAD)
+        if not chunk:  # the client stopped sending: what came is the request
+            return (bytes(head.data), True) if head.data else None
+        if head.add(chunk):
+            return bytes(head.data), True
+        if len(head.data) >= MAX_HEAD:
+            return bytes(head.data[:MAX_HEAD]), False
 
 
 def _peer(address: Address) -> str:
@@ -180,82 +122,136 @@ def _peer(address: Address) -> str:
         return repr(address)
 
 
-class BoundedServer(http.server.HTTPServer):
-    """An HTTP server within :class:`ServeLimits`; ``note(level, message)`` reports trouble."""
+class BoundedServer:
+    """An HTTP server within :class:`ServeLimits`; ``respond`` makes each answer (in a worker
+    thread), ``note(level, message)`` reports trouble. Listens from construction; serves from
+    :meth:`serve_forever` until :meth:`shutdown`."""
 
     def __init__(
         self,
         address: tuple[str, int],
-        handler: Callable[..., Any],
+        respond: Respond,
         limits: ServeLimits,
         note: Note,
         *,
         ipv6: bool = False,
     ) -> None:
-        if ipv6:
-            self.address_family = socket.AF_INET6
-        self.request_queue_size = limits.backlog
+        family = socket.AF_INET6 if ipv6 else socket.AF_INET
+        self._sock = socket.create_server(address, family=family, backlog=limits.backlog)
+        self.server_address: tuple[Any, ...] = self._sock.getsockname()
         self.limits = limits
+        self._respond = respond
         self._note = note
         self._open = 0
-        self._open_lock = threading.Lock()
-        super().__init__(address, handler)
-        self._ready: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._room = _WaitingRoom(limits, self._ready, note, self._release)
-        self._workers = [
-            threading.Thread(target=self._work, name=f"cuship-serve-{i}", daemon=True)
-            for i in range(limits.workers)
-        ]
-        for worker in self._workers:
-            worker.start()
+        self._loop = asyncio.new_event_loop()
+        self._loop.set_exception_handler(self._loop_failure)
+        self._stop = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._pool = ThreadPoolExecutor(limits.workers, thread_name_prefix="cuship-serve")
+        self._lock = threading.Lock()
+        self._closed = False
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        """Called for each accepted connection: into the waiting room, or 503 when full."""
-        with self._open_lock:
-            full = self._open >= self.limits.max_connections
-            if not full:
-                self._open += 1
-        if full:
-            self._refuse(request, client_address)
-            return
-        if _has_data(request):  # the request is here already: no need to wait for it
-            self._ready.put((request, client_address))
-        else:
-            self._room.admit(request, client_address)
+    def serve_forever(self) -> None:
+        """Serve until :meth:`shutdown`; then close every connection."""
+        try:
+            self._loop.run_until_complete(self._main())
+        finally:
+            self._loop.close()
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self.server_close()
 
-    def _refuse(self, sock: socket.socket, address: Address) -> None:
-        with contextlib.suppress(OSError):
-            sock.setblocking(False)
-            sock.send(_BUSY)
-        _close(sock)
-        message = f"503 to {_peer(address)}: {self.limits.max_connections} connections are open"
-        self._note("warning", message)
-
-    def _release(self) -> None:
-        with self._open_lock:
-            self._open -= 1
-
-    def _work(self) -> None:
-        while True:
-            item = self._ready.get()
-            if item is None:
-                return
-            sock, address = item
-            try:
-                self.finish_request(sock, address)
-            except Exception as err:  # one line per failure, never a traceback
-                self._note("debug", f"connection from {_peer(address)} ended: {err!r}")
-            finally:
-                self.shutdown_request(sock)
-                self._release()
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """One line, never the stdlib's traceback on stderr."""
-        failure = sys.exc_info()[1]
-        self._note("warning", f"error on a connection from {_peer(client_address)}: {failure!r}")
+    def shutdown(self) -> None:
+        """Ask :meth:`serve_forever` to stop (from any thread)."""
+        with self._lock, contextlib.suppress(RuntimeError):  # the loop is closed already
+            self._loop.call_soon_threadsafe(self._stop.set)
 
     def server_close(self) -> None:
-        super().server_close()
-        self._room.stop()
-        for _ in self._workers:
-            self._ready.put(None)
+        """Close the listening socket (:meth:`serve_forever` does, as it returns)."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._sock.close()
+
+    async def _main(self) -> None:
+        server = await asyncio.start_server(self._connection, sock=self._sock, limit=MAX_HEAD)
+        try:
+            await self._stop.wait()
+        finally:
+            server.close()
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _loop_failure(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        del loop  # one line, never asyncio's traceback on stderr
+        failure = context.get("exception")
+        self._note("debug", f"serve: {context.get('message')}: {failure!r}")
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        peer = writer.get_extra_info("peername")
+        sent = False
+        try:
+            if self._open >= self.limits.max_connections:
+                sent = self._refuse(writer, peer)
+                return
+            self._open += 1
+            try:
+                sent = await self._exchange(reader, writer, peer)
+            finally:
+                self._open -= 1
+        except (OSError, asyncio.TimeoutError) as err:  # one line per failure, never a traceback
+            self._note("debug", f"connection from {_peer(peer)} ended: {err!r}")
+        except Exception as err:
+            self._note("warning", f"error on a connection from {_peer(peer)}: {err!r}")
+        finally:
+            self._tasks.discard(task)
+            if sent:
+                writer.close()  # what is written is flushed, then the socket closed
+            else:
+                writer.transport.abort()
+
+    def _refuse(self, writer: asyncio.StreamWriter, peer: Address) -> bool:
+        writer.write(_BUSY)
+        message = f"503 to {_peer(peer)}: {self.limits.max_connections} connections are open"
+        self._note("warning", message)
+        return True
+
+    async def _exchange(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Address
+    ) -> bool:
+        """Read one request, answer it; whether the answer was written whole."""
+        timeout = self.limits.idle_timeout
+        try:
+            head = await asyncio.wait_for(_read_head(reader), timeout)
+        except asyncio.TimeoutError:
+            message = (
+                f"closed a connection from {_peer(peer)}: no whole request within {timeout:g} s"
+            )
+            self._note("debug", message)
+            return False
+        if head is None:
+            return False
+        loop = asyncio.get_running_loop()
+        reply = await loop.run_in_executor(self._pool, self._respond, head[0], head[1], peer)
+        try:
+            await self._send(writer, reply)
+        finally:
+            if reply.body is not None:
+                reply.body.close()
+        return True
+
+    async def _send(self, writer: asyncio.StreamWriter, reply: Reply) -> None:
+        # Each wait lasts until all that was written is with the kernel: a client that reads
+        # nothing for the idle timeout is closed, and nothing is left queued at the close.
+        writer.transport.set_write_buffer_limits(high=_CHUNK, low=0)
+        writer.write(reply.head)
+        await asyncio.wait_for(writer.drain(), self.limits.idle_timeout)
+        if reply.body is None:
+            return
+        while chunk := reply.body.read(_CHUNK):
+            writer.write(chunk)
+            await asyncio.wait_for(writer.drain(), self.limits.idle_timeout)

@@ -4,8 +4,10 @@ Directories holding both ``index.html`` and ``index.json`` (the simple pages) ar
 the representation the ``Accept`` header prefers (406 when none is acceptable); other files are
 served as they are. Only what the index publishes is served: no directory listings, nothing
 whose path has a part starting with '.', nothing a symlink leads to outside SITE (all 404). A
-malformed request gets its 4xx/5xx and one log line, never a traceback. Concurrency is bounded
-(:class:`ServeLimits`, see ``_server.py``). Meant for tests and local use, not as a public server.
+malformed request gets its 4xx and one log line, never a traceback. Concurrency is bounded and
+slow clients cost no worker (:class:`ServeLimits`, see ``_server.py``): the handler here answers
+a request head already read whole, into memory, and the server writes the answer. Meant for
+tests and local use, not as a public server.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from packaging.utils import canonicalize_name
 from cuship.errors import InputError
 from cuship.events import Emit, Event, Level, discard
 from cuship.index._negotiate import HTML, JSON, LEGACY_HTML, choose
-from cuship.index._server import BoundedServer, ServeLimits
+from cuship.index._server import MAX_HEAD, Address, BoundedServer, Reply, ServeLimits
 
 __all__ = ["IndexServer", "RequestLog", "ServeLimits", "serve"]
 
@@ -95,29 +97,52 @@ def _shown(text: str) -> str:
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
+    """Answers one request head (``request``, bytes already read) into memory: the status
+    line and headers in ``wfile``, the file to send after them in ``body``."""
+
     shared: _Shared
     # An error for a request line too broken to name its version still gets a status line
     # (the stdlib assumes HTTP/0.9 there, which has none).
     default_request_version = "HTTP/1.0"
 
-    def __init__(self, *args: Any, shared: _Shared, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, shared: _Shared, whole: bool, **kwargs: Any) -> None:
         self.shared = shared
+        self.whole = whole
+        self.body: Any = None
         self._chosen: str | None = None
         self.path = ""  # log_request may run before parse_request sets it (400, 505)
         self.extensions_map = {**self.extensions_map, **_TYPES}
         super().__init__(*args, **kwargs)
 
     def setup(self) -> None:
-        super().setup()
-        self.connection.settimeout(self.shared.limits.idle_timeout)  # every read and write
+        self.rfile = io.BytesIO(self.request)
+        self.wfile = self._out = io.BytesIO()
+
+    def finish(self) -> None:
+        pass  # the server writes what wfile holds, then the body
+
+    def reply(self) -> Reply:
+        return Reply(head=self._out.getvalue(), body=self.body)
 
     def parse_request(self) -> bool:
+        line: bytes = getattr(self, "raw_requestline", b"")
+        if len(line.split()) < 3:  # nothing, garbage, or HTTP/0.9 (whose answer has no status line)
+            self.command, self.request_version = "", self.default_request_version
+            self.requestline = line.decode("iso-8859-1").rstrip("\r\n")
+            self.send_error(400, "not an HTTP/1.x request line")
+            return False
         if not super().parse_request():
             return False
         if len(self.path) > _MAX_TARGET:
             self.send_error(414, f"request target longer than {_MAX_TARGET} characters")
             return False
+        if not self.whole:
+            self.send_error(431, f"request head longer than {MAX_HEAD} bytes")
+            return False
         return True
+
+    def do_GET(self) -> None:
+        self.body = self.send_head()
 
     def send_head(self) -> Any:
         self._chosen = None
@@ -147,7 +172,10 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
     def _locate(self, route: str) -> Path | None:
         """The file or directory ``route`` names inside SITE; None when there is none."""
-        decoded = unquote(route, errors="surrogatepass")
+        try:
+            decoded = unquote(route, errors="strict")
+        except UnicodeDecodeError as err:
+            raise _Refused(400, "the path is not UTF-8 once %-decoded") from err
         if "\0" in decoded:
             raise _Refused(400, "null byte in the path")
         parts = [p for p in decoded.split("/") if p not in ("", ".")]
@@ -234,6 +262,12 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         del format, args  # every response is recorded by log_request, once
 
 
+def _respond(shared: _Shared, head: bytes, whole: bool, client: Address) -> Reply:
+    """The answer to one request head (in a worker thread)."""
+    handler = _Handler(head, client, None, shared=shared, whole=whole, directory=str(shared.root))
+    return handler.reply()
+
+
 class IndexServer:
     """A running server: ``url`` (ends in '/'), ``requests`` (what it answered), ``shutdown()``."""
 
@@ -258,10 +292,10 @@ class IndexServer:
         self._thread.join(timeout)
 
     def shutdown(self) -> None:
-        """Stop serving and close the socket."""
+        """Stop serving, close every connection and the socket."""
         self._httpd.shutdown()
-        self._httpd.server_close()
         self._thread.join()
+        self._httpd.server_close()
 
     def __enter__(self) -> IndexServer:
         return self
@@ -314,9 +348,9 @@ def serve(
         emit(Event(level="warning", topic="serve", message=message))
     limits = _within_descriptors(limits or ServeLimits(), emit)
     shared = _Shared(emit=emit, root=site.resolve(), limits=limits)
-    handler = partial(_Handler, shared=shared, directory=str(shared.root))
+    respond = partial(_respond, shared)
     try:
-        httpd = BoundedServer((host, port), handler, limits, shared.note, ipv6=":" in host)
+        httpd = BoundedServer((host, port), respond, limits, shared.note, ipv6=":" in host)
     except (OSError, OverflowError) as err:
         raise InputError(f"cannot listen on {host!r} port {port}: {err}") from err
     return IndexServer(httpd, shared, host)

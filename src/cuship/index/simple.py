@@ -4,6 +4,7 @@ Layout of SITE (one copy of each wheel, shared by every index that lists it)::
 
     index.html                      where the indexes are, for people with a browser
     cuship-index.json               the index's manifest: projects, their labels and manifests
+    cuship-retired.json             what the last update stopped listing, kept until the next
     files/NAME.whl                  the wheels (absent with --base-url: they live elsewhere)
     files/NAME.whl.metadata         PEP 658 metadata (with --base-url: upload beside the wheels)
     files/NAME.whl.intoto.jsonl     the wheel's attestation, when one sat beside the wheel

@@ -6,16 +6,19 @@ rewritten when the manifest its rows render to differs from the one on disk; eve
 project's files stay as they are, untouched.
 
 Each file is written beside the site and renamed into place, so a reader sees the old file or
-the new one. The order keeps every page a reader can reach consistent:
+the new one; each directory of a project's pages (its ``index.html``, ``index.json`` and, in
+the combined index, its manifest) is made beside the site and exchanged with the old one in one
+rename, so a reader never sees one page of a project new and the other old. Nothing is taken
+away: what the update no longer lists stays published until the next update
+(:mod:`cuship.index._retire`). The order keeps every page a reader can reach consistent:
 
+0. the record of what this update retires, in progress (before the first change);
 1. the new wheels, their PEP 658 metadata and attestations;
-2. per project that changes: its pages;
-3. the roots (combined and per label), the landing page, the index's manifest, then the
-   removal of the roots of sub-indexes no longer there;
-4. per project that changed: the sub-index pages and files it no longer lists, then its
-   manifest (last, so a run killed earlier leaves a manifest that differs from the next
-   run's, and the project is redone);
-5. projects and labels no longer listed: pages first, then their files, then directories.
+2. per project that changes: the directory of its pages in each sub-index, then in the
+   combined index with its manifest (last, so a run killed earlier leaves a manifest that
+   differs from the next run's, and the project is redone);
+3. the roots (combined and per label), the landing page, the index's manifest;
+4. what the previous update retired is deleted, and the record says what this one retired.
 
 A run killed anywhere leaves an index pip can read (a new project may be missing from the
 root; an old file may linger unlisted) and a rerun of the same command completes it.
@@ -33,6 +36,7 @@ from cuship import _fs
 from cuship.errors import InputError
 from cuship.events import Emit
 from cuship.index._cache import ScanCache
+from cuship.index._retire import RETIRED, Retired
 from cuship.index._shared import (
     DIR_MODE,
     FILE_MODE,
@@ -57,9 +61,7 @@ from cuship.index.render import (
     project_tree,
     root_pages,
     rows_of,
-    torch_group,
     variant_labels,
-    variants_files,
 )
 from cuship.index.scan import IndexedWheel
 from cuship.index.yank import spec_project
@@ -78,6 +80,12 @@ class _Site:
         self.staging = _fs.staging_dir(out, mode=DIR_MODE)
         self._count = 0
         self.written = 0
+        self.journal: bytes | None = None  # written before the first change (see _retire)
+
+    def _begin(self) -> None:
+        journal, self.journal = self.journal, None
+        if journal is not None:
+            self.put(RETIRED, journal)
 
     def _temp(self) -> str:
         self._count += 1
@@ -99,15 +107,9 @@ class _Site:
             return False
 
     def put(self, rel: str, data: bytes) -> None:
+        self._begin()
         temp = self._temp()
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-        try:
-            os.fchmod(fd, FILE_MODE)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
+        _write_new(Path(temp), data)
         self._parent(rel)
         Path(temp).replace(self.out / rel)
         self.written += 1
@@ -118,6 +120,7 @@ class _Site:
 
     def place(self, rel: str, source: Path) -> None:
         """The wheel at ``source`` published at ``rel`` (hard link, else a copy)."""
+        self._begin()
         temp = Path(self._temp())
         if not try_link(source, temp):
             try:
@@ -130,6 +133,28 @@ class _Site:
                 ) from err
         self._parent(rel)
         Path(temp).replace(self.out / rel)
+        self.written += 1
+
+    def swap(self, rel: str, files: Mapping[str, bytes]) -> None:
+        """The directory ``rel`` made to hold exactly ``files``, in one exchange; a file that
+        does not change is linked across (it keeps its inode and time)."""
+        folder = self.out / rel
+        try:
+            names = {entry.name for entry in folder.iterdir()}
+        except OSError:
+            names = set()
+        same = {name for name, data in files.items() if self.same(f"{rel}/{name}", data)}
+        if names == set(files) == same:
+            return
+        self._begin()
+        temp = Path(self._temp())
+        temp.mkdir()
+        temp.chmod(DIR_MODE)
+        for name, data in files.items():
+            if name not in same or not try_link(folder / name, temp / name):
+                _write_new(temp / name, data)
+        self._parent(rel)
+        _fs.exchange(temp, folder)
         self.written += 1
 
     def remove(self, *rels: str) -> None:
@@ -149,14 +174,27 @@ class _Site:
         shutil.rmtree(self.staging, ignore_errors=True)
 
 
+def _write_new(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
 def _touched(
     site: SiteState,
     new: Mapping[str, Sequence[Row]],
     options: Options,
     out: Path,
+    record: Retired,
 ) -> set[str]:
     """The projects this run may change: with ``keep``, those of the given wheels and those
-    the yank entries name; without, every project listed before, given now or left on disk."""
+    the yank entries name; without, every project listed before, given now or left on disk
+    (but for one retired, whose page stays until the next update)."""
     if options.keep:
         named = {spec_project(spec) for spec in (*options.yanked, *options.unyanked)}
         return set(new) | (named & set(site.projects))
@@ -164,6 +202,7 @@ def _touched(
         on_disk = {entry.name for entry in os.scandir(out / "simple") if entry.is_dir()}
     except OSError:
         on_disk = set()
+    on_disk = {name for name in on_disk if f"simple/{name}" not in record.recorded}
     return set(new) | set(site.projects) | on_disk
 
 
@@ -210,21 +249,15 @@ def _publish_files(
             site.put_changed(f"files/{row.filename}{ATTESTATION_SUFFIX}", ref.content)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Finish:
-    """What is left of a rewritten project once the roots are written: the sub-index pages
-    and files it no longer lists (a root may link them until then), then its manifest."""
-
-    project: str
-    stale_labels: tuple[str, ...]
-    stale_files: tuple[str, ...]
-    manifest: bytes
-
-    def run(self, site: _Site) -> None:
-        for label in self.stale_labels:
-            site.prune(f"{label}/simple/{self.project}")
-        site.remove(*self.stale_files)
-        site.put_changed(f"simple/{self.project}/{PROJECT_MANIFEST}", self.manifest)
+def _folders(project: str, tree: Mapping[str, bytes]) -> list[tuple[str, dict[str, bytes]]]:
+    """A project's tree by directory: the sub-indexes first, the combined index (holding the
+    manifest) last."""
+    folders: dict[str, dict[str, bytes]] = {}
+    for rel, data in tree.items():
+        folder, _, name = rel.rpartition("/")
+        folders.setdefault(folder, {})[name] = data
+    combined = f"simple/{project}"
+    return sorted(folders.items(), key=lambda item: (item[0] == combined, item[0]))
 
 
 def _rewrite_project(
@@ -234,77 +267,79 @@ def _rewrite_project(
     old: Sequence[Row],
     wheels: Mapping[str, IndexedWheel],
     attestations: Mapping[str, AttestationRef],
-) -> _Finish | None:
-    """Steps 1 and 2 for one project; None when its manifest shows nothing changed."""
+) -> bool:
+    """Steps 1 and 2 for one project; False when its manifest shows nothing changed."""
     tree = project_tree(project, rows)
     manifest = f"simple/{project}/{PROJECT_MANIFEST}"
     if site.same(manifest, tree[manifest]):
-        return None
-    before = {row.filename: row for row in old}
-    _publish_files(site, rows, before, wheels, attestations)
-    for rel, data in tree.items():
-        if rel != manifest:
-            site.put_changed(rel, data)
-    listed = {row.filename for row in rows}
-    if not old:  # a new project: nothing to take away, and its manifest is due before the root
-        site.put(manifest, tree[manifest])
-    stale_variants = tuple(
-        f"simple/{project}/{name}"
-        for name in variants_files(old)
-        if f"simple/{project}/{name}" not in tree
-    )
-    return _Finish(
-        project=project,
-        stale_labels=tuple(sorted(set(variant_labels(old)) - set(variant_labels(rows)))),
-        stale_files=stale_variants
-        + tuple(
-            rel
-            for row in old
-            if row.filename not in listed and row.base is None
-            for rel in _wheel_files(row)
-        ),
-        manifest=tree[manifest],
-    )
+        return False
+    _publish_files(site, rows, {row.filename: row for row in old}, wheels, attestations)
+    for folder, files in _folders(project, tree):
+        site.swap(folder, files)
+    return True
 
 
-def _variants_paths(project: str, rows: Sequence[Row]) -> list[str]:
-    """Where the variants.json files of ``rows`` were written: the project's page and the
-    torch sub-indexes (a stale one is taken away when its version or group goes)."""
-    combined = [row for row in rows if torch_group(row) is None]
-    found = [f"simple/{project}/{name}" for name in variants_files(combined)]
-    for torch in {torch_group(row) for row in rows} - {None}:
-        subset = [row for row in rows if torch_group(row) == torch]
-        found += [f"{torch}/simple/{project}/{name}" for name in variants_files(subset)]
-    return found
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Plan:
+    """One project this run touches: its rows before and after."""
+
+    project: str
+    old: list[Row]
+    rows: list[Row]
 
 
-def _drop_project(site: _Site, project: str, old: Sequence[Row], labels: Iterable[str]) -> None:
-    """Step 4 for a project no longer listed: pages, files, manifest, directories."""
-    site.remove(f"simple/{project}/index.html", f"simple/{project}/index.json")
-    for label in {*labels, *variant_labels(old)}:
-        site.prune(f"{label}/simple/{project}")
-    for row in old:
-        if row.base is None:
-            site.remove(*_wheel_files(row))
-    site.prune(f"simple/{project}")
+def _removed(out: Path, plans: Sequence[_Plan], gone: Iterable[str]) -> set[str]:
+    """What this run stops listing, as paths of the site: wheels and their files, the pages of
+    projects dropped from an index, the sub-indexes no longer there."""
+    found: set[str] = set(gone)
+    for plan in plans:
+        labels_now = set(variant_labels(plan.rows))
+        if not plan.rows:
+            found.add(f"simple/{plan.project}")
+        found.update(
+            f"{label}/simple/{plan.project}" for label in set(variant_labels(plan.old)) - labels_now
+        )
+        listed = {row.filename for row in plan.rows}
+        for row in plan.old:
+            if row.filename not in listed and row.base is None:
+                found.update(_wheel_files(row))
+    return {rel for rel in found if os.path.lexists(out / rel)}
 
 
-def _labels_before(state: SiteState, options: Options, out: Path) -> set[str]:
+def _live(plans: Sequence[_Plan], entries: Mapping[str, ProjectEntry]) -> set[str]:
+    """The paths of :func:`_removed`'s kinds that this run lists (never retired, nor deleted)."""
+    live = {label for entry in entries.values() for label in entry.labels}
+    for plan in plans:
+        if plan.rows:
+            live.add(f"simple/{plan.project}")
+            live.update(f"{label}/simple/{plan.project}" for label in variant_labels(plan.rows))
+            live.update(rel for row in plan.rows if row.base is None for rel in _wheel_files(row))
+    return live
+
+
+def _labels_before(state: SiteState, options: Options, out: Path, record: Retired) -> set[str]:
     """The sub-indexes the site had: its manifest's, and without ``keep`` any left on disk
-    by a run stopped after the manifest no longer named them."""
+    by a run stopped after the manifest no longer named them (but for retired ones)."""
     labels = {label for entry in state.projects.values() for label in entry.labels}
     if not options.keep:
         try:
             found = [e.name for e in os.scandir(out) if e.is_dir() and e.name not in _OWN]
         except OSError:
             found = []
-        labels.update(name for name in found if (out / name / "simple").is_dir())
+        labels.update(
+            name
+            for name in found
+            if (out / name / "simple").is_dir() and name not in record.recorded
+        )
     return labels
 
 
-def _old_rows(out: Path, project: str, options: Options) -> list[Row]:
-    """A project's rows on disk. A broken manifest stops a ``keep`` run (its wheels would be
-    lost); without ``keep`` the project is rewritten from what was given."""
+def _old_rows(out: Path, project: str, options: Options, record: Retired) -> list[Row]:
+    """A project's rows on disk (none for a retired project: its page is no longer listed). A
+    broken manifest stops a ``keep`` run (its wheels would be lost); without ``keep`` the
+    project is rewritten from what was given."""
+    if f"simple/{project}" in record.recorded:
+        return []
     try:
         return project_rows(out, project)
     except InputError:
@@ -318,28 +353,51 @@ def _shape(entries: Mapping[str, ProjectEntry]) -> dict[str, tuple[str, ...]]:
 
 
 def _commit(
-    site: _Site,
-    state: SiteState,
-    entries: Mapping[str, ProjectEntry],
-    finishes: Sequence[_Finish],
-    dropped: Sequence[tuple[str, list[Row], tuple[str, ...]]],
-    options: Options,
+    site: _Site, state: SiteState, entries: Mapping[str, ProjectEntry], options: Options
 ) -> None:
-    """Steps 3 to 5: the roots, then what the rewritten and dropped projects left behind."""
+    """Step 3: the roots and the index's manifest."""
     if _shape(entries) != _shape(state.projects):  # the root pages show only the shape
         for rel, data in root_pages(entries).items():
             site.put_changed(rel, data)
     site.put_changed(MANIFEST, index_manifest(entries, options.base_url))
-    now = {label for entry in entries.values() for label in entry.labels}
-    gone = sorted(_labels_before(state, options, site.out) - now)
-    for label in gone:
-        site.remove(f"{label}/simple/index.html", f"{label}/simple/index.json")
-    for finish in finishes:
-        finish.run(site)
-    for project, old, labels in dropped:
-        _drop_project(site, project, old, labels)
-    for label in gone:
-        site.prune(f"{label}/simple")
+
+
+def _retire(site: _Site, before: Retired, now: Retired) -> None:
+    """Step 4, for a run that changed the site or completes one that did: what the update
+    before retired is deleted (pages first, then the files they list), and the record says
+    what this one retired."""
+    if not (site.written or before.in_progress):
+        return  # nothing changed: what was retired stays until an update
+    due = sorted(now.previous or (), key=lambda rel: (not (site.out / rel).is_dir(), rel))
+    for rel in due:
+        if (site.out / rel).is_dir() and not (site.out / rel).is_symlink():
+            site.prune(rel)
+        else:
+            site.remove(rel)
+    if now.retired:
+        site.put_changed(RETIRED, Retired(retired=now.retired).encoded())
+    else:
+        site.remove(RETIRED)
+
+
+def _plans(
+    state: SiteState,
+    new: Mapping[str, Sequence[Row]],
+    options: Options,
+    record: Retired,
+    out: Path,
+    by_name: Mapping[str, IndexedWheel],
+    emit: Emit,
+) -> list[_Plan]:
+    plans = []
+    for project in sorted(_touched(state, new, options, out, record)):
+        old = _old_rows(out, project, options, record)
+        before = {row.filename: row.sha256 for row in old}
+        for row in new.get(project, ()):  # before anything is written: refused, nothing changed
+            check_replaced(by_name[row.filename], before.get(row.filename), options, emit)
+        rows = _rows_now(out, old, new.get(project, ()), options)
+        plans.append(_Plan(project=project, old=old, rows=rows))
+    return plans
 
 
 def update(
@@ -364,29 +422,28 @@ def update(
         )
     )
     by_name = {wheel.filename: wheel for wheel in wheels}
-    touched = sorted(_touched(state, new, options, out))
-    olds = {project: _old_rows(out, project, options) for project in touched}
-    for project in touched:  # before anything is written: refused, the site is as it was
-        before = {row.filename: row.sha256 for row in olds[project]}
-        for row in new.get(project, ()):
-            check_replaced(by_name[row.filename], before.get(row.filename), options, emit)
+    record = Retired.read(out)
+    plans = _plans(state, new, options, record, out, by_name, emit)
     entries = dict(state.projects)
+    for plan in plans:
+        if plan.rows:
+            entries[plan.project] = ProjectEntry.of(plan.rows)
+        else:
+            entries.pop(plan.project, None)
+    labels_now = {label for entry in entries.values() for label in entry.labels}
+    gone = _labels_before(state, options, out, record) - labels_now
+    now = record.started(_removed(out, plans, gone), _live(plans, entries))
     site = _Site(out)
-    finishes: list[_Finish] = []
-    dropped: list[tuple[str, list[Row], tuple[str, ...]]] = []
+    site.journal = now.encoded()
+    rewritten = 0
     try:
-        for project in touched:
-            old = olds[project]
-            rows = _rows_now(out, old, new.get(project, ()), options)
-            if not rows:
-                labels = entries.pop(project, ProjectEntry((), 0)).labels
-                dropped.append((project, old, labels))
-                continue
-            finish = _rewrite_project(site, project, rows, old, by_name, attestations)
-            if finish is not None:
-                finishes.append(finish)
-            entries[project] = ProjectEntry.of(rows)
-        _commit(site, state, entries, finishes, dropped, options)
+        for plan in plans:
+            if plan.rows:
+                rewritten += _rewrite_project(
+                    site, plan.project, plan.rows, plan.old, by_name, attestations
+                )
+        _commit(site, state, entries, options)
+        _retire(site, record, now)
     finally:
         site.close()
     upload_note(options.base_url, out, emit)
@@ -395,12 +452,12 @@ def update(
         site=out,
         wheels=total,
         projects=len(entries),
-        variants=tuple(sorted({label for e in entries.values() for label in e.labels})),
+        variants=tuple(sorted(labels_now)),
         skipped=skipped,
         hashed=cache.misses,
         cached=cache.hits,
         base_url=options.base_url,
         kept=total - len(wheels) if options.keep else 0,
-        rewritten=len(finishes),
+        rewritten=rewritten,
     )
     return summary, scanned
