@@ -14,6 +14,13 @@ from packaging.version import Version
 
 from cuship.errors import CushipError, InputError
 from cuship.wheel._zipmeta import Member, looks_shared, member_names, metadata_fast
+from cuship.wheel.members import (
+    MemberLimits,
+    check_members,
+    member_buffer,
+    member_limits,
+    read_member,
+)
 from cuship.wheel.names import parse_label
 from cuship.wheel.torchabi import (
     TorchAbi,
@@ -379,10 +386,12 @@ def _scan_zip(
     small = _scan_small(path)
     if small is not None:
         return (), (), small
+    limits = member_limits()
     try:
         with zipfile.ZipFile(path) as archive:
-            objects = list(_shared_objects(archive, path))
-            requirements = _requires_dist(archive)
+            check_members(archive.infolist(), path.name, limits)
+            objects = list(_shared_objects(archive, path, limits))
+            requirements = _requires_dist(archive, path, limits)
     except (zipfile.BadZipFile, EOFError) as err:
         raise InputError(
             f"{str(path)!r} is not a readable wheel (zip): {err}",
@@ -420,23 +429,31 @@ def _small_requirements(data: bytes) -> tuple[str, ...] | None:
     return tuple(value for key, value in header_fields(text) if key == "requires-dist")
 
 
-def _requires_dist(archive: zipfile.ZipFile) -> tuple[str, ...]:
+def _requires_dist(archive: zipfile.ZipFile, path: Path, limits: MemberLimits) -> tuple[str, ...]:
     """The Requires-Dist values of the top-level ``*.dist-info/METADATA`` (none without one)."""
     from cuship.wheel._headers import header_fields
+    from cuship.wheel._zipmeta import METADATA_LIMIT
 
     member = next(
-        (n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")),
+        (
+            i
+            for i in archive.infolist()
+            if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/METADATA")
+        ),
         None,
     )
     if member is None:
         return ()
-    text = archive.read(member).decode("utf-8", "replace")
+    data = read_member(archive, member, path.name, limits, most=METADATA_LIMIT)
+    text = data.decode("utf-8", "replace")
     return tuple(value for key, value in header_fields(text) if key == "requires-dist")
 
 
 def _shared_objects(
-    archive: zipfile.ZipFile, path: Path
+    archive: zipfile.ZipFile, path: Path, limits: MemberLimits
 ) -> Iterator[tuple[str, ObjectReport | None]]:
+    """Each shared object's name, and its report (None for a bundled CUDA library, never
+    inflated); each read through :func:`~cuship.wheel.members.member_buffer` (bounded)."""
     from cuship.wheel.cudalibs import is_cuda_lib
     from cuship.wheel.elf import is_elf, quick_facts
     from cuship.wheel.fatbin import FATBIN_SECTIONS
@@ -451,10 +468,10 @@ def _shared_objects(
         if is_cuda_lib(info.filename):  # never inflate a bundled libcublas' 500 MB of kernels
             yield info.filename, None
             continue
-        data = archive.read(info)
         where = f"{path.name}:{info.filename}"
-        facts = quick_facts(data, source=where, wanted=FATBIN_SECTIONS)
-        report = _object_report(info.filename, info.file_size, facts, data)
+        with member_buffer(archive, info, path.name, limits) as data:
+            facts = quick_facts(data, source=where, wanted=FATBIN_SECTIONS)
+            report = _object_report(info.filename, info.file_size, facts, data)
         yield info.filename, report
 
 
