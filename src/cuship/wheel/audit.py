@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import mmap
+import os
 import re
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.version import Version
 
+from cuship._fs import NotRegular, open_regular, regular_problem
 from cuship.errors import CushipError, InputError
 from cuship.wheel._zipmeta import Member, looks_shared, member_names, metadata_fast
 from cuship.wheel.members import (
@@ -240,9 +242,9 @@ class WheelReport:
 
 def inspect_path(path: Path) -> WheelReport | ObjectReport:
     """Inspect a ``.whl`` file or a bare shared object; bad input raises :class:`InputError`."""
-    if not path.is_file():
-        what = "is a directory, not a file" if path.is_dir() else "does not exist"
-        raise InputError(f"{str(path)!r} {what}", hint="pass a .whl file or a .so file")
+    problem = regular_problem(path)  # a FIFO, /dev/zero or a symlink loop, named as such
+    if problem is not None:
+        raise NotRegular(f"{str(path)!r} {problem}", hint="pass a .whl file or a .so file")
     if path.suffix == ".whl":
         return inspect_wheel(path)
     return inspect_object(path)
@@ -253,8 +255,8 @@ def inspect_object(path: Path) -> ObjectReport:
     from cuship.wheel.elf import is_elf, quick_facts
     from cuship.wheel.fatbin import FATBIN_SECTIONS
 
-    with path.open("rb") as handle:
-        size = path.stat().st_size
+    with open(open_regular(path, "shared object"), "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
         if not is_elf(handle.read(4)):
             raise InputError(f"{str(path)!r} is not an ELF file", hint="pass a .whl or a .so")
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
@@ -271,10 +273,15 @@ def scan_object(
     from cuship.wheel.elf import is_elf, quick_facts
     from cuship.wheel.fatbin import FATBIN_SECTIONS
 
-    with path.open("rb") as handle:
-        size = path.stat().st_size
-        if size < 64 or not is_elf(handle.read(4)):
+    with open(open_regular(path, "shared object"), "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if not is_elf(handle.read(4)):
             return None
+        if size < 64:
+            raise InputError(
+                f"{str(path)!r} is cut short: {size} bytes, less than an ELF header",
+                hint="reinstall the package",
+            )
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             facts = quick_facts(mapped, source=str(path), wanted=FATBIN_SECTIONS, symbols=symbols)
             return _object_report(name or str(path), size, facts, mapped)
