@@ -82,10 +82,11 @@ def regular_problem(path: Path | str) -> str | None:
     """Why the file at ``path`` cannot be read as a file, or None: it does not exist, is a
     dangling symlink or a symlink loop, or is a FIFO, device, socket or directory (said as
     such; a FIFO is never opened)."""
+    where = Path(path)
     try:
-        mode = os.stat(path).st_mode
+        mode = where.stat().st_mode
     except FileNotFoundError:
-        return "is a dangling symlink" if os.path.islink(path) else "does not exist"
+        return "is a dangling symlink" if where.is_symlink() else "does not exist"
     except OSError as err:
         if err.errno == errno.ELOOP:
             return "is a symlink loop"

@@ -42,7 +42,10 @@ def test_a_record_of_a_million_shared_objects_is_read_to_a_bound(tmp_path: Path)
     lines = b"".join(b"pkg/x%d.so,sha256=x,1\n" % i for i in range(1_000_000))
     (info / "RECORD").write_bytes(lines)
     problems = _files_problems(doctor(tmp_path))
-    assert problems[0] == "could not read RECORD: it lists more than 20000 shared objects; the rest unread"
+    assert (
+        problems[0]
+        == "could not read RECORD: it lists more than 20000 shared objects; the rest unread"
+    )
     assert len(problems) == 20_001  # each missing one of the first 20,000, then the bound
 
 
@@ -51,7 +54,9 @@ def test_a_record_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> Non
     (info / "RECORD").unlink()
     os.mkfifo(info / "RECORD")
     (problem,) = _files_problems(doctor(tmp_path))
-    assert problem == "could not read RECORD: it is a FIFO (named pipe), not a regular file; refused"
+    assert (
+        problem == "could not read RECORD: it is a FIFO (named pipe), not a regular file; refused"
+    )
 
 
 def test_a_shared_object_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:

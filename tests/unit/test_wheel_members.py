@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import zipfile
 from pathlib import Path
+from typing import IO, cast
 
 import pytest
 
@@ -35,7 +36,7 @@ def test_the_size_limit_is_a_setting(tmp_path: Path, monkeypatch: pytest.MonkeyP
     with pytest.raises(UnsafeMember, match=r"declares 3\.\d MiB inflated, over the 1\.0 MiB"):
         inspect_path(wheel)
     monkeypatch.setenv(settings.WHEEL_MEMBER_LIMIT, "lots")
-    with pytest.raises(UsageError, match="CUSHIP_WHEEL_MEMBER_LIMIT=.lots."):
+    with pytest.raises(UsageError, match=r"CUSHIP_WHEEL_MEMBER_LIMIT=.lots."):
         inspect_path(wheel)
 
 
@@ -45,7 +46,9 @@ def test_a_member_that_inflates_past_its_declared_size_stops_there(tmp_path: Pat
         info = archive.getinfo("liar/_C.so")
         assert info.file_size == 4096
         with pytest.raises(InputError, match="cannot be read"):
-            members.copy_member(archive, info, _Counter(), bomb.name, MemberLimits())
+            members.copy_member(
+                archive, info, cast("IO[bytes]", _Counter()), bomb.name, MemberLimits()
+            )
     with pytest.raises(InputError, match=r"liar/_C\.so"):
         inspect_path(bomb)
 
@@ -67,11 +70,13 @@ def test_a_large_member_goes_through_a_file_not_memory(
 ) -> None:
     elf = make_elf(needed=["libc.so.6"], soname="libx.so")
     wheel = tmp_path / "pkg-1.0-cp311-cp311-linux_x86_64.whl"
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
-        with archive.open("pkg/_C.so", "w") as member:  # written in pieces, as a big one is
-            member.write(elf)
-            for _ in range(3):
-                member.write(os.urandom(1 << 20))
+    with (
+        zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive,
+        archive.open("pkg/_C.so", "w") as member,  # written in pieces, as a big one is
+    ):
+        member.write(elf)
+        for _ in range(3):
+            member.write(os.urandom(1 << 20))
     monkeypatch.setattr(members, "IN_MEMORY", 1 << 20)
     spooled: list[int] = []
     real = members.copy_member

@@ -194,9 +194,7 @@ def _rewrite(source: Path, dest: Path, plan: RetagPlan, emit: Emit) -> None:
             dist_info = find_dist_info(old, source)
             limits = member_limits()
             check_members(old.infolist(), source.name, limits)
-            rows = [
-                _copy(old, new, info, plan, dist_info, emit, limits) for info in old.infolist()
-            ]
+            rows = [_copy(old, new, info, plan, dist_info, emit, limits) for info in old.infolist()]
             record_info = old.getinfo(f"{dist_info}/RECORD")
             for name, data in plan.extra:
                 member = f"{plan.new_prefix}.dist-info/{name}"
