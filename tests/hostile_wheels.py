@@ -118,3 +118,36 @@ def foreign_dist_info(directory: Path, name: str, other: str) -> Path:
                 source.read(item),
             )
     return target
+
+
+def _zeros_stream(head: bytes, mib: int) -> tuple[bytes, int]:
+    """``head`` then ``mib`` MiB of zeros, deflated (one flushed block of zeros repeated: a
+    gigabyte takes milliseconds and a megabyte), and the CRC of the whole."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    first = compressor.compress(head) + compressor.flush(zlib.Z_FULL_FLUSH)
+    block = compressor.compress(bytes(_MIB)) + compressor.flush(zlib.Z_FULL_FLUSH)
+    crc = zlib.crc32(head)
+    zeros = bytes(_MIB)
+    for _ in range(mib):
+        crc = zlib.crc32(zeros, crc)
+    return first + block * mib + compressor.flush(zlib.Z_FINISH), crc
+
+
+def so_bomb(
+    directory: Path, name: str, mib: int, *, honest_size: bool = True, elf: bytes = b""
+) -> Path:
+    """A platform wheel of ``name`` whose ``_C.so`` (``elf``, then ``mib`` MiB of zeros)
+    inflates to about ``mib`` MiB from about ``mib`` kB: the issue's 3.8 MB wheel of 3.9 GB.
+    ``honest_size=False``: the headers claim 4096 bytes. Sizes past 4 GiB need zip64, which
+    this writer does not make: keep ``mib`` under 4096."""
+    payload, crc = _zeros_stream(elf, mib)
+    size = len(elf) + mib * _MIB if honest_size else 4096
+    info = f"{name}-1.0.dist-info"
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n\n".encode()
+    members = [
+        _member(f"{name}/__init__.py", b""),
+        RawMember(name=f"{name}/_C.so", payload=payload, crc=crc, size=size),
+        _member(f"{info}/METADATA", metadata),
+        *_rest(info),
+    ]
+    return write_zip(directory / f"{name}-1.0-cp311-cp311-linux_x86_64.whl", members)

@@ -15,13 +15,28 @@ import fcntl
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 
-__all__ = ["exchange", "locked", "recover", "sha256_file", "staging_dir", "umask", "write_atomic"]
+__all__ = [
+    "NotRegular",
+    "exchange",
+    "file_kind",
+    "locked",
+    "open_regular",
+    "read_regular",
+    "recover",
+    "regular_problem",
+    "sha256_file",
+    "staging_dir",
+    "umask",
+    "write_atomic",
+]
 
 _CHUNK = 1 << 20
 
@@ -39,6 +54,85 @@ def umask() -> int:
     old = os.umask(0o022)
     os.umask(old)
     return old
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+class NotRegular(InputError):
+    """A path cuship reads as a file (a wheel, a RECORD, an ELF object, a config) that is not a
+    regular file: reading a FIFO or a device could block forever or never end."""
+
+
+def file_kind(mode: int) -> str:
+    """What ``mode`` (``st_mode``) says the file is: ``a regular file``, ``a FIFO (named
+    pipe)``, ``a directory``, a device, a socket."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
+def regular_problem(path: Path | str) -> str | None:
+    """Why the file at ``path`` cannot be read as a file, or None: it does not exist, is a
+    dangling symlink or a symlink loop, or is a FIFO, device, socket or directory (said as
+    such; a FIFO is never opened)."""
+    where = Path(path)
+    try:
+        mode = where.stat().st_mode
+    except FileNotFoundError:
+        return "is a dangling symlink" if where.is_symlink() else "does not exist"
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "is a symlink loop"
+        return f"cannot be read: {err.strerror or err}"
+    if stat.S_ISREG(mode):
+        return None
+    return f"is {file_kind(mode)}, not a regular file"
+
+
+def open_regular(path: Path | str, what: str = "file") -> int:
+    """A read-only descriptor of the regular file at ``path``; anything else (a FIFO, a
+    device, a directory) is :class:`NotRegular` naming its kind. Opened without blocking, so
+    a FIFO with no writer is refused at once, never waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise  # the caller says what a missing file means
+    except OSError as err:
+        problem = regular_problem(path) or f"cannot be opened: {err.strerror or err}"
+        raise NotRegular(f"the {what} {str(path)!r} {problem}") from err
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotRegular(
+            f"the {what} {str(path)!r} is {file_kind(mode)}, not a regular file; refused",
+            hint=f"pass a regular {what}",
+        )
+    os.set_blocking(fd, True)
+    return fd
+
+
+def read_regular(path: Path | str, what: str, limit: int) -> bytes:
+    """The bytes of the regular file at ``path`` (:func:`open_regular`), at most ``limit``:
+    a larger file is an :class:`~cuship.errors.InputError` (nothing past the limit is read)."""
+    fd = open_regular(path, what)
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise InputError(
+            f"the {what} {str(path)!r} is larger than {limit} bytes, the most cuship reads of it",
+            hint=f"pass a smaller {what}",
+        )
+    return data
 
 
 def sha256_file(path: Path) -> str:

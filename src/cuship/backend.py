@@ -59,6 +59,7 @@ def _hook(function: Callable[..., _T]) -> Callable[..., _T]:
 
 
 def _hooks() -> Any:
+    from cuship.resolve._http import fetch_options
     from cuship.resolve._stash import frontend_key
     from cuship.resolve.backend import Prebuilt
 
@@ -66,6 +67,7 @@ def _hooks() -> Any:
         project=Path.cwd(),
         environ=os.environ,
         emit=_stderr,
+        options=fetch_options(os.environ),
         frontend=frontend_key(os.getppid()),
     )
 

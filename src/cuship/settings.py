@@ -140,6 +140,32 @@ TOOLKIT_INDEX = _setting(
     "The PEP 691 simple index the toolkit wheels come from (a mirror of PyPI).",
     "`https://pypi.org/simple`",
 )
+# -- reading untrusted input (wheels, downloads) ------------------------------------------------
+WHEEL_MEMBER_LIMIT = _setting(
+    "CUSHIP_WHEEL_MEMBER_LIMIT",
+    "user",
+    "The most bytes one wheel member may inflate to; a larger one (or one that inflates over "
+    "200 times its compressed size) is refused before a byte is inflated.",
+    "4294967296 (4 GiB)",
+)
+FETCH_TIMEOUT = _setting(
+    "CUSHIP_FETCH_TIMEOUT",
+    "user",
+    "Seconds one network read may wait (`--timeout` where a command has it; the backend).",
+    "15",
+)
+FETCH_DEADLINE = _setting(
+    "CUSHIP_FETCH_DEADLINE",
+    "user",
+    "Seconds one download or page may take in all, however the server drips its bytes.",
+    "4 × the read timeout per try",
+)
+MAX_DOWNLOAD = _setting(
+    "CUSHIP_MAX_DOWNLOAD",
+    "user",
+    "The most bytes a wheel download may have when the index declares no size.",
+    "17179869184 (16 GiB)",
+)
 # -- CI ----------------------------------------------------------------------------------------
 SIGNING_KEY = _setting(
     "CUSHIP_SIGNING_KEY",

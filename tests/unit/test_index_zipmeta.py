@@ -82,8 +82,9 @@ def test_describing_a_pure_python_wheel_without_zipfile_says_what_zipfile_says(
 
 def test_the_scan_describes_a_pure_wheel_as_describe_wheel_does(tmp_path: Path) -> None:
     """One read per wheel: the record the scan makes from what it parsed equals
-    describe_wheel's; a wheel with a shared object, or a requirement describe_wheel refuses, is
-    left to describe_wheel (which reads it again, and words the error)."""
+    describe_wheel's; a wheel with a shared object is described by describe_wheel in the scan
+    (where a wheel that cannot be described is skipped); a pure wheel with a requirement
+    describe_wheel refuses is left to describe_wheel (which reads it again, and words the error)."""
     from cuship.index.scan import scan_report
 
     pinned = make_wheel(
@@ -100,7 +101,8 @@ def test_the_scan_describes_a_pure_wheel_as_describe_wheel_does(tmp_path: Path) 
     assert described[pinned.name] == describe_wheel(pinned)
     assert (described[pinned.name] or {}).get("torch_requirement") == "torch==2.9.*"
     assert described[plain.name] == describe_wheel(plain)
-    assert described[shared.name] is None and described[bad.name] is None
+    assert described[shared.name] == describe_wheel(shared)
+    assert described[bad.name] is None
     assert all(w.described is None for w in scan_report([pinned, plain])[0])
 
 

@@ -94,3 +94,37 @@ def test_a_wheel_without_record_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="expected one holding RECORD"):
         add_to_wheel(broken, PREBUILT, out_dir=tmp_path / "out")
     assert not list((tmp_path / "out").iterdir())
+
+
+def test_a_prebuilt_wheel_that_inflates_to_a_gigabyte_is_refused_not_read(
+    tmp_path: Path,
+) -> None:
+    """The issue's row: the rewrite peaked at 2.97 GB on a 1.46 MB prebuilt wheel."""
+    from cuship.wheel.members import UnsafeMember
+    from tests.hostile_wheels import so_bomb
+
+    bomb = so_bomb(tmp_path / "in", "tinyp", 1024)
+    with pytest.raises(UnsafeMember, match=r"_C\.so.*zip bomb"):
+        add_to_wheel(bomb, PREBUILT, out_dir=tmp_path / "out")
+    assert not list((tmp_path / "out").iterdir())  # no temporary file left
+
+
+def test_members_are_copied_in_pieces_not_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    wheel = make_wheel(tmp_path / "in", "tinyp", "0.1.0")
+    big = os.urandom(3 << 20)
+    with zipfile.ZipFile(wheel, "a", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("tinyp/big.bin", big)
+
+    def whole(self: zipfile.ZipFile, name: object, pwd: object = None) -> bytes:
+        raise AssertionError(f"read whole: {name!r}")
+
+    monkeypatch.setattr(zipfile.ZipFile, "read", whole)
+    out = add_to_wheel(wheel, PREBUILT, out_dir=tmp_path / "out")
+    monkeypatch.undo()
+    with zipfile.ZipFile(out) as archive:
+        assert archive.read("tinyp/big.bin") == big
+        assert archive.testzip() is None

@@ -129,3 +129,25 @@ def test_scan_object_matches_inspect_object_and_passes_over_non_elf(tmp_path: Pa
     text = tmp_path / "linker-script.so"
     text.write_bytes(b"/* GNU ld script */ INPUT(libfoo.so.1)" * 4)
     assert scan_object(text) is None
+
+
+@pytest.mark.parametrize(
+    "offset_bytes",
+    [b"\xff" * 8, b"\x7f" + b"\xff" * 7, (1 << 62).to_bytes(8, "little")],
+    ids=["all-ones", "past-ssize_t", "2**62"],
+)
+def test_a_section_table_offset_past_the_end_is_said_plainly(offset_bytes: bytes) -> None:
+    """Issue 34, item 8: "unpack_from requires a buffer of at least 4611686018427387968
+    bytes" and an OverflowError (exit 70) reached users; now one plain sentence."""
+    from cuship.wheel.elf import quick_facts
+    from tests.elf_factory import make_elf
+
+    data = bytearray(make_elf(needed=["libc.so.6"]))
+    data[0x28:0x30] = offset_bytes  # e_shoff of a 64-bit ELF
+    with pytest.raises(InputError) as caught:
+        quick_facts(bytes(data), source="x.so", wanted=())
+    message = caught.value.message
+    assert message == (
+        "'x.so' is not a readable ELF file: an offset or size in its headers points past the "
+        "end of the file"
+    )

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuship.errors import ToolMissing
+from cuship.errors import InputError, ToolMissing
 from cuship.provenance import Provenance
 from cuship.wheel.audit import ObjectReport, scan_object, sm_key
 from cuship.wheel.ptx import jit_arch
@@ -175,7 +175,10 @@ def package_objects(
             real = os.path.realpath(path)
             if real in seen:
                 continue
-            report = scan_object(path, symbols=False)
+            try:
+                report = scan_object(path, symbols=False)
+            except InputError:  # cut short, or no regular file: nothing a GPU could load
+                continue
             if report is not None:
                 seen[real] = report
     return tuple(seen.values()), tuple(dict.fromkeys(str(p.directory) for p in provenance.packages))

@@ -47,14 +47,14 @@ def command(
     verbose: bool,
 ) -> None:
     """Install exactly the file `cuship resolve` chooses, pinned by its sha256."""
-    from cuship.resolve._http import FetchOptions
+    from cuship.resolve._http import fetch_options
     from cuship.resolve.install import download_dir as default_dir
     from cuship.resolve.install import plan_install, resolve_index, run_install, target_from_env
 
     console = make_console(verbose)
     environ = os.environ
     target = target_from_env(environ, tags_from_env=tags_from_env, python=python)
-    options = FetchOptions(timeout=timeout, retries=retries)
+    options = fetch_options(os.environ, timeout=timeout, retries=retries)
     _, resolution = resolve_index(requirement, index, target, options=options, emit=console.emit)
     if not as_json:
         render(console, resolution)

@@ -108,12 +108,12 @@ def command(
     verbose: bool,
 ) -> None:
     """Pick the file of REQUIREMENT this machine should install, and say why not the others."""
-    from cuship.resolve._http import FetchOptions
+    from cuship.resolve._http import fetch_options
     from cuship.resolve.install import resolve_index, target_from_env
 
     console = make_console(verbose)
     target = target_from_env(os.environ, tags_from_env=tags_from_env)
-    options = FetchOptions(timeout=timeout, retries=retries)
+    options = fetch_options(os.environ, timeout=timeout, retries=retries)
     page, resolution = resolve_index(requirement, index, target, options=options, emit=console.emit)
     if as_json:
         console.print_json({"index": page.url, "manifest": page.manifest, **resolution.to_json()})

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from cuship import _json
 from cuship import schema as typed
 from cuship.config import files, values
 from cuship.config.ci import CiSection
@@ -77,11 +78,15 @@ class MatrixSection:
         "CPython versions; default: every known one the package and torch allow.",
         default=(),
         validate=values.python_version,
+        not_empty_when_given=True,
+        schema={"minItems": 1},
     )
     cuda: tuple[str, ...] = field_doc(
         "CUDA toolkits ('12.8.1', or '12.8' for the newest 12.8.x); default: the newest known.",
         default=(),
         validate=values.version,
+        not_empty_when_given=True,
+        schema={"minItems": 1},
     )
     torch: tuple[str, ...] = field_doc(
         "torch minor versions to build against ('2.8'); empty when the package needs no torch.",
@@ -92,6 +97,9 @@ class MatrixSection:
         "Architecture lists, one wheel per list: '8.0;9.0;10.0;12.0+PTX'.",
         default=("8.0;9.0;10.0;12.0+PTX",),
         validate=values.arch_list,
+        not_empty_when_given=True,
+        strings=True,
+        schema={"minItems": 1},
     )
     cxx11abi: tuple[bool, ...] = field_doc(
         "C++ ABIs to build when torch offers both (torch < 2.7).", default=()
@@ -549,6 +557,13 @@ def _backend(pyproject: Mapping[str, Any], source: Path) -> tuple[str | None, st
     """(the build backend, the fixed build directory it is given, if any): whether a build
     writes into the source tree depends on both."""
     backend = files.table(pyproject, "build-system", source).get("build-backend")
+    if backend is not None and not isinstance(backend, str):
+        raise ConfigError(
+            str(source),
+            "build-system.build-backend",
+            f"expected a string, got {_json.shown(backend)}",
+            hint='name one backend module, e.g. "setuptools.build_meta"',
+        )
     skbuild = files.table(files.table(pyproject, "tool", source), "tool.scikit-build", source)
     build_dir = skbuild.get("build-dir")
     return (

@@ -45,12 +45,19 @@ __all__ = [
 # [build] image: what builder.container.image_for fills
 IMAGE_FIELDS = ("cuda", "cuda_mm", "cuda_major", "python", "python_tag")
 _PYTHON = re.compile(r"3\.(?:0|[1-9][0-9]?)")
+PYTHON_MINORS = (6, 19)
+"""The CPython 3 minors a config may name (3.19 leaves room for the releases to come)."""
+GLIBC_MINORS = (5, 60)
+"""The glibc 2 minors a manylinux floor may name (manylinux1 is 2_5)."""
 
 
 def python_version(item: str) -> None:
-    """A CPython version as the matrix and CI spell it: ``3.N`` (N up to 99)."""
+    """A CPython version as the matrix and CI spell it: ``3.N``, N from 6 to 19."""
+    low, high = PYTHON_MINORS
     if not _PYTHON.fullmatch(item):
         raise ValueError(f'{item!r} is not a Python version; write 3.MINOR, e.g. "3.12"')
+    if not low <= int(item.partition(".")[2]) <= high:
+        raise ValueError(f"{item!r} is no CPython release; write one from 3.{low} to 3.{high}")
 
 
 def interpreter_path(item: str) -> None:
@@ -134,6 +141,9 @@ def glibc_floor(value: str | None) -> None:
     major, _, minor = value.partition("_")
     if not (major.isdigit() and minor.isdigit() and len(value) <= 8):
         raise ValueError(f'{value!r} is not a glibc floor; write it like "2_28"')
+    low, high = GLIBC_MINORS
+    if int(major) != 2 or not low <= int(minor) <= high:
+        raise ValueError(f"{value!r} is no glibc release; write one from 2_{low} to 2_{high}")
 
 
 def memory_gib(value: float) -> None:

@@ -57,9 +57,9 @@ def scan(names: Sequence[str] = (), *, paths: Sequence[str | Path] | None = None
     packages: list[InstalledPackage] = []
     skipped: list[Skipped] = []
     for dist in dists:
-        files = _shared_files(dist)
-        if files:
-            packages.append(_package(dist, files))
+        files, unread = _shared_files(dist)
+        if files or unread:
+            packages.append(_package(dist, files, unread))
         elif names or _editable(dist):
             skipped.append(Skipped(name=_name(dist), reason=_why_nothing(dist)))
     return Scan(packages=tuple(packages), skipped=tuple(skipped), scanned=len(dists))
@@ -120,16 +120,50 @@ def _name(dist: metadata.Distribution) -> str:
     return _header(_headers(dist), _NAME)
 
 
-def _shared_files(dist: metadata.Distribution) -> tuple[str, ...]:
-    """The ``*.so`` / ``*.so.N`` paths its RECORD lists (relative to its site directory)."""
-    text = dist.read_text("RECORD") or ""
+_MAX_RECORD = 32 * 1024 * 1024  # torch's RECORD is about 2 MB
+_MAX_SHARED = 20_000  # shared objects read per distribution (torch has a few hundred)
+
+
+def _shared_files(dist: metadata.Distribution) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The ``*.so`` / ``*.so.N`` paths its RECORD lists (relative to its site directory), and
+    why RECORD could not be read in full (bounded: a RECORD larger than 32 MiB, not UTF-8, with
+    a line csv refuses, or listing more than 20,000 shared objects is said, never read on)."""
+    text, problem = _record_text(dist)
     lines = [line for line in text.splitlines() if ".so" in line]
-    found = []
-    for row in csv.reader(lines):
-        base = row[0].rpartition("/")[2] if row else ""
-        if base.endswith(".so") or ".so." in base:
-            found.append(row[0])
-    return tuple(found)
+    found: list[str] = []
+    try:
+        for row in csv.reader(lines):
+            base = row[0].rpartition("/")[2] if row else ""
+            if base.endswith(".so") or ".so." in base:
+                if len(found) == _MAX_SHARED:
+                    problem = f"it lists more than {_MAX_SHARED} shared objects; the rest unread"
+                    break
+                found.append(row[0])
+    except csv.Error as err:
+        problem = f"a line csv cannot read ({err})"
+    unread = () if problem is None else (f"could not read RECORD: {problem}",)
+    return tuple(found), unread
+
+
+def _record_text(dist: metadata.Distribution) -> tuple[str, str | None]:
+    """RECORD's text ("" when it has none) and why it could not be read."""
+    where = getattr(dist, "_path", None)  # a PathDistribution's .dist-info directory
+    if not isinstance(where, Path):
+        return dist.read_text("RECORD") or "", None
+    path = where / "RECORD"
+    if not os.path.lexists(path):
+        return "", None
+    from cuship._fs import read_regular
+
+    try:
+        data = read_regular(path, "RECORD", _MAX_RECORD)
+        return data.decode("utf-8"), None
+    except CushipError as err:
+        return "", err.message.replace(f"the RECORD {str(path)!r} ", "it ")
+    except UnicodeDecodeError as err:
+        return "", f"it is not UTF-8 ({err.reason} at byte {err.start})"
+    except OSError as err:
+        return "", f"{err.strerror or err}"
 
 
 def _editable(dist: metadata.Distribution) -> bool:
@@ -145,14 +179,16 @@ def _why_nothing(dist: metadata.Distribution) -> str:
     return "no compiled code (no shared object in its RECORD): nothing to check"
 
 
-def _package(dist: metadata.Distribution, files: Iterable[str]) -> InstalledPackage:
+def _package(
+    dist: metadata.Distribution, files: Iterable[str], unread: Sequence[str] = ()
+) -> InstalledPackage:
     headers = _headers(dist)
     name, version = _header(headers, _NAME), _header(headers, _VERSION)
     symbols: bool | tuple[bytes, ...] = (
         False if canonicalize_name(name) == "torch" else TORCH_SYMBOL_HINTS
     )
     objects: list[ObjectReport] = []
-    broken: list[str] = []
+    broken: list[str] = list(unread)
     root = Path(str(dist.locate_file("")))
     for relative in files:
         try:
@@ -161,7 +197,8 @@ def _package(dist: metadata.Distribution, files: Iterable[str]) -> InstalledPack
             broken.append(f"{relative}: listed in RECORD but missing")
             continue
         except (CushipError, OSError, ValueError) as err:
-            broken.append(f"{relative}: {err}".split("\n", 1)[0])
+            said = err.message if isinstance(err, CushipError) else str(err)
+            broken.append(f"{relative}: could not read it: {said}".split("\n", 1)[0])
             continue
         if report is not None:
             objects.append(report)

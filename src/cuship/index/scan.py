@@ -14,6 +14,7 @@ import hashlib
 import io
 import os
 import re
+import stat
 import zipfile
 import zlib
 from collections.abc import Iterable, Mapping
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple, cast
 
 from packaging.version import InvalidVersion, Version
 
-from cuship._fs import sha256_file
+from cuship._fs import NotRegular, file_kind, open_regular, regular_problem, sha256_file
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, FileStamp, ScanCache
@@ -31,7 +32,8 @@ from cuship.index._pool import map_spread
 from cuship.index.describe import describe_pure
 from cuship.wheel._filename import canonical_name, plain_project, tag_set
 from cuship.wheel._headers import header_fields
-from cuship.wheel._zipmeta import METADATA_LIMIT, Member, metadata_fast
+from cuship.wheel._zipmeta import METADATA_LIMIT, Member, member_names, metadata_fast
+from cuship.wheel.members import name_problem
 from cuship.wheel.variant import split_variant
 
 if TYPE_CHECKING:
@@ -115,7 +117,7 @@ def _listed(paths: Iterable[Path], attached: dict[str, frozenset[str]] | None = 
     attestations in each directory listed, by the directory's path as a Path words it."""
     out: list[str] = []
     for path in paths:
-        if path.is_dir():
+        if path.is_dir() and not path.name.endswith(".whl"):  # a folder named *.whl is skipped
             with os.scandir(path) as entries:  # is_file() from the entry: no stat per file
                 names = sorted(
                     e.name for e in entries if not e.name.startswith(".") and e.is_file()
@@ -125,7 +127,7 @@ def _listed(paths: Iterable[Path], attached: dict[str, frozenset[str]] | None = 
             if attached is not None:
                 found = frozenset(name for name in names if name.endswith(_ATTACHED))
                 attached[str(Path(path))] = found
-        elif path.exists():
+        elif path.exists() or path.is_symlink():  # a dangling link is skipped, saying so
             out.append(str(path))
         else:
             raise InputError(
@@ -262,9 +264,12 @@ def _plan(where: str, cache: ScanCache | None) -> _Job | _Fresh | _Skip:
     if cache is None:
         return _Fresh(path, key, None, given)
     try:
-        stamp = FileStamp.of(os.stat(key))  # noqa: PTH116 - the string in hand: per wheel
+        found = os.stat(key)  # noqa: PTH116 - the string in hand: per wheel
     except OSError as err:
-        return _Skip(path, f"cannot read it: {err.strerror or err}")
+        return _Skip(path, f"cannot read it: {regular_problem(key) or err.strerror or err}")
+    if not stat.S_ISREG(found.st_mode):
+        return _Skip(path, f"it is {file_kind(found.st_mode)}, not a regular file")
+    stamp = FileStamp.of(found)
     entry = cache.get(key, stamp)
     if entry is None:
         return _Fresh(path, key, stamp, given)
@@ -383,7 +388,29 @@ def _read_fresh(job: tuple[str, int | None, bool]) -> tuple[_Read, FileStamp | N
         metadata = Member(member, entry.metadata)
         described = _describe_pure(where, name, size, metadata, requires_dist)
         return (*read[:-1], described), stamp
+    if describe:
+        try:
+            described = _describe_whole(where)
+        except _Skip as why:
+            return str(why)
+        return (*read[:-1], described), stamp
     return read, stamp
+
+
+def _describe_whole(where: str) -> Mapping[str, object] | None:
+    """The wheel at ``where`` described by reading its shared objects (bounded: see
+    :mod:`cuship.wheel.members`); a wheel that cannot be described (a member too large or
+    escaping, an ELF file that does not parse) is skipped with the reason. An unexpected
+    failure leaves it undescribed (None): described again later, where it raises."""
+    from cuship.errors import CushipError
+    from cuship.index.describe import describe_wheel
+
+    try:
+        return dict(describe_wheel(Path(where)))
+    except CushipError as err:
+        raise _Skip(Path(where), f"cannot be described: {err.message}") from err
+    except Exception:
+        return None
 
 
 def _describe_pure(
@@ -477,6 +504,8 @@ def _read(path: str, size: int | None) -> _Readout:
         return _read_unchecked(path, size)
     except _Unreadable as why:
         raise _Skip(Path(path), str(why)) from why
+    except NotRegular as err:
+        raise _Skip(Path(path), err.message.replace(f"the wheel {path!r} ", "it ")) from err
     except OSError as err:
         raise _Skip(Path(path), f"cannot read it: {err.strerror or err}") from err
 
@@ -493,7 +522,10 @@ def _read_unchecked(path: str, size: int | None) -> _Readout:
     if data is not None:
         digest = hashlib.sha256(data).hexdigest()
         shared: list[bool] = []
-        fast = metadata_fast(data, shared)
+        suspect: list[bool] = []
+        fast = metadata_fast(data, shared, suspect)
+        if fast is not None and suspect:
+            _check_names(member_names(data) or [])
         pure = fast is not None and not shared and size <= _DESCRIBE_PURE
         member = fast or _metadata_from(io.BytesIO(data))
     else:
@@ -506,7 +538,7 @@ def _read_unchecked(path: str, size: int | None) -> _Readout:
 def _read_stamped(path: str) -> tuple[bytes | None, FileStamp]:
     """The file's bytes (None when larger than :data:`_READ_WHOLE`) and its stamp, from the
     file opened: one path lookup, where a stat and then an open take two."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = open_regular(path, "wheel")
     try:
         stamp = FileStamp.of(os.fstat(fd))
         data = None if stamp.size > _READ_WHOLE else _read_fd(fd, stamp.size)
@@ -518,7 +550,7 @@ def _read_stamped(path: str) -> tuple[bytes | None, FileStamp]:
 def _read_whole(path: str, size: int) -> bytes:
     """The file's bytes (plain os calls: pathlib's read_bytes costs twice as much per wheel);
     ``size``, from the stat before, is a hint: a file that grew since is read to its end."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = open_regular(path, "wheel")
     try:
         return _read_fd(fd, size)
     finally:
@@ -543,6 +575,7 @@ def _metadata_from(source: io.BufferedIOBase | io.BytesIO) -> Member:
     """The METADATA member through :mod:`zipfile`, inflating at most ``METADATA_LIMIT + 1``."""
     try:
         with zipfile.ZipFile(source) as archive:
+            _check_names(archive.namelist())
             infos = [
                 i
                 for i in archive.infolist()
@@ -569,6 +602,19 @@ def _metadata_from(source: io.BufferedIOBase | io.BytesIO) -> Member:
     return Member(info.filename, data)
 
 
+def _check_names(names: Iterable[str]) -> None:
+    """Refuse a wheel with a member that leaves the archive's root (pip would write it
+    outside site-packages, or refuse it)."""
+    for name in names:
+        problem = name_problem(name)
+        if problem is not None:
+            raise _Unreadable(f"the member name {_shown(name)} {problem}")
+
+
+def _shown(name: str) -> str:
+    return repr(name if len(name) <= 120 else name[:117] + "...")
+
+
 def _check_dist_info(where: str, member: str, name: NormalizedName) -> None:
     """pip installs a wheel only when its ``.dist-info`` directory names the project."""
     folder = member.partition("/")[0]
@@ -592,7 +638,13 @@ def _check_metadata(
     """Requires-Python from METADATA, after checking Name and Version agree with the filename
     of the wheel at ``where``; ``requires_dist`` gets the Requires-Dist values."""
     fields: dict[str, str] = {}
-    for key, value in header_fields(metadata.decode("utf-8", errors="replace")):
+    try:
+        text = metadata.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise _Skip(
+            Path(where), f"its METADATA is not UTF-8 ({err.reason} at byte {err.start})"
+        ) from err
+    for key, value in header_fields(text):
         fields[key] = value
         if key == "requires-dist" and requires_dist is not None:
             requires_dist.append(value)

@@ -262,12 +262,11 @@ class Prebuilt:
 
     # --- wheels: one decision per frontend run ----------------------------------------------
 
-    def _finish(self, config: PrebuiltConfig, decision: Decision, into: Path) -> Choice:
-        """Download and verify the chosen wheel; hand it on with the sdist's version and
-        cuship.json."""
+    def _finish(self, config: PrebuiltConfig, decision: Decision, into: Path, path: Path) -> Choice:
+        """Hand on the chosen wheel, downloaded and verified to ``path``, with the sdist's
+        version and cuship.json."""
         candidate = decision.candidate
         assert candidate is not None
-        path = download(candidate, into / "download", options=self.options, emit=self.emit)
         label = parse_wheel_filename(path.name)[1].local
         self._say(
             f"using prebuilt {candidate.filename} (sha256 verified) from {candidate.url}: "
@@ -320,9 +319,27 @@ class Prebuilt:
         if decision.candidate is None:
             choice = self._source_choice(config, decision)
         else:
-            choice = self._finish(config, decision, stash.dir)
+            choice = self._prebuilt_or_source(config, decision, stash)
         stash.save(choice)
         return choice
+
+    def _prebuilt_or_source(
+        self, config: PrebuiltConfig, decision: Decision, stash: Stash
+    ) -> Choice:
+        """The chosen wheel, finished; a download that fails (no answer, a timeout, a server
+        that drips past the deadline) means a source build, as when the index cannot be read.
+        A wheel that arrives and is not the one listed (sha256, size) stays refused."""
+        candidate = decision.candidate
+        assert candidate is not None
+        into = stash.dir
+        try:
+            path = download(candidate, into / "download", options=self.options, emit=self.emit)
+        except CheckFailed:
+            raise
+        except InputError as err:
+            why = f"the prebuilt {candidate.filename} could not be fetched: {err.message}"
+            return self._source_choice(config, replace(decision, candidate=None, why=why))
+        return self._finish(config, decision, into, path)
 
     def _ready(self, stash: Stash, choice: Choice) -> Path | None:
         """The finished wheel in the stash, checked against the hash recorded when it was made."""

@@ -20,22 +20,24 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 from urllib.parse import unquote, urljoin, urlsplit
 
 from packaging.utils import canonicalize_name
 
-from cuship import _json
+from cuship import _json, settings
 from cuship._fs import sha256_file
 from cuship.errors import CheckFailed, InputError
 from cuship.events import Emit, Event, discard
 from cuship.resolve._http import (
     DEFAULT_OPTIONS,
     FetchOptions,
+    TooLarge,
     get,
     open_stream,
     outside_scheme,
@@ -335,13 +337,35 @@ def _mismatch(c: Candidate, got: str) -> CheckFailed:
     )
 
 
+def _oversized(c: Candidate, limit: int) -> CheckFailed | TooLarge:
+    if c.size is None:
+        return TooLarge(
+            f"{c.url!r} sends more than {limit} bytes, the most cuship downloads of a file "
+            "whose size the index does not declare; refused, nothing kept",
+            hint=f"{settings.MAX_DOWNLOAD} raises the limit",
+        )
+    return CheckFailed(
+        f"{c.url!r} sends more than the {c.size} bytes the index declares for {c.filename!r}; "
+        "refused after that many, nothing kept",
+        hint="the file on the server is not the one the index lists; tell the index maintainer",
+    )
+
+
 def _fetch_once(c: Candidate, dest: Path, options: FetchOptions) -> Path:
+    """One try: at most the size the index declares (else ``options.max_download_bytes``)
+    is read, within the try's deadline (see :class:`FetchOptions`)."""
+    limit = options.max_download_bytes if c.size is None else c.size
     fd, temp = tempfile.mkstemp(dir=dest, prefix=f".{c.filename}.", suffix=".part")
     part = Path(temp)
     try:
         digest = hashlib.sha256()
-        with os.fdopen(fd, "wb") as out, open_stream(c.url, accept=None, options=options) as got:
+        stream = open_stream(c.url, accept=None, options=options, limit=limit)
+        with os.fdopen(fd, "wb") as out, _sized(stream, c, limit) as got:
+            read = 0
             while chunk := got[2].read(1 << 20):
+                read += len(chunk)
+                if read > limit:
+                    raise _oversized(c, limit)
                 digest.update(chunk)
                 out.write(chunk)
         if digest.hexdigest() != c.sha256:
@@ -351,6 +375,19 @@ def _fetch_once(c: Candidate, dest: Path, options: FetchOptions) -> Path:
         return target
     finally:
         part.unlink(missing_ok=True)
+
+
+@contextmanager
+def _sized(
+    stream: AbstractContextManager[tuple[str, str, IO[bytes]]], c: Candidate, limit: int
+) -> Iterator[tuple[str, str, IO[bytes]]]:
+    """``stream``, its answer over ``limit`` by its own Content-Length worded as
+    :func:`_oversized` (a declared size the server contradicts is a mismatch)."""
+    try:
+        with stream as got:
+            yield got
+    except TooLarge as err:
+        raise _oversized(c, limit) from err
 
 
 def download(

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cuship.errors import InputError, UsageError
+from cuship.wheel.members import check_members, copy_into, member_limits, read_member
 from cuship.wheel.retag import find_dist_info, record_hash
 
 __all__ = ["FILENAME", "Provenance", "add_to_wheel", "read_dist", "read_installed"]
@@ -98,17 +99,22 @@ def add_to_wheel(wheel: Path, provenance: Provenance, *, out_dir: Path) -> Path:
 
 
 def _rewrite(wheel: Path, dest: Path, provenance: Provenance) -> None:
+    """``wheel`` copied into ``dest`` member by member, each streamed and bounded
+    (:mod:`cuship.wheel.members`: memory stays a few MiB whatever the members inflate to)."""
     data = provenance.to_bytes()
     try:
         with zipfile.ZipFile(wheel) as old, zipfile.ZipFile(dest, "w") as new:
             root = find_dist_info(old, wheel)
             ours, record = f"{root}/{FILENAME}", f"{root}/RECORD"
             dropped = {ours, record, *(f"{root}/{s}" for s in _SIGNATURES)}
+            limits = member_limits()
+            check_members(old.infolist(), wheel.name, limits)
             for info in old.infolist():
                 if info.filename not in dropped:
-                    new.writestr(info, old.read(info))
+                    copy_into(old, new, info, wheel.name, limits)
             new.writestr(zipfile.ZipInfo(ours, date_time=(1980, 1, 1, 0, 0, 0)), data)
-            rows = _rows(old.read(record), frozenset(dropped))
+            listed = read_member(old, old.getinfo(record), wheel.name, limits)
+            rows = _rows(listed, frozenset(dropped))
             rows += [[ours, record_hash(data), str(len(data))], [record, "", ""]]
             text = io.StringIO()
             csv.writer(text, lineterminator="\n").writerows(rows)

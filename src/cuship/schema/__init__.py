@@ -55,16 +55,28 @@ def field_doc(
     *,
     validate: Validator | None = None,
     non_empty: bool = False,
+    not_empty_when_given: bool = False,
+    strings: bool = False,
     schema: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> Any:
     """A dataclass field carrying a description (for the schema) and an optional validator.
 
     The validator raises ValueError; on a tuple field it sees one item at a time. ``non_empty``
-    makes a tuple field required with at least one item. ``schema`` adds JSON Schema keywords
-    saying what the validator checks (``{"exclusiveMinimum": 0}``).
+    makes a tuple field required with at least one item; ``not_empty_when_given`` refuses an
+    empty list written out (``cuda = []`` must not quietly mean the default). ``strings``: a
+    list of strings whose items are never numbers turned into text (``arch = [80, 90]``).
+    ``schema`` adds JSON Schema keywords saying what the validator checks
+    (``{"exclusiveMinimum": 0}``).
     """
-    metadata = {"doc": doc, "validate": validate, "non_empty": non_empty, "schema": schema}
+    metadata = {
+        "doc": doc,
+        "validate": validate,
+        "non_empty": non_empty,
+        "not_empty_when_given": not_empty_when_given,
+        "strings": strings,
+        "schema": schema,
+    }
     return dataclasses.field(metadata=metadata, **kwargs)
 
 
@@ -257,6 +269,25 @@ class _Loader:
             except ValueError as err:
                 raise self.fail(key if index is None else _key(key, index), str(err)) from err
 
+    def _check_raw(self, field: dataclasses.Field[Any], raw: Any, key: str) -> None:
+        """The checks made on the value as written, before it is converted."""
+        if not isinstance(raw, list):
+            return
+        if field.metadata.get("not_empty_when_given") and not raw:
+            raise self.fail(
+                key,
+                "is an empty list",
+                hint="give at least one value, or leave the key out for the default",
+            )
+        if field.metadata.get("strings"):
+            for index, item in enumerate(raw):
+                if not isinstance(item, str):
+                    raise self.fail(
+                        _key(key, index),
+                        f"expected a string, got {shown(item)}",
+                        hint=f'quote it: "{item}"',
+                    )
+
     def _missing(self, fields: _Fields, field: dataclasses.Field[Any], key: str) -> ConfigError:
         if not field.metadata.get("non_empty"):
             return self.fail(key, "missing required key")
@@ -288,6 +319,7 @@ class _Loader:
             if field is None:
                 raise self._unknown(fields, str(name), key, missing)
             field_key = _key(key, str(name))
+            self._check_raw(field, raw_value, field_key)
             value = self.value(fields.hints[field.name], raw_value, field_key)
             self._check(fields, field, value, field_key)
             kwargs[field.name] = value

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from cuship import settings
+from cuship import _json, settings
 from cuship.errors import InputError
 
 __all__ = ["DEFAULT_PATH", "ResultRow", "RunRecord", "Store", "store_path"]
@@ -86,9 +86,10 @@ def _finite(numbers: Mapping[str, float]) -> dict[str, float]:
 class Store:
     """An open results store. Use as a context manager: ``with Store.open(path) as store: ...``."""
 
-    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, connection: sqlite3.Connection, path: Path, *, read_only: bool = False):
         self.connection = connection
         self.path = path
+        self.read_only = read_only
 
     @classmethod
     def open(cls, path: Path, *, busy_timeout_s: float = 60.0) -> Store:
@@ -104,6 +105,29 @@ class Store:
                 hint="set CUSHIP_STORE or [check] store to a writable SQLite file",
             ) from err
         return cls(conn, path)
+
+    @classmethod
+    def open_read(cls, path: Path) -> Store:
+        """Open the store at ``path`` to read it only: SQLite's read-only mode, nothing created,
+        no switch to WAL, so a file cuship did not create (``--store other_app.sqlite``) is
+        never changed. A file that is not a results store, or is damaged, is an
+        :class:`InputError` naming it and what is wrong (its rows are checked as they are read:
+        see :meth:`runs` and :meth:`results`)."""
+        try:
+            conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+            conn.execute("PRAGMA query_only = ON")
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        except sqlite3.DatabaseError as err:
+            raise _damaged(path, err) from err
+        missing = sorted({"runs", "results"} - tables)
+        if missing:
+            conn.close()
+            raise InputError(
+                f"{str(path)!r} is not a cuship results store: it has no "
+                f"{' or '.join(map(repr, missing))} table; left as it is",
+                hint="point --store / CUSHIP_STORE at the store `cuship check` or `bench` wrote",
+            )
+        return cls(conn, path, read_only=True)
 
     def __enter__(self) -> Store:
         return self
@@ -155,31 +179,90 @@ class Store:
             if value is not None:
                 sql += f" AND {clause}"
                 args.append(value)
-        rows = self.connection.execute(sql + " ORDER BY started, id", args).fetchall()
-        return tuple(
-            RunRecord(
-                id=row[0],
-                kind=row[1],
-                started=row[2],
-                finished=row[3],
-                fingerprint=json.loads(row[4]),
-                cuship_version=row[5],
-                project=row[6],
-                verdict=row[7],
-                meta=json.loads(row[8]),
-            )
-            for row in rows
+        rows = self._rows(sql + " ORDER BY started, id", args)
+        return tuple(self._run(row) for row in rows)
+
+    def _rows(self, sql: str, args: Sequence[Any]) -> list[Any]:
+        try:
+            return self.connection.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as err:
+            raise _damaged(self.path, err) from err
+
+    def _run(self, row: Sequence[Any]) -> RunRecord:
+        where = f"run {row[0]!r}"
+        kind = row[1]
+        if kind not in ("check", "bench") or not _number(row[2]) or not _number(row[3], None):
+            raise _bad_row(self.path, where, "its kind or times are not what cuship writes")
+        return RunRecord(
+            id=row[0],
+            kind=kind,
+            started=row[2],
+            finished=row[3],
+            fingerprint=self._json(row[4], where, "fingerprint"),
+            cuship_version=str(row[5]),
+            project=str(row[6]),
+            verdict=None if row[7] is None else str(row[7]),
+            meta=self._json(row[8], where, "meta"),
         )
 
+    def _json(self, text: Any, where: str, column: str) -> dict[str, Any]:
+        """A JSON object column, checked: text, at most :data:`MAX_FIELD` bytes, JSON of bounded
+        depth (:mod:`cuship._json`), an object."""
+        if not isinstance(text, str | bytes):
+            raise _bad_row(self.path, where, f"{column!r} is not text")
+        if len(text) > MAX_FIELD:
+            size = f"{len(text) / (1 << 20):.1f} MiB"
+            limit = f"{MAX_FIELD >> 20} MiB"
+            raise _bad_row(self.path, where, f"{column!r} is {size}, more than the {limit} read")
+        try:
+            value = _json.loads(text)
+        except ValueError as err:
+            raise _bad_row(
+                self.path, where, f"{column!r} is not JSON cuship reads ({err})"
+            ) from err
+        if not isinstance(value, dict):
+            raise _bad_row(self.path, where, f"{column!r} is not a JSON object")
+        return value
+
     def results(self, run_id: int) -> tuple[ResultRow, ...]:
-        rows = self.connection.execute(
+        rows = self._rows(
             "SELECT key, status, payload, numbers FROM results WHERE run_id = ? ORDER BY rowid",
             (run_id,),
-        ).fetchall()
-        return tuple(
-            ResultRow(key=r[0], status=r[1], payload=json.loads(r[2]), numbers=json.loads(r[3]))
-            for r in rows
         )
+        out = []
+        for r in rows:
+            where = f"run {run_id}, result {_json.shown(r[0])}"
+            numbers = self._json(r[3], where, "numbers")
+            if not all(isinstance(v, int | float) for v in numbers.values()):
+                raise _bad_row(self.path, where, "'numbers' holds a value that is no number")
+            payload = self._json(r[2], where, "payload")
+            status = None if r[1] is None else str(r[1])
+            out.append(ResultRow(key=str(r[0]), status=status, payload=payload, numbers=numbers))
+        return tuple(out)
+
+
+MAX_FIELD = 8 << 20
+"""The longest JSON column a reader accepts (a result's payload is kilobytes)."""
+
+
+def _number(value: object, *also: object) -> bool:
+    return value in also or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def _damaged(path: Path, err: sqlite3.DatabaseError) -> InputError:
+    return InputError(
+        f"cannot read the results store {str(path)!r}: {err} (not an SQLite database, or a "
+        "damaged one); left as it is",
+        hint="point --store / CUSHIP_STORE at the store `cuship check` or `bench` wrote, or "
+        "move the damaged file away (a new one is made by the next run)",
+    )
+
+
+def _bad_row(path: Path, where: str, problem: str) -> InputError:
+    return InputError(
+        f"the results store {str(path)!r} is damaged: {where}: {problem}",
+        hint="move the damaged file away (a new one is made by the next run), or delete the run",
+    )
 
 
 def _set_up(conn: sqlite3.Connection) -> None:

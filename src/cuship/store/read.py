@@ -59,7 +59,7 @@ def load_runs(
             f"no results store at {str(path)!r}",
             hint="run `cuship check` first, or point --store / CUSHIP_STORE at the store",
         )
-    with Store.open(path) as store:
+    with Store.open_read(path) as store:
         runs = tuple(
             StoredRun(run=run, results=store.results(run.id or 0))
             for run in store.runs(kind=kind, since=since)
@@ -79,7 +79,7 @@ def load_bench_runs(path: Path) -> tuple[BenchRun, ...]:
     hint = "run `cuship bench` first, or point --store / CUSHIP_STORE at the store it wrote"
     if not path.is_file():
         raise NothingToDo(f"no results store at {str(path)!r}", hint=hint)
-    with Store.open(path) as store:
+    with Store.open_read(path) as store:
         runs = tuple((run, store.results(run.id or 0)) for run in store.runs(kind="bench"))
     if not runs:
         raise NothingToDo(f"the results store {str(path)!r} holds no bench runs", hint=hint)

@@ -28,6 +28,7 @@ _CENTRAL = struct.Struct("<4s6H3L5H2L")
 _LENGTHS = struct.Struct("<3H")  # name, extra and comment lengths, 28 bytes into an entry
 _LOCAL = struct.Struct("<4s5H3L2H")
 _SUFFIX = b".dist-info/METADATA"
+_ROOTS = (0x2F, 0x5C)  # a name starting with "/" or "\\"
 
 
 class Member(NamedTuple):
@@ -69,9 +70,26 @@ def _looks_shared(name: bytes) -> bool:
     return base.endswith(b".so") or b".so." in base
 
 
-def _find(data: bytes, offset: int, count: int, seen: list[bool] | None = None) -> _Entry | None:
+def _suspect(data: bytes, start: int, end: int) -> bool:
+    """Whether the name at ``data[start:end]`` may leave the archive's root: it starts with a
+    slash or backslash or a drive (``C:``), or holds ``..`` or a backslash anywhere."""
+    return end > start and (
+        data[start] in _ROOTS
+        or data.find(b"..", start, end) >= 0
+        or data.find(b"\\", start, end) >= 0
+        or (end > start + 1 and data[start + 1] == 0x3A)
+    )
+
+
+def _find(
+    data: bytes,
+    offset: int,
+    count: int,
+    seen: list[bool] | None = None,
+    rooted: list[bool] | None = None,
+) -> _Entry | None:
     """The central directory entry of the single METADATA; ``seen`` gets True when a member
-    looks like a shared object."""
+    looks like a shared object, ``rooted`` when a name may leave the root (:func:`_suspect`)."""
     found = None
     size = len(data)
     lengths = _LENGTHS.unpack_from
@@ -84,6 +102,8 @@ def _find(data: bytes, offset: int, count: int, seen: list[bool] | None = None) 
         name_len, extra_len, comment_len = lengths(data, offset + 28)
         start = offset + 46
         end = start + name_len
+        if rooted is not None and not rooted and _suspect(data, start, end):
+            rooted.append(True)
         if look and seen is not None and _looks_shared(data[start:end]):
             seen.append(True)
             look = False
@@ -136,14 +156,18 @@ def _inflate(raw: bytes, method: int) -> bytes | None:
     return content
 
 
-def metadata_fast(data: bytes, shared: list[bool] | None = None) -> Member | None:
+def metadata_fast(
+    data: bytes, shared: list[bool] | None = None, suspect: list[bool] | None = None
+) -> Member | None:
     """The METADATA member, or None when the slow path must decide. ``shared``: an empty list
-    that gets True when a member looks like a shared object (only when a member is returned
-    does it cover every member)."""
+    that gets True when a member looks like a shared object; ``suspect``: one that gets True
+    when a member name may leave the archive's root (``..``, a backslash, a colon, a leading
+    slash: the caller then checks each name). Only when a member is returned do they cover
+    every member."""
     directory = _central_directory(data)
     if directory is None:
         return None
-    entry = _find(data, *directory, shared)
+    entry = _find(data, *directory, shared, suspect)
     if entry is None or entry.size > METADATA_LIMIT:
         return None
     local = entry.local

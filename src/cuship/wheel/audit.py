@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import mmap
+import os
 import re
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -12,8 +13,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.version import Version
 
+from cuship._fs import NotRegular, open_regular, regular_problem
 from cuship.errors import CushipError, InputError
 from cuship.wheel._zipmeta import Member, looks_shared, member_names, metadata_fast
+from cuship.wheel.members import (
+    MemberLimits,
+    check_members,
+    member_buffer,
+    member_limits,
+    read_member,
+)
 from cuship.wheel.names import parse_label
 from cuship.wheel.torchabi import (
     TorchAbi,
@@ -233,9 +242,9 @@ class WheelReport:
 
 def inspect_path(path: Path) -> WheelReport | ObjectReport:
     """Inspect a ``.whl`` file or a bare shared object; bad input raises :class:`InputError`."""
-    if not path.is_file():
-        what = "is a directory, not a file" if path.is_dir() else "does not exist"
-        raise InputError(f"{str(path)!r} {what}", hint="pass a .whl file or a .so file")
+    problem = regular_problem(path)  # a FIFO, /dev/zero or a symlink loop, named as such
+    if problem is not None:
+        raise NotRegular(f"{str(path)!r} {problem}", hint="pass a .whl file or a .so file")
     if path.suffix == ".whl":
         return inspect_wheel(path)
     return inspect_object(path)
@@ -246,8 +255,8 @@ def inspect_object(path: Path) -> ObjectReport:
     from cuship.wheel.elf import is_elf, quick_facts
     from cuship.wheel.fatbin import FATBIN_SECTIONS
 
-    with path.open("rb") as handle:
-        size = path.stat().st_size
+    with open(open_regular(path, "shared object"), "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
         if not is_elf(handle.read(4)):
             raise InputError(f"{str(path)!r} is not an ELF file", hint="pass a .whl or a .so")
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
@@ -264,10 +273,15 @@ def scan_object(
     from cuship.wheel.elf import is_elf, quick_facts
     from cuship.wheel.fatbin import FATBIN_SECTIONS
 
-    with path.open("rb") as handle:
-        size = path.stat().st_size
-        if size < 64 or not is_elf(handle.read(4)):
+    with open(open_regular(path, "shared object"), "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if not is_elf(handle.read(4)):
             return None
+        if size < 64:
+            raise InputError(
+                f"{str(path)!r} is cut short: {size} bytes, less than an ELF header",
+                hint="reinstall the package",
+            )
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             facts = quick_facts(mapped, source=str(path), wanted=FATBIN_SECTIONS, symbols=symbols)
             return _object_report(name or str(path), size, facts, mapped)
@@ -379,10 +393,12 @@ def _scan_zip(
     small = _scan_small(path)
     if small is not None:
         return (), (), small
+    limits = member_limits()
     try:
         with zipfile.ZipFile(path) as archive:
-            objects = list(_shared_objects(archive, path))
-            requirements = _requires_dist(archive)
+            check_members(archive.infolist(), path.name, limits)
+            objects = list(_shared_objects(archive, path, limits))
+            requirements = _requires_dist(archive, path, limits)
     except (zipfile.BadZipFile, EOFError) as err:
         raise InputError(
             f"{str(path)!r} is not a readable wheel (zip): {err}",
@@ -420,23 +436,31 @@ def _small_requirements(data: bytes) -> tuple[str, ...] | None:
     return tuple(value for key, value in header_fields(text) if key == "requires-dist")
 
 
-def _requires_dist(archive: zipfile.ZipFile) -> tuple[str, ...]:
+def _requires_dist(archive: zipfile.ZipFile, path: Path, limits: MemberLimits) -> tuple[str, ...]:
     """The Requires-Dist values of the top-level ``*.dist-info/METADATA`` (none without one)."""
     from cuship.wheel._headers import header_fields
+    from cuship.wheel._zipmeta import METADATA_LIMIT
 
     member = next(
-        (n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")),
+        (
+            i
+            for i in archive.infolist()
+            if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/METADATA")
+        ),
         None,
     )
     if member is None:
         return ()
-    text = archive.read(member).decode("utf-8", "replace")
+    data = read_member(archive, member, path.name, limits, most=METADATA_LIMIT)
+    text = data.decode("utf-8", "replace")
     return tuple(value for key, value in header_fields(text) if key == "requires-dist")
 
 
 def _shared_objects(
-    archive: zipfile.ZipFile, path: Path
+    archive: zipfile.ZipFile, path: Path, limits: MemberLimits
 ) -> Iterator[tuple[str, ObjectReport | None]]:
+    """Each shared object's name, and its report (None for a bundled CUDA library, never
+    inflated); each read through :func:`~cuship.wheel.members.member_buffer` (bounded)."""
     from cuship.wheel.cudalibs import is_cuda_lib
     from cuship.wheel.elf import is_elf, quick_facts
     from cuship.wheel.fatbin import FATBIN_SECTIONS
@@ -451,10 +475,10 @@ def _shared_objects(
         if is_cuda_lib(info.filename):  # never inflate a bundled libcublas' 500 MB of kernels
             yield info.filename, None
             continue
-        data = archive.read(info)
         where = f"{path.name}:{info.filename}"
-        facts = quick_facts(data, source=where, wanted=FATBIN_SECTIONS)
-        report = _object_report(info.filename, info.file_size, facts, data)
+        with member_buffer(archive, info, path.name, limits) as data:
+            facts = quick_facts(data, source=where, wanted=FATBIN_SECTIONS)
+            report = _object_report(info.filename, info.file_size, facts, data)
         yield info.filename, report
 
 

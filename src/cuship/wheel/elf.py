@@ -144,7 +144,13 @@ def _reading(source: str) -> Iterator[None]:
         yield
     except _Truncated as err:
         raise InputError(f"{source!r}: {err}", hint=_TRUNCATED) from err
-    except (struct.error, IndexError, KeyError, ValueError, OSError) as err:
+    except (struct.error, IndexError, OverflowError) as err:  # an offset past the end of the data
+        raise InputError(
+            f"{source!r} is not a readable ELF file: an offset or size in its headers points "
+            "past the end of the file",
+            hint=_UNREADABLE,
+        ) from err
+    except (KeyError, ValueError, OSError) as err:
         raise InputError(f"{source!r} is not a readable ELF file: {err}", hint=_UNREADABLE) from err
 
 

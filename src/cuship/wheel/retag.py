@@ -24,6 +24,14 @@ from packaging.version import InvalidVersion, Version
 
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
+from cuship.wheel._zipmeta import METADATA_LIMIT
+from cuship.wheel.members import (
+    MemberLimits,
+    check_members,
+    copy_into,
+    member_limits,
+    read_member,
+)
 
 __all__ = [
     "RetagPlan",
@@ -184,7 +192,9 @@ def _rewrite(source: Path, dest: Path, plan: RetagPlan, emit: Emit) -> None:
     try:
         with zipfile.ZipFile(source) as old, zipfile.ZipFile(dest, "w") as new:
             dist_info = find_dist_info(old, source)
-            rows = [_copy(old, new, info, plan, dist_info, emit) for info in old.infolist()]
+            limits = member_limits()
+            check_members(old.infolist(), source.name, limits)
+            rows = [_copy(old, new, info, plan, dist_info, emit, limits) for info in old.infolist()]
             record_info = old.getinfo(f"{dist_info}/RECORD")
             for name, data in plan.extra:
                 member = f"{plan.new_prefix}.dist-info/{name}"
@@ -216,20 +226,26 @@ def _copy(
     plan: RetagPlan,
     dist_info: str,
     emit: Emit,
+    limits: MemberLimits,
 ) -> tuple[str, str, str] | None:
+    """One member into ``new``, renamed by ``plan``; its RECORD row (None: not listed).
+    Every member but METADATA is streamed (:func:`~cuship.wheel.members.copy_into`)."""
     top, _, rest = info.filename.partition("/")
     if top == dist_info and rest in ("RECORD", *_SIGNATURES):
         if rest != "RECORD":
             emit(Event(level="warning", topic="retag", message=f"dropped signature {rest!r}"))
         return None
     name = _renamed(info.filename, dist_info, plan)
-    data = old.read(info)
+    source = str(old.filename or "wheel").rsplit("/", 1)[-1]
     if top == dist_info and rest == "METADATA":
+        data = read_member(old, info, source, limits, most=METADATA_LIMIT)
         data = _set_version(data, plan, info.filename)
-    new.writestr(_like(info, name), data)
+        new.writestr(_like(info, name), data)
+        return name, record_hash(data), str(len(data))
+    digest, size = copy_into(old, new, info, source, limits, header=_like(info, name))
     if info.is_dir():
         return None
-    return name, record_hash(data), str(len(data))
+    return name, digest, str(size)
 
 
 def _renamed(member: str, dist_info: str, plan: RetagPlan) -> str:
