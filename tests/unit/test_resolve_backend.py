@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import platform
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -40,15 +41,24 @@ def _site(tmp_path: Path) -> Path:
     return site
 
 
-def test_a_tampered_index_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("tamper", "refusal"),
+    [
+        (lambda data: data[:-1] + bytes([data[-1] ^ 1]), "sha256 mismatch"),  # same size
+        (lambda data: data + b"tampered", r"sends more than the \d+ bytes the index declares"),
+    ],
+)
+def test_a_tampered_index_is_refused(
+    tmp_path: Path, tamper: Callable[[bytes], bytes], refusal: str
+) -> None:
     site = _site(tmp_path)
     wheel = site / "files" / "tinyp-0.1.0+cu128-py3-none-any.whl"
-    wheel.write_bytes(wheel.read_bytes() + b"tampered")
+    wheel.write_bytes(tamper(wheel.read_bytes()))
     project = _project(tmp_path, f'index = "{(site / "simple").as_uri()}"\n')
     hooks = Prebuilt(project=project, environ=ENV)
     meta = tmp_path / "meta"
     meta.mkdir()
-    with pytest.raises(CheckFailed, match="sha256 mismatch"):
+    with pytest.raises(CheckFailed, match=refusal):
         hooks.prepare_metadata_for_build_wheel(str(meta))
     assert not list((meta / ".cuship-prebuilt").glob("*.whl"))
 
