@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from packaging.utils import parse_wheel_filename
+from packaging.version import Version
+
 from cuship.attest.keys import SigningKey
 from cuship.builder import collapse
 from cuship.builder.batch import Outcome, build_all, plan_shared, require_buildable
@@ -27,9 +30,22 @@ from cuship.matrix import jobs_with_configs
 if TYPE_CHECKING:
     from cuship.check.results import CheckReport
 
-__all__ = ["ShipReport", "matrix_pythons", "ship"]
+__all__ = ["InstallLines", "ShipReport", "matrix_pythons", "ship"]
 
 PYPI = "https://pypi.org/simple"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstallLines:
+    """How one shipped project is installed from the index, with pip and with uv."""
+
+    project: str
+    version: str
+    pip: str
+    uv: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"project": self.project, "version": self.version, "pip": self.pip, "uv": self.uv}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,6 +73,31 @@ class ShipReport:
         """
         where = url or (self.site / "simple").as_uri()
         return f"pip install {project} --index-url {where} --extra-index-url {PYPI}"
+
+    def install_lines(self, url: str | None = None) -> tuple[InstallLines, ...]:
+        """Per project built (a packages.yml builds several), the lines that install its wheel
+        from this index: pinned to the newest version built here (pip takes the highest
+        version across its indexes, so PyPI's newer sdist would win unpinned), ``--index-url``
+        this index with PyPI extra for the dependencies; uv's ``--index`` puts this index
+        ahead of PyPI."""
+        where = url or (self.site / "simple").as_uri()
+        newest: dict[str, Version] = {}
+        for outcome in self.outcomes:
+            if outcome.status != "built" or outcome.result is None:
+                continue
+            name, version, _, _ = parse_wheel_filename(outcome.result.wheel.name)
+            public = Version(version.public)
+            if name not in newest or public > newest[name]:
+                newest[name] = public
+        return tuple(
+            InstallLines(
+                project=name,
+                version=str(version),
+                pip=f'pip install "{name}=={version}" --index-url {where} --extra-index-url {PYPI}',
+                uv=f'uv pip install "{name}=={version}" --index {where}',
+            )
+            for name, version in newest.items()
+        )
 
     def variants_line(self, project: str, url: str | None = None) -> str | None:
         """The uv command that installs the variant for the machine (PEP 825), when variants

@@ -15,6 +15,7 @@ from cuship.config import load_config
 from cuship.machine import fingerprint
 from cuship.matrix import expand
 from tests.integration import clirun
+from tests.integration.plainc import plain_c_sdists
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 
@@ -122,44 +123,12 @@ def test_packages_yml_builds_the_pypi_sdist_and_verify_judges_it(tmp_path: Path)
     assert "--no-binary six six==1.16.0" in log
 
 
-def _plain_c_sdist(where: Path) -> Path:
-    """An sdist of ``cplain`` 1.0: one C extension, no CUDA (a bottleneck-like package)."""
-    import subprocess
-    import sys
-
-    src = where / "cplain-src"
-    (src / "cplain").mkdir(parents=True)
-    (src / "cplain" / "__init__.py").write_text("from cplain._add import add\n")
-    (src / "cplain" / "_add.c").write_text(
-        "#include <Python.h>\n"
-        "static PyObject *add(PyObject *s, PyObject *a) {\n"
-        '  long x, y; if (!PyArg_ParseTuple(a, "ll", &x, &y)) return NULL;\n'
-        "  return PyLong_FromLong(x + y); }\n"
-        'static PyMethodDef m[] = {{"add", add, METH_VARARGS, ""}, {NULL}};\n'
-        'static struct PyModuleDef d = {PyModuleDef_HEAD_INIT, "_add", NULL, -1, m};\n'
-        "PyMODINIT_FUNC PyInit__add(void) { return PyModule_Create(&d); }\n"
-    )
-    (src / "setup.py").write_text(
-        "from setuptools import Extension, setup\n"
-        'setup(name="cplain", version="1.0", packages=["cplain"],\n'
-        '      ext_modules=[Extension("cplain._add", ["cplain/_add.c"])])\n'
-    )
-    dist = where / "dist"
-    subprocess.run(
-        [sys.executable, "setup.py", "-q", "sdist", "-d", str(dist)],
-        cwd=src,
-        check=True,
-        capture_output=True,
-    )
-    return dist
-
-
 def test_a_packages_yml_entry_without_device_code_ships_a_cpu_wheel(tmp_path: Path) -> None:
     """packages.yml's per-package matrix: a plain C package (device_code: false) is built as
     what it is, a +cpu wheel verified to hold no device code, never failed for lacking it."""
     import os
 
-    dist = _plain_c_sdist(tmp_path)
+    dist = plain_c_sdists(tmp_path, "1.0")
     python = ".".join(fingerprint().python.split(".")[:2])
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "packages.yml").write_text(

@@ -83,11 +83,13 @@ def command(
             rebuild=rebuild,
             emit=emit,
         )
-    line = report.install_line(config.project.name or "PROJECT")
+    lines = report.install_lines()
+    name = config.project.name or (lines[0].project if lines else "PROJECT")
+    line = report.install_line(name)
     if as_json:
-        console.print_json(_as_json(report, line, config.project.name))
+        console.print_json(_as_json(report, line, name))
     else:
-        _render(console, report, line)
+        _render(console, report, line, per_project=bool(config.packages))
     if report.failed:
         exit_with(1)
 
@@ -112,12 +114,13 @@ def _as_json(report: ShipReport, line: str, project: str | None = None) -> dict[
         "stages": {k: round(v, 2) for k, v in report.stages.items()},
         "torch_axis": list(report.torch_axis),
         "install": line if report.index else None,
+        "installs": [i.to_json() for i in report.install_lines()] if report.index else [],
         "variants": list(report.variants),
         "install_variants": (report.variants_line(project) if report.index and project else None),
     }
 
 
-def _render(console: Console, report: ShipReport, line: str) -> None:
+def _render(console: Console, report: ShipReport, line: str, *, per_project: bool = False) -> None:
     from cuship.cli._buildtable import render_build_summary
 
     render_build_summary(console, report.outcomes, None)
@@ -144,7 +147,13 @@ def _render(console: Console, report: ShipReport, line: str) -> None:
         f"index: {report.site} ({report.index.wheels} wheels, variants {', '.join(report.index.variants)})",
         markup=False,
     )
-    console.out.print(f"install with:\n  {line}", markup=False)
+    lines = report.install_lines()
+    if per_project:  # a packages.yml: each package pinned, since PyPI may have newer sdists
+        console.out.print("install with (pip, then uv):", markup=False)
+        for each in lines:
+            console.out.print(f"  {each.pip}\n  {each.uv}", markup=False)
+    else:
+        console.out.print(f"install with:\n  {line}", markup=False)
     uv_line = report.variants_line(line.split()[2])
     if uv_line is not None:
         console.out.print(
