@@ -7,6 +7,8 @@ from typing import Any, NoReturn
 
 import pytest
 
+from tests.index_stops import stop_after  # noqa: F401 - a fixture of the index update tests
+
 
 class _NoSubprocess(subprocess.Popen):  # type: ignore[type-arg]
     def __init__(self, *args: Any, **kwargs: Any) -> NoReturn:

@@ -6,15 +6,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from cuship.index import update as update_module
 from cuship.index import write
 from cuship.index._retire import RETIRED
+from tests.index_stops import Stop
 from tests.wheel_factory import make_wheel
 
 _HREF = re.compile(rb'href="([^"#]+)#sha256=')
@@ -79,34 +78,6 @@ def test_a_retired_wheel_given_again_is_listed_and_kept(
     assert not (site / RETIRED).exists()
 
 
-class _Stop(Exception):
-    pass
-
-
-@pytest.fixture
-def stop_after(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int | None], None]]:
-    """``stop_after(n)``: the n-th change an update makes to the site raises."""
-    budget: dict[str, int | None] = {"left": None}
-
-    def counted(original: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if budget["left"] is not None:
-                if budget["left"] == 0:
-                    raise _Stop
-                budget["left"] -= 1
-            return original(*args, **kwargs)
-
-        return wrapper
-
-    for name in ("put", "place", "swap", "remove", "prune"):
-        monkeypatch.setattr(update_module._Site, name, counted(getattr(update_module._Site, name)))
-
-    def arm(n: int | None) -> None:
-        budget["left"] = n
-
-    yield arm
-
-
 def _pages_agree(site: Path) -> None:
     """Each project's index.html and index.json list the same files."""
     for page in site.rglob("index.json"):
@@ -131,7 +102,7 @@ def test_html_and_json_change_together_wherever_an_update_stops(
         stop_after(stops)
         try:
             write([wheels[k] for k in ("a1", "a3", "b1")], site)
-        except _Stop:
+        except Stop:
             stop_after(None)
             _pages_agree(site)
             stops += 1

@@ -7,16 +7,15 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from cuship.errors import NothingToDo
 from cuship.index import site_records, write
-from cuship.index import update as update_module
 from cuship.index._retire import RETIRED, Retired
+from tests.index_stops import Stop
 from tests.wheel_factory import make_wheel
 
 
@@ -168,34 +167,6 @@ def _readable(site: Path) -> None:
         assert (site / entry["manifest"]).is_file()
 
 
-class _Stop(Exception):
-    pass
-
-
-@pytest.fixture
-def stop_after(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int | None], None]]:
-    """``stop_after(n)``: the n-th write, link or removal of an update raises."""
-    budget: dict[str, int | None] = {"left": None}
-
-    def counted(original: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if budget["left"] is not None:
-                if budget["left"] == 0:
-                    raise _Stop
-                budget["left"] -= 1
-            return original(*args, **kwargs)
-
-        return wrapper
-
-    for name in ("put", "place", "swap", "remove", "prune"):
-        monkeypatch.setattr(update_module._Site, name, counted(getattr(update_module._Site, name)))
-
-    def arm(n: int | None) -> None:
-        budget["left"] = n
-
-    yield arm
-
-
 def test_a_run_stopped_at_any_write_leaves_a_readable_site_that_a_rerun_completes(
     tmp_path: Path, wheels: dict[str, Path], stop_after: Callable[[int | None], None]
 ) -> None:
@@ -220,7 +191,7 @@ def test_a_run_stopped_at_any_write_leaves_a_readable_site_that_a_rerun_complete
             stop_after(stops)
             try:
                 operation(site)
-            except _Stop:
+            except Stop:
                 stop_after(None)
                 _readable(site)
                 operation(site)  # the rerun
