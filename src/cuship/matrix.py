@@ -300,7 +300,11 @@ class _Expander:
         return found
 
     def _default_pythons(self) -> tuple[str, ...]:
-        known = sorted({p for t in self.compat.torch for p in t.pythons}, key=Version)
+        """The CPythons the matrix's torch releases support (no torch axis: the newest torch
+        release's, a list of the CPythons alive now), within requires-python; never the
+        union over every release known (3.8 from torch 2.4 is long past its end of life)."""
+        releases = list(self.torches.values()) or [self.compat.torch[-1]]
+        known = sorted({p for t in releases for p in t.pythons}, key=Version)
         return tuple(p for p in known if Version(p + ".0") in self.requires or not self.requires)
 
     def _check_arches_targetable(self) -> None:

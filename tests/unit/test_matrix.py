@@ -178,3 +178,24 @@ def test_big_matrix_expands_quickly_enough_to_not_matter(tmp_path: Path) -> None
     matrix = expand(load_config(path), load())
     assert matrix.considered == 5 * 6 * 8 * 6
     assert len(matrix.jobs) + len(matrix.pruned) == matrix.considered
+
+
+def test_default_pythons_are_those_of_the_matrix_s_torch_not_every_release_known(
+    tmp_path: Path,
+) -> None:
+    """No torch axis: the newest torch release's CPythons, never 3.8 from an old release."""
+    compat = load()
+    (tmp_path / "cuship.toml").write_text(
+        '[project]\nname = "demo"\nversion = "1.0"\n[matrix]\ncuda = ["13.0"]\narch = "9.0"\n',
+        encoding="utf-8",
+    )
+    pythons = {job.python for job in expand(load_config(tmp_path), compat).jobs}
+    assert pythons == set(compat.torch[-1].pythons)
+    assert "3.8" not in pythons
+    (tmp_path / "cuship.toml").write_text(
+        '[project]\nname = "demo"\nversion = "1.0"\n'
+        '[matrix]\ncuda = ["12.8"]\ntorch = ["2.8"]\narch = "9.0"\n',
+        encoding="utf-8",
+    )
+    pythons = {job.python for job in expand(load_config(tmp_path), compat).jobs}
+    assert pythons == set(compat.torch_release("2.8").pythons)

@@ -75,7 +75,8 @@ class MatrixSection:
     """The build matrix: every combination of these, pruned by compatibility data."""
 
     python: tuple[str, ...] = field_doc(
-        "CPython versions; default: every known one the package and torch allow.",
+        "CPython versions; default: those the matrix's torch releases support (no torch: the "
+        "newest torch release's), within requires-python.",
         default=(),
         validate=values.python_version,
         not_empty_when_given=True,
