@@ -47,7 +47,8 @@ def _site(workdir: Path, example_wheel: Path, name: str, *, tamper: bool) -> Pat
     if tamper:
         target = site / "files" / CU128
         target.unlink()
-        target.write_bytes((wheels / CU128).read_bytes() + b"tampered")
+        data = (wheels / CU128).read_bytes()  # other bytes, the declared size: the hash says
+        target.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
     return site
 
 

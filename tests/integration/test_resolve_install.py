@@ -171,7 +171,8 @@ def test_install_refuses_a_tampered_file(workdir: Path, example_wheel: Path) -> 
     site = _site(workdir, example_wheel, "tampered")
     wheel = site / "files" / CU128
     wheel.unlink()  # break the hard link first: the original stays intact
-    wheel.write_bytes((workdir / "tampered-wheels" / CU128).read_bytes() + b"evil")
+    data = (workdir / "tampered-wheels" / CU128).read_bytes()
+    wheel.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # the declared size: the hash says
     env = clean_env(
         workdir,
         CUSHIP_GPUS="H100",

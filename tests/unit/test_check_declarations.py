@@ -63,6 +63,19 @@ def test_describe_names_the_innermost_user_frame_over_the_cause_chain() -> None:
     assert f"{__file__}:" in text and "in _user_code" in text
 
 
+def test_a_chain_ended_with_from_none_is_told_by_its_outer_message() -> None:
+    """``raise ... from None`` (a user's own wrapping, with the context it means to add) ends
+    the chain, as Python's own traceback shows it."""
+    try:
+        try:
+            _user_code()
+        except ValueError as err:
+            raise RuntimeError(f"{err} (CUDA_FORCE_PTX_JIT=1)") from None
+    except RuntimeError as outer:
+        text = describe(outer, engine_dirs=())
+    assert text.splitlines()[0] == "RuntimeError: bad block size (CUDA_FORCE_PTX_JIT=1)"
+
+
 def test_a_missing_engine_fails_a_ci_run_with_its_cause_and_fix() -> None:
     from cuship.check.availability import Unavailable
     from cuship.check.session import CheckRequest, engines_required, require_engines

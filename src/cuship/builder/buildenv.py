@@ -76,12 +76,13 @@ def env_site(env: Path, python: Interpreter) -> str:
 
 def env_requirements(config: Config) -> tuple[str, ...]:
     """What a build venv needs beyond pip: the build-system requirements when the build is
-    not isolated, without torch (the job's own torch is installed by the deps step); a project
-    that declares none (a plain setup.py, a packages.yml sdist) gets what PEP 517 assumes for
-    it, setuptools and wheel."""
+    not isolated, without torch (the job's own torch is installed by the deps step); a
+    packages.yml sdist, whose requirements cuship does not read before building, gets what PEP
+    517 assumes for a project that declares none, setuptools and wheel."""
     if config.build.isolation:
         return ()
-    declared = config.build_requires or ("setuptools>=40.8.0", "wheel")
+    unread = config.requirement is not None and not config.build_requires
+    declared = ("setuptools>=40.8.0", "wheel") if unread else config.build_requires
     return tuple(r for r in declared if requirement_name(r) != "torch")
 
 

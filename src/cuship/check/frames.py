@@ -30,13 +30,19 @@ def _engine_dirs() -> tuple[str, ...]:
 
 
 def _chain(err: BaseException) -> Iterator[BaseException]:
-    """The exception and its causes, outermost first, each once."""
+    """The exception and its causes, outermost first, each once, as Python shows them: a
+    ``raise ... from None`` ends the chain there (its message is the one meant for people)."""
     seen: set[int] = set()
     current: BaseException | None = err
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         yield current
-        current = current.__cause__ or current.__context__
+        if current.__cause__ is not None:
+            current = current.__cause__
+        elif current.__suppress_context__:
+            current = None
+        else:
+            current = current.__context__
 
 
 def user_frame(
