@@ -7,7 +7,8 @@ The packages.yml (written here) holds two real packages from PyPI sdists:
 
 * torchsort 0.1.9: a torch C++/CUDA extension (``extra_deps: [torch]``, so each job installs its
   own torch build: ``torch===2.13.0``, PyPI's CUDA 13.0 wheel), compiled for sm_90 only;
-* bottleneck 1.5.0: a plain C/NumPy extension (``matrix: {device_code: false}``).
+* bottleneck 1.5.0: a plain C/NumPy extension (``matrix: {device_code: false}``), built in
+  pip's isolated build environment (its pyproject.toml needs versioneer and NumPy).
 
 No CUDA extension without torch that builds here in minutes was found, so there is none.
 
@@ -53,8 +54,6 @@ def _packages(root: Path, torchsort: list[str]) -> None:
         '    matrix: {torch: ["2.13"]}\n'
         "  bottleneck:\n"
         '    versions: ["1.5.0"]\n'
-        '    build_args: "--no-build-isolation"\n'
-        '    extra_deps: ["numpy"]\n'
         "    test_import: bottleneck\n"
         "    matrix: {device_code: false}\n",
         encoding="utf-8",
