@@ -129,6 +129,9 @@ def test_saved_baseline_catches_a_worsened_kernel(tmp_path: Path) -> None:
     report_only = cuship("check", str(root), "--baseline", str(baseline), env=env)
     assert report_only.returncode == 0, report_only.stderr
     assert "regression scale/native/float32" in report_only.stdout
+    quick = cuship("check", str(root), "--quick", *gate, env=env)
+    assert quick.returncode == 2, quick.stderr
+    assert "holds a thorough run with seed 0; this run is quick" in quick.stderr
 
 
 def test_empty_runs_are_never_green(example_dir: Path, tmp_path: Path) -> None:
