@@ -98,7 +98,10 @@ def test_broken_kernel_is_caught_and_the_printed_command_reproduces_it(
     bad = [c for c in group["cases"] if c["status"] == "failed"]
     assert bad, group
     line = next(x for x in done.stderr.splitlines() if x.startswith("reproduce: "))
-    argv = shlex.split(line.removeprefix("reproduce: "))
+    words = shlex.split(line.removeprefix("reproduce: "))
+    # the environment that chose the code comes first: this run's PYTHONPATH (the checkout)
+    assert words[0] == f"PYTHONPATH={clirun.SRC}"
+    argv = words[1:]
     assert argv[:2] == ["cuship", "check"] and "--seed" in argv and "1234" in argv
     case_index = int(argv[argv.index("--case") + 1])
     first = next(c for c in group["cases"] if c["case"]["index"] == case_index)
@@ -214,7 +217,7 @@ def test_github_actions_gets_error_annotations(example_dir: Path, tmp_path: Path
     assert done.returncode == 1
     annotation = next(x for x in done.stderr.splitlines() if x.startswith("::error::"))
     assert "softmax_broken/triton-interpret/float32" in annotation
-    assert "%0Areproduce: cuship check" in annotation
+    assert f"%0Areproduce: PYTHONPATH={clirun.SRC} cuship check" in annotation
 
 
 def _groups(done: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:

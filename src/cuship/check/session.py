@@ -16,7 +16,7 @@ from cuship.check.engines import Device
 from cuship.check.probe import EngineProbe
 from cuship.check.project import CheckProject, find_project
 from cuship.check.registry import discover
-from cuship.check.results import CheckReport
+from cuship.check.results import CheckReport, code_env
 from cuship.check.runner import (
     CheckSettings,
     Plan,
@@ -187,7 +187,13 @@ def _execute(
             emit=emit,
             handover=probe.handover(),
         )
-    return replace(report, provenance=probe.provenance, unavailable=unavailable, jit=jit)
+    return replace(
+        report,
+        provenance=probe.provenance,
+        unavailable=unavailable,
+        jit=jit,
+        env=code_env(environ),
+    )
 
 
 _FALSE = ("", "0", "false", "no", "off")
@@ -312,6 +318,7 @@ def record(report: CheckReport, path: Path, *, project: str, environ: Mapping[st
             "device": report.device,
             "force_ptx": report.force_ptx,
             "jit": list(report.jit),
+            "env": dict(report.env),
             "regressions": [r.to_json() for r in report.regressions],
             "provenance": None if report.provenance is None else report.provenance.to_json(),
             "unavailable": [u.to_json() for u in report.unavailable],
