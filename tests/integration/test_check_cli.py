@@ -312,3 +312,42 @@ def test_auto_device_with_only_cpu_engines_named_is_a_cpu_run(tmp_path: Path) ->
     done = cuship("check", str(root), "--engine", "native", "--format", "json", env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["device"] == "cpu"
+
+
+_SRC_CHECKS = """
+    from cuship.check import Impl, Op, Tensor
+
+    def ref(x):
+        return x + 1
+
+    def plus_one(x, out):
+        from srcpkg.ops import plus_one
+
+        plus_one(x, out)
+
+    OP = Op(
+        name="plus_one",
+        reference=ref,
+        inputs=(Tensor(name="x", dims=("n",)),),
+        outputs=(Tensor(name="out", dims=("n",)),),
+        shapes=({"n": 5},),
+        impls=(Impl(kind="native", fn=plus_one),),
+    )
+"""
+
+
+def test_a_check_module_of_a_src_layout_checks_as_its_project_does(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "src" / "srcpkg").mkdir(parents=True)
+    (root / "checks").mkdir()
+    (root / "src" / "srcpkg" / "__init__.py").write_text("")
+    (root / "src" / "srcpkg" / "ops.py").write_text("def plus_one(x, out):\n    out[...] = x + 1\n")
+    (root / "checks" / "ops.py").write_text(textwrap.dedent(_SRC_CHECKS))
+    (root / "cuship.toml").write_text('[check]\nmodules = ["checks/ops.py"]\n')
+    env = {"CUSHIP_STORE": str(tmp_path / "r.db")}
+    whole = cuship("check", str(root), "--quick", "--device", "cpu", env=env)
+    assert whole.returncode == 0, whole.stderr
+    for target, cwd in ((root / "checks" / "ops.py", tmp_path), (Path("checks/ops.py"), root)):
+        one = cuship("check", str(target), "--quick", "--device", "cpu", env=env, cwd=cwd)
+        assert one.returncode == 0, one.stderr + one.stdout
+        assert "plus_one" in one.stdout and "passed" in one.stdout
