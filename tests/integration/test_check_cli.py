@@ -232,14 +232,16 @@ def _groups(done: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
 
 def test_parallel_workers_give_the_same_results(tmp_path: Path) -> None:
     body = textwrap.dedent(_SCALE.format(error=0.0))
-    body += "\nMORE = [replace(scale_op, name=f'scale{i}') for i in range(6)]\n"
+    # 84 cases: enough work that a second worker pays for its start
+    body += "\nMORE = [replace(scale_op, name=f'scale{i}') for i in range(20)]\n"
     root = _project(tmp_path, "from dataclasses import replace\n" + body)
     one = cuship("check", str(root), "--format", "json", "--no-store", "--parallel", "1")
     two = cuship("check", str(root), "--format", "json", "--no-store", "--parallel", "2")
     every = cuship("check", str(root), "--format", "json", "--no-store", "--parallel", "0")
     assert one.returncode == two.returncode == every.returncode == 0
     assert _groups(one) == _groups(two) == _groups(every)
-    assert len(_groups(one)) == 7
+    assert len(_groups(one)) == 21
+    assert "does not pay for starting more" not in two.stderr
 
 
 def _write_runs(path: str, worker: int) -> None:
