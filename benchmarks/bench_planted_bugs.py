@@ -2,7 +2,7 @@
 catch each one, in quick and thorough mode, and what does it cost next to pytest?
 
 The kernels are tests/fixtures/idioms (RMSNorm, LayerNorm, SwiGLU, GeGLU and its in-place
-backward, RoPE in place, softmax cross-entropy with an online softmax), written here in the
+backward, RMSNorm's autograd backward, RoPE in place, softmax cross-entropy with an online softmax), written here in the
 idioms of real libraries: float eps arguments, libdevice rsqrt/tanh, fp32 upcasts, column-block
 loops. Each planted bug is one source edit of a copy of the fixture. For each bug:
   * `cuship check COPY --quick --device cpu` and the thorough run (`cuship check COPY --device
@@ -60,6 +60,14 @@ BUGS = (
         file="norms.py",
         old="x = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)\n    w",
         new="x = tl.load(X + row * stride + cols).to(tl.float32)\n    w",
+    ),
+    Bug(
+        name="rms-backward-wrong-gradient",
+        op="rms_norm_autograd",
+        kind="gradient",
+        file="norms.py",
+        old="dot = tl.sum(dyw * x_hat, axis=0) / n_cols",
+        new="dot = tl.sum(dyw * x, axis=0) / n_cols",
     ),
     Bug(
         name="layernorm-missing-fp32-upcast",

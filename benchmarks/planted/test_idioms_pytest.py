@@ -47,6 +47,22 @@ def test_rms_norm(dtype: torch.dtype, shape: tuple[int, int], scale: float) -> N
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_rms_norm_backward(dtype: torch.dtype, shape: tuple[int, int]) -> None:
+    from idioms.norms import RMSNorm
+
+    x = torch.randn(shape).to(dtype).requires_grad_()
+    w = torch.randn(shape[1]).to(dtype).requires_grad_()
+    dy = torch.randn(shape).to(dtype)
+    dx, dw = torch.autograd.grad(RMSNorm.apply(x, w, 1e-6), (x, w), dy)
+    xd, wd = (t.detach().double().requires_grad_() for t in (x, w))
+    y = xd * torch.rsqrt((xd * xd).mean(1, keepdim=True) + 1e-6) * wd
+    dxd, dwd = torch.autograd.grad(y, (xd, wd), dy.double())
+    _close(dx, dxd, dtype)
+    _close(dw, dwd, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", (*SHAPES, (2, 1000)))
 def test_layer_norm(dtype: torch.dtype, shape: tuple[int, int]) -> None:
     from idioms.norms import layer_norm

@@ -188,6 +188,10 @@ CPU_ONLY = _setting(
     "`1` for the CPU-only build (`[build] cpu_fallback`): build without CUDA.",
 )
 
+CHECK_CHOICES: tuple[str, ...] = (GPUS, CUDA_DRIVER_VERSION, DRIVER_CUDA, COMPUTE_SANITIZER)
+"""The variables that change what a ``cuship check`` runs (its device, PTX gate, sanitizer): a
+reproduce line carries each one the run had."""
+
 SETTINGS: tuple[Setting, ...] = tuple(_TABLE)
 """Every variable, in the order above."""
 

@@ -98,7 +98,10 @@ def test_broken_kernel_is_caught_and_the_printed_command_reproduces_it(
     bad = [c for c in group["cases"] if c["status"] == "failed"]
     assert bad, group
     line = next(x for x in done.stderr.splitlines() if x.startswith("reproduce: "))
-    argv = shlex.split(line.removeprefix("reproduce: "))
+    words = shlex.split(line.removeprefix("reproduce: "))
+    # the environment that chose the code comes first: this run's PYTHONPATH (the checkout)
+    assert words[0] == f"PYTHONPATH={clirun.SRC}"
+    argv = words[1:]
     assert argv[:2] == ["cuship", "check"] and "--seed" in argv and "1234" in argv
     case_index = int(argv[argv.index("--case") + 1])
     first = next(c for c in group["cases"] if c["case"]["index"] == case_index)
@@ -129,6 +132,9 @@ def test_saved_baseline_catches_a_worsened_kernel(tmp_path: Path) -> None:
     report_only = cuship("check", str(root), "--baseline", str(baseline), env=env)
     assert report_only.returncode == 0, report_only.stderr
     assert "regression scale/native/float32" in report_only.stdout
+    quick = cuship("check", str(root), "--quick", *gate, env=env)
+    assert quick.returncode == 2, quick.stderr
+    assert "holds a thorough run with seed 0; this run is quick" in quick.stderr
 
 
 def test_empty_runs_are_never_green(example_dir: Path, tmp_path: Path) -> None:
@@ -211,7 +217,7 @@ def test_github_actions_gets_error_annotations(example_dir: Path, tmp_path: Path
     assert done.returncode == 1
     annotation = next(x for x in done.stderr.splitlines() if x.startswith("::error::"))
     assert "softmax_broken/triton-interpret/float32" in annotation
-    assert "%0Areproduce: cuship check" in annotation
+    assert f"%0Areproduce: PYTHONPATH={clirun.SRC} cuship check" in annotation
 
 
 def _groups(done: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
@@ -226,14 +232,16 @@ def _groups(done: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
 
 def test_parallel_workers_give_the_same_results(tmp_path: Path) -> None:
     body = textwrap.dedent(_SCALE.format(error=0.0))
-    body += "\nMORE = [replace(scale_op, name=f'scale{i}') for i in range(6)]\n"
+    # 84 cases: enough work that a second worker pays for its start
+    body += "\nMORE = [replace(scale_op, name=f'scale{i}') for i in range(20)]\n"
     root = _project(tmp_path, "from dataclasses import replace\n" + body)
     one = cuship("check", str(root), "--format", "json", "--no-store", "--parallel", "1")
     two = cuship("check", str(root), "--format", "json", "--no-store", "--parallel", "2")
     every = cuship("check", str(root), "--format", "json", "--no-store", "--parallel", "0")
     assert one.returncode == two.returncode == every.returncode == 0
     assert _groups(one) == _groups(two) == _groups(every)
-    assert len(_groups(one)) == 7
+    assert len(_groups(one)) == 21
+    assert "does not pay for starting more" not in two.stderr
 
 
 def _write_runs(path: str, worker: int) -> None:
@@ -306,3 +314,42 @@ def test_auto_device_with_only_cpu_engines_named_is_a_cpu_run(tmp_path: Path) ->
     done = cuship("check", str(root), "--engine", "native", "--format", "json", env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["device"] == "cpu"
+
+
+_SRC_CHECKS = """
+    from cuship.check import Impl, Op, Tensor
+
+    def ref(x):
+        return x + 1
+
+    def plus_one(x, out):
+        from srcpkg.ops import plus_one
+
+        plus_one(x, out)
+
+    OP = Op(
+        name="plus_one",
+        reference=ref,
+        inputs=(Tensor(name="x", dims=("n",)),),
+        outputs=(Tensor(name="out", dims=("n",)),),
+        shapes=({"n": 5},),
+        impls=(Impl(kind="native", fn=plus_one),),
+    )
+"""
+
+
+def test_a_check_module_of_a_src_layout_checks_as_its_project_does(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "src" / "srcpkg").mkdir(parents=True)
+    (root / "checks").mkdir()
+    (root / "src" / "srcpkg" / "__init__.py").write_text("")
+    (root / "src" / "srcpkg" / "ops.py").write_text("def plus_one(x, out):\n    out[...] = x + 1\n")
+    (root / "checks" / "ops.py").write_text(textwrap.dedent(_SRC_CHECKS))
+    (root / "cuship.toml").write_text('[check]\nmodules = ["checks/ops.py"]\n')
+    env = {"CUSHIP_STORE": str(tmp_path / "r.db")}
+    whole = cuship("check", str(root), "--quick", "--device", "cpu", env=env)
+    assert whole.returncode == 0, whole.stderr
+    for target, cwd in ((root / "checks" / "ops.py", tmp_path), (Path("checks/ops.py"), root)):
+        one = cuship("check", str(target), "--quick", "--device", "cpu", env=env, cwd=cwd)
+        assert one.returncode == 0, one.stderr + one.stdout
+        assert "plus_one" in one.stdout and "passed" in one.stdout

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -42,6 +43,28 @@ def test_idiom_kernels_pass_in_every_dtype_with_nothing_skipped() -> None:
     rms = [c for g in report["groups"] if g["op"] == "rms_norm" for c in g["cases"]]
     eps = {c["case"]["scalars"]["eps"] for c in rms}
     assert eps == {1e-6, 1e-5}  # a thorough run covers every declared value
+
+
+def test_a_wrong_triton_backward_fails_naming_the_gradient(tmp_path: Path) -> None:
+    project = tmp_path / "idioms"
+    shutil.copytree(IDIOMS, project, ignore=shutil.ignore_patterns("__pycache__"))
+    norms = project / "idioms" / "norms.py"
+    right = "dot = tl.sum(dyw * x_hat, axis=0) / n_cols"
+    assert right in norms.read_text()
+    norms.write_text(norms.read_text().replace(right, "dot = tl.sum(dyw * x, axis=0) / n_cols"))
+    done = cuship(
+        "check",
+        str(project),
+        "--quick",
+        "--device",
+        "cpu",
+        "--no-store",
+        "--op",
+        "rms_norm_autograd",
+    )
+    assert done.returncode == 1, done.stdout
+    assert "worst at grad of x index" in done.stdout
+    assert "grad of w" not in done.stdout  # the weight's gradient does not use the bad term
 
 
 _BROKEN = """

@@ -244,7 +244,7 @@ def test_findings_map_to_their_cases_and_a_broken_worker_is_replaced(tmp_path: P
     ]
     assert argv[0][6:] == [sys.executable, "-m", "cuship.check._worker"]
     assert "sanitize memcheck: oob/cuda/float32 case 0 (n=1000 normal" in done.stderr
-    assert "reproduce: cuship check" in done.stderr and "--sanitize memcheck" in done.stderr
+    assert " cuship check " in done.stderr and "--sanitize memcheck" in done.stderr
     assert "sanitize memcheck: 6 cases, 1 bad, 0 unattributed;" in done.stderr
 
 

@@ -9,19 +9,19 @@ from pathlib import Path
 import pytest
 
 from cuship import __version__
-from cuship.check.baseline import from_report, load, regressions, save
+from cuship.check.baseline import from_report, load, regressions, require_comparable, save
 from cuship.check.inputs import CaseSpec
 from cuship.check.results import CaseResult, CheckReport, GroupResult
-from cuship.errors import InputError
+from cuship.errors import InputError, UsageError
 
 
-def _report(max_abs: float, status: str = "passed") -> CheckReport:
+def _report(max_abs: float, status: str = "passed", max_rel: float | None = None) -> CheckReport:
     case = CaseResult(
         case=CaseSpec(index=0, sizes=(("n", 3),), distribution="normal", seed=1),
         status=status,  # type: ignore[arg-type]
         total=3,
         max_abs=max_abs,
-        max_rel=max_abs,
+        max_rel=max_abs if max_rel is None else max_rel,
     )
     groups = (
         GroupResult(
@@ -90,3 +90,25 @@ def test_unreadable_baselines_are_input_errors(tmp_path: Path) -> None:
     (tmp_path / "old.json").write_text('{"format": 99}')
     with pytest.raises(InputError, match="format 99"):
         load(tmp_path / "old.json")
+
+
+def test_relative_error_drift_inside_the_abs_threshold_is_a_regression() -> None:
+    # an epsilon moved outside the square root: max abs error barely moves, max rel error x24
+    base = from_report(_report(1e-6, max_rel=2e-7))
+    (found,) = regressions(_report(1.05e-6, max_rel=4.8e-6), base, 0.1, 2.0)
+    assert found.message == "max rel error 4.8e-06 > baseline 2e-07 x 2"
+    assert regressions(_report(1.05e-6, max_rel=3.9e-7), base, 0.1, 2.0) == ()
+    assert regressions(_report(1.05e-6, max_rel=4.8e-6), base, 0.1, 30.0) == ()
+
+
+def test_a_baseline_of_other_cases_is_refused_with_the_way_out(tmp_path: Path) -> None:
+    path = tmp_path / "thorough.json"
+    thorough = from_report(replace(_report(1e-6), quick=False))
+    require_comparable(thorough, path, quick=False, seed=3)
+    with pytest.raises(
+        UsageError, match="holds a thorough run with seed 3; this run is quick"
+    ) as err:
+        require_comparable(thorough, path, quick=True, seed=3)
+    assert "--quick --seed 3 --save-baseline" in (err.value.hint or "")
+    with pytest.raises(UsageError, match="this run is thorough with seed 4"):
+        require_comparable(thorough, path, quick=False, seed=4)

@@ -11,7 +11,7 @@ from typing import Any
 from cuship.check.availability import Unavailable
 from cuship.check.inputs import CaseSpec
 from cuship.check.reports import render_json, render_junit, render_text, repro_command
-from cuship.check.results import CaseResult, CheckReport, GroupResult, Regression, Status
+from cuship.check.results import CaseResult, CheckReport, GroupResult, Regression, Status, code_env
 from cuship.provenance import Extension, PackageOrigin, Provenance
 
 
@@ -115,6 +115,22 @@ def test_text_and_json() -> None:
     assert document["counts"] == {"passed": 1, "failed": 1, "error": 1, "skipped": 1}
     assert document["groups"][1]["cases"][1]["worst_index"] == [4]
     assert GroupResult.from_json(document["groups"][1]) == REPORT.groups[1]
+
+
+def test_the_reproduce_line_sets_the_environment_that_chose_the_code() -> None:
+    environ = {
+        "PYTHONPATH": "/work/my lib/src",
+        "CUSHIP_GPUS": "none",
+        "CUSHIP_STORE": "/tmp/r.db",  # where results go, not what runs
+        "HOME": "/root",
+    }
+    report = dataclasses.replace(REPORT, env=code_env(environ))
+    line = next(x for x in render_text(report).splitlines() if x.startswith("reproduce: "))
+    assert line.startswith(
+        "reproduce: PYTHONPATH='/work/my lib/src' CUSHIP_GPUS=none cuship check "
+    )
+    assert CheckReport.from_json(report.to_json()).env == report.env
+    assert "reproduce: cuship check" in render_text(dataclasses.replace(REPORT, env=code_env({})))
 
 
 NO_TORCH = Unavailable(

@@ -1,8 +1,12 @@
 """Baselines: per (op, engine, dtype) max errors saved as JSON, and the regression gate.
 
 A group regresses when its max abs error exceeds the baseline's by more than ``threshold``
-(relative; ``[check] regression_threshold``, 0.1 by default) plus a tiny absolute floor, or
-when it passed in the baseline and fails now.
+(relative; ``[check] regression_threshold``, 0.1 by default) plus a tiny absolute floor, when
+its max rel error exceeds the baseline's times ``rel_factor`` (``[check]
+rel_regression_factor``, 2 by default: an epsilon in the wrong place can multiply the relative
+error and leave the absolute one inside its threshold), or when it passed in the baseline and
+fails now. A baseline is compared only with a run of the same cases: same mode (quick or
+thorough) and seed (:func:`require_comparable`).
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ from typing import Any
 
 from cuship import __version__
 from cuship._fs import write_atomic
-from cuship.check.results import CheckReport, Regression, json_number
-from cuship.errors import InputError
+from cuship.check.results import CheckReport, GroupResult, Regression, json_number
+from cuship.errors import InputError, UsageError
 
 __all__ = [
     "FORMAT_VERSION",
@@ -27,6 +31,7 @@ __all__ = [
     "from_report",
     "load",
     "regressions",
+    "require_comparable",
     "save",
 ]
 
@@ -134,6 +139,24 @@ def load(path: Path) -> Baseline:
         raise InputError(f"baseline {str(path)!r} is malformed: {err!r}") from err
 
 
+def _mode(quick: bool) -> str:
+    return "quick" if quick else "thorough"
+
+
+def require_comparable(baseline: Baseline, path: Path, *, quick: bool, seed: int) -> None:
+    """A baseline of other cases (the other mode, another seed) compares nothing: UsageError."""
+    theirs = (_mode(baseline.quick), baseline.seed)
+    if theirs == (_mode(quick), seed):
+        return
+    flags = ("--quick " if quick else "") + f"--seed {seed}"
+    raise UsageError(
+        f"baseline {str(path)!r} holds a {theirs[0]} run with seed {theirs[1]}; this run is "
+        f"{_mode(quick)} with seed {seed}, so its cases are not the baseline's",
+        hint=f"write a baseline for this run with {flags} --save-baseline FILE, or run as the "
+        f"baseline did ({'--quick ' if baseline.quick else ''}--seed {baseline.seed})",
+    )
+
+
 def _worse(current: float | None, base: float | None, threshold: float) -> bool:
     if current is None or base is None:
         return False
@@ -142,8 +165,21 @@ def _worse(current: float | None, base: float | None, threshold: float) -> bool:
     return current > base * (1 + threshold) + ABSOLUTE_FLOOR
 
 
+def _drift(
+    group: GroupResult, base: BaselineEntry, threshold: float, rel_factor: float
+) -> str | None:
+    """What got worse than the baseline: max abs error, then max rel error (None: neither)."""
+    if _worse(group.max_abs, base.max_abs, threshold):
+        return (
+            f"max abs error {group.max_abs:.3g} > baseline {base.max_abs:.3g} x (1 + {threshold:g})"
+        )
+    if _worse(group.max_rel, base.max_rel, rel_factor - 1):
+        return f"max rel error {group.max_rel:.3g} > baseline {base.max_rel:.3g} x {rel_factor:g}"
+    return None
+
+
 def regressions(
-    report: CheckReport, baseline: Baseline, threshold: float
+    report: CheckReport, baseline: Baseline, threshold: float, rel_factor: float = 2.0
 ) -> tuple[Regression, ...]:
     """Groups worse than the baseline; groups new since the baseline are not regressions."""
     found = []
@@ -155,12 +191,6 @@ def regressions(
             found.append(
                 Regression(key=group.key, message=f"passed in the baseline, {group.status} now")
             )
-        elif _worse(group.max_abs, base.max_abs, threshold):
-            found.append(
-                Regression(
-                    key=group.key,
-                    message=f"max abs error {group.max_abs:.3g} > baseline {base.max_abs:.3g} "
-                    f"x (1 + {threshold:g})",
-                )
-            )
+        elif (drift := _drift(group, base, threshold, rel_factor)) is not None:
+            found.append(Regression(key=group.key, message=drift))
     return tuple(found)

@@ -13,7 +13,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEFAULT_TOLERANCES", "Comparison", "Tolerance", "compare", "tolerance_for"]
+__all__ = [
+    "DEFAULT_TOLERANCES",
+    "Comparison",
+    "Tolerance",
+    "compare",
+    "output_label",
+    "tolerance_for",
+]
 
 # (rtol, atol) per dtype, as torch.testing.assert_close has them (torch/testing/_comparison.py).
 DEFAULT_TOLERANCES: Mapping[str, tuple[float, float]] = {
@@ -45,6 +52,11 @@ def tolerance_for(
         rtol=base[0] if rtol is None else rtol,
         atol=base[1] if atol is None else atol,
     )
+
+
+def output_label(name: str) -> str:
+    """How a compared result is named in reports: ``output 'y'``, or ``grad of x`` as is."""
+    return name if name.startswith("grad of ") else f"output {name!r}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -225,7 +225,8 @@ def _adaptation(engine: Engine) -> contextlib.AbstractContextManager[None]:
 
 
 def run_case(op: Op, engine_name: str, dtype: str, case: Any, tol: Any) -> dict[str, Any]:
-    """Run one case in this process and compare it; returns a JSON-able result (worker side)."""
+    """Run one case in this process and compare it; returns a JSON-able result (worker side).
+    An op with ``grads`` runs forward and backward (see :mod:`cuship.check.grads`)."""
     from cuship.check.compare import compare
     from cuship.check.inputs import make_inputs
 
@@ -235,6 +236,8 @@ def run_case(op: Op, engine_name: str, dtype: str, case: Any, tol: Any) -> dict[
     prepare(engine)
     started = time.perf_counter()
     inputs = make_inputs(op, dtype, case)
+    if op.grads:
+        return _run_differentiated(op, engine, impl, dtype, case, tol, inputs, started)
     args = {k: _to_engine(v, engine, dtype) for k, v in inputs.values.items()}
     buffers = _poisoned(op, engine, dtype, dict(case.sizes), args)
     kernel_started = time.perf_counter()
@@ -248,12 +251,44 @@ def run_case(op: Op, engine_name: str, dtype: str, case: Any, tol: Any) -> dict[
     actual = _outputs(op, buffers, returned)
     expected = _reference_outputs(op, inputs.reference, dtype)
     comparisons = {name: compare(actual[name], expected[name], tol) for name in expected}
+    return _finish(op, comparisons, inputs.reference, actual, tol, (started, kernel_s))
+
+
+def _run_differentiated(
+    op: Op, engine: Engine, impl: Impl, dtype: str, case: Any, tol: Any, inputs: Any, started: float
+) -> dict[str, Any]:
+    """Forward and backward of a differentiable entry point against the torch reference's."""
+    from cuship.check import grads
+
+    expected, seeds = grads.reference(op, inputs, dtype, case)
+    device = "cpu" if engine.device == "cpu" else "cuda"
+    kernel_started = time.perf_counter()
+    try:
+        with _adaptation(engine):
+            actual = grads.implementation(op, impl.fn, inputs, seeds, dtype=dtype, device=device)
+        _synchronize(engine)
+    except Exception as err:
+        return _error_result(err, started)
+    kernel_s = time.perf_counter() - kernel_started
+    comparisons = grads.comparisons(op, actual, expected, tol, dtype)
+    return _finish(op, comparisons, inputs.reference, actual.outputs, tol, (started, kernel_s))
+
+
+def _finish(
+    op: Op,
+    comparisons: Mapping[str, Any],
+    reference: Mapping[str, Any],
+    actual: Mapping[str, Any],
+    tol: Any,
+    times: tuple[float, float],
+) -> dict[str, Any]:
+    """The merged comparisons, the invariants of a passing case, and the case's times."""
     result = _merge(comparisons)
     if result["status"] == "passed":
-        result["message"] = _invariants(op, inputs.reference, actual, tol)
+        result["message"] = _invariants(op, reference, actual, tol)
         result["status"] = "passed" if result["message"] is None else "failed"
-    result["kernel_s"] = kernel_s
-    result["case_s"] = time.perf_counter() - started
+    result["kernel_s"] = times[1]
+    result["case_s"] = time.perf_counter() - times[0]
     return result
 
 
@@ -291,10 +326,12 @@ def _merge(comparisons: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _output_line(name: str, comparison: Any) -> str:
+    from cuship.check.compare import output_label
+
     if comparison.message:
-        return f"output {name!r}: {comparison.message}"
+        return f"{output_label(name)}: {comparison.message}"
     return (
-        f"output {name!r}: {comparison.mismatches} of {comparison.total} elements differ "
+        f"{output_label(name)}: {comparison.mismatches} of {comparison.total} elements differ "
         f"(max abs error {comparison.max_abs:.3g}, max rel error {comparison.max_rel:.3g})"
     )
 

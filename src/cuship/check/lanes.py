@@ -4,7 +4,9 @@ With several lanes each group is cut into one chunk per lane, so one slow group 
 simulator reduction) is shared out too. A worker pays a one-off import for each engine it
 serves (torch + triton take a second or more), so chunks go preferably to a lane whose worker
 already has their engine, and a lane without such work starts an engine no other lane has yet.
-The costliest chunks go first.
+A lane starts its worker and imports the engine before it takes a chunk, so on a small run the
+lanes that are ready first do the work and a late one finds nothing left. The costliest chunks
+go first.
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ from cuship.check.inputs import CaseSpec
 from cuship.check.results import CaseResult
 from cuship.check.workers import Worker, WorkerDied, WorkerSetup
 
-__all__ = ["Lane", "Pending", "PlannedGroup"]
+__all__ = ["Lane", "Pending", "PlannedGroup", "useful_lanes"]
 
 
-# Rough relative cost of one case per engine, to start the slow groups first.
-_ENGINE_WEIGHT = {"numba-sim": 20.0, "triton-interpret": 4.0, "native": 1.0}
+# Rough seconds one case takes per engine (to start the slow groups first), and one worker
+# takes to start with the engine imported (torch + triton, numba + its simulator): a lane more
+# is worth it only when it takes more work off the others than it costs to start.
+_CASE_SECONDS = {"numba-sim": 0.4, "triton-interpret": 0.08, "native": 0.02}
+_START_SECONDS = {"numba-sim": 3.0, "triton-interpret": 4.0, "native": 0.5}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,7 +42,19 @@ class PlannedGroup:
 
     @property
     def cost(self) -> float:
-        return len(self.cases) * _ENGINE_WEIGHT.get(self.engine, 2.0)
+        """Estimated seconds to run its cases."""
+        return len(self.cases) * _CASE_SECONDS.get(self.engine, 0.04)
+
+
+def useful_lanes(groups: Sequence[PlannedGroup], most: int) -> int:
+    """How many of ``most`` lanes pay for their start: each one more must take more estimated
+    work off the others than starting its worker costs (a quick run is often best on one)."""
+    total = sum(g.cost for g in groups)
+    start = max((_START_SECONDS.get(g.engine, 4.0) for g in groups), default=0.0)
+    lanes = 1
+    while lanes < most and total / lanes - total / (lanes + 1) > start:
+        lanes += 1
+    return lanes
 
 
 def _split(group: PlannedGroup, parts: int) -> list[PlannedGroup]:
@@ -57,19 +74,28 @@ class Pending:
         self._claimed: set[str] = set()
         self._lock = threading.Lock()
 
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._groups)
+
+    def _choice(self, ready: set[str]) -> int:
+        """The index of the chunk for a lane with ``ready`` engines (there is one)."""
+        return next(
+            (i for i, g in enumerate(self._groups) if g.engine in ready),
+            next((i for i, g in enumerate(self._groups) if g.engine not in self._claimed), 0),
+        )
+
+    def peek(self, ready: set[str]) -> str | None:
+        """The engine of the chunk :meth:`take` would hand out now (None: nothing is left)."""
+        with self._lock:
+            return self._groups[self._choice(ready)].engine if self._groups else None
+
     def take(self, ready: set[str]) -> PlannedGroup | None:
         """The next group for a lane whose worker has imported the engines in ``ready``."""
         with self._lock:
             if not self._groups:
                 return None
-            index = next(
-                (i for i, g in enumerate(self._groups) if g.engine in ready),
-                next(
-                    (i for i, g in enumerate(self._groups) if g.engine not in self._claimed),
-                    0,
-                ),
-            )
-            group = self._groups.pop(index)
+            group = self._groups.pop(self._choice(ready))
             self._claimed.add(group.engine)
             return group
 
@@ -101,6 +127,9 @@ class Lane:
         self.timeout = timeout
         self.worker = worker
         self.ready: set[str] = set(ready) if worker is not None else set()
+        self._lock = threading.Lock()
+        self._warming: Worker | None = None
+        self._cancelled = False
 
     def run(self, chunk: PlannedGroup) -> tuple[CaseResult, ...]:
         """Run the cases of one chunk, in order; a dead worker is replaced for the rest."""
@@ -109,10 +138,43 @@ class Lane:
             results.extend(self._batch(chunk, chunk.cases[len(results) :]))
         return tuple(results)
 
-    def _ensure(self, engine: str) -> Worker:
+    def warm(self, engine: str) -> None:
+        """Start the worker and import ``engine`` before taking any work: a lane that is slow
+        to start holds no chunk the others could have run meanwhile, and :meth:`cancel` stops
+        it when they have run everything. A worker that fails to start is left for the first
+        chunk to report."""
+        try:
+            self._ensure(engine, watch=True)
+        except WorkerDied:
+            with self._lock:
+                unstarted = self._warming if self.worker is None else None
+            if unstarted is not None:  # killed before its hello: close its log
+                unstarted.stop()
+            self.close()
+        finally:
+            with self._lock:
+                self._warming = None
+
+    def cancel(self) -> None:
+        """Kill the worker this lane is warming up, if it is (called from another thread)."""
+        with self._lock:
+            self._cancelled = True
+            warming = self._warming
+        if warming is not None:
+            warming.kill()
+
+    def _watch(self, worker: Worker) -> None:
+        with self._lock:
+            self._warming = worker
+            cancelled = self._cancelled
+        if cancelled:
+            worker.kill()
+
+    def _ensure(self, engine: str, *, watch: bool = False) -> Worker:
         """A live worker with ``engine``'s modules imported (start-up is not timed)."""
         if self.worker is None:
-            self.worker = Worker.start(self.setup, timeout=max(self.timeout, 60.0))
+            spawned = self._watch if watch else None
+            self.worker = Worker.start(self.setup, timeout=max(self.timeout, 60.0), spawned=spawned)
             self.ready = set()
         if engine not in self.ready:
             self.worker.request({"prepare": engine}, timeout=max(self.timeout, 60.0))

@@ -149,6 +149,12 @@ class Op:
     once, and what it holds afterwards is compared. A reference with a ``dtype`` parameter gets
     the case's dtype name. In a quick run each ``fuzz_dims`` dimension also takes a size one past
     the largest power of two its range holds, so quick cases cross a block boundary.
+
+    ``grads`` names inputs whose gradients are checked too: the entry point is differentiable
+    (an ``autograd.Function``, or any torch code) and returns its outputs; each gets a seeded
+    upstream gradient, and ``torch.autograd.grad`` of the entry point is compared per input
+    ("grad of x") with that of the reference, which then gets float64 torch tensors and must
+    compute with torch. ``grad_tolerances`` (per dtype) loosens the gradients' tolerance.
     """
 
     name: str
@@ -163,6 +169,8 @@ class Op:
     distributions: tuple[str, ...] = ("normal", "uniform")
     invariants: tuple[Invariant, ...] = ()
     tolerances: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    grads: tuple[str, ...] = ()
+    grad_tolerances: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     default: bool = True
     description: str = ""
     module: str = ""
@@ -180,6 +188,8 @@ class Op:
                 raise DeclarationError(
                     f"{owner}: impls holds {impl!r}", ("Impl(kind=..., fn=...)",)
                 )
+        if self.grads:
+            _check_grads(self, owner)
 
     @property
     def reference_takes_dtype(self) -> bool:
@@ -196,6 +206,31 @@ class Op:
         if impl.dtypes is None:
             return self.dtypes
         return tuple(d for d in self.dtypes if d in impl.dtypes)
+
+
+def _check_grads(op: Op, owner: str) -> None:
+    """``grads`` names float tensor inputs; entry points take torch tensors and return outputs."""
+    floats = [
+        spec.name
+        for spec in op.inputs
+        if isinstance(spec, Tensor) and not (spec.dtype or "float").startswith("int")
+    ]
+    for name in op.grads:
+        _require("input in grads", name, floats, owner)
+    for impl in op.impls:
+        if impl.kind == "numba":
+            raise DeclarationError(
+                f"{owner}: grads need a differentiable entry point; numba kernels take NumPy",
+                [k for k in IMPL_KINDS if k != "numba"],
+            )
+    names = {spec.name for spec in op.inputs}
+    for out in op.outputs:
+        if out.name in names:
+            raise DeclarationError(
+                f"{owner}: output {out.name!r} is written in place; with grads the entry point "
+                "returns its outputs",
+                [f"an output name other than {', '.join(sorted(names))}"],
+            )
 
 
 KIND = Kind(

@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from cuship.check import sanitize_report
+from cuship.check.compare import output_label
 from cuship.check.results import CaseResult, CheckReport, GroupResult
 
 _FORCED = "CUDA_FORCE_PTX_JIT=1"
@@ -55,7 +56,11 @@ def failure_text(report: CheckReport, group: GroupResult) -> str:
     if first.worst_index is not None and first.mismatches:
         lines.append(
             f"  {first.mismatches} of {first.total} elements differ; worst at "
-            + (f"output {first.output!r} " if first.output and first.output != "return" else "")
+            + (
+                f"{output_label(first.output)} "
+                if first.output and first.output != "return"
+                else ""
+            )
             + f"index {list(first.worst_index)}: got {first.worst_actual!r}, expected {first.worst_expected!r}"
         )
     if first.message:

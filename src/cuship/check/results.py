@@ -8,12 +8,32 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from cuship import settings
 from cuship.check.availability import Unavailable
 from cuship.check.inputs import CaseSpec
 from cuship.check.sanitize_results import SanitizerRun
 from cuship.provenance import Provenance
 
-__all__ = ["CaseResult", "CheckReport", "GroupResult", "Regression", "Status", "json_number"]
+__all__ = [
+    "CODE_ENV",
+    "CaseResult",
+    "CheckReport",
+    "GroupResult",
+    "Regression",
+    "Status",
+    "code_env",
+    "json_number",
+]
+
+# The environment that chose the code a check ran (where Python imported it from, which GPU, what
+# cuship took the machine to be): a reproduce line carries it, so that it checks the same thing.
+CODE_ENV = ("PYTHONPATH", "CUDA_VISIBLE_DEVICES", *settings.CHECK_CHOICES)
+
+
+def code_env(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The :data:`CODE_ENV` variables ``environ`` sets, in that order."""
+    return tuple((name, environ[name]) for name in CODE_ENV if environ.get(name))
+
 
 Status = Literal["passed", "failed", "error", "skipped"]
 Verdict = Literal["passed", "failed", "unavailable", "empty"]
@@ -186,6 +206,7 @@ class CheckReport:
     ``sanitize``: one pass per compute-sanitizer tool over the GPU engines' cases.
     ``force_ptx``: the ``cuda`` engine ran under ``CUDA_FORCE_PTX_JIT=1`` (``--force-ptx``),
     and ``jit`` says which PTX each GPU JIT-compiled for which shared object.
+    ``env``: the variables of :data:`CODE_ENV` the run had; its reproduce lines set them.
     """
 
     target: str
@@ -202,18 +223,21 @@ class CheckReport:
     sanitize: tuple[SanitizerRun, ...] = ()
     force_ptx: bool = False
     jit: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
 
     def case_command(
         self, op: str, engine: str, dtype: str, index: int, flags: Sequence[str] = ()
     ) -> str:
         """``cuship check`` of one case of this run (its target, selection and seed), with
-        ``flags`` after ``--device``: what the run added (``--force-ptx``, ``--sanitize TOOL``)."""
+        ``flags`` after ``--device``: what the run added (``--force-ptx``, ``--sanitize TOOL``),
+        after the run's ``env`` (``PYTHONPATH=src cuship check ...``)."""
+        prefix = "".join(f"{name}={shlex.quote(value)} " for name, value in self.env)
         args = ["cuship", "check", self.target]
         if self.quick:
             args.append("--quick")
         args += ["--device", self.device, *flags, "--op", op, "--engine", engine]
         args += ["--dtype", dtype, "--seed", str(self.seed), "--case", str(index)]
-        return shlex.join(args)
+        return prefix + shlex.join(args)
 
     def count(self, status: Status) -> int:
         return sum(1 for g in self.groups if g.status == status)
@@ -257,6 +281,7 @@ class CheckReport:
             "quick": self.quick,
             "force_ptx": self.force_ptx,
             "jit": list(self.jit),
+            "env": dict(self.env),
             "started": self.started,
             "finished": self.finished,
             "verdict": self.verdict,
@@ -288,4 +313,5 @@ class CheckReport:
             sanitize=tuple(SanitizerRun.from_json(s) for s in raw.get("sanitize", ())),
             force_ptx=bool(raw.get("force_ptx", False)),
             jit=tuple(raw.get("jit", ())),
+            env=tuple((str(k), str(v)) for k, v in raw.get("env", {}).items()),
         )

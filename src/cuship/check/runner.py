@@ -18,7 +18,7 @@ from cuship.check.availability import Unavailable
 from cuship.check.compare import tolerance_for
 from cuship.check.engines import ENGINES, Device, engines_for, skip_reason
 from cuship.check.inputs import CaseSpec, plan_cases
-from cuship.check.lanes import Lane, Pending, PlannedGroup
+from cuship.check.lanes import Lane, Pending, PlannedGroup, useful_lanes
 from cuship.check.registry import Op
 from cuship.check.results import CaseResult, CheckReport, GroupResult
 from cuship.check.workers import Worker, WorkerSetup
@@ -230,32 +230,48 @@ def execute(
     emit: Emit = discard,
     handover: tuple[Worker | None, frozenset[str]] = (None, frozenset()),
 ) -> CheckReport:
-    """Run the plan's groups on ``parallel`` workers (0: one per core) and collect the report.
+    """Run the plan's groups on up to ``parallel`` workers (0: one per core; only as many as
+    the run's estimated work pays for, see :func:`useful_lanes`) and collect the report.
 
     ``handover``: a started worker (the probe's) and the engines it has imported; the first
     lane runs on it.
     """
     started = time.time()
-    workers = parallel if parallel > 0 else (os.cpu_count() or 1)
+    workers = _lane_count(the_plan, parallel, emit)
     pending = Pending(the_plan.runnable, workers)
     done: dict[tuple[str, str, str], list[CaseResult]] = {}
     lock = threading.Lock()
     lanes = [Lane(setup, timeout, worker=handover[0], ready=handover[1])]
     lanes += [Lane(setup, timeout) for _ in range(workers - 1)]
 
+    chunks = [len(pending)]  # chunks not yet run; guarded by ``lock``
+    finished = threading.Event()
+    if not chunks[0]:
+        finished.set()
+
     def lane_loop(lane: Lane) -> None:
         try:
+            engine = pending.peek(lane.ready)
+            if engine is not None:
+                lane.warm(engine)
             while (chunk := pending.take(lane.ready)) is not None:
                 results = lane.run(chunk)
                 with lock:
                     done.setdefault((chunk.op, chunk.engine, chunk.dtype), []).extend(results)
                     emit(_progress(chunk, results))
+                    chunks[0] -= 1
+                    if not chunks[0]:
+                        finished.set()
         finally:
             lane.close()
 
     threads = [threading.Thread(target=lane_loop, args=(lane,), daemon=True) for lane in lanes]
     for thread in threads:
         thread.start()
+    while not finished.wait(0.1) and any(t.is_alive() for t in threads):
+        pass
+    for lane in lanes:  # the work is done: a lane still starting its worker is not needed
+        lane.cancel()
     for thread in threads:
         thread.join()
     groups = tuple(_collect(g, done.get((g.op, g.engine, g.dtype))) for g in the_plan.groups)
@@ -269,6 +285,21 @@ def execute(
         groups=groups,
         force_ptx=the_plan.force_ptx,
     )
+
+
+def _lane_count(the_plan: Plan, parallel: int, emit: Emit) -> int:
+    asked = parallel if parallel > 0 else (os.cpu_count() or 1)
+    workers = useful_lanes(the_plan.runnable, asked)
+    if workers < asked:
+        emit(
+            Event(
+                level="info",
+                topic="check",
+                message=f"--parallel {asked}: {workers} worker(s); the run's estimated work "
+                "does not pay for starting more",
+            )
+        )
+    return workers
 
 
 def _collect(group: PlannedGroup, results: list[CaseResult] | None) -> GroupResult:

@@ -9,14 +9,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cuship.check.availability import Unavailable
-from cuship.check.baseline import from_report, regressions
+from cuship.check.baseline import Baseline, from_report, regressions, require_comparable
 from cuship.check.baseline import load as load_baseline
 from cuship.check.baseline import save as save_baseline
 from cuship.check.engines import Device
 from cuship.check.probe import EngineProbe
 from cuship.check.project import CheckProject, find_project
 from cuship.check.registry import discover
-from cuship.check.results import CheckReport
+from cuship.check.results import CheckReport, code_env
 from cuship.check.runner import (
     CheckSettings,
     Plan,
@@ -107,13 +107,12 @@ def run_check(
             + ")",
         )
     )
-    baseline = load_baseline(request.baseline) if request.baseline is not None else None
+    baseline = _baseline(request, the_plan)
     report = _execute(the_plan, request, project, environ=environ, emit=emit)
     if sanitizer is not None:
         report = _sanitize(the_plan, report, request, project, sanitizer, environ, emit)
     if baseline is not None:
-        found = regressions(report, baseline, project.config.regression_threshold)
-        report = replace(report, regressions=found, gate_regressions=request.fail_on_regression)
+        report = _gate(report, baseline, request, project)
     if request.save_baseline is not None:
         save_baseline(from_report(report), request.save_baseline)
         emit(
@@ -126,6 +125,23 @@ def run_check(
         run_id = record(report, store_path, project=project.name, environ=environ)
         emit(Event(level="debug", topic="check", message=f"run {run_id} stored in {store_path}"))
     return report
+
+
+def _baseline(request: CheckRequest, the_plan: Plan) -> Baseline | None:
+    """The baseline asked for, if it holds this run's cases (else UsageError, exit 2)."""
+    if request.baseline is None:
+        return None
+    baseline = load_baseline(request.baseline)
+    require_comparable(baseline, request.baseline, quick=the_plan.quick, seed=the_plan.seed)
+    return baseline
+
+
+def _gate(
+    report: CheckReport, baseline: Baseline, request: CheckRequest, project: CheckProject
+) -> CheckReport:
+    config = project.config
+    found = regressions(report, baseline, config.regression_threshold, config.rel_regression_factor)
+    return replace(report, regressions=found, gate_regressions=request.fail_on_regression)
 
 
 def _settings(request: CheckRequest, project: CheckProject) -> CheckSettings:
@@ -171,7 +187,13 @@ def _execute(
             emit=emit,
             handover=probe.handover(),
         )
-    return replace(report, provenance=probe.provenance, unavailable=unavailable, jit=jit)
+    return replace(
+        report,
+        provenance=probe.provenance,
+        unavailable=unavailable,
+        jit=jit,
+        env=code_env(environ),
+    )
 
 
 _FALSE = ("", "0", "false", "no", "off")
@@ -296,6 +318,7 @@ def record(report: CheckReport, path: Path, *, project: str, environ: Mapping[st
             "device": report.device,
             "force_ptx": report.force_ptx,
             "jit": list(report.jit),
+            "env": dict(report.env),
             "regressions": [r.to_json() for r in report.regressions],
             "provenance": None if report.provenance is None else report.provenance.to_json(),
             "unavailable": [u.to_json() for u in report.unavailable],

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -101,9 +101,17 @@ class Worker:
         return line
 
     @classmethod
-    def start(cls, setup: WorkerSetup, *, timeout: float, trace: bool = False) -> Worker:
+    def start(
+        cls,
+        setup: WorkerSetup,
+        *,
+        timeout: float,
+        trace: bool = False,
+        spawned: Callable[[Worker], None] | None = None,
+    ) -> Worker:
         """Start a worker and wait for its hello; with ``trace`` its ``greeting`` carries the
-        provenance of ``setup.packages``."""
+        provenance of ``setup.packages``. ``spawned`` gets the worker as soon as its process
+        exists (to kill it from another thread while it starts)."""
         env = dict(setup.env)
         env["PYTHONPATH"] = ":".join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
         env["PYTHONUNBUFFERED"] = "1"
@@ -121,6 +129,8 @@ class Worker:
             start_new_session=bool(setup.prefix),
         )
         worker = cls(proc, log, group=bool(setup.prefix))
+        if spawned is not None:
+            spawned(worker)
         hello = worker.request(setup.hello(trace=trace), timeout=timeout, what="starting")
         if "fatal" in hello:
             worker.stop()

@@ -341,9 +341,15 @@ class CheckSection:
         default=".cuship/results.db",
     )
     regression_threshold: float = field_doc(
-        "A group regresses when its max error exceeds the baseline's by this fraction.",
+        "A group regresses when its max abs error exceeds the baseline's by this fraction.",
         default=0.1,
         validate=values.non_negative,
+    )
+    rel_regression_factor: float = field_doc(
+        "A group regresses when its max rel error exceeds the baseline's times this factor "
+        "(at least 1; relative error swings more than absolute error near zero).",
+        default=2.0,
+        validate=between(1.0, 1e12),
     )
     quick: CheckModeSection = field_doc("Quick mode.", default_factory=CheckModeSection)
     ops: Mapping[str, CheckOpSection] = field_doc(

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
-from cuship.config import BenchSection, CheckSection, load_config
+from cuship.config import BenchSection, CheckSection, has_config, load_config
 from cuship.errors import ConfigError, NothingToDo, UsageError
 from cuship.provenance import project_packages
 
@@ -48,9 +48,28 @@ def _paths(root: Path, entries: tuple[str, ...]) -> tuple[Path, ...]:
     return tuple((root / p).resolve() for p in entries if (root / p).is_dir())
 
 
-def _section(kind: Literal["check", "bench"], path: Path) -> CheckSection | BenchSection:
-    loaded = load_config(path)
-    return loaded.check if kind == "check" else loaded.bench
+def _lone_module(path: Path, kind: Literal["check", "bench"], default: Section) -> Located[Section]:
+    """A module given as a file, with the settings of the nearest directory at or above it that
+    holds a cuship configuration (root, pythonpath, packages: a ``src`` layout imports as its
+    project does), itself the only module; with none, the defaults rooted beside it."""
+    module = path.resolve()
+    root = next((d for d in module.parents if has_config(d)), None)
+    config, package = default, None
+    if root is None:
+        root = module.parent
+    else:
+        loaded = load_config(root)
+        config = loaded.check if kind == "check" else loaded.bench  # type: ignore[assignment]
+        package = loaded.project.name
+    config = replace(config, modules=(module.relative_to(root).as_posix(),))
+    return Located(
+        root=root,
+        name=path.stem,
+        package=None,
+        config=config,
+        pythonpath=_paths(root, config.pythonpath),
+        packages=project_packages(package, config.packages),
+    )
 
 
 def locate(
@@ -59,7 +78,8 @@ def locate(
     """Read the ``[kind]`` configuration for ``path`` (a project directory or one module file).
 
     ``default`` is the empty section of that kind (its type is the section's type). A lone module
-    takes the settings of a ``cuship.toml`` beside it, if any, with itself as the only module.
+    takes the settings of the nearest project at or above it that has a cuship configuration,
+    if any, with itself as the only module.
     ``installed``: the project's package must be imported as installed (a wheel under test), so
     ``pythonpath`` directories that hold it (``src/``) are left off ``sys.path``.
     """
@@ -69,19 +89,7 @@ def locate(
                 "--installed needs a project directory (its [project] name)",
                 hint=f"pass the project, not {str(path)!r}",
             )
-        root = path.parent.resolve()
-        config = default
-        if (root / "cuship.toml").is_file():  # settings of the module's project, if any
-            config = _section(kind, root)  # type: ignore[assignment]
-        config = replace(config, modules=(path.name,))
-        return Located(
-            root=root,
-            name=path.stem,
-            package=None,
-            config=config,
-            pythonpath=_paths(root, config.pythonpath),
-            packages=project_packages(None, config.packages),
-        )
+        return _lone_module(path, kind, default)
     loaded = load_config(path)
     section: Section = loaded.check if kind == "check" else loaded.bench  # type: ignore[assignment]
     what, example = _EXAMPLE[kind]

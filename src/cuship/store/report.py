@@ -35,6 +35,7 @@ def as_check_report(stored: StoredRun) -> CheckReport:
         sanitize=tuple(SanitizerRun.from_json(s) for s in meta.get("sanitize", ())),
         force_ptx=bool(meta.get("force_ptx", False)),
         jit=tuple(str(line) for line in meta.get("jit", ())),
+        env=tuple((str(k), str(v)) for k, v in meta.get("env", {}).items()),
     )
 
 

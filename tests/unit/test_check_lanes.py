@@ -1,0 +1,34 @@
+"""How many workers a check run starts: only as many as its estimated work pays for, and a lane
+takes its first chunk only once its worker is ready."""
+
+from __future__ import annotations
+
+from cuship.check.inputs import CaseSpec
+from cuship.check.lanes import Pending, PlannedGroup, useful_lanes
+
+
+def _group(op: str, engine: str, cases: int) -> PlannedGroup:
+    specs = tuple(
+        CaseSpec(index=i, sizes=(("n", 8),), distribution="normal", seed=i) for i in range(cases)
+    )
+    return PlannedGroup(op=op, engine=engine, dtype="float32", rtol=0.0, atol=0.0, cases=specs)
+
+
+def test_a_quick_run_stays_on_one_worker_and_a_big_one_spreads() -> None:
+    quick = [_group(f"op{i}", "triton-interpret", 3) for i in range(8)]  # 24 cases
+    assert useful_lanes(quick, 2) == 1
+    thorough = [_group(f"op{i}", "triton-interpret", 30) for i in range(8)]  # 240 cases
+    assert useful_lanes(thorough, 2) == 2
+    assert useful_lanes(thorough, 16) < 16  # the eighth worker would not pay for its start
+    assert useful_lanes(thorough, 1) == 1
+    assert useful_lanes([], 4) == 1
+
+
+def test_peek_names_the_engine_take_hands_out() -> None:
+    pending = Pending([_group("a", "native", 2), _group("b", "numba-sim", 2)], lanes=2)
+    assert pending.peek(set()) == "numba-sim"  # the costliest chunk first
+    assert pending.peek({"native"}) == "native"  # a worker that has an engine keeps to it
+    first = pending.take(set())
+    assert first is not None and first.engine == "numba-sim"
+    assert pending.peek(set()) == "native"  # numba-sim is claimed by a lane now
+    assert len(pending) == 3
