@@ -290,6 +290,15 @@ def test_a_requirement_line_with_two_requirements_is_a_config_error(
         load_config(tmp_path)
 
 
+@pytest.mark.parametrize(
+    "value",
+    ["cuship[all] @ file:///src/cuship", "cuship @ https://example.org/cuship-1.0.tar.gz"],
+)
+def test_a_pep_508_url_requirement_is_one_requirement(value: str, tmp_path: Path) -> None:
+    (tmp_path / "cuship.toml").write_text(f'[check]\nmodules = []\n[ci]\ncuship = ["{value}"]\n')
+    assert load_config(tmp_path).ci.cuship == (value,)
+
+
 def test_a_community_index_gets_no_check_jobs_and_release_notes_name_every_package(
     tmp_path: Path,
 ) -> None:

@@ -45,7 +45,8 @@ def _requirement(value: str) -> None:
     """A PEP 508 requirement, or a URL or path pip and uv install from."""
     from packaging.requirements import InvalidRequirement, Requirement
 
-    if "://" in value or value.startswith((".", "/", "git+")):
+    bare_url = "://" in value and " @ " not in value  # "name @ URL" is PEP 508, parsed below
+    if bare_url or value.startswith((".", "/", "git+")):
         if any(c.isspace() for c in value):
             raise ValueError(f"{value!r} holds whitespace: write one list item per requirement")
         return
