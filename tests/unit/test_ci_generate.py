@@ -321,3 +321,15 @@ def test_a_community_index_gets_no_check_jobs_and_release_notes_name_every_packa
     assert not {"check-quick", "check-nightly"} & set(gitlab) and "check" not in gitlab["stages"]
     with_checks = _docs(_ctx(), "github")
     assert {"check", "nightly"} <= set(with_checks["jobs"]), "the example declares checks"
+
+
+def test_a_check_only_folder_of_kernels_gets_check_jobs_and_no_build(tmp_path: Path) -> None:
+    """Kernels checked on the interpreter, no package: build jobs would fail by design."""
+    (tmp_path / "checks.py").write_text("OPS = []\n")
+    (tmp_path / "cuship.toml").write_text('[check]\nmodules = ["checks.py"]\n')
+    ctx = _ctx(load_config(tmp_path))
+    assert ctx.has_checks and not ctx.builds
+    assert set(_docs(ctx, "github")["jobs"]) == {"check", "nightly"}
+    gitlab = _docs(ctx, "gitlab")
+    assert {"check-quick", "check-nightly"} <= set(gitlab) and "build" not in gitlab
+    assert gitlab["stages"] == ["check"]

@@ -41,6 +41,15 @@ class CiContext:
         return bool(self.config.check.modules)
 
     @property
+    def builds(self) -> bool:
+        """Whether there is a package to build: a packages.yml, a named project, or a
+        pyproject.toml or setup.py. A check-only folder of kernels (modules checked on the
+        Triton interpreter, no package) gets no build jobs, which would fail by design."""
+        root = self.config.root
+        own = (root / "pyproject.toml").is_file() or (root / "setup.py").is_file()
+        return bool(self.config.packages or self.config.project.name) or own
+
+    @property
     def projects(self) -> tuple[str, ...]:
         """Every distribution the matrix builds (a packages.yml lists several), in order."""
         return tuple(dict.fromkeys(job.project for job in self.jobs))

@@ -349,12 +349,14 @@ def _triggers(ctx: CiContext) -> dict[str, Any]:
 
 def github_workflow(ctx: CiContext) -> dict[str, Any]:
     """The workflow document (``on`` is the string key "on")."""
-    jobs: dict[str, Job] = {"prepare": _prepare(ctx), "build": _build(ctx)}
+    jobs: dict[str, Job] = {}
+    if ctx.builds:  # a check-only folder of kernels has no package to build
+        jobs |= {"prepare": _prepare(ctx), "build": _build(ctx)}
     if ctx.has_checks:  # a project without kernel checks gets no job that fails by design
         jobs |= {"check": _check_quick(ctx), "nightly": _check_nightly(ctx)}
-    for name, labels in ctx.ci.gpu_runners.items():
+    for name, labels in ctx.ci.gpu_runners.items() if ctx.builds else ():
         jobs[f"gpu-{name}"] = _gpu(ctx, name, labels)
-    if ctx.ci.release:
+    if ctx.ci.release and ctx.builds:
         jobs["release"] = _release(ctx)
         jobs["deploy"] = _deploy(ctx)
     return {

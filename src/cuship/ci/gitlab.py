@@ -160,12 +160,20 @@ def gitlab_ci(ctx: CiContext) -> dict[str, Any]:
                 {"if": _DEFAULT_BRANCH},
             ]
         },
-        "stages": ["build", "check", "gpu"] if ctx.has_checks else ["build", "gpu"],
-        "matrix-drift": _drift(ctx),
-        "build": _build(ctx),
+        "stages": [
+            stage
+            for stage, wanted in (
+                ("build", ctx.builds),
+                ("check", ctx.has_checks),
+                ("gpu", ctx.builds),
+            )
+            if wanted
+        ],
     }
+    if ctx.builds:  # a check-only folder of kernels has no package to build
+        doc |= {"matrix-drift": _drift(ctx), "build": _build(ctx)}
+        for name, tags in ctx.ci.gpu_tags().items():
+            doc[f"gpu-{name}"] = _gpu(ctx, name, tags)
     if ctx.has_checks:  # a project without kernel checks gets no job that fails by design
         doc |= {"check-quick": _check_quick(ctx), "check-nightly": _check_nightly(ctx)}
-    for name, tags in ctx.ci.gpu_tags().items():
-        doc[f"gpu-{name}"] = _gpu(ctx, name, tags)
     return doc
