@@ -174,9 +174,11 @@ def _render(console: object, report: object, fmt: str, output: Path | None) -> N
         output.write_text(document, encoding="utf-8")
     else:
         console.print_text(document)
-    if fmt != "text" or output is not None or console.github:
-        _problems(console, report, fmt != "text" or output is not None)
-    console.err.print(summary_line(report), markup=False)
+    elsewhere = fmt != "text" or output is not None
+    if elsewhere or console.github:
+        _problems(console, report, elsewhere)
+    if elsewhere or report.verdict != "passed":  # a pass: stdout's report ends with it already
+        console.err.print(summary_line(report), markup=False)
 
 
 def _problems(console: Console, report: CheckReport, elsewhere: bool) -> None:
