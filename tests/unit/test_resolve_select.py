@@ -291,6 +291,28 @@ def test_the_table_shows_markup_in_names_as_text(monkeypatch: pytest.MonkeyPatch
     assert "[bold red]<script>alert(1)</script>.whl" in out.getvalue().replace("\n", "")
 
 
+def test_a_page_of_many_thousand_files_is_a_short_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The text table stops at its rows and counts the others; --json has every one."""
+    import io
+
+    monkeypatch.setenv("COLUMNS", "200")
+    from cuship.cli._console import Console
+    from cuship.cli.resolve import ROWS_SHOWN, render
+
+    files = [
+        Candidate(filename=f"pkg-1.0.{i}-cp27-cp27mu-manylinux1_x86_64.whl", url="u")
+        for i in range(20_000)
+    ]
+    resolution = select("pkg", files, target())
+    out = io.StringIO()
+    render(Console(out=out, err=io.StringIO(), github=False), resolution)
+    text = out.getvalue()
+    assert text.count("pkg-1.0.") == ROWS_SHOWN
+    assert f"... {20_000 - ROWS_SHOWN} more (" in text and "--json lists every one" in text
+
+
 def test_tags_from_env_judge_another_platform() -> None:
     from cuship.resolve.install import target_from_env
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import os
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -48,15 +49,21 @@ def _status(verdict: Verdict, chosen: Verdict | None) -> str:
     return "ok" if verdict.accepted else verdict.rule
 
 
+ROWS_SHOWN = 50
+"""Rows of the text table: an index page may list 100,000 files (all of them: --json)."""
+
+
 def render(console: Console, resolution: Resolution) -> None:
-    """The table of every file judged: the choice first, then the acceptable, then the rest."""
+    """The table of the files judged: the choice first, then the acceptable, then the rest; past
+    :data:`ROWS_SHOWN` rows, one line counting the others by verdict."""
     from rich.table import Table
     from rich.text import Text
 
     table = Table(title=f"{resolution.requirement}: {_summary(resolution)}", title_justify="left")
     for column in ("", "file", "cuda", "runs as", "why"):
         table.add_column(column)
-    for verdict in (*resolution.ranked, *resolution.rejected):
+    judged = (*resolution.ranked, *resolution.rejected)
+    for verdict in judged[:ROWS_SHOWN]:
         status = _status(verdict, resolution.chosen)
         why = "; ".join((verdict.reason, *verdict.notes))
         style = {"chosen": "bold green", "ok": "green"}.get(status, "red")
@@ -67,6 +74,11 @@ def render(console: Console, resolution: Resolution) -> None:
             Text(verdict.coverage),
             Text(why),
         )
+    left = judged[ROWS_SHOWN:]
+    if left:
+        rules = collections.Counter(_status(v, resolution.chosen) for v in left)
+        counts = ", ".join(f"{rule} {n}" for rule, n in rules.most_common())
+        table.add_row("", Text(f"... {len(left)} more ({counts}); --json lists every one"))
     console.out.print(table)
 
 
