@@ -17,13 +17,13 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
 
-__all__ = ["CacheDelta", "CacheEntry", "FileStamp", "ScanCache", "record_text"]
+__all__ = ["CacheDelta", "CacheEntry", "FileStamp", "ProjectMark", "ScanCache", "record_text"]
 
 _VERSION = 2  # PRAGMA user_version; a cache of another version is dropped
 _WAIT_S = 600.0  # how long a write waits for another process's transaction to end
@@ -41,12 +41,24 @@ _SCHEMA = (
         key TEXT PRIMARY KEY,
         doc TEXT NOT NULL
     )""",
+    """CREATE TABLE IF NOT EXISTS projects (
+        name TEXT PRIMARY KEY,
+        inputs TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        ino INTEGER NOT NULL,
+        ctime_ns INTEGER NOT NULL
+    )""",
 )
 
 
 _COLUMNS = "path, size, mtime_ns, ino, ctime_ns, sha256, metadata"
+_STAMPS = "path, size, mtime_ns, ino, ctime_ns, sha256"
 _INSERT_ROW = "INSERT OR REPLACE INTO wheels VALUES (?, ?, ?, ?, ?, ?, ?)"
 _INSERT_DESCRIBED = "INSERT OR REPLACE INTO described VALUES (?, ?)"
+_INSERT_MARK = "INSERT OR REPLACE INTO projects VALUES (?, ?, ?, ?, ?, ?)"
+_DESCRIBED_KEYS = "SELECT key FROM described"
+_BATCH = 500  # keys per SELECT ... IN (...): under every SQLite's limit on parameters
 
 # json.dumps(doc, sort_keys=True), with the encoder made once (dumps makes one per call
 # when given options)
@@ -67,6 +79,16 @@ class FileStamp(NamedTuple):
 
 
 _Pending = tuple[str, int, int, int, int, str, bytes]  # a wheels row, as INSERTed
+# A wheel's stamp, sha256 and METADATA (None: not read yet, see ScanCache(light=True))
+_Row = tuple[FileStamp, str, bytes | None]
+
+
+class ProjectMark(NamedTuple):
+    """What a project of the site was last rendered from, and its manifest as that run left
+    it (see :mod:`cuship.index._unchanged`)."""
+
+    inputs: str
+    manifest: FileStamp
 
 
 class CacheDelta(NamedTuple):
@@ -93,9 +115,12 @@ class CacheEntry:
 class ScanCache:
     """Wheel hashes and METADATA in SQLite; ``ScanCache(None)`` keeps them in memory."""
 
-    def __init__(self, path: Path | None, *, preload: bool = True) -> None:
+    def __init__(self, path: Path | None, *, preload: bool = True, light: bool = False) -> None:
         """``preload``: read every row up front (a run that scans the whole index); without
-        it a row is read when asked for (an update that scans a few wheels of many)."""
+        it a row is read when asked for (an update that scans a few wheels of many).
+        ``light``: preload each row's stamp and sha256 and each describe record's key, not
+        the METADATA and records themselves: those are read when asked for (an update over
+        the whole folder makes few wheels from the cache, see :meth:`prefetch`)."""
         self.path = path
         self.preloaded = preload
         if path is not None:
@@ -109,19 +134,27 @@ class ScanCache:
             path.unlink(missing_ok=True)
             self._db = _open(path)
         # One query up front: a per-wheel SELECT costs more than the rows themselves.
-        self._rows: dict[str, tuple[FileStamp, str, bytes]] = {
-            row[0]: (FileStamp(*row[1:5]), row[5], bytes(row[6]))
-            for row in (self._db.execute(f"SELECT {_COLUMNS} FROM wheels") if preload else ())
-        }
+        self._rows: dict[str, _Row] = self._preload(light) if preload else {}
         self._pending: dict[str, _Pending] = {}
-        self._described: dict[str, str] = (
-            dict(self._db.execute("SELECT key, doc FROM described")) if preload else {}
-        )
+        self._described: dict[str, str | None] = {}  # None: stored, not read yet
+        if preload and light:
+            self._described = dict.fromkeys(k for (k,) in self._db.execute(_DESCRIBED_KEYS))
+        elif preload:
+            self._described = dict(self._db.execute("SELECT key, doc FROM described"))
         self._described_pending: list[tuple[str, str]] = []
         # Paths whose rows a copy of this cache stored in SQLite itself (absorb), not in _rows
         self._stored: set[str] = set()
+        self._marks: dict[str, ProjectMark | None] = {}  # to write: None deletes
+        self._forget_marks = False  # on flush, forget the marks stored before
         self.hits = 0
         self.misses = 0
+
+    def _preload(self, light: bool) -> dict[str, _Row]:
+        if light:
+            query = self._db.execute(f"SELECT {_STAMPS} FROM wheels")
+            return {row[0]: (FileStamp(*row[1:5]), row[5], None) for row in query}
+        query = self._db.execute(f"SELECT {_COLUMNS} FROM wheels")
+        return {row[0]: (FileStamp(*row[1:5]), row[5], bytes(row[6])) for row in query}
 
     def knows_nothing(self) -> bool:
         """Whether this cache holds no row (read whole, and empty: a first run)."""
@@ -133,14 +166,45 @@ class ScanCache:
 
     def get(self, path: str, stamp: FileStamp) -> CacheEntry | None:
         """The entry for ``path`` when its stamp still matches, else None."""
+        return self.entry(path) if self.known(path, stamp) else None
+
+    def known(self, path: str, stamp: FileStamp) -> bool:
+        """Whether the cache holds ``path`` with this stamp (counted as a hit, else a miss)."""
         row = self._row(path)
         if row is None or row[0] != stamp:
             self.misses += 1
-            return None
+            return False
         self.hits += 1
+        return True
+
+    def sha256(self, path: str) -> str | None:
+        """The sha256 the cache holds for ``path``, whatever its stamp."""
+        row = self._row(path)
+        return None if row is None else row[1]
+
+    def entry(self, path: str) -> CacheEntry:
+        """The entry of ``path``, which the cache holds (:meth:`known` said so)."""
+        row = self._row(path)
+        assert row is not None, path
+        if row[2] is None:
+            self.prefetch([path])
+            row = self._rows[path]
+        assert row[2] is not None, path
         return CacheEntry(sha256=row[1], metadata=row[2])
 
-    def _row(self, path: str) -> tuple[FileStamp, str, bytes] | None:
+    def prefetch(self, paths: Sequence[str]) -> None:
+        """Read the METADATA of those ``paths`` whose rows were preloaded without it, a
+        batch of keys per query (one query per wheel costs more than the rows)."""
+        missing = [p for p in paths if (row := self._rows.get(p)) is not None and row[2] is None]
+        for start in range(0, len(missing), _BATCH):
+            batch = missing[start : start + _BATCH]
+            marks = ",".join("?" * len(batch))
+            query = f"SELECT path, metadata FROM wheels WHERE path IN ({marks})"
+            for path, metadata in self._db.execute(query, batch):
+                stamp, sha256, _ = self._rows[path]
+                self._rows[path] = (stamp, sha256, bytes(metadata))
+
+    def _row(self, path: str) -> _Row | None:
         if path in self._rows or (self.preloaded and path not in self._stored):
             return self._rows.get(path)
         self._stored.discard(path)
@@ -152,6 +216,21 @@ class ScanCache:
         row = (FileStamp(*found[1:5]), found[5], bytes(found[6]))
         self._rows[path] = row
         return row
+
+    def marks(self) -> dict[str, ProjectMark]:
+        """What each project of the site was last rendered from (see :meth:`mark`)."""
+        query = self._db.execute("SELECT name, inputs, size, mtime_ns, ino, ctime_ns FROM projects")
+        return {row[0]: ProjectMark(row[1], FileStamp(*row[2:6])) for row in query}
+
+    def mark(self, marks: Mapping[str, ProjectMark | None], *, replace: bool = False) -> None:
+        """Record what these projects were rendered from (None: forget the project); written
+        on :meth:`flush`. Called once a run has finished: a run stopped earlier records
+        nothing, and the next one compares those projects again. ``replace``: forget every
+        other project's mark (a site rendered whole)."""
+        if replace:
+            self._forget_marks = True
+            self._marks.clear()
+        self._marks.update(marks)
 
     def put(self, path: str, stamp: FileStamp, entry: CacheEntry) -> None:
         """Remember ``entry`` for ``path``; written on :meth:`flush`."""
@@ -167,7 +246,7 @@ class ScanCache:
         row = self._row(path)
         if row is None or row[0] == stamp or row[0][:3] != stamp[:3]:
             return
-        self.put(path, stamp, CacheEntry(sha256=row[1], metadata=row[2]))
+        self.put(path, stamp, self.entry(path))
 
     def take_delta(self) -> CacheDelta:
         """What this cache has not written yet, and its counts, handed over and cleared here:
@@ -220,7 +299,7 @@ class ScanCache:
     def described(self, key: str) -> dict[str, object] | None:
         """The describe record stored under ``key`` (describer + sha256), if any."""
         doc = self._described.get(key)
-        if doc is None and not self.preloaded:
+        if doc is None and (not self.preloaded or key in self._described):
             found = self._db.execute("SELECT doc FROM described WHERE key = ?", (key,)).fetchone()
             doc = None if found is None else str(found[0])
         return None if doc is None else dict(json.loads(doc))
@@ -254,12 +333,22 @@ class ScanCache:
 
     def flush(self) -> None:
         """Write pending entries in one transaction."""
-        if not self._pending and not self._described_pending:
+        if not (self._pending or self._described_pending or self._marks or self._forget_marks):
             return
         with self._transaction():
             self._write_pending(self._db)
+            if self._forget_marks:
+                self._db.execute("DELETE FROM projects")
+            gone = sorted((name,) for name, mark in self._marks.items() if mark is None)
+            self._db.executemany("DELETE FROM projects WHERE name = ?", gone)
+            self._db.executemany(
+                _INSERT_MARK,
+                sorted((n, m.inputs, *m.manifest) for n, m in self._marks.items() if m),
+            )
         self._pending.clear()
         self._described_pending.clear()
+        self._marks.clear()
+        self._forget_marks = False
 
     def _write_pending(self, db: sqlite3.Connection) -> None:
         """The pending rows and describe records, into ``db`` in key order: a B-tree takes
@@ -311,6 +400,7 @@ def _open(path: Path | None) -> sqlite3.Connection:
         if version != _VERSION:
             db.execute("DROP TABLE IF EXISTS wheels")
             db.execute("DROP TABLE IF EXISTS described")
+            db.execute("DROP TABLE IF EXISTS projects")
             db.execute(f"PRAGMA user_version = {_VERSION}")
         for statement in _SCHEMA:
             db.execute(statement)
