@@ -53,11 +53,9 @@ _SCHEMA = (
 
 
 _COLUMNS = "path, size, mtime_ns, ino, ctime_ns, sha256, metadata"
-_STAMPS = "path, size, mtime_ns, ino, ctime_ns, sha256"
 _INSERT_ROW = "INSERT OR REPLACE INTO wheels VALUES (?, ?, ?, ?, ?, ?, ?)"
 _INSERT_DESCRIBED = "INSERT OR REPLACE INTO described VALUES (?, ?)"
 _INSERT_MARK = "INSERT OR REPLACE INTO projects VALUES (?, ?, ?, ?, ?, ?)"
-_DESCRIBED_KEYS = "SELECT key FROM described"
 _BATCH = 500  # keys per SELECT ... IN (...): under every SQLite's limit on parameters
 
 # json.dumps(doc, sort_keys=True), with the encoder made once (dumps makes one per call
@@ -79,8 +77,7 @@ class FileStamp(NamedTuple):
 
 
 _Pending = tuple[str, int, int, int, int, str, bytes]  # a wheels row, as INSERTed
-# A wheel's stamp, sha256 and METADATA (None: not read yet, see ScanCache(light=True))
-_Row = tuple[FileStamp, str, bytes | None]
+_Row = tuple[FileStamp, str, bytes]  # a wheel's stamp, sha256 and METADATA
 
 
 class ProjectMark(NamedTuple):
@@ -115,12 +112,10 @@ class CacheEntry:
 class ScanCache:
     """Wheel hashes and METADATA in SQLite; ``ScanCache(None)`` keeps them in memory."""
 
-    def __init__(self, path: Path | None, *, preload: bool = True, light: bool = False) -> None:
+    def __init__(self, path: Path | None, *, preload: bool = True) -> None:
         """``preload``: read every row up front (a run that scans the whole index); without
-        it a row is read when asked for (an update that scans a few wheels of many).
-        ``light``: preload each row's stamp and sha256 and each describe record's key, not
-        the METADATA and records themselves: those are read when asked for (an update over
-        the whole folder makes few wheels from the cache, see :meth:`prefetch`)."""
+        it a row is read when asked for, or a batch of them (:meth:`prefetch`): an update,
+        which makes few wheels from the cache."""
         self.path = path
         self.preloaded = preload
         if path is not None:
@@ -134,13 +129,15 @@ class ScanCache:
             path.unlink(missing_ok=True)
             self._db = _open(path)
         # One query up front: a per-wheel SELECT costs more than the rows themselves.
-        self._rows: dict[str, _Row] = self._preload(light) if preload else {}
+        self._rows: dict[str, _Row] = {
+            row[0]: (FileStamp(*row[1:5]), row[5], bytes(row[6]))
+            for row in (self._db.execute(f"SELECT {_COLUMNS} FROM wheels") if preload else ())
+        }
+        self._absent: set[str] = set()  # asked for, and not in the file (not preloaded)
         self._pending: dict[str, _Pending] = {}
-        self._described: dict[str, str | None] = {}  # None: stored, not read yet
-        if preload and light:
-            self._described = dict.fromkeys(k for (k,) in self._db.execute(_DESCRIBED_KEYS))
-        elif preload:
-            self._described = dict(self._db.execute("SELECT key, doc FROM described"))
+        self._described: dict[str, str] = (
+            dict(self._db.execute("SELECT key, doc FROM described")) if preload else {}
+        )
         self._described_pending: list[tuple[str, str]] = []
         # Paths whose rows a copy of this cache stored in SQLite itself (absorb), not in _rows
         self._stored: set[str] = set()
@@ -149,13 +146,6 @@ class ScanCache:
         self.hits = 0
         self.misses = 0
 
-    def _preload(self, light: bool) -> dict[str, _Row]:
-        if light:
-            query = self._db.execute(f"SELECT {_STAMPS} FROM wheels")
-            return {row[0]: (FileStamp(*row[1:5]), row[5], None) for row in query}
-        query = self._db.execute(f"SELECT {_COLUMNS} FROM wheels")
-        return {row[0]: (FileStamp(*row[1:5]), row[5], bytes(row[6])) for row in query}
-
     def knows_nothing(self) -> bool:
         """Whether this cache holds no row (read whole, and empty: a first run)."""
         return self.preloaded and not self._rows and not self._stored
@@ -163,6 +153,11 @@ class ScanCache:
     def missed(self, count: int) -> None:
         """Count ``count`` files read without asking (:meth:`knows_nothing` said to)."""
         self.misses += count
+
+    def counted(self, count: int) -> None:
+        """Count ``count`` files known unchanged without asking (see
+        :mod:`cuship.index._unchanged`) as hits."""
+        self.hits += count
 
     def get(self, path: str, stamp: FileStamp) -> CacheEntry | None:
         """The entry for ``path`` when its stamp still matches, else None."""
@@ -177,45 +172,60 @@ class ScanCache:
         self.hits += 1
         return True
 
-    def sha256(self, path: str) -> str | None:
-        """The sha256 the cache holds for ``path``, whatever its stamp."""
-        row = self._row(path)
-        return None if row is None else row[1]
-
     def entry(self, path: str) -> CacheEntry:
         """The entry of ``path``, which the cache holds (:meth:`known` said so)."""
         row = self._row(path)
         assert row is not None, path
-        if row[2] is None:
-            self.prefetch([path])
-            row = self._rows[path]
-        assert row[2] is not None, path
         return CacheEntry(sha256=row[1], metadata=row[2])
 
     def prefetch(self, paths: Sequence[str]) -> None:
-        """Read the METADATA of those ``paths`` whose rows were preloaded without it, a
-        batch of keys per query (one query per wheel costs more than the rows)."""
-        missing = [p for p in paths if (row := self._rows.get(p)) is not None and row[2] is None]
+        """Read the rows of ``paths`` not read yet, a batch of keys per query (a query per
+        wheel costs more than its row): a cache not preloaded, before it is asked for many."""
+        if self.preloaded:
+            return
+        missing = sorted({p for p in paths if p not in self._rows and p not in self._absent})
         for start in range(0, len(missing), _BATCH):
             batch = missing[start : start + _BATCH]
             marks = ",".join("?" * len(batch))
-            query = f"SELECT path, metadata FROM wheels WHERE path IN ({marks})"
-            for path, metadata in self._db.execute(query, batch):
-                stamp, sha256, _ = self._rows[path]
-                self._rows[path] = (stamp, sha256, bytes(metadata))
+            query = f"SELECT {_COLUMNS} FROM wheels WHERE path IN ({marks})"
+            for row in self._db.execute(query, batch):
+                self._rows[row[0]] = (FileStamp(*row[1:5]), row[5], bytes(row[6]))
+            self._absent.update(p for p in batch if p not in self._rows)
 
     def _row(self, path: str) -> _Row | None:
         if path in self._rows or (self.preloaded and path not in self._stored):
             return self._rows.get(path)
+        if path in self._absent:
+            return None
         self._stored.discard(path)
         found = self._db.execute(
             f"SELECT {_COLUMNS} FROM wheels WHERE path = ?", (path,)
         ).fetchone()
         if found is None:
+            self._absent.add(path)
             return None
         row = (FileStamp(*found[1:5]), found[5], bytes(found[6]))
         self._rows[path] = row
         return row
+
+    def forget_others(self, paths: set[str], describer: str | None) -> None:
+        """Forget every path not in ``paths`` and, given ``describer`` (the key of its records
+        less the sha256), every describe record but its records of those paths' wheels: what
+        :meth:`retain` and :meth:`retain_described` do, for a cache not preloaded (reading
+        each row's path and sha256, not the rows)."""
+        held = self._db.execute("SELECT path, sha256 FROM wheels").fetchall()
+        hashes = {sha for path, sha in held if path in paths}
+        hashes.update(row[1] for path, row in self._rows.items() if path in paths)
+        stale = [(path,) for path, _ in held if path not in paths]
+        for (path,) in stale:
+            self._rows.pop(path, None)
+        gone: list[tuple[str]] = []
+        if describer is not None:
+            kept = {describer + sha for sha in hashes}
+            gone = [(k,) for (k,) in self._db.execute("SELECT key FROM described") if k not in kept]
+        with self._transaction():
+            self._db.executemany("DELETE FROM wheels WHERE path = ?", stale)
+            self._db.executemany("DELETE FROM described WHERE key = ?", gone)
 
     def marks(self) -> dict[str, ProjectMark]:
         """What each project of the site was last rendered from (see :meth:`mark`)."""
@@ -246,7 +256,7 @@ class ScanCache:
         row = self._row(path)
         if row is None or row[0] == stamp or row[0][:3] != stamp[:3]:
             return
-        self.put(path, stamp, self.entry(path))
+        self.put(path, stamp, CacheEntry(sha256=row[1], metadata=row[2]))
 
     def take_delta(self) -> CacheDelta:
         """What this cache has not written yet, and its counts, handed over and cleared here:
@@ -299,7 +309,7 @@ class ScanCache:
     def described(self, key: str) -> dict[str, object] | None:
         """The describe record stored under ``key`` (describer + sha256), if any."""
         doc = self._described.get(key)
-        if doc is None and (not self.preloaded or key in self._described):
+        if doc is None and not self.preloaded:
             found = self._db.execute("SELECT doc FROM described WHERE key = ?", (key,)).fetchone()
             doc = None if found is None else str(found[0])
         return None if doc is None else dict(json.loads(doc))

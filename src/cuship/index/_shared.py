@@ -183,15 +183,13 @@ def describe_all(
     cache: ScanCache,
     *,
     retain: bool = True,
-    also: Iterable[str] = (),
 ) -> dict[str, Mapping[str, object]]:
     """``describe`` of each wheel, through the cache: a wheel already described is not reopened.
 
     The key names the describer and cuship's version (inspection may improve between releases)
     with the wheel's sha256, so a record is reused only for the same bytes and the same code.
-    ``retain``: a preloaded cache then forgets the records of other wheels than these and
-    those of the sha256s in ``also`` (a forked child, whose cache is a copy, leaves that to
-    the parent).
+    ``retain``: a preloaded cache then forgets the records of other wheels (a forked child,
+    whose cache is a copy, leaves that to the parent).
     """
     if describe is None:
         return {}
@@ -221,7 +219,7 @@ def describe_all(
         cache.remember(who + wheel.sha256, doc)
         found[wheel.filename] = doc
     if retain and cache.preloaded:
-        cache.retain_described({who + w.sha256 for w in wheels} | {who + h for h in also})
+        cache.retain_described({who + w.sha256 for w in wheels})
     return found
 
 

@@ -9,13 +9,13 @@ manifest (``simple/PROJECT/cuship.json``) as the run that rendered it left it
 (:class:`~cuship.index._cache.ProjectMark`), recorded once that run has finished.
 
 An update without ``keep`` takes one stat per wheel it is given. A project that the index
-lists, all of whose wheels the cache holds at their stamps, whose inputs give the recorded
-digest and whose manifest still has the recorded stamp (nothing rewrote it since: a stamp
-holds the ctime, which no user-space call sets back) would render to the bytes it has: it is
-neither rendered nor compared, and its wheels are not made from the cache. Anything else
-(a new or changed file, a file gone, a yank, a manifest touched, a run stopped before it
-recorded) renders the project as before. An update completing a stopped one (its retired
-record in progress) renders every project, as before.
+lists, whose wheels (by path and stamp: a stamp holds the ctime, which no user-space call
+sets back) and other inputs give the recorded digest and whose manifest still has the
+recorded stamp (nothing rewrote it since) would render to the bytes it has: it is neither
+rendered nor compared, and its wheels are not looked up in the cache. Anything else (a new,
+changed or missing file, a yank, a manifest touched, a run stopped before it recorded)
+renders the project as before. An update completing a stopped one (its retired record in
+progress) renders every project, as before.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import hashlib
 import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from cuship import __version__
@@ -36,15 +36,15 @@ from cuship.index._shared import Options, describer_key, scan_describes
 from cuship.index.attached import ATTESTATION_SUFFIX
 from cuship.index.render import PROJECT_MANIFEST
 from cuship.index.scan import (
-    CachedFile,
     IndexedWheel,
     NewFile,
     Planned,
     Skipped,
     cache_key,
     filename_project,
-    plan_files,
+    look_up,
     scan_planned,
+    stat_files,
     wheel_files,
 )
 from cuship.index.yank import spec_project
@@ -133,11 +133,10 @@ class Quiet:
 
     projects: frozenset[str] = frozenset()
     keys: tuple[str, ...] = ()
-    files: Mapping[str, tuple[CachedFile, ...]] = field(default_factory=dict)
 
     def keeps(self, plan: Planned) -> bool:
         """Whether ``plan`` is a wheel of a project left as it is (not to be scanned)."""
-        return isinstance(plan, CachedFile) and filename_project(plan.filename) in self.projects
+        return isinstance(plan, NewFile) and filename_project(plan.filename) in self.projects
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,13 +157,11 @@ def quiet_projects(
     attached: Attached,
 ) -> Quiet:
     """The projects among ``plans`` that need not render (see the module's docstring)."""
-    by_project: dict[str, list[CachedFile]] = defaultdict(list)
-    changed = set(site.changed)
+    by_project: dict[str, list[NewFile]] = defaultdict(list)
     for plan in plans:
-        if isinstance(plan, CachedFile):
+        if isinstance(plan, NewFile) and plan.stamp is not None:
             by_project[filename_project(plan.filename)].append(plan)
-        elif isinstance(plan, NewFile):
-            changed.add(filename_project(plan.filename))
+    changed = site.changed
     quiet = {
         project: tuple(files)
         for project, files in by_project.items()
@@ -173,13 +170,12 @@ def quiet_projects(
     return Quiet(
         projects=frozenset(quiet),
         keys=tuple(plan.key for files in quiet.values() for plan in files),
-        files=quiet,
     )
 
 
 def _unchanged(
     project: str,
-    files: Sequence[CachedFile],
+    files: Sequence[NewFile],
     site: Site,
     context: Callable[[str], str],
     attached: Attached,
@@ -189,7 +185,7 @@ def _unchanged(
         return False
     if len({plan.filename for plan in files}) != len(files):
         return False  # the same name twice: rendered, to say so
-    wheels = [(plan.key, plan.stamp, attached.stamp(plan.where)) for plan in files]
+    wheels = [(plan.key, plan.stamp, attached.stamp(plan.where)) for plan in files if plan.stamp]
     if inputs_digest(project, context(project), wheels) != mark.inputs:
         return False
     return manifest_stamp(site.root, project) == mark.manifest
@@ -259,27 +255,24 @@ def scan_update(
     site: Site | None,
 ) -> Given:
     """The usable wheels among ``given``, scanned through the cache, but for the wheels of
-    projects that need not render (``site``: what the check needs; None: render them all).
-    Without ``keep`` the cache forgets every other path (the index lists exactly these); an
-    empty result is :class:`NothingToDo` unless kept wheels or quiet projects carry the run."""
+    projects that need not render (``site``: what the check needs; None: render them all),
+    which are only stated. An empty result is :class:`NothingToDo` unless kept wheels or
+    projects left as they are carry the run."""
     ready = [item for item in given if isinstance(item, IndexedWheel)]
     listed: dict[str, frozenset[str]] = {}
     stats: dict[str, os.stat_result] = {}
-    files = wheel_files(
-        [item for item in given if not isinstance(item, IndexedWheel)], listed, stats
-    )
-    plans = plan_files(files, cache, stats)
+    paths = [item for item in given if not isinstance(item, IndexedWheel)]
+    stated = stat_files(wheel_files(paths, listed, stats), stats)
     attached = Attached(listed)
     quiet = Quiet()
     projects = frozenset(wheel.project for wheel in ready)
     if site is not None:
         site = dataclasses.replace(site, changed=site.changed | projects)
-        quiet = quiet_projects(plans, site, context_of(options), attached)
-    todo = [plan for plan in plans if not quiet.keeps(plan)]
+        quiet = quiet_projects(stated, site, context_of(options), attached)
+    cache.counted(len(quiet.keys))
+    plans = look_up([plan for plan in stated if not quiet.keeps(plan)], cache)
     describes = scan_describes(options.describe)
-    scanned, skipped = scan_planned(todo, cache=cache, emit=emit, describe=describes)
-    if cache.preloaded:
-        cache.retain({cache_key(w.path) for w in scanned} | set(quiet.keys))
+    scanned, skipped = scan_planned(plans, cache=cache, emit=emit, describe=describes)
     wheels = ready + list(scanned)
     if not wheels and given and not quiet.projects:
         raise NothingToDo(

@@ -48,11 +48,13 @@ __all__ = [
     "cache_key",
     "expand_paths",
     "filename_project",
+    "look_up",
     "plan_files",
     "scan",
     "scan_files",
     "scan_planned",
     "scan_report",
+    "stat_files",
     "wheel_files",
 ]
 
@@ -223,12 +225,35 @@ def plan_files(
 
     A cache that knows no file (a first run) is not asked about each: every file is to be
     read, and its stamp comes from the file opened, not from a stat of its path before."""
-    known = cache is not None and not cache.knows_nothing()
-    taken = stats or {}
-    jobs = [_plan(str(path), cache if known else None, taken) for path in files]
-    if cache is not None and not known:
+    if cache is not None and not cache.knows_nothing():
+        return look_up(stat_files(files, stats), cache)
+    jobs: list[Planned] = [_unstated(str(path)) for path in files]
+    if cache is not None:
         cache.missed(sum(isinstance(job, NewFile) for job in jobs))
     return jobs
+
+
+def stat_files(
+    files: Iterable[Path | str], stats: Mapping[str, os.stat_result] | None = None
+) -> list[NewFile | _Skip]:
+    """Each file stated, not yet looked up in a cache (:func:`look_up`); ``stats``: stats
+    already taken, by the path as given."""
+    taken = stats or {}
+    return [_stated(str(path), taken) for path in files]
+
+
+def look_up(plans: Iterable[Planned], cache: ScanCache) -> list[Planned]:
+    """``plans`` with each stated file the cache holds at its stamp made a :class:`CachedFile`
+    (the cache reads the rows it lacks a batch at a time)."""
+    jobs = list(plans)
+    cache.prefetch([job.key for job in jobs if isinstance(job, NewFile)])
+    return [_looked_up(job, cache) if isinstance(job, NewFile) else job for job in jobs]
+
+
+def _looked_up(job: NewFile, cache: ScanCache) -> Planned:
+    if job.stamp is None or not cache.known(job.key, job.stamp):
+        return job
+    return CachedFile(job.where, job.key, job.filename, job.stamp)
 
 
 def scan_planned(
@@ -292,11 +317,8 @@ class CachedFile(NamedTuple):
 
     where: str  # the path as given
     key: str
+    filename: str
     stamp: FileStamp
-
-    @property
-    def filename(self) -> str:
-        return _name_of(self.where)
 
 
 class NewFile(NamedTuple):
@@ -304,28 +326,31 @@ class NewFile(NamedTuple):
 
     where: str  # the path as given
     key: str
+    filename: str
     stamp: FileStamp | None  # None: planned without a cache, stamped where it is read
-
-    @property
-    def filename(self) -> str:
-        return _name_of(self.where)
 
     @property
     def named(self) -> str:
         """The path as a Path words it (what a skip or a wheel's path says)."""
-        return self.where if _plain(self.where) else str(Path(self.where))
+        return self.where if self.key == self.where or _plain(self.where) else str(Path(self.where))
 
 
-def _plan(
-    where: str, cache: ScanCache | None, stats: Mapping[str, os.stat_result]
-) -> CachedFile | NewFile | _Skip:
-    """What is known about the file at ``where`` before reading it: whether the cache holds
-    its stamp (without a cache, nothing: no stat either)."""
-    if not _name_of(where).endswith(".whl"):
-        return _Skip(Path(where), "not a wheel (name does not end in .whl)")
+def _unstated(where: str) -> NewFile | _Skip:
+    """The file at ``where`` to be read, with no stat (a run with no cache to ask)."""
     key = cache_key(where)
-    if cache is None:
-        return NewFile(where, key, None)
+    filename = _name_of(where, key)
+    if not filename.endswith(".whl"):
+        return _Skip(Path(where), "not a wheel (name does not end in .whl)")
+    return NewFile(where, key, filename, None)
+
+
+def _stated(where: str, stats: Mapping[str, os.stat_result]) -> NewFile | _Skip:
+    """The file at ``where`` with its stamp (``stats``: stats already taken), or why it is
+    skipped."""
+    key = cache_key(where)
+    filename = _name_of(where, key)
+    if not filename.endswith(".whl"):
+        return _Skip(Path(where), "not a wheel (name does not end in .whl)")
     found = stats.get(where)
     if found is None:
         try:
@@ -335,10 +360,7 @@ def _plan(
             return _Skip(Path(where), f"cannot read it: {why}")
     if not stat.S_ISREG(found.st_mode):
         return _Skip(Path(where), f"it is {file_kind(found.st_mode)}, not a regular file")
-    stamp = FileStamp.of(found)
-    if cache.known(key, stamp):
-        return CachedFile(where, key, stamp)
-    return NewFile(where, key, stamp)
+    return NewFile(where, key, filename, FileStamp.of(found))
 
 
 def cache_key(path: Path | str) -> str:
@@ -354,9 +376,10 @@ def cache_key(path: Path | str) -> str:
     return str(Path(where).absolute())
 
 
-def _name_of(where: str) -> str:
-    """``Path(where).name``, with no Path made for a plain path."""
-    return where.rpartition("/")[2] if _plain(where) else Path(where).name
+def _name_of(where: str, key: str) -> str:
+    """``Path(where).name``, with no Path made for a plain path (``key``: its cache key,
+    which is ``where`` for a plain absolute path)."""
+    return where.rpartition("/")[2] if key == where or _plain(where) else Path(where).name
 
 
 def _plain(where: str) -> bool:
@@ -536,7 +559,7 @@ def _fresh_wheel(
 
 
 def _cached_wheel(job: CachedFile, cache: ScanCache) -> IndexedWheel:
-    where = job.where if _plain(job.where) else str(Path(job.where))
+    where = job.where if job.key == job.where or _plain(job.where) else str(Path(job.where))
     name = _parse_filename(job.filename, where)
     return _indexed(Path(where), _fields(where, name, job.stamp.size, cache.entry(job.key)))
 

@@ -132,9 +132,8 @@ def write(
                 "no wheels given",
                 hint="pass wheels, or --keep-existing with --yank/--unyank to change yanks",
             )
-        # An update preloads the cache light: most wheels need only their stamps checked
-        preload = site is None or not keep_existing
-        with ScanCache(cache_path(out), preload=preload, light=site is not None) as cache:
+        # An update reads the rows it needs: it makes few wheels from the cache
+        with ScanCache(cache_path(out), preload=site is None) as cache:
             if site is None:
                 fresh = not out.exists()
                 summary, scanned, marks = _rebuild(given, out, options, cache, emit)

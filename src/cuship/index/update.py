@@ -45,6 +45,7 @@ from cuship.index._shared import (
     SiteState,
     check_replaced,
     describe_all,
+    describer_key,
     settle,
     try_link,
     upload_note,
@@ -430,8 +431,7 @@ def update(
     record = Retired.read(out)
     scan = scan_update(given, cache, options, emit, _check(out, state, options, cache, record))
     wheels = scan.wheels
-    quiet = [sha for key in scan.quiet.keys if (sha := cache.sha256(key)) is not None]
-    described = describe_all(wheels, options.describe, cache, also=quiet)
+    described = describe_all(wheels, options.describe, cache)
     attestations = find_attestations(wheels, emit, listed=scan.listed)
     new = group(
         rows_of(
@@ -467,6 +467,8 @@ def update(
     finally:
         site.close()
     _settle_and_mark(out, cache, options, scan, [plan.project for plan in plans])
+    if plans and not options.keep:
+        _forget_others(cache, options, scan)
     upload_note(options.base_url, out, emit)
     total = sum(entry.wheels for entry in entries.values())
     return IndexSummary(
@@ -481,6 +483,14 @@ def update(
         kept=total - len(wheels) if options.keep else 0,
         rewritten=rewritten,
     )
+
+
+def _forget_others(cache: ScanCache, options: Options, scan: Given) -> None:
+    """The cache forgets what this run does not list: the index lists exactly the wheels
+    given. (A run that renders no project lists what the last one listed: nothing to forget.)"""
+    keys = {cache_key(wheel.path) for wheel in scan.scanned} | set(scan.quiet.keys)
+    who = None if options.describe is None else describer_key(options.describe)
+    cache.forget_others(keys, who)
 
 
 def _settle_and_mark(
