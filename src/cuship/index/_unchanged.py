@@ -80,8 +80,8 @@ def context_of(options: Options) -> Callable[[str], str]:
 def inputs_digest(project: str, context: str, wheels: Iterable[WheelInput]) -> str:
     """The digest a project's mark records: its name, its context, its wheels by key."""
     lines = [f"{project}\0{context}"]
-    for key, stamp, attestation in sorted(wheels, key=lambda wheel: wheel[0]):
-        lines.append(f"{key}\0{_stamp_text(stamp)}\0{_stamp_text(attestation)}")
+    for key, (size, mtime, ino, ctime), attestation in sorted(wheels):  # keys differ
+        lines.append(f"{key}\0{size}:{mtime}:{ino}:{ctime}\0{_stamp_text(attestation)}")
     return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
 
 
@@ -111,7 +111,7 @@ class Attached:
         if folder not in self._names:
             self._names[folder] = _attestations_in(folder)
         names = self._names[folder]
-        if names is not None and name + ATTESTATION_SUFFIX not in names:
+        if names is not None and (not names or name + ATTESTATION_SUFFIX not in names):
             return None
         try:
             return FileStamp.of(os.stat(where + ATTESTATION_SUFFIX))  # noqa: PTH116
@@ -134,9 +134,12 @@ class Quiet:
     projects: frozenset[str] = frozenset()
     keys: tuple[str, ...] = ()
 
-    def keeps(self, plan: Planned) -> bool:
-        """Whether ``plan`` is a wheel of a project left as it is (not to be scanned)."""
-        return isinstance(plan, NewFile) and filename_project(plan.filename) in self.projects
+    def leave(self, plans: Iterable[Planned]) -> list[Planned]:
+        """``plans`` but for the wheels of the projects left as they are."""
+        if not self.keys:
+            return list(plans)
+        keys = set(self.keys)
+        return [plan for plan in plans if not isinstance(plan, NewFile) or plan.key not in keys]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,7 +162,7 @@ def quiet_projects(
     """The projects among ``plans`` that need not render (see the module's docstring)."""
     by_project: dict[str, list[NewFile]] = defaultdict(list)
     for plan in plans:
-        if isinstance(plan, NewFile) and plan.stamp is not None:
+        if type(plan) is NewFile and plan.stamp is not None:
             by_project[filename_project(plan.filename)].append(plan)
     changed = site.changed
     quiet = {
@@ -270,7 +273,7 @@ def scan_update(
         site = dataclasses.replace(site, changed=site.changed | projects)
         quiet = quiet_projects(stated, site, context_of(options), attached)
     cache.counted(len(quiet.keys))
-    plans = look_up([plan for plan in stated if not quiet.keeps(plan)], cache)
+    plans = look_up(quiet.leave(stated), cache)
     describes = scan_describes(options.describe)
     scanned, skipped = scan_planned(plans, cache=cache, emit=emit, describe=describes)
     wheels = ready + list(scanned)
