@@ -49,7 +49,7 @@ def folder(tmp_path: Path) -> Path:
 def rendered(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The projects each update renders, in order."""
     seen: list[str] = []
-    real = update_module.project_tree
+    from cuship.index.render import project_tree as real
 
     def counting(project: str, *args: object, **kwargs: object) -> dict[str, bytes]:
         seen.append(project)
