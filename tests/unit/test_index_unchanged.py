@@ -191,3 +191,13 @@ def test_a_stopped_run_leaves_no_mark_and_its_rerun_renders_everything(
     shutil.rmtree(twin, ignore_errors=True)
     _index([folder], twin)
     assert _tree(site) == _tree(twin)
+
+
+@pytest.mark.parametrize("where", ["w.whl", "a/b.whl", "./a/b.whl", "a//b.whl", "a/../b.whl"])
+def test_a_relative_path_s_cache_key_is_its_absolute_path(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cuship.index.scan import cache_key
+
+    monkeypatch.chdir(tmp_path)
+    assert cache_key(where) == cache_key(Path(where)) == str(Path(where).absolute())
