@@ -1,7 +1,8 @@
 """The index at community scale: 5,000 and 50,000 small wheels on a real disk, cold and incremental.
 
     python3 benchmarks/bench_index_scale.py [--sizes 5000,50000] [--repeat 3] [--quick]
-        [--work-dir /var/tmp/cuship-index-scale] [--dumb-pypi PATH] [--parts cold,incremental,resolve]
+        [--work-dir /var/tmp/cuship-index-scale] [--dumb-pypi PATH]
+        [--parts cold,incremental,rerun,resolve]
         [--allow-tmpfs] [--json FILE]
 
 Each size is N wheels of about 3.3 kB (valid zips: METADATA, WHEEL, a RECORD with real hashes)
@@ -37,6 +38,14 @@ project, and yanking one file, each as ``python -m cuship index [NEW.whl] --keep
 makes, describe included), to tell Python's start-up from the work. dumb-pypi's own partial
 rebuild (--previous-package-list-json) is timed beside +1 wheel. The goal is under 0.3 s at
 50,000 wheels and flat in index size.
+
+Folder rerun: what a community index's CI runs after adding files, ``cuship index FOLDER -o
+SITE`` over the whole folder with the site and its scan cache of the last run: a cold index of
+a private copy of the wheels, then, beside the stat floor (os.scandir + stat of the folder, and
+``find FOLDER -newer SITE/cuship-index.json``), the unchanged rerun naming the wheels three ways
+(the absolute folder, the folder relative to the working directory, the shell's
+``wheels/*.whl`` list: not run where that list is over ARG_MAX, as a shell would refuse it),
+and +1 wheel over the absolute folder. The goal: each rerun at most 0.1x the cold index.
 
 Resolve: ``cuship serve SITE`` behind a counting reverse proxy in this process (it counts the
 requests and the response body bytes of each contender), then ``cuship resolve PROJECT`` (picks a
@@ -97,7 +106,7 @@ TARGET_ENV = {
     "CUSHIP_TORCH": "2.9.0+cu130",
     "CUSHIP_NVCC": "none",
 }
-PARTS = ("cold", "incremental", "resolve")
+PARTS = ("cold", "incremental", "rerun", "resolve")
 
 
 # --- the disk -----------------------------------------------------------------------------------
@@ -149,7 +158,9 @@ for line in sys.stdin:
     job = json.loads(line)
     with tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        proc = subprocess.Popen(job["argv"], env=job["env"], stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(
+            job["argv"], env=job["env"], cwd=job.get("cwd"), stdout=subprocess.DEVNULL, stderr=err
+        )
         _pid, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - started
         err.seek(0)
@@ -173,11 +184,12 @@ class Spawner:
             text=True,
         )
 
-    def run(self, argv: Sequence[str], env: dict[str, str]) -> Outcome:
+    def run(self, argv: Sequence[str], env: dict[str, str], cwd: Path | None = None) -> Outcome:
         if self._proc is None:
             self.start()
         assert self._proc is not None and self._proc.stdin and self._proc.stdout
-        self._proc.stdin.write(json.dumps({"argv": list(argv), "env": env}) + "\n")
+        job = {"argv": list(argv), "env": env, "cwd": None if cwd is None else str(cwd)}
+        self._proc.stdin.write(json.dumps(job) + "\n")
         self._proc.stdin.flush()
         seconds, code, peak, text = json.loads(self._proc.stdout.readline())
         return Outcome(seconds, code, peak, text)
@@ -191,9 +203,9 @@ class Spawner:
 SPAWNER = Spawner()
 
 
-def spawn(argv: Sequence[str], env: dict[str, str]) -> Outcome:
+def spawn(argv: Sequence[str], env: dict[str, str], cwd: Path | None = None) -> Outcome:
     """Run ``argv``: wall time, exit status and peak RSS (wait4), stderr kept for failures."""
-    return SPAWNER.run(argv, env)
+    return SPAWNER.run(argv, env, cwd)
 
 
 def gist(text: str) -> str:
@@ -203,9 +215,9 @@ def gist(text: str) -> str:
     return (errors or lines or ["(no output)"])[0 if errors else -1]
 
 
-def cuship_index(args: Sequence[str], site: Path) -> Outcome:
+def cuship_index(args: Sequence[str], site: Path | str, cwd: Path | None = None) -> Outcome:
     argv = [sys.executable, "-m", "cuship", "index", *args, "-o", str(site), "--json"]
-    return spawn(argv, cuship_env())
+    return spawn(argv, cuship_env(), cwd)
 
 
 # --- one size under test ---------------------------------------------------------------------
@@ -467,6 +479,79 @@ def measure_incremental(size: Size, results: Results) -> None:
         dumb_plus_one(size, ops[0].wheel, results)
 
 
+# --- folder rerun -------------------------------------------------------------------------------
+
+
+def stat_floor(folder: Path) -> None:
+    """What noticing that nothing changed costs at least: list the folder, stat every file."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            entry.stat()
+
+
+def find_newer(folder: Path, site: Path) -> None:
+    """The shell's way: ``find FOLDER -newer SITE/cuship-index.json`` (new or touched files)."""
+    argv = ["find", str(folder), "-newer", str(site / "cuship-index.json")]
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+
+
+_ARGV_ROOM = 128 * 1024  # left of ARG_MAX for the environment and the other arguments
+
+
+def fits_argv(args: Sequence[str]) -> bool:
+    """Whether a shell could pass ``args`` to one command (ARG_MAX, less room for the rest)."""
+    limit = os.sysconf("SC_ARG_MAX") if hasattr(os, "sysconf") else 2 * 1024 * 1024
+    return sum(len(a) + 1 + 8 for a in args) < limit - _ARGV_ROOM  # the string and its pointer
+
+
+def rerun_once(size: Size, folder: Path, site: Path, extra: Path, results: Results) -> None:
+    """One repeat of the folder-rerun workflow on ``site``: a cold index of ``folder``, the
+    stat floor, unchanged reruns naming the wheels each way, then +1 wheel (``extra``,
+    copied into the folder) over the absolute folder."""
+    n = size.count
+
+    def timed_index(key: str, args: Sequence[str], cwd: Path | None = None) -> None:
+        settle()
+        outcome = cuship_index(args, site if cwd is None else site.name, cwd)
+        if outcome.returncode != 0:
+            results.note(key, n, f"failed: exit {outcome.returncode}, {gist(outcome.stderr)}")
+        else:
+            results.add(key, n, outcome.seconds)
+
+    timed_index("rerun.cold", [str(folder)])
+    settle()
+    results.add("rerun.floor.stat", n, timed(lambda: stat_floor(folder)))
+    results.add("rerun.floor.find", n, timed(lambda: find_newer(folder, site)))
+    timed_index("rerun.same.folder", [str(folder)])
+    timed_index("rerun.same.relative", [folder.name], cwd=folder.parent)
+    names = sorted(f"{folder.name}/{path.name}" for path in folder.iterdir())
+    if fits_argv(names):
+        timed_index("rerun.same.list", names, cwd=folder.parent)
+    else:
+        results.note("rerun.same.list", n, "not run: the list is over ARG_MAX (a shell refuses)")
+    shutil.copyfile(extra, folder / extra.name)
+    timed_index("rerun.plus1.folder", [str(folder)])
+    (folder / extra.name).unlink()
+
+
+def measure_rerun(size: Size, results: Results) -> None:
+    """What a community index's CI runs after adding files: ``cuship index FOLDER -o SITE``
+    over the whole folder, the site and its scan cache kept from the last run. The folder is
+    a copy of the wheels of its own (linking the shared ones into other sites would move
+    their ctimes, which the scan cache checks); each repeat starts from a cold index of it
+    into a new site. Nothing is deleted until the part ends (see the cold part)."""
+    base = size.run / "rerun"
+    folder = base / "wheels"
+    folder.mkdir(parents=True)
+    for path in size.wheels:
+        shutil.copyfile(path, folder / path.name)
+        (folder / path.name).chmod(0o644)
+    extra = write_wheel(base, WheelSpec(spec_at(0).project, "9.1.0"), b"one more wheel" * 150)
+    QUIET.wait()
+    for i in range(size.repeat):
+        rerun_once(size, folder, base / f"site-{i}", extra, results)
+
+
 # --- resolve ------------------------------------------------------------------------------------
 
 
@@ -564,7 +649,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="the dumb-pypi command (default $DUMB_PYPI, then PATH)",
     )
     parser.add_argument(
-        "--parts", default=",".join(PARTS), help="which of cold,incremental,resolve"
+        "--parts", default=",".join(PARTS), help="which of cold,incremental,rerun,resolve"
     )
     parser.add_argument("--json", type=Path, default=None, help="write the raw samples here")
     opts = parser.parse_args(argv)
@@ -587,7 +672,12 @@ def main() -> None:
     compileall.compile_dir(SRC / "cuship", quiet=1)
     SPAWNER.start()  # while this process is small (see _SPAWNER)
     results = Results()
-    steps = {"cold": measure_cold, "incremental": measure_incremental, "resolve": measure_resolve}
+    steps = {
+        "cold": measure_cold,
+        "incremental": measure_incremental,
+        "rerun": measure_rerun,
+        "resolve": measure_resolve,
+    }
     QUIET.marker = opts.work_dir / ".deleted-at"
     QUIET.remove(opts.work_dir / "run")  # a run that was cut short
     sizes = [prepare(count, opts) for count in opts.sizes]

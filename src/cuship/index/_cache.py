@@ -17,13 +17,13 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
 
-__all__ = ["CacheDelta", "CacheEntry", "FileStamp", "ScanCache", "record_text"]
+__all__ = ["CacheDelta", "CacheEntry", "FileStamp", "ProjectMark", "ScanCache", "record_text"]
 
 _VERSION = 2  # PRAGMA user_version; a cache of another version is dropped
 _WAIT_S = 600.0  # how long a write waits for another process's transaction to end
@@ -41,12 +41,22 @@ _SCHEMA = (
         key TEXT PRIMARY KEY,
         doc TEXT NOT NULL
     )""",
+    """CREATE TABLE IF NOT EXISTS projects (
+        name TEXT PRIMARY KEY,
+        inputs TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        ino INTEGER NOT NULL,
+        ctime_ns INTEGER NOT NULL
+    )""",
 )
 
 
 _COLUMNS = "path, size, mtime_ns, ino, ctime_ns, sha256, metadata"
 _INSERT_ROW = "INSERT OR REPLACE INTO wheels VALUES (?, ?, ?, ?, ?, ?, ?)"
 _INSERT_DESCRIBED = "INSERT OR REPLACE INTO described VALUES (?, ?)"
+_INSERT_MARK = "INSERT OR REPLACE INTO projects VALUES (?, ?, ?, ?, ?, ?)"
+_BATCH = 500  # keys per SELECT ... IN (...): under every SQLite's limit on parameters
 
 # json.dumps(doc, sort_keys=True), with the encoder made once (dumps makes one per call
 # when given options)
@@ -67,6 +77,15 @@ class FileStamp(NamedTuple):
 
 
 _Pending = tuple[str, int, int, int, int, str, bytes]  # a wheels row, as INSERTed
+_Row = tuple[FileStamp, str, bytes]  # a wheel's stamp, sha256 and METADATA
+
+
+class ProjectMark(NamedTuple):
+    """What a project of the site was last rendered from, and its manifest as that run left
+    it (see :mod:`cuship.index._unchanged`)."""
+
+    inputs: str
+    manifest: FileStamp
 
 
 class CacheDelta(NamedTuple):
@@ -95,7 +114,8 @@ class ScanCache:
 
     def __init__(self, path: Path | None, *, preload: bool = True) -> None:
         """``preload``: read every row up front (a run that scans the whole index); without
-        it a row is read when asked for (an update that scans a few wheels of many)."""
+        it a row is read when asked for, or a batch of them (:meth:`prefetch`): an update,
+        which makes few wheels from the cache."""
         self.path = path
         self.preloaded = preload
         if path is not None:
@@ -109,10 +129,11 @@ class ScanCache:
             path.unlink(missing_ok=True)
             self._db = _open(path)
         # One query up front: a per-wheel SELECT costs more than the rows themselves.
-        self._rows: dict[str, tuple[FileStamp, str, bytes]] = {
+        self._rows: dict[str, _Row] = {
             row[0]: (FileStamp(*row[1:5]), row[5], bytes(row[6]))
             for row in (self._db.execute(f"SELECT {_COLUMNS} FROM wheels") if preload else ())
         }
+        self._absent: set[str] = set()  # asked for, and not in the file (not preloaded)
         self._pending: dict[str, _Pending] = {}
         self._described: dict[str, str] = (
             dict(self._db.execute("SELECT key, doc FROM described")) if preload else {}
@@ -120,6 +141,8 @@ class ScanCache:
         self._described_pending: list[tuple[str, str]] = []
         # Paths whose rows a copy of this cache stored in SQLite itself (absorb), not in _rows
         self._stored: set[str] = set()
+        self._marks: dict[str, ProjectMark | None] = {}  # to write: None deletes
+        self._forget_marks = False  # on flush, forget the marks stored before
         self.hits = 0
         self.misses = 0
 
@@ -131,27 +154,93 @@ class ScanCache:
         """Count ``count`` files read without asking (:meth:`knows_nothing` said to)."""
         self.misses += count
 
+    def counted(self, count: int) -> None:
+        """Count ``count`` files known unchanged without asking (see
+        :mod:`cuship.index._unchanged`) as hits."""
+        self.hits += count
+
     def get(self, path: str, stamp: FileStamp) -> CacheEntry | None:
         """The entry for ``path`` when its stamp still matches, else None."""
+        return self.entry(path) if self.known(path, stamp) else None
+
+    def known(self, path: str, stamp: FileStamp) -> bool:
+        """Whether the cache holds ``path`` with this stamp (counted as a hit, else a miss)."""
         row = self._row(path)
         if row is None or row[0] != stamp:
             self.misses += 1
-            return None
+            return False
         self.hits += 1
+        return True
+
+    def entry(self, path: str) -> CacheEntry:
+        """The entry of ``path``, which the cache holds (:meth:`known` said so)."""
+        row = self._row(path)
+        assert row is not None, path
         return CacheEntry(sha256=row[1], metadata=row[2])
 
-    def _row(self, path: str) -> tuple[FileStamp, str, bytes] | None:
+    def prefetch(self, paths: Sequence[str]) -> None:
+        """Read the rows of ``paths`` not read yet, a batch of keys per query (a query per
+        wheel costs more than its row): a cache not preloaded, before it is asked for many."""
+        if self.preloaded:
+            return
+        missing = sorted({p for p in paths if p not in self._rows and p not in self._absent})
+        for start in range(0, len(missing), _BATCH):
+            batch = missing[start : start + _BATCH]
+            marks = ",".join("?" * len(batch))
+            query = f"SELECT {_COLUMNS} FROM wheels WHERE path IN ({marks})"
+            for row in self._db.execute(query, batch):
+                self._rows[row[0]] = (FileStamp(*row[1:5]), row[5], bytes(row[6]))
+            self._absent.update(p for p in batch if p not in self._rows)
+
+    def _row(self, path: str) -> _Row | None:
         if path in self._rows or (self.preloaded and path not in self._stored):
             return self._rows.get(path)
+        if path in self._absent:
+            return None
         self._stored.discard(path)
         found = self._db.execute(
             f"SELECT {_COLUMNS} FROM wheels WHERE path = ?", (path,)
         ).fetchone()
         if found is None:
+            self._absent.add(path)
             return None
         row = (FileStamp(*found[1:5]), found[5], bytes(found[6]))
         self._rows[path] = row
         return row
+
+    def forget_others(self, paths: set[str], describer: str | None) -> None:
+        """Forget every path not in ``paths`` and, given ``describer`` (the key of its records
+        less the sha256), every describe record but its records of those paths' wheels: what
+        :meth:`retain` and :meth:`retain_described` do, for a cache not preloaded (reading
+        each row's path and sha256, not the rows)."""
+        held = self._db.execute("SELECT path, sha256 FROM wheels").fetchall()
+        hashes = {sha for path, sha in held if path in paths}
+        hashes.update(row[1] for path, row in self._rows.items() if path in paths)
+        stale = [(path,) for path, _ in held if path not in paths]
+        for (path,) in stale:
+            self._rows.pop(path, None)
+        gone: list[tuple[str]] = []
+        if describer is not None:
+            kept = {describer + sha for sha in hashes}
+            gone = [(k,) for (k,) in self._db.execute("SELECT key FROM described") if k not in kept]
+        with self._transaction():
+            self._db.executemany("DELETE FROM wheels WHERE path = ?", stale)
+            self._db.executemany("DELETE FROM described WHERE key = ?", gone)
+
+    def marks(self) -> dict[str, ProjectMark]:
+        """What each project of the site was last rendered from (see :meth:`mark`)."""
+        query = self._db.execute("SELECT name, inputs, size, mtime_ns, ino, ctime_ns FROM projects")
+        return {row[0]: ProjectMark(row[1], FileStamp(*row[2:6])) for row in query}
+
+    def mark(self, marks: Mapping[str, ProjectMark | None], *, replace: bool = False) -> None:
+        """Record what these projects were rendered from (None: forget the project); written
+        on :meth:`flush`. Called once a run has finished: a run stopped earlier records
+        nothing, and the next one compares those projects again. ``replace``: forget every
+        other project's mark (a site rendered whole)."""
+        if replace:
+            self._forget_marks = True
+            self._marks.clear()
+        self._marks.update(marks)
 
     def put(self, path: str, stamp: FileStamp, entry: CacheEntry) -> None:
         """Remember ``entry`` for ``path``; written on :meth:`flush`."""
@@ -254,12 +343,22 @@ class ScanCache:
 
     def flush(self) -> None:
         """Write pending entries in one transaction."""
-        if not self._pending and not self._described_pending:
+        if not (self._pending or self._described_pending or self._marks or self._forget_marks):
             return
         with self._transaction():
             self._write_pending(self._db)
+            if self._forget_marks:
+                self._db.execute("DELETE FROM projects")
+            gone = sorted((name,) for name, mark in self._marks.items() if mark is None)
+            self._db.executemany("DELETE FROM projects WHERE name = ?", gone)
+            self._db.executemany(
+                _INSERT_MARK,
+                sorted((n, m.inputs, *m.manifest) for n, m in self._marks.items() if m),
+            )
         self._pending.clear()
         self._described_pending.clear()
+        self._marks.clear()
+        self._forget_marks = False
 
     def _write_pending(self, db: sqlite3.Connection) -> None:
         """The pending rows and describe records, into ``db`` in key order: a B-tree takes
@@ -311,6 +410,7 @@ def _open(path: Path | None) -> sqlite3.Connection:
         if version != _VERSION:
             db.execute("DROP TABLE IF EXISTS wheels")
             db.execute("DROP TABLE IF EXISTS described")
+            db.execute("DROP TABLE IF EXISTS projects")
             db.execute(f"PRAGMA user_version = {_VERSION}")
         for statement in _SCHEMA:
             db.execute(statement)

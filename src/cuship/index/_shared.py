@@ -8,13 +8,13 @@ import errno
 import json
 import os
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuship.errors import InputError, NothingToDo
+from cuship.errors import InputError
 from cuship.events import Emit, Event
-from cuship.index._cache import ScanCache, record_text
+from cuship.index._cache import FileStamp, ScanCache, record_text
 from cuship.index._pool import map_spread
 from cuship.index.render import (
     INDEX_SCHEMA,
@@ -24,7 +24,7 @@ from cuship.index.render import (
     Row,
     encoded_once,
 )
-from cuship.index.scan import IndexedWheel, Skipped, cache_key, scan_report
+from cuship.index.scan import IndexedWheel, Skipped
 from cuship.index.yank import kept_yank
 
 __all__ = [
@@ -39,7 +39,7 @@ __all__ = [
     "describer_key",
     "link_published",
     "scan_describes",
-    "scan_given",
+    "settle",
     "try_link",
     "upload_note",
 ]
@@ -139,26 +139,25 @@ class SiteState:
         return cls(base_url=None if base is None else str(base), projects=projects)
 
 
-def scan_given(
-    given: Sequence[IndexedWheel | Path], cache: ScanCache, options: Options, emit: Emit
-) -> tuple[list[IndexedWheel], tuple[IndexedWheel, ...], tuple[Skipped, ...]]:
-    """The usable wheels among ``given`` (scanned through the cache), those scanned, those
-    skipped. Without ``keep`` the cache forgets every other path (the index lists exactly
-    these); an empty result is :class:`NothingToDo` unless kept wheels may carry the run."""
-    ready = [item for item in given if isinstance(item, IndexedWheel)]
-    paths = [item for item in given if not isinstance(item, IndexedWheel)]
-    scanned, skipped = scan_report(
-        paths, cache=cache, emit=emit, describe=scan_describes(options.describe)
-    )
-    if cache.preloaded:
-        cache.retain({cache_key(w.path) for w in scanned})
-    wheels = ready + list(scanned)
-    if not wheels and given:
-        raise NothingToDo(
-            f"no usable wheel among {len(given)} input(s); {len(skipped)} skipped",
-            hint="pass .whl files or directories holding them (see the warnings above)",
-        )
-    return wheels, scanned, skipped
+def settle(
+    cache: ScanCache, keys: Iterable[str], known: Mapping[str, FileStamp] | None = None
+) -> dict[str, FileStamp]:
+    """Record each scanned wheel's ctime as this run left it (linking into the site moved
+    it); ``keys``: the wheels' cache keys (their absolute paths); ``known``: a wheel's stamp
+    taken since its last change, by key (else it is taken here). Returns each wheel's stamp
+    (one that cannot be stated is left out)."""
+    taken = known or {}
+    stamps: dict[str, FileStamp] = {}
+    for key in keys:
+        stamp = taken.get(key)
+        if stamp is None:
+            try:
+                stamp = FileStamp.of(os.stat(key))  # noqa: PTH116 - per wheel
+            except OSError:
+                continue
+        cache.settle(key, stamp)
+        stamps[key] = stamp
+    return stamps
 
 
 def scan_describes(describe: Describe | None) -> bool:

@@ -17,10 +17,10 @@ import re
 import stat
 import zipfile
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple, Union, cast
 
 from packaging.version import InvalidVersion, Version
 
@@ -40,13 +40,21 @@ if TYPE_CHECKING:
     from packaging.utils import NormalizedName
 
 __all__ = [
+    "CachedFile",
     "IndexedWheel",
+    "NewFile",
+    "Planned",
     "Skipped",
     "cache_key",
     "expand_paths",
+    "filename_project",
+    "look_up",
+    "plan_files",
     "scan",
     "scan_files",
+    "scan_planned",
     "scan_report",
+    "stat_files",
     "wheel_files",
 ]
 
@@ -112,29 +120,45 @@ def expand_paths(paths: Iterable[Path]) -> tuple[Path, ...]:
     return tuple(Path(p) for p in _listed(paths))
 
 
-def _listed(paths: Iterable[Path], attached: dict[str, frozenset[str]] | None = None) -> list[str]:
+def _listed(
+    paths: Iterable[Path],
+    attached: dict[str, frozenset[str]] | None = None,
+    stats: dict[str, os.stat_result] | None = None,
+) -> list[str]:
     """:func:`expand_paths` as strings; ``attached`` gets the names of the wheels'
-    attestations in each directory listed, by the directory's path as a Path words it."""
+    attestations in each directory listed, by the directory's path as a Path words it;
+    ``stats`` gets the stat of each file given by name (taken here to tell it from a
+    directory, so the scan need not take it again)."""
     out: list[str] = []
     for path in paths:
-        if path.is_dir() and not path.name.endswith(".whl"):  # a folder named *.whl is skipped
-            with os.scandir(path) as entries:  # is_file() from the entry: no stat per file
-                names = sorted(
-                    e.name for e in entries if not e.name.startswith(".") and e.is_file()
-                )
-            folder = str(path).rstrip("/") + "/"
-            out.extend(folder + name for name in names)
-            if attached is not None:
-                found = frozenset(name for name in names if name.endswith(_ATTACHED))
-                attached[str(Path(path))] = found
-        elif path.exists() or path.is_symlink():  # a dangling link is skipped, saying so
-            out.append(str(path))
+        where = str(path)
+        try:
+            found: os.stat_result | None = os.stat(where)  # noqa: PTH116 - per file given
+        except OSError:
+            found = None  # a missing file, worded below as before
+        if found is not None and stat.S_ISDIR(found.st_mode) and not where.endswith(".whl"):
+            out.extend(_list_folder(path, attached))  # a folder named *.whl is skipped
+        elif found is not None or path.exists() or path.is_symlink():
+            out.append(where)  # a dangling link is skipped, saying so
+            if found is not None and stats is not None:
+                stats[where] = found
         else:
             raise InputError(
-                f"no such file or directory: {str(path)!r}",
+                f"no such file or directory: {where!r}",
                 hint="pass wheel files or directories that hold them",
             )
     return out
+
+
+def _list_folder(path: Path, attached: dict[str, frozenset[str]] | None) -> list[str]:
+    """The files directly in the folder ``path`` (sorted, no dotfiles); ``attached`` gets the
+    attestations among them."""
+    with os.scandir(path) as entries:  # is_file() from the entry: no stat per file
+        names = sorted(e.name for e in entries if not e.name.startswith(".") and e.is_file())
+    if attached is not None:
+        attached[str(Path(path))] = frozenset(name for name in names if name.endswith(_ATTACHED))
+    folder = str(path).rstrip("/") + "/"
+    return [folder + name for name in names]
 
 
 def scan(
@@ -163,13 +187,16 @@ def scan_report(
 
 
 def wheel_files(
-    paths: Iterable[Path], attached: dict[str, frozenset[str]] | None = None
+    paths: Iterable[Path],
+    attached: dict[str, frozenset[str]] | None = None,
+    stats: dict[str, os.stat_result] | None = None,
 ) -> list[str]:
     """The files to scan among ``paths`` (:func:`expand_paths`, as strings: an index of
     50,000 wheels need not make 50,000 Paths in one process): a wheel's attestation beside
     it is published with the wheel, not skipped with a warning. ``attached`` gets the
-    attestations' names in each directory listed (see :func:`find_attestations`)."""
-    return [p for p in _listed(paths, attached) if not p.endswith(_ATTACHED)]
+    attestations' names in each directory listed (see :func:`find_attestations`); ``stats``
+    the stat of each file given by name (for :func:`plan_files`)."""
+    return [p for p in _listed(paths, attached, stats) if not p.endswith(_ATTACHED)]
 
 
 def scan_files(
@@ -178,31 +205,85 @@ def scan_files(
     cache: ScanCache | None = None,
     emit: Emit = discard,
     describe: bool = False,
+    stats: Mapping[str, os.stat_result] | None = None,
 ) -> tuple[tuple[IndexedWheel, ...], tuple[Skipped, ...]]:
-    """:func:`scan_report` of files already listed (:func:`wheel_files`).
+    """:func:`scan_report` of files already listed (:func:`wheel_files`, with its ``stats``)."""
+    return scan_planned(plan_files(files, cache, stats), cache=cache, emit=emit, describe=describe)
 
-    A cache that knows no file (a first run) is not asked about each: every file is read,
-    and its stamp comes from the file opened, not from a stat of its path before."""
-    known = cache is not None and not cache.knows_nothing()
-    jobs = [_plan(str(path), cache if known else None) for path in files]
-    todo = [job for job in jobs if isinstance(job, _Fresh)]
-    if cache is not None and not known:
-        cache.missed(len(todo))
+
+Planned = Union["CachedFile", "NewFile", "_Skip"]
+"""What :func:`plan_files` knows of one file before reading it."""
+
+
+def plan_files(
+    files: Iterable[Path | str],
+    cache: ScanCache | None,
+    stats: Mapping[str, os.stat_result] | None = None,
+) -> list[Planned]:
+    """Each file stated (``stats``: stats already taken, by the path as given) and looked up
+    in the cache, nothing read: a file whose stamp the cache holds is a :class:`CachedFile`.
+
+    A cache that knows no file (a first run) is not asked about each: every file is to be
+    read, and its stamp comes from the file opened, not from a stat of its path before."""
+    if cache is not None and not cache.knows_nothing():
+        return look_up(stat_files(files, stats), cache)
+    jobs: list[Planned] = [_unstated(str(path)) for path in files]
+    if cache is not None:
+        cache.missed(sum(isinstance(job, NewFile) for job in jobs))
+    return jobs
+
+
+def stat_files(
+    files: Iterable[Path | str], stats: Mapping[str, os.stat_result] | None = None
+) -> list[NewFile | _Skip]:
+    """Each file stated, not yet looked up in a cache (:func:`look_up`); ``stats``: stats
+    already taken, by the path as given."""
+    taken = stats or {}
+    return [_stated(str(path), taken) for path in files]
+
+
+def look_up(plans: Iterable[Planned], cache: ScanCache) -> list[Planned]:
+    """``plans`` with each stated file the cache holds at its stamp made a :class:`CachedFile`
+    (the cache reads the rows it lacks a batch at a time)."""
+    jobs = list(plans)
+    cache.prefetch([job.key for job in jobs if isinstance(job, NewFile)])
+    return [_looked_up(job, cache) if isinstance(job, NewFile) else job for job in jobs]
+
+
+def _looked_up(job: NewFile, cache: ScanCache) -> Planned:
+    if job.stamp is None or not cache.known(job.key, job.stamp):
+        return job
+    return CachedFile(job.where, job.key, job.filename, job.stamp)
+
+
+def scan_planned(
+    jobs: Sequence[Planned],
+    *,
+    cache: ScanCache | None = None,
+    emit: Emit = discard,
+    describe: bool = False,
+) -> tuple[tuple[IndexedWheel, ...], tuple[Skipped, ...]]:
+    """:func:`scan_report` of files planned (:func:`plan_files`): the new ones read (spread
+    over the cores when many), the cached ones made from the cache."""
+    todo = [job for job in jobs if isinstance(job, NewFile)]
     if describe and todo:  # imported once, before any worker starts
         import cuship.wheel.audit  # noqa: F401
     # To a worker, each job as (path, size, describe): a Path costs more to pickle and unpickle.
-    sent = [(job.where, None if job.stamp is None else job.stamp.size, describe) for job in todo]
+    sent = [(job.named, None if job.stamp is None else job.stamp.size, describe) for job in todo]
     fresh = dict(zip((job.key for job in todo), map_spread(_read_fresh, sent), strict=True))
+    if cache is not None:
+        cache.prefetch([job.key for job in jobs if isinstance(job, CachedFile)])
     wheels: dict[str, IndexedWheel] = {}
     skipped: list[Skipped] = []
     for job in jobs:
         try:
             if isinstance(job, _Skip):
                 raise job
-            if isinstance(job, _Fresh):
+            if isinstance(job, NewFile):
                 wheel = _fresh_wheel(job, fresh[job.key], cache)
             else:
-                wheel = _cached_wheel(job)
+                assert cache is not None  # a file is cached only with a cache
+                wheel = _cached_wheel(job, cache)
         except _Skip as why:
             skipped.append(_skipped(why, emit))
             continue
@@ -231,60 +312,87 @@ def _add_unique(wheels: dict[str, IndexedWheel], wheel: IndexedWheel, emit: Emit
         )
 
 
-class _Job(NamedTuple):
-    """A wheel the cache knows, unchanged since: read from the cache, not the file."""
+class CachedFile(NamedTuple):
+    """A wheel the cache knows, unchanged since: made from the cache, not read."""
 
-    path: Path
+    where: str  # the path as given
     key: str
-    name: _Name
+    filename: str
     stamp: FileStamp
-    entry: CacheEntry
 
 
-class _Fresh(NamedTuple):
+class NewFile(NamedTuple):
     """A file to read (new to the cache, or changed): its name is parsed where it is read."""
 
-    path: Path
+    where: str  # the path as given
     key: str
+    filename: str
     stamp: FileStamp | None  # None: planned without a cache, stamped where it is read
-    where: str  # str(path), with no second Path made when the path is its own key
+
+    @property
+    def named(self) -> str:
+        """The path as a Path words it (what a skip or a wheel's path says)."""
+        return self.where if self.key == self.where or _plain(self.where) else str(Path(self.where))
 
 
-def _plan(where: str, cache: ScanCache | None) -> _Job | _Fresh | _Skip:
-    """What is known about the file at ``where`` before reading it: the cached entry, if
-    still valid (without a cache, nothing: no stat either)."""
-    path = Path(where)
+def _unstated(where: str) -> NewFile | _Skip:
+    """The file at ``where`` to be read, with no stat (a run with no cache to ask)."""
     key = cache_key(where)
-    # The path as given is the key nearly always (a listed directory's files): its name is
-    # what follows the last slash
-    filename = where.rpartition("/")[2] if key == where else path.name
+    filename = _name_of(where, key)
     if not filename.endswith(".whl"):
-        return _Skip(path, "not a wheel (name does not end in .whl)")
-    given = where if key == where else str(path)
-    if cache is None:
-        return _Fresh(path, key, None, given)
-    try:
-        found = os.stat(key)  # noqa: PTH116 - the string in hand: per wheel
-    except OSError as err:
-        return _Skip(path, f"cannot read it: {regular_problem(key) or err.strerror or err}")
+        return _Skip(Path(where), "not a wheel (name does not end in .whl)")
+    return NewFile(where, key, filename, None)
+
+
+def _stated(where: str, stats: Mapping[str, os.stat_result]) -> NewFile | _Skip:
+    """The file at ``where`` with its stamp (``stats``: stats already taken), or why it is
+    skipped. (Per wheel of every update: the plain absolute path, nearly always, costs no
+    more than its stat and a few string tests.)"""
+    key = where if _plain_absolute(where) else cache_key(where)
+    filename = where.rpartition("/")[2] if key == where else _name_of(where, key)
+    if not filename.endswith(".whl"):
+        return _Skip(Path(where), "not a wheel (name does not end in .whl)")
+    found = stats.get(where)
+    if found is None:
+        try:
+            found = os.stat(key)  # noqa: PTH116 - the string in hand: per wheel
+        except OSError as err:
+            why = regular_problem(key) or err.strerror or err
+            return _Skip(Path(where), f"cannot read it: {why}")
     if not stat.S_ISREG(found.st_mode):
-        return _Skip(path, f"it is {file_kind(found.st_mode)}, not a regular file")
-    stamp = FileStamp.of(found)
-    entry = cache.get(key, stamp)
-    if entry is None:
-        return _Fresh(path, key, stamp, given)
-    try:
-        name = _parse_filename(filename, path)
-    except _Skip as why:
-        return why
-    return _Job(path, key, name, stamp, entry)
+        return _Skip(Path(where), f"it is {file_kind(found.st_mode)}, not a regular file")
+    stamp = FileStamp(found.st_size, found.st_mtime_ns, found.st_ino, found.st_ctime_ns)
+    return NewFile(where, key, filename, stamp)
 
 
 def cache_key(path: Path | str) -> str:
     """The scan cache's key of the wheel at ``path``: ``str(Path(path).absolute())``, which
-    is the path itself nearly always (a listed directory's files), with no Path made."""
+    is the path itself nearly always (a listed directory's files), with no Path made; a
+    plain relative path is joined to the working directory, with no Path made either."""
     where = str(path)
-    return where if _plain_absolute(where) else str(Path(where).absolute())
+    if _plain_absolute(where):
+        return where
+    if _plain(where) and not where.startswith("/"):
+        here = os.getcwd()  # noqa: PTH109 - a string: per wheel
+        return f"{here}/{where}" if here != "/" else f"/{where}"
+    return str(Path(where).absolute())
+
+
+def _name_of(where: str, key: str) -> str:
+    """``Path(where).name``, with no Path made for a plain path (``key``: its cache key,
+    which is ``where`` for a plain absolute path)."""
+    return where.rpartition("/")[2] if key == where or _plain(where) else Path(where).name
+
+
+def _plain(where: str) -> bool:
+    """Whether ``str(Path(where)) == where``: no empty or ``.`` part that Path drops."""
+    return (
+        "//" not in where
+        and "/./" not in where
+        and not where.startswith("./")
+        and not where.endswith(("/", "/."))
+        and where not in ("", ".")
+    )
 
 
 def _plain_absolute(where: str) -> bool:
@@ -361,6 +469,13 @@ def _canonical(name: str) -> NormalizedName:
     return canonical_name(name)
 
 
+def filename_project(filename: str) -> NormalizedName:
+    """The project a wheel's filename names, read as its parse reads it (the part before
+    the first dash, normalised), without checking the rest: what a valid wheel of that name
+    belongs to."""
+    return _canonical(filename.partition("-")[0])
+
+
 # What a worker sends back for one wheel: the fields of its IndexedWheel but ``path`` (the
 # parent has it, and a Path costs more to pickle and unpickle than all the rest), in the order
 # that _indexed reads them.
@@ -433,20 +548,22 @@ def _describe_pure(
 
 
 def _fresh_wheel(
-    job: _Fresh, done: tuple[_Read, FileStamp | None] | str, cache: ScanCache | None
+    job: NewFile, done: tuple[_Read, FileStamp | None] | str, cache: ScanCache | None
 ) -> IndexedWheel:
     if isinstance(done, str):
-        raise _Skip(job.path, done)
+        raise _Skip(Path(job.named), done)
     read, stamp = done
-    wheel = _indexed(job.path, read)
+    wheel = _indexed(Path(job.named), read)
     stamp = job.stamp if job.stamp is not None else stamp
     if cache is not None and stamp is not None:
         cache.put(job.key, stamp, CacheEntry(sha256=wheel.sha256, metadata=wheel.metadata))
     return wheel
 
 
-def _cached_wheel(job: _Job) -> IndexedWheel:
-    return _indexed(job.path, _fields(str(job.path), job.name, job.stamp.size, job.entry))
+def _cached_wheel(job: CachedFile, cache: ScanCache) -> IndexedWheel:
+    where = job.where if job.key == job.where or _plain(job.where) else str(Path(job.where))
+    name = _parse_filename(job.filename, where)
+    return _indexed(Path(where), _fields(where, name, job.stamp.size, cache.entry(job.key)))
 
 
 def _indexed(path: Path, read: _Read) -> IndexedWheel:

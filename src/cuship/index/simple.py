@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from cuship import _fs
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
-from cuship.index._cache import CacheDelta, FileStamp, ScanCache
+from cuship.index._cache import CacheDelta, FileStamp, ProjectMark, ScanCache
 from cuship.index._pool import MIN_ITEMS, fork_map, in_child, workers_available
 from cuship.index._shared import (
     DIR_MODE,
@@ -48,9 +48,11 @@ from cuship.index._shared import (
     describer_key,
     link_published,
     scan_describes,
+    settle,
     try_link,
     upload_note,
 )
+from cuship.index._unchanged import Attached, context_of, marks_of
 from cuship.index.attached import ATTESTATION_SUFFIX, find_attestations
 from cuship.index.keep import Kept, read_existing, site_records
 from cuship.index.render import (
@@ -130,17 +132,19 @@ def write(
                 "no wheels given",
                 hint="pass wheels, or --keep-existing with --yank/--unyank to change yanks",
             )
-        with ScanCache(cache_path(out), preload=site is None or not keep_existing) as cache:
+        # An update reads the rows it needs: it makes few wheels from the cache
+        with ScanCache(cache_path(out), preload=site is None) as cache:
             if site is None:
                 fresh = not out.exists()
-                summary, scanned = _rebuild(given, out, options, cache, emit)
+                summary, scanned, marks = _rebuild(given, out, options, cache, emit)
                 if not fresh:  # deleting the tree it replaced moved the wheels' ctimes again
-                    _settle(cache, scanned)
+                    settle(cache, scanned)
+                # Where that moved them the marks are stale: the next update renders all
+                cache.mark(marks if fresh else {}, replace=True)
             else:
                 from cuship.index.update import update  # here: a first run never needs it
 
-                summary, wheels = update(given, out, site, options, cache, emit)
-                _settle(cache, [cache_key(w.path) for w in wheels])
+                summary = update(given, out, site, options, cache, emit)
     _note_current_directory(out, emit)
     kept = f" ({summary.kept} kept from before)" if keep_existing else ""
     how = (
@@ -163,17 +167,17 @@ def _rebuild(
     options: Options,
     cache: ScanCache,
     emit: Emit,
-) -> tuple[IndexSummary, list[str]]:
-    """The whole tree rendered beside ``out`` and exchanged with it atomically; the summary
-    and the cache keys of the wheels scanned."""
+) -> tuple[IndexSummary, list[str], dict[str, ProjectMark | None]]:
+    """The whole tree rendered beside ``out`` and exchanged with it atomically; the summary,
+    the cache keys of the wheels scanned and the marks of the projects rendered."""
     staging = _fs.staging_dir(out, mode=DIR_MODE)
     try:
-        summary, scanned = _build(given, out, staging, options, cache, emit)
+        summary, scanned, marks = _build(given, out, staging, options, cache, emit)
         _fs.exchange(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return summary, scanned
+    return summary, scanned, marks
 
 
 def cache_path(site: Path) -> Path:
@@ -211,23 +215,6 @@ def _note_current_directory(out: Path, emit: Emit) -> None:
         emit(Event(level="info", topic="index", message=message))
 
 
-def _settle(
-    cache: ScanCache, keys: Iterable[str], known: Mapping[str, FileStamp] | None = None
-) -> None:
-    """Record each scanned wheel's ctime as this run left it (linking into the site moved
-    it); ``keys``: the wheels' cache keys (their absolute paths); ``known``: a wheel's stamp
-    taken since its last change, by key (else it is taken here)."""
-    taken = known or {}
-    for key in keys:
-        stamp = taken.get(key)
-        if stamp is None:
-            try:
-                stamp = FileStamp.of(os.stat(key))  # noqa: PTH116 - per wheel
-            except OSError:
-                continue
-        cache.settle(key, stamp)
-
-
 def _refuse_foreign(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise UsageError(f"output {str(out)!r} exists and is not a directory")
@@ -253,7 +240,8 @@ class _Share:
 class _Built:
     """What a share's process reports: its projects' entries for the roots, its counts, its
     skips and events (a child's, to be emitted by the parent), the cache keys of the wheels
-    it scanned and of their describe records, and what its copy of the cache learnt."""
+    it scanned and of their describe records, what its copy of the cache learnt, and the
+    marks of its projects (see :mod:`cuship.index._unchanged`)."""
 
     entries: dict[str, ProjectEntry]
     usable: int
@@ -263,6 +251,7 @@ class _Built:
     scanned: tuple[str, ...]
     described: tuple[str, ...]
     delta: CacheDelta
+    marks: dict[str, ProjectMark | None]
 
 
 def _build(
@@ -272,7 +261,7 @@ def _build(
     options: Options,
     cache: ScanCache,
     emit: Emit,
-) -> tuple[IndexSummary, list[str]]:
+) -> tuple[IndexSummary, list[str], dict[str, ProjectMark | None]]:
     """Every page of the index written under ``staging``.
 
     The projects are dealt out in shares, one per core; each share's wheels are scanned,
@@ -286,7 +275,9 @@ def _build(
     connection of its own, and sends back what the roots need; this process writes the
     roots. A small index is one share, done here."""
     attached: dict[str, frozenset[str]] = {}  # attestations in the folders listed
-    files = wheel_files([item for item in given if not isinstance(item, IndexedWheel)], attached)
+    stats: dict[str, os.stat_result] = {}  # of the files given by name
+    paths = [item for item in given if not isinstance(item, IndexedWheel)]
+    files = wheel_files(paths, attached, stats)
     ready = [item for item in given if isinstance(item, IndexedWheel)]
     previous = _previous_hashes(out)
     kept = read_existing(out) if options.keep else Kept()
@@ -299,8 +290,9 @@ def _build(
 
     def build(share: _Share) -> _Built:
         return _build_share(
-            share, out, staging, options, cache, previous, kept, made, attached, emit, alone=alone
-        )
+            share, out, staging, options, cache, previous, kept, made, attached, emit,
+            alone=alone, stats=stats,
+        )  # fmt: skip
 
     built = fork_map(build, shares)
     for part in built:
@@ -334,7 +326,7 @@ def _build(
         base_url=options.base_url,
         kept=sum(part.kept for part in built),
     )
-    return summary, scanned
+    return summary, scanned, {name: mark for part in built for name, mark in part.marks.items()}
 
 
 def _in_order(skipped: Iterable[Skipped], files: Sequence[str]) -> tuple[Skipped, ...]:
@@ -359,15 +351,16 @@ def _build_share(
     emit: Emit,
     *,
     alone: bool,
+    stats: Mapping[str, os.stat_result],
 ) -> _Built:
     """One share of :func:`_build`, here or in a forked child; ``attached``: attestations in
     the folders listed (:func:`wheel_files`); ``alone``: no other share runs meanwhile (then
-    its files are written by a few threads)."""
+    its files are written by a few threads); ``stats``: of the files given by name."""
     forked = in_child()
     events: list[Event] = []
     say = events.append if forked else emit
     scanned, skipped = scan_files(
-        share.files, cache=cache, emit=say, describe=scan_describes(options.describe)
+        share.files, cache=cache, emit=say, describe=scan_describes(options.describe), stats=stats
     )
     wheels = [*share.ready, *scanned]
     described = describe_all(wheels, options.describe, cache, retain=False)
@@ -403,10 +396,12 @@ def _build_share(
     keys = [cache_key(w.path) for w in scanned]
     by_project = group(rows)
 
+    stamps: dict[str, FileStamp] = {}
+
     def write_files() -> CacheDelta:  # into the one folder files/, shared by every share
         _write_trees(staging, [files], made, threads=alone)
         linked = _place_wheels(inside, staging / "files", out, previous, say)
-        _settle(cache, keys, linked)  # linked: their ctimes as this run leaves them
+        stamps.update(settle(cache, keys, linked))  # linked: their ctimes as this run leaves them
         # All this share's cache learns, stored now: a share that writes its files first
         # stores them while the others are still at work (two shares storing at the same
         # time take turns on SQLite's lock, and one waits for the other)
@@ -436,7 +431,27 @@ def _build_share(
         scanned=tuple(keys),
         described=tuple(who + w.sha256 for w in wheels) if who else (),
         delta=delta,
+        marks=_share_marks(scanned, share, by_project, stamps, options, attached, staging),
     )
+
+
+def _share_marks(
+    scanned: Sequence[IndexedWheel],
+    share: _Share,
+    projects: Collection[str],
+    stamps: Mapping[str, FileStamp],
+    options: Options,
+    attached: Mapping[str, frozenset[str]],
+    staging: Path,
+) -> dict[str, ProjectMark | None]:
+    """The marks of a share's projects, rendered under ``staging`` from the files given
+    (none with ``keep``, nor for a project given a ready wheel: such inputs are not files)."""
+    if options.keep:
+        return {}
+    ready = {wheel.project for wheel in share.ready}
+    given = [project for project in projects if project not in ready]
+    context = context_of(options)
+    return marks_of(scanned, given, stamps, context, Attached(attached), str(staging))
 
 
 def _shares(
@@ -613,7 +628,7 @@ def _place_wheels(
     the input's mode). ``files`` exists: it is made with the site's other shared folders.
 
     Returns the stamp of each wheel linked from where it was given (by :func:`cache_key`),
-    taken after linking: what :func:`_settle` needs, with no second stat."""
+    taken after linking: what :func:`settle` needs, with no second stat."""
     copied = 0
     folder = f"{files}/"  # strings, not Paths: 50,000 wheels at a time
     linked: dict[str, FileStamp] = {}

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,10 +45,12 @@ from cuship.index._shared import (
     SiteState,
     check_replaced,
     describe_all,
-    scan_given,
+    describer_key,
+    settle,
     try_link,
     upload_note,
 )
+from cuship.index._unchanged import Given, Site, context_of, marks_of, scan_update
 from cuship.index.attached import ATTESTATION_SUFFIX, AttestationRef, find_attestations
 from cuship.index.keep import check_in_site, project_rows
 from cuship.index.render import (
@@ -63,7 +65,7 @@ from cuship.index.render import (
     rows_of,
     variant_labels,
 )
-from cuship.index.scan import IndexedWheel
+from cuship.index.scan import IndexedWheel, cache_key
 from cuship.index.yank import spec_project
 
 __all__ = ["update"]
@@ -191,10 +193,12 @@ def _touched(
     options: Options,
     out: Path,
     record: Retired,
+    quiet: Collection[str],
 ) -> set[str]:
     """The projects this run may change: with ``keep``, those of the given wheels and those
     the yank entries name; without, every project listed before, given now or left on disk
-    (but for one retired, whose page stays until the next update)."""
+    (but for one retired, whose page stays until the next update, and those ``quiet``: given
+    as they were last rendered)."""
     if options.keep:
         named = {spec_project(spec) for spec in (*options.yanked, *options.unyanked)}
         return set(new) | (named & set(site.projects))
@@ -203,7 +207,7 @@ def _touched(
     except OSError:
         on_disk = set()
     on_disk = {name for name in on_disk if f"simple/{name}" not in record.recorded}
-    return set(new) | set(site.projects) | on_disk
+    return (set(new) | set(site.projects) | on_disk) - set(quiet)
 
 
 def _rows_now(out: Path, old: Sequence[Row], new: Sequence[Row], options: Options) -> list[Row]:
@@ -388,9 +392,10 @@ def _plans(
     out: Path,
     by_name: Mapping[str, IndexedWheel],
     emit: Emit,
+    quiet: Collection[str],
 ) -> list[_Plan]:
     plans = []
-    for project in sorted(_touched(state, new, options, out, record)):
+    for project in sorted(_touched(state, new, options, out, record, quiet)):
         old = _old_rows(out, project, options, record)
         before = {row.filename: row.sha256 for row in old}
         for row in new.get(project, ()):  # before anything is written: refused, nothing changed
@@ -400,6 +405,20 @@ def _plans(
     return plans
 
 
+def _check(
+    out: Path, state: SiteState, options: Options, cache: ScanCache, record: Retired
+) -> Site | None:
+    """What finding the projects that need not render takes; None where every project
+    renders: with ``keep`` (the manifest holds rows no input gives), or completing an update
+    that was stopped (its record in progress names what it had changed)."""
+    if options.keep or record.in_progress:
+        return None
+    retired = {rel.partition("/")[2] for rel in record.recorded if rel.startswith("simple/")}
+    return Site(
+        root=str(out), listed=state.projects, marks=cache.marks(), changed=frozenset(retired)
+    )
+
+
 def update(
     given: Sequence[IndexedWheel | Path],
     out: Path,
@@ -407,11 +426,13 @@ def update(
     options: Options,
     cache: ScanCache,
     emit: Emit,
-) -> tuple[IndexSummary, tuple[IndexedWheel, ...]]:
+) -> IndexSummary:
     """Make the index at ``out`` (described by ``state``) list what this run asks for."""
-    wheels, scanned, skipped = scan_given(given, cache, options, emit)
+    record = Retired.read(out)
+    scan = scan_update(given, cache, options, emit, _check(out, state, options, cache, record))
+    wheels = scan.wheels
     described = describe_all(wheels, options.describe, cache)
-    attestations = find_attestations(wheels, emit)
+    attestations = find_attestations(wheels, emit, listed=scan.listed)
     new = group(
         rows_of(
             wheels,
@@ -422,8 +443,7 @@ def update(
         )
     )
     by_name = {wheel.filename: wheel for wheel in wheels}
-    record = Retired.read(out)
-    plans = _plans(state, new, options, record, out, by_name, emit)
+    plans = _plans(state, new, options, record, out, by_name, emit, scan.quiet.projects)
     entries = dict(state.projects)
     for plan in plans:
         if plan.rows:
@@ -446,18 +466,43 @@ def update(
         _retire(site, record, now)
     finally:
         site.close()
+    _settle_and_mark(out, cache, options, scan, [plan.project for plan in plans])
+    if plans and not options.keep:
+        _forget_others(cache, options, scan)
     upload_note(options.base_url, out, emit)
     total = sum(entry.wheels for entry in entries.values())
-    summary = IndexSummary(
+    return IndexSummary(
         site=out,
         wheels=total,
         projects=len(entries),
         variants=tuple(sorted(labels_now)),
-        skipped=skipped,
+        skipped=scan.skipped,
         hashed=cache.misses,
         cached=cache.hits,
         base_url=options.base_url,
         kept=total - len(wheels) if options.keep else 0,
         rewritten=rewritten,
     )
-    return summary, scanned
+
+
+def _forget_others(cache: ScanCache, options: Options, scan: Given) -> None:
+    """The cache forgets what this run does not list: the index lists exactly the wheels
+    given. (A run that renders no project lists what the last one listed: nothing to forget.)"""
+    keys = {cache_key(wheel.path) for wheel in scan.scanned} | set(scan.quiet.keys)
+    who = None if options.describe is None else describer_key(options.describe)
+    cache.forget_others(keys, who)
+
+
+def _settle_and_mark(
+    out: Path, cache: ScanCache, options: Options, scan: Given, projects: Sequence[str]
+) -> None:
+    """The scanned wheels' stamps as this run leaves them (see :func:`settle`), and, without
+    ``keep``, the marks of the projects it rendered (one given a ready wheel gets none: its
+    inputs are not files)."""
+    stamps = settle(cache, [cache_key(w.path) for w in scan.scanned])
+    if options.keep:
+        return
+    context = context_of(options)
+    marks = marks_of(scan.scanned, projects, stamps, context, scan.attached, str(out))
+    ready = scan.ready
+    cache.mark({project: None if project in ready else mark for project, mark in marks.items()})
