@@ -3,6 +3,7 @@ for packages.yml tests), made here in a second each."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -40,3 +41,10 @@ def plain_c_sdists(where: Path, *versions: str) -> Path:
             capture_output=True,
         )
     return dist
+
+
+def offline_from(dist: Path) -> dict[str, str]:
+    """The environment in which pip finds the sdists of ``dist`` (beside the folders the
+    machine's configuration already names) and no index: a build off the network."""
+    links = " ".join(filter(None, [os.environ.get("PIP_FIND_LINKS", ""), str(dist)]))
+    return {"PIP_FIND_LINKS": links, "PIP_NO_INDEX": "1"}

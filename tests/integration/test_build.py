@@ -15,7 +15,7 @@ from cuship.config import load_config
 from cuship.machine import fingerprint
 from cuship.matrix import expand
 from tests.integration import clirun
-from tests.integration.plainc import plain_c_sdists
+from tests.integration.plainc import offline_from, plain_c_sdists
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 
@@ -126,7 +126,6 @@ def test_packages_yml_builds_the_pypi_sdist_and_verify_judges_it(tmp_path: Path)
 def test_a_packages_yml_entry_without_device_code_ships_a_cpu_wheel(tmp_path: Path) -> None:
     """packages.yml's per-package matrix: a plain C package (device_code: false) is built as
     what it is, a +cpu wheel verified to hold no device code, never failed for lacking it."""
-    import os
 
     dist = plain_c_sdists(tmp_path, "1.0")
     python = ".".join(fingerprint().python.split(".")[:2])
@@ -137,8 +136,7 @@ def test_a_packages_yml_entry_without_device_code_ships_a_cpu_wheel(tmp_path: Pa
         '    build_args: "--no-build-isolation"\n'
         "    matrix: {device_code: false}\n"
     )
-    links = " ".join(filter(None, [os.environ.get("PIP_FIND_LINKS", ""), str(dist)]))
-    env = {"PIP_FIND_LINKS": links, "PIP_NO_INDEX": "1"}
+    env = offline_from(dist)
     done = cuship("build", str(tmp_path), "-o", str(tmp_path / "out"), "--json", env=env)
     (outcome,) = json.loads(done.stdout)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -17,7 +17,7 @@ import pytest
 
 from cuship.machine import fingerprint
 from tests.integration import clirun
-from tests.integration.plainc import plain_c_sdists
+from tests.integration.plainc import offline_from, plain_c_sdists
 
 PYPI = "https://pypi.org/simple"
 
@@ -39,7 +39,6 @@ def _write_packages(root: Path, versions: list[str]) -> None:
 
 
 def _ship(root: Path, dist: Path) -> dict[str, object]:
-    links = " ".join(filter(None, [os.environ.get("PIP_FIND_LINKS", ""), str(dist)]))
     done = clirun.cuship(
         "ship",
         root,
@@ -47,7 +46,7 @@ def _ship(root: Path, dist: Path) -> dict[str, object]:
         root / "out",
         "--no-check",
         "--json",
-        env={"PIP_FIND_LINKS": links, "PIP_NO_INDEX": "1"},
+        env=offline_from(dist),
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]

@@ -275,10 +275,9 @@ def _release_script(ctx: CiContext) -> str:
 
 def _notes(ctx: CiContext) -> str:
     """The release notes: every project built, and how to install one from the index."""
-    names = ", ".join(ctx.projects)
-    first = ctx.projects[0] if ctx.projects else ctx.name
-    return (
-        f"Wheels of {names} built by cuship; install one with pip install {first} "
+    return (  # a context always has jobs (context_for refuses an empty matrix): a project
+        f"Wheels of {', '.join(ctx.projects)} built by cuship; install one with pip install "
+        f"{ctx.projects[0]} "
         "--index-url <Pages URL>/simple/ --extra-index-url https://pypi.org/simple"
     )
 
