@@ -32,3 +32,39 @@ def test_peek_names_the_engine_take_hands_out() -> None:
     assert first is not None and first.engine == "numba-sim"
     assert pending.peek(set()) == "native"  # numba-sim is claimed by a lane now
     assert len(pending) == 3
+
+
+def test_forked_workers_cost_little_so_a_quick_run_spreads_but_a_tiny_one_does_not() -> None:
+    quick = [_group(f"op{i}", "triton-interpret", 3) for i in range(8)]  # 24 cases, ~2 s
+    assert useful_lanes(quick, 2, forked=True) == 2
+    assert useful_lanes(quick, 1, forked=True) == 1  # one core, or --parallel 1
+    assert useful_lanes([_group("tiny", "native", 2)], 8, forked=True) == 1
+
+
+def test_with_several_lanes_a_slow_group_is_cut_into_chunks_of_a_few_cases() -> None:
+    slow = _group("reduce", "numba-sim", 8)
+    pending = Pending([slow, _group("a", "native", 2)], lanes=2)
+    chunks = []
+    while (chunk := pending.take({"numba-sim", "native"})) is not None:
+        chunks.append(chunk)
+    reduce_chunks = [c for c in chunks if c.op == "reduce"]
+    assert len(reduce_chunks) == 4  # two per lane
+    assert [c.index for chunk in reduce_chunks for c in chunk.cases] == list(range(8))
+    assert Pending([slow], lanes=1).take(set()) == slow  # serial: one chunk per group
+
+
+def test_a_worker_under_a_sanitizer_or_with_threads_is_not_forked() -> None:
+    import threading
+
+    from cuship.check._fork import blocker
+
+    assert blocker(sanitized=True) == "a worker under compute-sanitizer is never forked"
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        why = blocker(sanitized=False)
+    finally:
+        stop.set()
+        thread.join()
+    assert why is not None and "threads" in why

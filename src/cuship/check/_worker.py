@@ -7,7 +7,9 @@ optionally, the project ``packages`` to trace), the worker answers ``{"ready": t
 and run by the probe, also launches its one-element kernel), answering ``{"prepared": true}``
 or ``{"prepared": false, "problem": {...}}``, and ``{"batch": [case, ...]}`` runs cases back to
 back, answering one line per case as each finishes (the parent times each case by its answer's
-arrival). Stray prints from kernels go to stderr, so stdout carries only the protocol.
+arrival). ``{"fork": {"socket": path, "log": path}}`` forks a copy of the worker that serves
+that socket (see :mod:`cuship.check._fork`), answering ``{"forked": pid}`` or ``{"forked": 0,
+"why": reason}``. Stray prints from kernels go to stderr, so stdout carries only the protocol.
 
 Under compute-sanitizer (``cuship check --sanitize``) the hello carries ``"marks": [path,
 worker]``: the worker then writes a marker into that stream (the sanitizer's log, a FIFO) after
@@ -61,8 +63,17 @@ def _serve(channel: IO[str], hello: dict[str, Any]) -> int:
     if marks is not None:
         marks.write("ready", marks.worker)
     _send(channel, ready)
-    for line in sys.stdin:
+    _loop(ops, sys.stdin, channel, marks)
+    return 0
+
+
+def _loop(ops: Mapping[str, Op], requests: IO[str], channel: IO[str], marks: Marks | None) -> None:
+    """Answer requests until the parent closes ``requests``."""
+    for line in requests:
         request = json.loads(line)
+        if "fork" in request:
+            _send(channel, _forked(request["fork"], ops, channel, marks))
+            continue
         if "prepare" in request:
             answer = _prepare(request["prepare"], launch=bool(request.get("launch")))
             if marks is not None:
@@ -74,7 +85,24 @@ def _serve(channel: IO[str], hello: dict[str, Any]) -> int:
             if marks is not None and "mark" in one:
                 marks.write("case", str(one["mark"]))
             _send(channel, answer)
-    return 0
+
+
+def _forked(
+    spec: Mapping[str, str], ops: Mapping[str, Op], channel: IO[str], marks: Marks | None
+) -> dict[str, Any]:
+    """Fork a copy of this worker (modules and engines already imported) that serves the
+    socket ``spec["socket"]`` with its output in ``spec["log"]``; see :mod:`cuship.check._fork`."""
+    from cuship.check import _fork
+
+    why = _fork.blocker(sanitized=marks is not None)
+    if why is not None:
+        return {"forked": 0, "why": why}
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _fork.child(spec, channel, lambda reader, writer: _loop(ops, reader, writer, None))
+    _fork.adopt(pid, spec["log"])
+    return {"forked": pid}
 
 
 def _marks(hello: Mapping[str, Any]) -> Marks | None:
@@ -143,7 +171,14 @@ def main() -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     hello = json.loads(sys.stdin.readline())
-    return _serve(channel, hello)
+    code = _serve(channel, hello)
+    if "marks" in hello:  # compute-sanitizer reports at the process's orderly exit
+        return code
+    # Nothing is left to say: skip tearing down torch, Triton and Numba (seconds, at the end of
+    # every run, with the parent waiting).
+    sys.stderr.flush()
+    channel.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 """Lanes: each holds one worker process and runs chunks of (op, engine, dtype) groups on it.
 
-With several lanes each group is cut into one chunk per lane, so one slow group (a Numba
-simulator reduction) is shared out too. A worker pays a one-off import for each engine it
+With several lanes each group is cut into chunks of a few cases (two per lane), handed out as
+lanes come free, so one slow group (a Numba simulator reduction) is shared out too and sets no
+critical path of its own. On a CPU run every lane's worker is a fork of one that has imported
+the engines already (:class:`~cuship.check.forks.Zygote`), so a lane more costs milliseconds.
+Otherwise A worker pays a one-off import for each engine it
 serves (torch + triton take a second or more), so chunks go preferably to a lane whose worker
 already has their engine, and a lane without such work starts an engine no other lane has yet.
 A lane starts its worker and imports the engine before it takes a chunk, so on a small run the
@@ -16,11 +19,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from cuship.check.forks import Zygote
 from cuship.check.inputs import CaseSpec
 from cuship.check.results import CaseResult
 from cuship.check.workers import Worker, WorkerDied, WorkerSetup
 
-__all__ = ["Lane", "Pending", "PlannedGroup", "useful_lanes"]
+__all__ = ["FORK_SECONDS", "Lane", "Pending", "PlannedGroup", "useful_lanes"]
 
 
 # Rough seconds one case takes per engine (to start the slow groups first), and one worker
@@ -28,6 +32,9 @@ __all__ = ["Lane", "Pending", "PlannedGroup", "useful_lanes"]
 # is worth it only when it takes more work off the others than it costs to start.
 _CASE_SECONDS = {"numba-sim": 0.4, "triton-interpret": 0.08, "native": 0.02}
 _START_SECONDS = {"numba-sim": 3.0, "triton-interpret": 4.0, "native": 0.5}
+# A fork of a worker that has the engines: the fork itself, and each kernel's first call
+# (Numba compiles it, the interpreter traces it) paid again in the copy.
+FORK_SECONDS = 0.3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,11 +53,15 @@ class PlannedGroup:
         return len(self.cases) * _CASE_SECONDS.get(self.engine, 0.04)
 
 
-def useful_lanes(groups: Sequence[PlannedGroup], most: int) -> int:
+def useful_lanes(groups: Sequence[PlannedGroup], most: int, *, forked: bool = False) -> int:
     """How many of ``most`` lanes pay for their start: each one more must take more estimated
-    work off the others than starting its worker costs (a quick run is often best on one)."""
+    work off the others than starting its worker costs (a fresh worker's imports cost seconds,
+    so a quick run is often best on one; a ``forked`` one costs :data:`FORK_SECONDS`)."""
     total = sum(g.cost for g in groups)
-    start = max((_START_SECONDS.get(g.engine, 4.0) for g in groups), default=0.0)
+    if forked:
+        start = FORK_SECONDS if groups else 0.0
+    else:
+        start = max((_START_SECONDS.get(g.engine, 4.0) for g in groups), default=0.0)
     lanes = 1
     while lanes < most and total / lanes - total / (lanes + 1) > start:
         lanes += 1
@@ -69,7 +80,8 @@ class Pending:
     """The groups still to run, handed out with engine affinity (thread-safe)."""
 
     def __init__(self, groups: Sequence[PlannedGroup], lanes: int = 1) -> None:
-        chunks = [chunk for group in groups for chunk in _split(group, lanes)]
+        parts = 1 if lanes <= 1 else 2 * lanes
+        chunks = [chunk for group in groups for chunk in _split(group, parts)]
         self._groups = sorted(chunks, key=lambda g: -g.cost)
         self._claimed: set[str] = set()
         self._lock = threading.Lock()
@@ -121,9 +133,12 @@ class Lane:
         *,
         worker: Worker | None = None,
         ready: frozenset[str] = frozenset(),
+        zygote: Zygote | None = None,
     ) -> None:
-        """``worker``: one already started (the probe's), with the engines in ``ready`` imported."""
+        """``worker``: one already started (the probe's or a fork), with the engines in
+        ``ready`` imported; ``zygote``: where new workers come from (else they start fresh)."""
         self.setup = setup
+        self.zygote = zygote
         self.timeout = timeout
         self.worker = worker
         self.ready: set[str] = set(ready) if worker is not None else set()
@@ -172,6 +187,12 @@ class Lane:
 
     def _ensure(self, engine: str, *, watch: bool = False) -> Worker:
         """A live worker with ``engine``'s modules imported (start-up is not timed)."""
+        if self.worker is None and self.zygote is not None:
+            try:
+                self.worker = self.zygote.fork()
+                self.ready = set(self.zygote.ready)
+            except WorkerDied:
+                self.zygote = None  # it died or refused: start fresh workers from now on
         if self.worker is None:
             spawned = self._watch if watch else None
             self.worker = Worker.start(self.setup, timeout=max(self.timeout, 60.0), spawned=spawned)

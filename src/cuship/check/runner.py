@@ -17,11 +17,12 @@ from pathlib import Path
 from cuship.check.availability import Unavailable
 from cuship.check.compare import tolerance_for
 from cuship.check.engines import ENGINES, Device, engines_for, skip_reason
+from cuship.check.forks import ForkRefused, Zygote
 from cuship.check.inputs import CaseSpec, plan_cases
 from cuship.check.lanes import Lane, Pending, PlannedGroup, useful_lanes
 from cuship.check.registry import Op
 from cuship.check.results import CaseResult, CheckReport, GroupResult
-from cuship.check.workers import Worker, WorkerSetup
+from cuship.check.workers import Worker, WorkerDied, WorkerSetup
 from cuship.config import CheckSection
 from cuship.errors import NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
@@ -237,17 +238,20 @@ def execute(
     lane runs on it.
     """
     started = time.time()
-    workers = _lane_count(the_plan, parallel, emit)
+    forked = setup.fork and handover[0] is not None
+    workers = _lane_count(the_plan, parallel, emit, forked=forked)
     pending = Pending(the_plan.runnable, workers)
-    done: dict[tuple[str, str, str], list[CaseResult]] = {}
-    lock = threading.Lock()
-    lanes = [Lane(setup, timeout, worker=handover[0], ready=handover[1])]
-    lanes += [Lane(setup, timeout) for _ in range(workers - 1)]
-
-    chunks = [len(pending)]  # chunks not yet run; guarded by ``lock``
-    finished = threading.Event()
-    if not chunks[0]:
-        finished.set()
+    done = _Done(the_plan.runnable, len(pending), emit)
+    zygote, lanes = _lanes(setup, timeout, workers, handover, forked=forked)
+    if zygote is not None:
+        ready = ", ".join(sorted(zygote.ready)) or "none"
+        emit(
+            Event(
+                level="debug",
+                topic="check",
+                message=f"{workers} workers forked from one with the engines imported ({ready})",
+            )
+        )
 
     def lane_loop(lane: Lane) -> None:
         try:
@@ -255,26 +259,26 @@ def execute(
             if engine is not None:
                 lane.warm(engine)
             while (chunk := pending.take(lane.ready)) is not None:
-                results = lane.run(chunk)
-                with lock:
-                    done.setdefault((chunk.op, chunk.engine, chunk.dtype), []).extend(results)
-                    emit(_progress(chunk, results))
-                    chunks[0] -= 1
-                    if not chunks[0]:
-                        finished.set()
+                done.add(chunk, lane.run(chunk))
         finally:
             lane.close()
 
     threads = [threading.Thread(target=lane_loop, args=(lane,), daemon=True) for lane in lanes]
-    for thread in threads:
-        thread.start()
-    while not finished.wait(0.1) and any(t.is_alive() for t in threads):
-        pass
-    for lane in lanes:  # the work is done: a lane still starting its worker is not needed
-        lane.cancel()
-    for thread in threads:
-        thread.join()
-    groups = tuple(_collect(g, done.get((g.op, g.engine, g.dtype))) for g in the_plan.groups)
+    try:
+        for thread in threads:
+            thread.start()
+        while not done.finished.wait(0.1) and any(t.is_alive() for t in threads):
+            pass
+        for lane in lanes:  # the work is done: a lane still starting its worker is not needed
+            lane.cancel()
+        for thread in threads:
+            thread.join()
+    finally:
+        if zygote is not None:
+            zygote.close()
+    groups = tuple(
+        _collect(g, done.results.get((g.op, g.engine, g.dtype))) for g in the_plan.groups
+    )
     return CheckReport(
         target=target,
         device=the_plan.device,
@@ -287,13 +291,67 @@ def execute(
     )
 
 
-def _lane_count(the_plan: Plan, parallel: int, emit: Emit) -> int:
+class _Done:
+    """The results of the chunks run so far (thread-safe); a group's progress event is sent
+    once all its cases are in, and ``finished`` is set with the last chunk."""
+
+    def __init__(self, groups: Sequence[PlannedGroup], chunks: int, emit: Emit) -> None:
+        self.results: dict[tuple[str, str, str], list[CaseResult]] = {}
+        self.finished = threading.Event()
+        self._sizes = {(g.op, g.engine, g.dtype): len(g.cases) for g in groups}
+        self._left = chunks
+        self._emit = emit
+        self._lock = threading.Lock()
+        if not chunks:
+            self.finished.set()
+
+    def add(self, chunk: PlannedGroup, results: tuple[CaseResult, ...]) -> None:
+        key = (chunk.op, chunk.engine, chunk.dtype)
+        with self._lock:
+            group = self.results.setdefault(key, [])
+            group.extend(results)
+            if len(group) == self._sizes[key]:
+                self._emit(_progress(chunk, tuple(sorted(group, key=lambda r: r.case.index))))
+            self._left -= 1
+            if not self._left:
+                self.finished.set()
+
+
+def _lanes(
+    setup: WorkerSetup,
+    timeout: float,
+    workers: int,
+    handover: tuple[Worker | None, frozenset[str]],
+    *,
+    forked: bool,
+) -> tuple[Zygote | None, list[Lane]]:
+    """The lanes, the first on the probe's worker; or, with several lanes and a forkable probe
+    worker, that worker as the zygote and every lane on a fork of it."""
+    worker, ready = handover
+    if workers > 1 and forked and worker is not None:
+        zygote = Zygote(worker, ready, max(timeout, 60.0))
+        try:
+            first = zygote.fork()
+        except ForkRefused:  # it runs threads: lanes start fresh workers, the first on it
+            pass
+        except WorkerDied:  # it died: every lane starts a fresh worker
+            zygote.close()
+            return None, [Lane(setup, timeout) for _ in range(workers)]
+        else:
+            lanes = [Lane(setup, timeout, worker=first, ready=ready, zygote=zygote)]
+            lanes += [Lane(setup, timeout, zygote=zygote) for _ in range(workers - 1)]
+            return zygote, lanes
+    lanes = [Lane(setup, timeout, worker=worker, ready=ready)]
+    return None, lanes + [Lane(setup, timeout) for _ in range(workers - 1)]
+
+
+def _lane_count(the_plan: Plan, parallel: int, emit: Emit, *, forked: bool = False) -> int:
     asked = parallel if parallel > 0 else (os.cpu_count() or 1)
-    workers = useful_lanes(the_plan.runnable, asked)
+    workers = useful_lanes(the_plan.runnable, asked, forked=forked)
     if workers < asked:
         emit(
             Event(
-                level="info",
+                level="info" if parallel > 0 else "debug",
                 topic="check",
                 message=f"--parallel {asked}: {workers} worker(s); the run's estimated work "
                 "does not pay for starting more",
@@ -346,4 +404,5 @@ def setup_for(
         pythonpath=tuple(pythonpath),
         env=worker_env(device, environ, force_ptx=force_ptx),
         packages=tuple(packages),
+        fork=device == "cpu" and not force_ptx,
     )

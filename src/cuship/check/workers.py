@@ -31,7 +31,9 @@ class WorkerSetup:
     ``packages`` are the project's top-level packages whose provenance a worker may report.
 
     ``prefix``: a command the worker runs under (compute-sanitizer and its options); ``marks``:
-    the stream (path) and the worker's name in it, for the markers of a sanitized worker.
+    the stream (path) and the worker's name in it, for the markers of a sanitized worker;
+    ``fork``: a started worker may be forked to make more (a CPU run; see
+    :mod:`cuship.check.forks`).
     """
 
     modules: tuple[str, ...]
@@ -41,6 +43,7 @@ class WorkerSetup:
     packages: tuple[str, ...] = ()
     prefix: tuple[str, ...] = ()
     marks: tuple[str, str] | None = None
+    fork: bool = False
 
     def hello(self, *, trace: bool = False) -> dict[str, Any]:
         document: dict[str, Any] = {
@@ -210,4 +213,6 @@ class Worker:
                 self.proc.wait(timeout=60 if self.group else 5)
             except (subprocess.TimeoutExpired, OSError):
                 self.kill()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
         self.log.close()

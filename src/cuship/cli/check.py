@@ -70,8 +70,9 @@ def _device(value: str, engines: tuple[str, ...] = (), *, force_ptx: bool = Fals
     "--parallel",
     type=click.IntRange(min=0),
     default=None,
-    help="Workers; 0 = one per core. With --sanitize, also how many tools run at once "
-    "(default: all of them, up to one per core).",
+    help="Workers at most (default, or 0: as many as the run's work pays for, up to one per "
+    "core). With --sanitize, also how many tools run at once (default: all of them, up to one "
+    "per core).",
 )
 @click.option(
     "--baseline",

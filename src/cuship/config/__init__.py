@@ -332,8 +332,9 @@ class CheckSection:
         "Seed when --seed is not given (0 or more).", default=0, validate=between(0, 2**64 - 1)
     )
     parallel: int = field_doc(
-        "Worker processes when --parallel is not given (0: one per core; at most 1024).",
-        default=1,
+        "Worker processes when --parallel is not given (0: as many as the run's work pays "
+        "for, up to one per core; at most 1024).",
+        default=0,
         validate=between(0, 1024),
     )
     store: str = field_doc(
