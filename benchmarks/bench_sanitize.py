@@ -50,7 +50,7 @@ def _env() -> dict[str, str]:
 def preflight(environ: dict[str, str]) -> None:
     """Missing when there is no GPU or no compute-sanitizer (cuship's own lookups)."""
     sys.path.insert(0, str(REPO / "src"))
-    from cuship.check.sanitize_tools import find_sanitizer
+    from cuship.check.sanitize.tools import find_sanitizer
     from cuship.errors import ToolMissing
     from cuship.machine import fingerprint
 

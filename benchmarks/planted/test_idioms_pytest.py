@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import torch
 
-from cuship.check.interpret import adapted
+from cuship.check.interpret.adapt import adapted
 
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 TOL = {torch.float32: (1e-5, 1e-4), torch.bfloat16: (1.6e-2, 2e-2), torch.float16: (1e-3, 2e-3)}

@@ -28,7 +28,7 @@ from cuship.index.simple import IndexSummary
 from cuship.matrix import jobs_with_configs
 
 if TYPE_CHECKING:
-    from cuship.check.results import CheckReport
+    from cuship.check.report.results import CheckReport
 
 __all__ = ["InstallLines", "ShipReport", "matrix_pythons", "ship"]
 
@@ -318,7 +318,7 @@ def _check_installed(
     import subprocess
     import sys
 
-    from cuship.check.results import CheckReport
+    from cuship.check.report.results import CheckReport
     from cuship.gpurun.execute import install, probe
     from cuship.gpurun.plan import Interpreter, plan_install
 
@@ -369,7 +369,7 @@ def _quick_check(path: Path, environ: Mapping[str, str], emit: Emit) -> CheckRep
     user did not ask for: the check probes each engine once (the same probe as ``cuship check``),
     skips the groups of an engine that cannot import, and ship names each one with its fix.
     """
-    from cuship.check.session import CheckRequest, run_check
+    from cuship.check.run.session import CheckRequest, run_check
 
     request = CheckRequest(
         path=path,

@@ -126,7 +126,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 import triton.language as tl
 from triton.runtime import interpreter
 from triton.language.extra import libdevice
-from cuship.check.interpret import adapted
+from cuship.check.interpret.adapt import adapted
 
 before = (interpreter._implicit_cvt, libdevice.rsqrt, interpreter.GridExecutor.__call__)
 with adapted():

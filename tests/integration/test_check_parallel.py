@@ -12,11 +12,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from cuship.check.forks import ForkedWorker, Zygote
-from cuship.check.inputs import CaseSpec
-from cuship.check.lanes import Lane, PlannedGroup
-from cuship.check.runner import setup_for
-from cuship.check.workers import Worker
+from cuship.check.declare.inputs import CaseSpec
+from cuship.check.run.forks import ForkedWorker, Zygote
+from cuship.check.run.lanes import Lane, PlannedGroup
+from cuship.check.run.runner import setup_for
+from cuship.check.run.workers import Worker
 from tests.integration import clirun
 
 cuship = partial(clirun.cuship, drop=("GITHUB_ACTIONS", "CI"))

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from cuship.check.sanitize_tools import search_dirs
+from cuship.check.sanitize.tools import search_dirs
 from tests.integration import clirun
 
 REPO = Path(__file__).resolve().parents[2]
@@ -242,7 +242,7 @@ def test_findings_map_to_their_cases_and_a_broken_worker_is_replaced(tmp_path: P
         ["--tool", tool, "--print-limit", "200", "--log-file"]
         for tool in ("memcheck",) * 2 + ("racecheck",) * 3
     ]
-    assert argv[0][6:] == [sys.executable, "-m", "cuship.check._worker"]
+    assert argv[0][6:] == [sys.executable, "-m", "cuship.check.run._worker"]
     assert "sanitize memcheck: oob/cuda/float32 case 0 (n=1000 normal" in done.stderr
     assert " cuship check " in done.stderr and "--sanitize memcheck" in done.stderr
     assert "sanitize memcheck: 6 cases, 1 bad, 0 unattributed;" in done.stderr

@@ -19,8 +19,8 @@ from cuship.attest import (
     check_predicate,
     jobs_from_results,
 )
-from cuship.check.inputs import CaseSpec
-from cuship.check.results import CaseResult, CheckReport, GroupResult
+from cuship.check.declare.inputs import CaseSpec
+from cuship.check.report.results import CaseResult, CheckReport, GroupResult
 from cuship.cli import main
 from cuship.errors import InputError
 from cuship.wheel.audit import ObjectReport, WheelReport

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from cuship.check.availability import (
+from cuship.check.case.engines import engine_imports
+from cuship.check.run.availability import (
     Unavailable,
     import_problem,
     unavailable,
     unavailable_after_death,
 )
-from cuship.check.engines import engine_imports
 
 
 def test_each_engine_names_the_modules_it_imports() -> None:

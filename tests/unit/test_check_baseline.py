@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from cuship import __version__
-from cuship.check.baseline import from_report, load, regressions, require_comparable, save
-from cuship.check.inputs import CaseSpec
-from cuship.check.results import CaseResult, CheckReport, GroupResult
+from cuship.check.declare.inputs import CaseSpec
+from cuship.check.report.baseline import from_report, load, regressions, require_comparable, save
+from cuship.check.report.results import CaseResult, CheckReport, GroupResult
 from cuship.errors import InputError, UsageError
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cuship.check.compare import DEFAULT_TOLERANCES, Tolerance, compare, tolerance_for
+from cuship.check.case.compare import DEFAULT_TOLERANCES, Tolerance, compare, tolerance_for
 
 F32 = Tolerance(rtol=1.3e-6, atol=1e-5)
 

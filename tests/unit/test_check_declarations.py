@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuship.check._bf16 import from_f32, to_f32
-from cuship.check.frames import describe
-from cuship.check.registry import discover
+from cuship.check.case.frames import describe
+from cuship.check.declare.registry import discover
+from cuship.check.interpret._bf16 import from_f32, to_f32
 from cuship.errors import ConfigError
 
 
@@ -77,8 +77,8 @@ def test_a_chain_ended_with_from_none_is_told_by_its_outer_message() -> None:
 
 
 def test_a_missing_engine_fails_a_ci_run_with_its_cause_and_fix() -> None:
-    from cuship.check.availability import Unavailable
-    from cuship.check.session import CheckRequest, engines_required, require_engines
+    from cuship.check.run.availability import Unavailable
+    from cuship.check.run.session import CheckRequest, engines_required, require_engines
     from cuship.errors import ToolMissing
 
     request = CheckRequest(path=Path(), target=".")
@@ -100,7 +100,7 @@ def test_a_missing_engine_fails_a_ci_run_with_its_cause_and_fix() -> None:
 
 
 def test_fail_on_regression_without_a_baseline_is_a_usage_error() -> None:
-    from cuship.check.session import CheckRequest, run_check
+    from cuship.check.run.session import CheckRequest, run_check
     from cuship.errors import UsageError
 
     request = CheckRequest(path=Path(), target=".", fail_on_regression=True)

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from cuship.check import Impl, Invariant, Op, Tensor
-from cuship.check.compare import Tolerance
-from cuship.check.engines import run_case
-from cuship.check.inputs import plan_cases
+from cuship.check.case.compare import Tolerance
+from cuship.check.case.engines import run_case
+from cuship.check.declare.inputs import plan_cases
 
 F32 = Tolerance(rtol=1.3e-6, atol=1e-5)
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from cuship.check import Impl, Op, Scalar, Tensor
-from cuship.check.compare import Tolerance
-from cuship.check.engines import run_case
-from cuship.check.inputs import plan_cases
-from cuship.check.registry import DeclarationError
+from cuship.check.case.compare import Tolerance
+from cuship.check.case.engines import run_case
+from cuship.check.declare.inputs import plan_cases
+from cuship.check.declare.registry import DeclarationError
 
 torch = pytest.importorskip("torch")
 

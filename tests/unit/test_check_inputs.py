@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from cuship.check import Impl, Op, Scalar, Tensor, edge_sizes
-from cuship.check.inputs import bf16_round, crossing_size, make_inputs, plan_cases
+from cuship.check.declare.inputs import bf16_round, crossing_size, make_inputs, plan_cases
 
 
 def _ref(a: float, x: Any) -> Any:

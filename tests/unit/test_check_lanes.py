@@ -3,8 +3,8 @@ takes its first chunk only once its worker is ready."""
 
 from __future__ import annotations
 
-from cuship.check.inputs import CaseSpec
-from cuship.check.lanes import Pending, PlannedGroup, useful_lanes
+from cuship.check.declare.inputs import CaseSpec
+from cuship.check.run.lanes import Pending, PlannedGroup, useful_lanes
 
 
 def _group(op: str, engine: str, cases: int) -> PlannedGroup:
@@ -56,7 +56,7 @@ def test_with_several_lanes_a_slow_group_is_cut_into_chunks_of_a_few_cases() -> 
 def test_a_worker_under_a_sanitizer_or_with_threads_is_not_forked() -> None:
     import threading
 
-    from cuship.check._fork import blocker
+    from cuship.check.run._fork import blocker
 
     assert blocker(sanitized=True) == "a worker under compute-sanitizer is never forked"
     stop = threading.Event()

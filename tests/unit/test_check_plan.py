@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from cuship.check import Impl, Op, Tensor
-from cuship.check.availability import Unavailable
-from cuship.check.registry import discover
-from cuship.check.runner import CheckSettings, plan, runnable_engines, skip_unavailable
+from cuship.check.declare.registry import discover
+from cuship.check.run.availability import Unavailable
+from cuship.check.run.runner import CheckSettings, plan, runnable_engines, skip_unavailable
 from cuship.config import CheckModeSection, CheckOpSection, CheckSection
 from cuship.errors import ConfigError, InputError, NothingToDo, ToolMissing, UsageError
 
@@ -212,7 +212,7 @@ def test_groups_of_an_unavailable_engine_are_skipped_with_its_reason() -> None:
 
 def test_installed_needs_the_package_installed_and_a_project(tmp_path: Path) -> None:
     """--installed imports the wheel under test, so it must be installed to begin with."""
-    from cuship.check.project import find_project
+    from cuship.check.declare.project import find_project
 
     example = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
     with pytest.raises(ToolMissing, match="'cuvecops' is not installed"):

@@ -8,10 +8,17 @@ import shlex
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from cuship.check.availability import Unavailable
-from cuship.check.inputs import CaseSpec
-from cuship.check.reports import render_json, render_junit, render_text, repro_command
-from cuship.check.results import CaseResult, CheckReport, GroupResult, Regression, Status, code_env
+from cuship.check.declare.inputs import CaseSpec
+from cuship.check.report.render import render_json, render_junit, render_text, repro_command
+from cuship.check.report.results import (
+    CaseResult,
+    CheckReport,
+    GroupResult,
+    Regression,
+    Status,
+    code_env,
+)
+from cuship.check.run.availability import Unavailable
 from cuship.provenance import Extension, PackageOrigin, Provenance
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cuship.check import _marks
-from cuship.check.sanitize_map import MARK, attribute, marker, segments
-from cuship.check.sanitize_stream import MarkedStream
+from cuship.check.sanitize import _marks
+from cuship.check.sanitize.map import MARK, attribute, marker, segments
+from cuship.check.sanitize.stream import MarkedStream
 
 H100 = Path(__file__).resolve().parents[1] / "fixtures" / "h100"
 HEADER = "========= COMPUTE-SANITIZER\n"

@@ -12,19 +12,19 @@ from types import SimpleNamespace
 
 import pytest
 
-from cuship.check.inputs import CaseSpec
-from cuship.check.reports import render_json, render_junit, render_text, summary_line
-from cuship.check.results import CaseResult, CheckReport, GroupResult
-from cuship.check.sanitize_map import attribute, marker
-from cuship.check.sanitize_report import failure_texts, repro_command
-from cuship.check.sanitize_results import (
+from cuship.check.declare.inputs import CaseSpec
+from cuship.check.report.render import render_json, render_junit, render_text, summary_line
+from cuship.check.report.results import CaseResult, CheckReport, GroupResult
+from cuship.check.run.session import record
+from cuship.check.sanitize.map import attribute, marker
+from cuship.check.sanitize.report import failure_texts, repro_command
+from cuship.check.sanitize.results import (
     SanitizedCase,
     SanitizedStatus,
     SanitizerRun,
     StrayFindings,
     summarise,
 )
-from cuship.check.session import record
 from cuship.store.read import load_runs
 from cuship.store.report import as_check_report
 

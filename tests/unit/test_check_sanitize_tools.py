@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from cuship.check.inputs import CaseSpec
-from cuship.check.lanes import PlannedGroup
-from cuship.check.sanitize_run import sanitized_groups
-from cuship.check.sanitize_tools import (
+from cuship.check.declare.inputs import CaseSpec
+from cuship.check.run.lanes import PlannedGroup
+from cuship.check.run.workers import WorkerSetup, worker_argv
+from cuship.check.sanitize.run import sanitized_groups
+from cuship.check.sanitize.tools import (
     TOOLS,
     find_sanitizer,
     parse_tools,
     sanitizer_command,
     search_dirs,
 )
-from cuship.check.workers import WorkerSetup, worker_argv
 from cuship.errors import ToolMissing, UsageError
 
 
@@ -98,10 +98,10 @@ def test_the_worker_command_under_each_tool(tool: str) -> None:
     )
     assert worker_argv(setup) == [
         "/cuda/bin/compute-sanitizer", "--tool", tool, "--print-limit", "200",
-        "--log-file", str(log), sys.executable, "-m", "cuship.check._worker",
+        "--log-file", str(log), sys.executable, "-m", "cuship.check.run._worker",
     ]  # fmt: skip
     plain = WorkerSetup(modules=(), root=Path("/p"), pythonpath=(), env={})
-    assert worker_argv(plain) == [sys.executable, "-m", "cuship.check._worker"]
+    assert worker_argv(plain) == [sys.executable, "-m", "cuship.check.run._worker"]
 
 
 def test_a_sanitized_worker_is_told_where_to_mark() -> None:
@@ -136,7 +136,7 @@ def test_only_the_gpu_engines_are_sanitized() -> None:
 
 
 def test_the_tools_run_side_by_side_up_to_one_per_core() -> None:
-    from cuship.check.sanitize_run import default_jobs
+    from cuship.check.sanitize.run import default_jobs
 
     assert [default_jobs(4, cores) for cores in (1, 2, 16)] == [1, 2, 4]
     assert default_jobs(1, 16) == 1 and default_jobs(0, 16) == 1

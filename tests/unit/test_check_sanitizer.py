@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cuship.check.sanitizer import parse
+from cuship.check.sanitize.parse import parse
 
 H100 = Path(__file__).resolve().parents[1] / "fixtures" / "h100"
 

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from cuship.check import Impl, Op, Tensor
-from cuship.check.engines import worker_env
-from cuship.check.forceptx import FORCED_SKIPS, decide, package_objects, require_jit
-from cuship.check.inputs import CaseSpec
-from cuship.check.reports import render_json, render_junit, render_text, repro_command
-from cuship.check.results import CaseResult, CheckReport, GroupResult
-from cuship.check.runner import CheckSettings, plan, setup_for
-from cuship.check.session import CheckRequest, run_check
+from cuship.check.case.engines import worker_env
+from cuship.check.declare.inputs import CaseSpec
+from cuship.check.report.render import render_json, render_junit, render_text, repro_command
+from cuship.check.report.results import CaseResult, CheckReport, GroupResult
+from cuship.check.run.forceptx import FORCED_SKIPS, decide, package_objects, require_jit
+from cuship.check.run.runner import CheckSettings, plan, setup_for
+from cuship.check.run.session import CheckRequest, run_check
 from cuship.cli.check import _device
 from cuship.errors import NothingToDo, ToolMissing, UsageError
 from cuship.gpurun.execute import _after

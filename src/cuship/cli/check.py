@@ -11,7 +11,7 @@ import click
 from cuship.cli._common import exit_with, make_console, verbose_option
 
 if TYPE_CHECKING:
-    from cuship.check.results import CheckReport
+    from cuship.check.report.results import CheckReport
     from cuship.cli._console import Console
 
 _DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64")
@@ -35,7 +35,7 @@ def _device(value: str, engines: tuple[str, ...] = (), *, force_ptx: bool = Fals
         return value
     if force_ptx:
         return "cuda"  # a forced-PTX run is a GPU run; without a GPU it says so (exit 3)
-    from cuship.check.engines import ENGINES
+    from cuship.check.case.engines import ENGINES
     from cuship.machine import fingerprint
 
     if engines and all(name in ENGINES and ENGINES[name].device == "cpu" for name in engines):
@@ -120,7 +120,7 @@ def _device(value: str, engines: tuple[str, ...] = (), *, force_ptx: bool = Fals
 @verbose_option
 def command(path: Path, **options: object) -> None:
     """Check the kernels of the project at PATH (or one check module .py) against references."""
-    from cuship.check.session import CheckRequest, run_check
+    from cuship.check.run.session import CheckRequest, run_check
 
     console = make_console(bool(options.pop("verbose")))
     sanitize = _tools(options["sanitize"])
@@ -158,14 +158,14 @@ def command(path: Path, **options: object) -> None:
 def _tools(value: object) -> tuple[str, ...]:
     if value is None:
         return ()
-    from cuship.check.sanitize_tools import parse_tools
+    from cuship.check.sanitize.tools import parse_tools
 
     return parse_tools(str(value))
 
 
 def _render(console: object, report: object, fmt: str, output: Path | None) -> None:
-    from cuship.check.reports import render, summary_line
-    from cuship.check.results import CheckReport
+    from cuship.check.report.render import render, summary_line
+    from cuship.check.report.results import CheckReport
     from cuship.cli._console import Console
 
     assert isinstance(console, Console) and isinstance(report, CheckReport)
@@ -185,8 +185,8 @@ def _render(console: object, report: object, fmt: str, output: Path | None) -> N
 def _problems(console: Console, report: CheckReport, elsewhere: bool) -> None:
     """On stderr, what the report (written elsewhere, or in CI) says went wrong; with
     ``elsewhere`` (the report is not the text on stdout) also provenance and sanitizer costs."""
-    from cuship.check import sanitize_report
-    from cuship.check.reports import failure_text
+    from cuship.check.report.render import failure_text
+    from cuship.check.sanitize import report as sanitize_report
 
     if report.provenance is not None and elsewhere:
         for line in report.provenance.lines():

@@ -133,7 +133,7 @@ def _render(console: Console, report: ShipReport, line: str, *, per_project: boo
             highlight=False,
         )
     if report.check is not None:
-        from cuship.check.reports import summary_line
+        from cuship.check.report.render import summary_line
 
         console.out.print(f"quick check (cpu): {summary_line(report.check)}", markup=False)
         for engine in report.check.unavailable:

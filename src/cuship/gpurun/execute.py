@@ -181,9 +181,9 @@ def judge_origins(path: Path, dist: Mapping[str, Any]) -> tuple[int, tuple[str, 
 def _derive_junit(stage: StagePlan) -> tuple[str, ...]:
     """check.xml rendered from check.json (cuship check writes one format per run), likewise
     check-ptx.xml and sanitize.xml; for the sanitize stage, each tool's cost as a note."""
-    from cuship.check.reports import render_junit
-    from cuship.check.results import CheckReport
-    from cuship.check.sanitize_report import cost_line
+    from cuship.check.report.render import render_junit
+    from cuship.check.report.results import CheckReport
+    from cuship.check.sanitize.report import cost_line
 
     source, target = stage.extra["json"], stage.extra["junit"]
     if not source.is_file():

@@ -8,10 +8,10 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
 
-from cuship.check.availability import Unavailable
-from cuship.check.reports import render_junit
-from cuship.check.results import CheckReport, GroupResult
-from cuship.check.sanitize_results import SanitizerRun
+from cuship.check.report.render import render_junit
+from cuship.check.report.results import CheckReport, GroupResult
+from cuship.check.run.availability import Unavailable
+from cuship.check.sanitize.results import SanitizerRun
 from cuship.provenance import Provenance
 from cuship.store.read import StoredRun
 

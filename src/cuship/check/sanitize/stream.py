@@ -1,5 +1,5 @@
 """The FIFO a sanitized pass writes to, read by a thread of the parent (see
-:mod:`cuship.check.sanitize_map` for what goes into it).
+:mod:`cuship.check.sanitize.map` for what goes into it).
 
 The parent opens the read end first (non-blocking, so that it does not wait for a writer), then
 a write end of its own: the FIFO never reports end of file while workers come and go, a writer's
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from cuship.check.sanitize_map import marker
+from cuship.check.sanitize.map import marker
 
 __all__ = ["MarkedStream"]
 

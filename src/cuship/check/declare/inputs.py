@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from cuship.check.registry import Op, Scalar, Tensor
+from cuship.check.declare.registry import Op, Scalar, Tensor
 
 __all__ = [
     "CaseSpec",

@@ -6,7 +6,7 @@ them apart); a failure carries the error figures and the command that reproduces
 case; a skip carries its reason. The counts on ``<testsuite>`` match its test cases. Each
 suite's ``<properties>`` carry the seed, device, whether PTX JIT was forced (and what each GPU
 JIT-compiled), the provenance of the project's packages and the engines that could not run.
-Sanitized passes (``--sanitize``) add a suite per tool (:mod:`cuship.check.sanitize_report`).
+Sanitized passes (``--sanitize``) add a suite per tool (:mod:`cuship.check.sanitize.report`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import json
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from cuship.check import sanitize_report
-from cuship.check.compare import output_label
-from cuship.check.results import CaseResult, CheckReport, GroupResult
+from cuship.check.case.compare import output_label
+from cuship.check.report.results import CaseResult, CheckReport, GroupResult
+from cuship.check.sanitize import report as sanitize_report
 
 _FORCED = "CUDA_FORCE_PTX_JIT=1"
 

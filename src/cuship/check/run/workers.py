@@ -33,7 +33,7 @@ class WorkerSetup:
     ``prefix``: a command the worker runs under (compute-sanitizer and its options); ``marks``:
     the stream (path) and the worker's name in it, for the markers of a sanitized worker;
     ``fork``: a started worker may be forked to make more (a CPU run; see
-    :mod:`cuship.check.forks`).
+    :mod:`cuship.check.run.forks`).
     """
 
     modules: tuple[str, ...]
@@ -60,7 +60,7 @@ class WorkerSetup:
 
 def worker_argv(setup: WorkerSetup) -> list[str]:
     """The worker's command line: this interpreter, under ``setup.prefix`` when there is one."""
-    return [*setup.prefix, sys.executable, "-m", "cuship.check._worker"]
+    return [*setup.prefix, sys.executable, "-m", "cuship.check.run._worker"]
 
 
 class WorkerDied(Exception):
@@ -76,7 +76,7 @@ def _package_root() -> str:
 
 
 class Worker:
-    """One ``python -m cuship.check._worker`` process speaking JSON lines."""
+    """One ``python -m cuship.check.run._worker`` process speaking JSON lines."""
 
     def __init__(self, proc: subprocess.Popen[bytes], log: IO[str], *, group: bool = False) -> None:
         """``group``: the worker leads a process group of its own (it runs under a prefix, whose

@@ -120,7 +120,7 @@ class Impl:
     ``numba`` (NumPy arrays; the CUDA simulator on CPU), ``cuda`` (the compiled extension, GPU only).
     ``uses`` names features engines may lack (``"libdevice"``, ``"inline_asm"``,
     ``"warp_intrinsics"``); libdevice math and bf16 arithmetic run in the Triton interpreter
-    through cuship's adaptation (:mod:`cuship.check.interpret`). ``bf16_upcast`` is accepted and
+    through cuship's adaptation (:mod:`cuship.check.interpret.adapt`). ``bf16_upcast`` is accepted and
     no longer needed.
     """
 
@@ -263,7 +263,7 @@ def discover(modules: Sequence[str], root: Path, pythonpath: Sequence[Path] = ()
 
 
 def _config_error(err: DeclarationError) -> ConfigError:
-    from cuship.check.frames import user_frame
+    from cuship.check.case.frames import user_frame
 
     frame = user_frame(err)
     where = f"{frame.filename}:{frame.lineno}" if frame is not None else "check module"

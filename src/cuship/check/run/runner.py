@@ -14,15 +14,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from cuship.check.availability import Unavailable
-from cuship.check.compare import tolerance_for
-from cuship.check.engines import ENGINES, Device, engines_for, skip_reason
-from cuship.check.forks import ForkRefused, Zygote
-from cuship.check.inputs import CaseSpec, plan_cases
-from cuship.check.lanes import Lane, Pending, PlannedGroup, useful_lanes
-from cuship.check.registry import Op
-from cuship.check.results import CaseResult, CheckReport, GroupResult
-from cuship.check.workers import Worker, WorkerDied, WorkerSetup
+from cuship.check.case.compare import tolerance_for
+from cuship.check.case.engines import ENGINES, Device, engines_for, skip_reason
+from cuship.check.declare.inputs import CaseSpec, plan_cases
+from cuship.check.declare.registry import Op
+from cuship.check.report.results import CaseResult, CheckReport, GroupResult
+from cuship.check.run.availability import Unavailable
+from cuship.check.run.forks import ForkRefused, Zygote
+from cuship.check.run.lanes import Lane, Pending, PlannedGroup, useful_lanes
+from cuship.check.run.workers import Worker, WorkerDied, WorkerSetup
 from cuship.config import CheckSection
 from cuship.errors import NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
@@ -151,7 +151,7 @@ def _group(op: Op, engine: str, dtype: str, settings: CheckSettings) -> PlannedG
 
 def _forced_skip(engine: str, settings: CheckSettings) -> str | None:
     """Why ``engine`` does not run in a forced-PTX run (None: it runs, or the run is plain)."""
-    from cuship.check.forceptx import FORCED_ENGINES, FORCED_SKIPS
+    from cuship.check.run.forceptx import FORCED_ENGINES, FORCED_SKIPS
 
     if not settings.force_ptx or engine in FORCED_ENGINES:
         return None
@@ -395,8 +395,8 @@ def setup_for(
     packages: Sequence[str] = (),
     force_ptx: bool = False,
 ) -> WorkerSetup:
-    """How to start workers for a project (see :class:`cuship.check.workers.WorkerSetup`)."""
-    from cuship.check.engines import worker_env
+    """How to start workers for a project (see :class:`cuship.check.run.workers.WorkerSetup`)."""
+    from cuship.check.case.engines import worker_env
 
     return WorkerSetup(
         modules=tuple(modules),

@@ -3,7 +3,7 @@
 The interpreter holds bf16 values as their uint16 bits and runs NumPy on the bits, so ``a * b``
 multiplies integers. These wrappers of the interpreter builder's operations widen bf16 operands to
 float32, call the original operation, and round a float result back to bf16 bits. Used by
-:mod:`cuship.check.interpret` only, while a case runs.
+:mod:`cuship.check.interpret.adapt` only, while a case runs.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 selected engine's modules once.
 
 That worker becomes the first lane's worker afterwards, so nothing is imported twice. An engine
-whose import fails (or kills the worker) is :class:`~cuship.check.availability.Unavailable`;
+whose import fails (or kills the worker) is :class:`~cuship.check.run.availability.Unavailable`;
 when the worker cannot even start (a check module that fails there), probing stops and the cases
 report that failure as they always have.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from types import TracebackType
 
-from cuship.check.availability import Unavailable, unavailable, unavailable_after_death
-from cuship.check.engines import engine_imports
-from cuship.check.workers import Worker, WorkerDied, WorkerSetup
+from cuship.check.case.engines import engine_imports
+from cuship.check.run.availability import Unavailable, unavailable, unavailable_after_death
+from cuship.check.run.workers import Worker, WorkerDied, WorkerSetup
 from cuship.provenance import Provenance
 
 __all__ = ["EngineProbe"]

@@ -3,8 +3,8 @@ time, each finding mapped back to the op x engine x dtype x case that caused it.
 
 After the plain run, for each tool, the runnable groups of the ``cuda``, ``triton`` and ``numba``
 engines run in one worker started as ``compute-sanitizer --tool T ... python -m
-cuship.check._worker``, one case per request. The tool's report goes to a FIFO that the worker
-also writes a marker into after each case (:mod:`cuship.check.sanitize_map` says how the stream
+cuship.check.run._worker``, one case per request. The tool's report goes to a FIFO that the worker
+also writes a marker into after each case (:mod:`cuship.check.sanitize.map` says how the stream
 is cut, and how that held on an H100). A worker whose case had findings, or raised, is
 replaced before the next case: after a memcheck error the CUDA context is broken and every later
 call fails (error 719). The float64 references are NumPy on the host, in the same worker: the
@@ -22,22 +22,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cuship.check.engines import ENGINES
-from cuship.check.inputs import CaseSpec
-from cuship.check.lanes import PlannedGroup
-from cuship.check.results import CheckReport
-from cuship.check.sanitize_map import Attribution, attribute, marker, segments
-from cuship.check.sanitize_results import (
+from cuship.check.case.engines import ENGINES
+from cuship.check.declare.inputs import CaseSpec
+from cuship.check.report.results import CheckReport
+from cuship.check.run.lanes import PlannedGroup
+from cuship.check.run.workers import Worker, WorkerDied, WorkerSetup, worker_argv
+from cuship.check.sanitize.map import Attribution, attribute, marker, segments
+from cuship.check.sanitize.parse import parse
+from cuship.check.sanitize.results import (
     SanitizedCase,
     SanitizedStatus,
     SanitizerRun,
     StrayFindings,
     summarise,
 )
-from cuship.check.sanitize_stream import MarkedStream
-from cuship.check.sanitize_tools import PRINT_LIMIT, SANITIZED_ENV, sanitizer_command
-from cuship.check.sanitizer import parse
-from cuship.check.workers import Worker, WorkerDied, WorkerSetup, worker_argv
+from cuship.check.sanitize.stream import MarkedStream
+from cuship.check.sanitize.tools import PRINT_LIMIT, SANITIZED_ENV, sanitizer_command
 from cuship.events import Emit, Event, discard
 
 __all__ = ["TIMEOUT_FACTOR", "SanitizeSettings", "default_jobs", "sanitize", "sanitized_groups"]

@@ -1,6 +1,6 @@
 """libdevice math for the Triton interpreter: NumPy elementwise functions in the argument's dtype.
 
-Used by :mod:`cuship.check.interpret` only, while a case runs. A function not in the table raises
+Used by :mod:`cuship.check.interpret.adapt` only, while a case runs. A function not in the table raises
 NotImplementedError naming it, instead of the stub's silent None.
 """
 

@@ -13,8 +13,8 @@ import shlex
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 
-from cuship.check.results import CheckReport
-from cuship.check.sanitize_results import SanitizedCase, SanitizerRun, StrayFindings, Summary
+from cuship.check.report.results import CheckReport
+from cuship.check.sanitize.results import SanitizedCase, SanitizerRun, StrayFindings, Summary
 
 __all__ = [
     "cost_line",

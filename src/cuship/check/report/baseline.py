@@ -21,7 +21,7 @@ from typing import Any
 
 from cuship import __version__
 from cuship._fs import write_atomic
-from cuship.check.results import CheckReport, GroupResult, Regression, json_number
+from cuship.check.report.results import CheckReport, GroupResult, Regression, json_number
 from cuship.errors import InputError, UsageError
 
 __all__ = [

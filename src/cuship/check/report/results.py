@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cuship import settings
-from cuship.check.availability import Unavailable
-from cuship.check.inputs import CaseSpec
-from cuship.check.sanitize_results import SanitizerRun
+from cuship.check.declare.inputs import CaseSpec
+from cuship.check.run.availability import Unavailable
+from cuship.check.sanitize.results import SanitizerRun
 from cuship.provenance import Provenance
 
 __all__ = [

@@ -5,7 +5,7 @@ is kept as a *zygote*: each lane's worker is a fork of it, ready in milliseconds
 Python pays those imports again (seconds), and a worker killed by a crashing case is replaced
 by another fork. A fork talks to the parent over a Unix socket; its output goes to a log of its
 own, to which the zygote appends its exit status when it reaps it. Only CPU runs fork, and the
-zygote refuses while it has more than one thread (see :mod:`cuship.check._fork`); then lanes
+zygote refuses while it has more than one thread (see :mod:`cuship.check.run._fork`); then lanes
 start fresh workers as before.
 """
 
@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cuship.check._fork import EXIT_LINE
-from cuship.check.workers import Worker, WorkerDied
+from cuship.check.run._fork import EXIT_LINE
+from cuship.check.run.workers import Worker, WorkerDied
 
 __all__ = ["ForkRefused", "ForkedWorker", "Zygote"]
 

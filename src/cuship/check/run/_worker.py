@@ -8,13 +8,13 @@ and run by the probe, also launches its one-element kernel), answering ``{"prepa
 or ``{"prepared": false, "problem": {...}}``, and ``{"batch": [case, ...]}`` runs cases back to
 back, answering one line per case as each finishes (the parent times each case by its answer's
 arrival). ``{"fork": {"socket": path, "log": path}}`` forks a copy of the worker that serves
-that socket (see :mod:`cuship.check._fork`), answering ``{"forked": pid}`` or ``{"forked": 0,
+that socket (see :mod:`cuship.check.run._fork`), answering ``{"forked": pid}`` or ``{"forked": 0,
 "why": reason}``. Stray prints from kernels go to stderr, so stdout carries only the protocol.
 
 Under compute-sanitizer (``cuship check --sanitize``) the hello carries ``"marks": [path,
 worker]``: the worker then writes a marker into that stream (the sanitizer's log, a FIFO) after
 loading the modules, after each prepare and after each case that has a ``"mark"``, before it
-answers (see :mod:`cuship.check._marks`).
+answers (see :mod:`cuship.check.sanitize._marks`).
 
 ``python -m`` puts the working directory (the project root) first on sys.path; the worker drops
 that entry, so that the installed build of the project is imported, not its source tree (the
@@ -34,8 +34,8 @@ from typing import IO, TYPE_CHECKING, Any
 from cuship.errors import CushipError
 
 if TYPE_CHECKING:
-    from cuship.check._marks import Marks
-    from cuship.check.registry import Op
+    from cuship.check.declare.registry import Op
+    from cuship.check.sanitize._marks import Marks
 
 
 def _send(channel: IO[str], document: dict[str, Any]) -> None:
@@ -44,7 +44,7 @@ def _send(channel: IO[str], document: dict[str, Any]) -> None:
 
 
 def _serve(channel: IO[str], hello: dict[str, Any]) -> int:
-    from cuship.check.registry import discover
+    from cuship.check.declare.registry import discover
 
     try:
         ops = {
@@ -91,8 +91,8 @@ def _forked(
     spec: Mapping[str, str], ops: Mapping[str, Op], channel: IO[str], marks: Marks | None
 ) -> dict[str, Any]:
     """Fork a copy of this worker (modules and engines already imported) that serves the
-    socket ``spec["socket"]`` with its output in ``spec["log"]``; see :mod:`cuship.check._fork`."""
-    from cuship.check import _fork
+    socket ``spec["socket"]`` with its output in ``spec["log"]``; see :mod:`cuship.check.run._fork`."""
+    from cuship.check.run import _fork
 
     why = _fork.blocker(sanitized=marks is not None)
     if why is not None:
@@ -108,7 +108,7 @@ def _forked(
 def _marks(hello: Mapping[str, Any]) -> Marks | None:
     if "marks" not in hello:
         return None
-    from cuship.check._marks import Marks
+    from cuship.check.sanitize._marks import Marks
 
     path, worker = hello["marks"]
     return Marks(str(path), str(worker))
@@ -126,12 +126,12 @@ def _provenance(packages: list[str]) -> dict[str, Any]:
 def _prepare(engine: str, *, launch: bool) -> dict[str, Any]:
     """Import the engine's modules; with ``launch`` (the run's one probe of the engine) also
     compile and launch its one-element kernel."""
-    from cuship.check.availability import import_problem
-    from cuship.check.engines import engine_imports
+    from cuship.check.case.engines import engine_imports
+    from cuship.check.run.availability import import_problem
 
     problem = import_problem(engine_imports(engine))
     if problem is None and launch:
-        from cuship.check.smoke import launch_problem
+        from cuship.check.run.smoke import launch_problem
 
         problem = launch_problem(engine)
     if problem is not None:
@@ -140,9 +140,9 @@ def _prepare(engine: str, *, launch: bool) -> dict[str, Any]:
 
 
 def _run(ops: Mapping[str, Op], request: Mapping[str, Any]) -> dict[str, Any]:
-    from cuship.check.compare import Tolerance
-    from cuship.check.engines import run_case
-    from cuship.check.inputs import CaseSpec
+    from cuship.check.case.compare import Tolerance
+    from cuship.check.case.engines import run_case
+    from cuship.check.declare.inputs import CaseSpec
 
     try:
         return run_case(

@@ -3,7 +3,7 @@
 With several lanes each group is cut into chunks of a few cases (two per lane), handed out as
 lanes come free, so one slow group (a Numba simulator reduction) is shared out too and sets no
 critical path of its own. On a CPU run every lane's worker is a fork of one that has imported
-the engines already (:class:`~cuship.check.forks.Zygote`), so a lane more costs milliseconds.
+the engines already (:class:`~cuship.check.run.forks.Zygote`), so a lane more costs milliseconds.
 Otherwise A worker pays a one-off import for each engine it
 serves (torch + triton take a second or more), so chunks go preferably to a lane whose worker
 already has their engine, and a lane without such work starts an engine no other lane has yet.
@@ -19,10 +19,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from cuship.check.forks import Zygote
-from cuship.check.inputs import CaseSpec
-from cuship.check.results import CaseResult
-from cuship.check.workers import Worker, WorkerDied, WorkerSetup
+from cuship.check.declare.inputs import CaseSpec
+from cuship.check.report.results import CaseResult
+from cuship.check.run.forks import Zygote
+from cuship.check.run.workers import Worker, WorkerDied, WorkerSetup
 
 __all__ = ["FORK_SECONDS", "Lane", "Pending", "PlannedGroup", "useful_lanes"]
 

@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cuship.check.engines import ENGINES, Engine
+from cuship.check.case.engines import ENGINES, Engine
 from cuship.provenance import one_line
 
 __all__ = ["launch_problem"]
@@ -56,7 +56,7 @@ _SMOKE: Mapping[str, tuple[str, Callable[[Engine], None]]] = {
 
 def launch_problem(engine_name: str) -> dict[str, Any] | None:
     """Compile and launch the engine's one-element kernel (worker side, after its imports);
-    the failure in :func:`cuship.check.availability.import_problem`'s shape, or None."""
+    the failure in :func:`cuship.check.run.availability.import_problem`'s shape, or None."""
     engine = ENGINES[engine_name]
     smoke = _SMOKE.get(engine.kind)
     if smoke is None:

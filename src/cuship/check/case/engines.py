@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cuship.check.registry import Impl, ImplKind, Op
+from cuship.check.declare.registry import Impl, ImplKind, Op
 
 __all__ = [
     "ENGINES",
@@ -68,7 +68,7 @@ _BY_DEVICE: Mapping[Device, tuple[str, ...]] = {
 }
 
 # Known gaps: (engine, feature an impl declares in ``uses``) -> why it cannot run there.
-# libdevice math and bf16 arithmetic run in the interpreter through cuship.check.interpret.
+# libdevice math and bf16 arithmetic run in the interpreter through cuship.check.interpret.adapt.
 _GAPS: Mapping[tuple[str, str], str] = {
     ("triton-interpret", "inline_asm"): "inline_asm_elementwise is not implemented in the Triton "
     "interpreter (NotImplementedError); check this op with --device cuda",
@@ -216,19 +216,19 @@ def _reference_outputs(op: Op, reference: Mapping[str, Any], dtype: str) -> dict
 
 
 def _adaptation(engine: Engine) -> contextlib.AbstractContextManager[None]:
-    """The interpreter adaptation (see :mod:`cuship.check.interpret`) for triton-interpret."""
+    """The interpreter adaptation (see :mod:`cuship.check.interpret.adapt`) for triton-interpret."""
     if engine.name != "triton-interpret":
         return contextlib.nullcontext()
-    from cuship.check.interpret import adapted
+    from cuship.check.interpret.adapt import adapted
 
     return adapted()
 
 
 def run_case(op: Op, engine_name: str, dtype: str, case: Any, tol: Any) -> dict[str, Any]:
     """Run one case in this process and compare it; returns a JSON-able result (worker side).
-    An op with ``grads`` runs forward and backward (see :mod:`cuship.check.grads`)."""
-    from cuship.check.compare import compare
-    from cuship.check.inputs import make_inputs
+    An op with ``grads`` runs forward and backward (see :mod:`cuship.check.case.grads`)."""
+    from cuship.check.case.compare import compare
+    from cuship.check.declare.inputs import make_inputs
 
     engine = ENGINES[engine_name]
     impl = op.impl(engine.kind)
@@ -258,7 +258,7 @@ def _run_differentiated(
     op: Op, engine: Engine, impl: Impl, dtype: str, case: Any, tol: Any, inputs: Any, started: float
 ) -> dict[str, Any]:
     """Forward and backward of a differentiable entry point against the torch reference's."""
-    from cuship.check import grads
+    from cuship.check.case import grads
 
     expected, seeds = grads.reference(op, inputs, dtype, case)
     device = "cpu" if engine.device == "cpu" else "cuda"
@@ -293,7 +293,7 @@ def _finish(
 
 
 def _error_result(err: BaseException, started: float) -> dict[str, Any]:
-    from cuship.check.frames import describe
+    from cuship.check.case.frames import describe
 
     return {
         "status": "error",
@@ -326,7 +326,7 @@ def _merge(comparisons: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _output_line(name: str, comparison: Any) -> str:
-    from cuship.check.compare import output_label
+    from cuship.check.case.compare import output_label
 
     if comparison.message:
         return f"{output_label(name)}: {comparison.message}"

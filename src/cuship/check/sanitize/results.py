@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cuship.check.inputs import CaseSpec
-from cuship.check.sanitizer import Finding
+from cuship.check.declare.inputs import CaseSpec
+from cuship.check.sanitize.parse import Finding
 
 __all__ = [
     "MAX_LINES",

@@ -7,7 +7,7 @@ itself has no prefix and is ignored here. racecheck and initcheck exit 0 even wh
 (without ``--error-exitcode``), so a run is judged by this report, never by the exit code.
 Recorded outputs of the three tools over planted bugs, taken on an H100, are the fixtures
 (tests/fixtures/h100/). ``cuship check --sanitize`` runs the tool and maps the findings back
-to check cases (:mod:`cuship.check.sanitize_run`, :mod:`cuship.check.sanitize_map`).
+to check cases (:mod:`cuship.check.sanitize.run`, :mod:`cuship.check.sanitize.map`).
 
 Not findings: a failed ``cuGetProcAddress`` (a library asking the driver for an entry point it may
 lack, and carrying on without it). numba-cuda's bindings made 34 such calls as they started

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from cuship.check.compare import Comparison, Tolerance, compare, tolerance_for
-from cuship.check.inputs import CaseSpec, Inputs, bf16_round, case_seed
-from cuship.check.registry import Op, Tensor
+from cuship.check.case.compare import Comparison, Tolerance, compare, tolerance_for
+from cuship.check.declare.inputs import CaseSpec, Inputs, bf16_round, case_seed
+from cuship.check.declare.registry import Op, Tensor
 
 __all__ = [
     "Differentiated",

@@ -1,5 +1,5 @@
 """Worker side of a sanitized pass: synchronize the device, then write a marker into the stream
-compute-sanitizer writes its report to (see :mod:`cuship.check.sanitize_map`).
+compute-sanitizer writes its report to (see :mod:`cuship.check.sanitize.map`).
 
 Synchronizing first is what lets a marker follow the reports of the kernels before it: through
 torch and Numba when the worker imported them, then ``cuCtxSynchronize`` on the current context
@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any
 
-from cuship.check.sanitize_map import marker
+from cuship.check.sanitize.map import marker
 
 __all__ = ["Marks", "synchronize"]
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from cuship.check.sanitizer import Finding, SanitizerReport, parse
+from cuship.check.sanitize.parse import Finding, SanitizerReport, parse
 
 __all__ = ["MARK", "Attribution", "Segment", "Stray", "attribute", "marker", "segments"]
 

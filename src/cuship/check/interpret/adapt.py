@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from cuship.check._libdevice import emulation
+from cuship.check.interpret._libdevice import emulation
 
 __all__ = ["LIBDEVICE_MODULES", "adapted"]
 
@@ -141,7 +141,7 @@ def _rebind(
 
 
 def _bf16(interpreter: ModuleType, patches: _Patches) -> None:
-    from cuship.check import _bf16
+    from cuship.check.interpret import _bf16
 
     builder = type(interpreter.interpreter_builder)
     for name, wrap in _bf16.BUILDER_WRAPPERS.items():

@@ -8,16 +8,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from cuship.check.availability import Unavailable
-from cuship.check.baseline import Baseline, from_report, regressions, require_comparable
-from cuship.check.baseline import load as load_baseline
-from cuship.check.baseline import save as save_baseline
-from cuship.check.engines import Device
-from cuship.check.probe import EngineProbe
-from cuship.check.project import CheckProject, find_project
-from cuship.check.registry import discover
-from cuship.check.results import CheckReport, code_env
-from cuship.check.runner import (
+from cuship.check.case.engines import Device
+from cuship.check.declare.project import CheckProject, find_project
+from cuship.check.declare.registry import discover
+from cuship.check.report.baseline import Baseline, from_report, regressions, require_comparable
+from cuship.check.report.baseline import load as load_baseline
+from cuship.check.report.baseline import save as save_baseline
+from cuship.check.report.results import CheckReport, code_env
+from cuship.check.run.availability import Unavailable
+from cuship.check.run.probe import EngineProbe
+from cuship.check.run.runner import (
     CheckSettings,
     Plan,
     execute,
@@ -26,7 +26,7 @@ from cuship.check.runner import (
     setup_for,
     skip_unavailable,
 )
-from cuship.check.workers import WorkerSetup
+from cuship.check.run.workers import WorkerSetup
 from cuship.errors import ToolMissing, UsageError
 from cuship.events import Emit, Event, Level, discard
 from cuship.provenance import Provenance, require_built
@@ -223,7 +223,7 @@ def _require_jit(
 ) -> tuple[str, ...]:
     """--force-ptx: every GPU here must be able to JIT the PTX of every shared object with
     device code in the project's packages (else ToolMissing, exit 3); what each will JIT."""
-    from cuship.check.forceptx import decide, package_objects, require_jit
+    from cuship.check.run.forceptx import decide, package_objects, require_jit
     from cuship.machine import fingerprint
 
     objects, looked_in = package_objects(provenance)
@@ -249,7 +249,7 @@ def _setup(request: CheckRequest, project: CheckProject, environ: Mapping[str, s
 
 
 def _find_sanitizer(environ: Mapping[str, str]) -> str:
-    from cuship.check.sanitize_tools import find_sanitizer
+    from cuship.check.sanitize.tools import find_sanitizer
 
     return find_sanitizer(environ)
 
@@ -263,8 +263,8 @@ def _sanitize(
     environ: Mapping[str, str],
     emit: Emit,
 ) -> CheckReport:
-    """The GPU engines' cases again under each tool (see :mod:`cuship.check.sanitize_run`)."""
-    from cuship.check.sanitize_run import TIMEOUT_FACTOR, SanitizeSettings, default_jobs, sanitize
+    """The GPU engines' cases again under each tool (see :mod:`cuship.check.sanitize.run`)."""
+    from cuship.check.sanitize.run import TIMEOUT_FACTOR, SanitizeSettings, default_jobs, sanitize
 
     jobs = default_jobs(len(request.sanitize), request.parallel or None)
     settings = SanitizeSettings(

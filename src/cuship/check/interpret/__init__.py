@@ -1,0 +1,1 @@
+"""The Triton interpreter adapted to real kernels while a case runs: libdevice math and bfloat16 arithmetic."""
