@@ -15,10 +15,10 @@ from cuship.check.case.engines import worker_env
 from cuship.check.declare.inputs import CaseSpec
 from cuship.check.report.render import render_json, render_junit, render_text, repro_command
 from cuship.check.report.results import CaseResult, CheckReport, GroupResult
+from cuship.check.run.device import choose_device
 from cuship.check.run.forceptx import FORCED_SKIPS, decide, package_objects, require_jit
 from cuship.check.run.runner import CheckSettings, plan, setup_for
 from cuship.check.run.session import CheckRequest, run_check
-from cuship.cli.check import _device
 from cuship.errors import NothingToDo, ToolMissing, UsageError
 from cuship.gpurun.execute import _after
 from cuship.gpurun.plan import ProjectFacts, StagePlan, plan_stages
@@ -185,8 +185,8 @@ def test_a_forced_run_of_other_engines_only_is_a_usage_error() -> None:
 
 
 def test_force_ptx_is_a_gpu_run(tmp_path: Path) -> None:
-    assert _device("auto", force_ptx=True) == "cuda"
-    assert _device("cpu", force_ptx=True) == "cpu"
+    assert choose_device("auto", {}, force_ptx=True) == "cuda"
+    assert choose_device("cpu", {}, force_ptx=True) == "cpu"
     request = CheckRequest(path=tmp_path, target=".", device="cpu", force_ptx=True)
     with pytest.raises(UsageError, match=r"--force-ptx .* this run is --device cpu") as err:
         run_check(request, environ={})

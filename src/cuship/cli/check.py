@@ -30,20 +30,6 @@ def _seed(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
         raise click.BadParameter(f"{value!r} is not an integer or 'random'") from err
 
 
-def _device(value: str, engines: tuple[str, ...] = (), *, force_ptx: bool = False) -> str:
-    if value != "auto":
-        return value
-    if force_ptx:
-        return "cuda"  # a forced-PTX run is a GPU run; without a GPU it says so (exit 3)
-    from cuship.check.case.engines import ENGINES
-    from cuship.machine import fingerprint
-
-    if engines and all(name in ENGINES and ENGINES[name].device == "cpu" for name in engines):
-        return "cpu"  # only interpreter/simulator engines named: a CPU run, GPU or not
-
-    return "cuda" if fingerprint(os.environ).gpus else "cpu"
-
-
 @click.command("check")
 @click.argument("path", type=click.Path(path_type=Path), default=".")
 @click.option(
@@ -120,19 +106,21 @@ def _device(value: str, engines: tuple[str, ...] = (), *, force_ptx: bool = Fals
 @verbose_option
 def command(path: Path, **options: object) -> None:
     """Check the kernels of the project at PATH (or one check module .py) against references."""
+    from cuship.check.run.device import choose_device
     from cuship.check.run.session import CheckRequest, run_check
 
     console = make_console(bool(options.pop("verbose")))
     sanitize = _tools(options["sanitize"])
-    device = "cuda" if sanitize and options["device"] == "auto" else str(options["device"])
     request = CheckRequest(
         target=str(path),
         path=path,
         quick=bool(options["quick"]),
-        device=_device(  # type: ignore[arg-type]
-            device,
-            tuple(options["engines"]),  # type: ignore[arg-type]
+        device=choose_device(
+            str(options["device"]),
+            os.environ,
+            engines=tuple(options["engines"]),  # type: ignore[arg-type]
             force_ptx=bool(options["force_ptx"]),
+            sanitize=bool(sanitize),
         ),
         ops=tuple(options["ops"]),  # type: ignore[arg-type]
         engines=tuple(options["engines"]),  # type: ignore[arg-type]
