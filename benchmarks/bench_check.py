@@ -1,14 +1,19 @@
-"""How long `cuship check --quick` takes on the example, and what its harness costs.
+"""How long `cuship check` takes, serial and on two workers, and what its harness costs.
 
-Side by side, in one run:
+Side by side, in one run, repetitions interleaved (1, 2, 2, 1, ...) so that a shared machine's
+drifting load falls on both alike; medians and the ratio:
   * `cuship check examples/cuvecops --quick --device cpu` with --parallel 1 and --parallel 2
-    (wall clock, including interpreter start-up; goal < 60 s; speed-up goal >= 1.7x);
+    (wall clock, including interpreter start-up; goal < 60 s; speed-up goal >= 1.5x);
+  * the same on a seven-op Triton suite (tests/fixtures/idioms: RMSNorm, LayerNorm, SwiGLU,
+    GeGLU, RMSNorm backward, RoPE, cross-entropy on the interpreter), quick and thorough;
+  * with --thorough, the example's thorough check too (minutes);
+  * with --src DIR, the same runs of another checkout's src (e.g. main's) for a before/after;
   * what a user would otherwise run: pytest on the example's own CPU-runnable kernel tests
     (Triton interpreter, Numba simulator, NumPy), which check fewer cases with fixed inputs;
   * the per-case harness overhead (round trip minus the kernel's own time) per engine,
     from the JSON report (goal < 5 % of the kernel's time).
 
-Usage: python benchmarks/bench_check.py [--repeat N]
+Usage: python benchmarks/bench_check.py [--repeat N] [--thorough] [--src DIR] [--no-pytest]
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "cuvecops"
+IDIOMS = REPO / "tests" / "fixtures" / "idioms"
+SRC = [REPO / "src"]
 PYTEST_FILES = [
     "tests/test_cpu.py",
     "tests/test_triton.py",
@@ -35,11 +42,15 @@ PYTEST_FILES = [
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO / "src"), "GITHUB_ACTIONS": "false"}
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
+    return {**env, "PYTHONPATH": str(SRC[0])}
 
 
-def run_check(parallel: int) -> tuple[float, dict[str, Any]]:
-    argv = [sys.executable, "-m", "cuship", "check", str(EXAMPLE), "--quick", "--device", "cpu"]
+def run_check(
+    parallel: int, project: Path = EXAMPLE, *, quick: bool = True
+) -> tuple[float, dict[str, Any]]:
+    argv = [sys.executable, "-m", "cuship", "check", str(project), "--device", "cpu"]
+    argv += ["--quick"] if quick else []
     argv += ["--no-store", "--format", "json", "--parallel", str(parallel)]
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, env=_env(), check=False)
@@ -74,37 +85,50 @@ def overhead(report: dict[str, Any]) -> dict[str, tuple[float, float, int]]:
     return {e: (h / n, h / k if k else float("inf"), int(n)) for e, (h, k, n) in sums.items()}
 
 
+def _runs(times: list[float]) -> str:
+    return ", ".join(f"{t:.2f}" for t in times)
+
+
+def compare(name: str, project: Path, *, quick: bool, repeat: int) -> dict[str, Any]:
+    """--parallel 1 against --parallel 2, interleaved; the last serial run's report."""
+    times: dict[int, list[float]] = {1: [], 2: []}
+    report: dict[str, Any] = {}
+    for rep in range(repeat):
+        for parallel in (1, 2) if rep % 2 == 0 else (2, 1):
+            took, done = run_check(parallel, project, quick=quick)
+            times[parallel].append(took)
+            report = done if parallel == 1 else report
+    one, two = statistics.median(times[1]), statistics.median(times[2])
+    cases = sum(len(g["cases"]) for g in report["groups"])
+    print(f"\n{name} (median of {repeat}, wall incl. start-up; {cases} cases):")
+    print(f"  --parallel 1: {one:6.2f} s   runs: {_runs(times[1])}")
+    print(f"  --parallel 2: {two:6.2f} s   runs: {_runs(times[2])}   speed-up: {one / two:.2f}x")
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--thorough", action="store_true", help="also the example's thorough run")
+    parser.add_argument("--src", type=Path, help="run another checkout's src (e.g. main's)")
+    parser.add_argument("--no-pytest", action="store_true")
     args = parser.parse_args()
+    if args.src is not None:
+        SRC[0] = args.src.resolve()
     print(
         f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start "
-        "(shared with other jobs: absolute times are noisy)"
+        f"(shared with other jobs: absolute times are noisy); cuship from {SRC[0]}"
     )
-    one, two, py = [], [], []
-    report: dict[str, Any] = {}
-    for _ in range(args.repeat):
-        took, report = run_check(1)
-        one.append(took)
-        two.append(run_check(2)[0])
-        py_took, py_passed = run_pytest()
-        py.append(py_took)
-    cases = sum(len(g["cases"]) for g in report["groups"])
-    groups = sum(1 for g in report["groups"] if g["cases"])
-    m1, m2, mp = statistics.median(one), statistics.median(two), statistics.median(py)
-    print(f"\ncuship check --quick (median of {args.repeat}, wall incl. start-up):")
-    print(
-        f"  --parallel 1: {m1:6.2f} s   ({groups} groups, {cases} cases)   runs: {', '.join(f'{t:.2f}' for t in one)}"
-    )
-    print(
-        f"  --parallel 2: {m2:6.2f} s   speed-up vs --parallel 1: {m1 / m2:.2f}x   runs: {', '.join(f'{t:.2f}' for t in two)}"
-    )
-    print(
-        f"  pytest on the example's CPU kernel tests: {mp:6.2f} s ({py_passed} tests)   "
-        f"cuship --parallel 1 / pytest: {m1 / mp:.2f}x"
-    )
-    print("\nper-case harness overhead (round trip - kernel time), last --parallel 1 run:")
+    report = compare("cuvecops --quick", EXAMPLE, quick=True, repeat=args.repeat)
+    compare("7 Triton ops (idioms) --quick", IDIOMS, quick=True, repeat=args.repeat)
+    compare("7 Triton ops (idioms), thorough", IDIOMS, quick=False, repeat=args.repeat)
+    if args.thorough:
+        compare("cuvecops, thorough", EXAMPLE, quick=False, repeat=args.repeat)
+    if not args.no_pytest:
+        py = [run_pytest() for _ in range(args.repeat)]
+        mp = statistics.median(t for t, _ in py)
+        print(f"\npytest on the example's CPU kernel tests: {mp:6.2f} s ({py[-1][1]} tests)")
+    print("\nper-case harness overhead (round trip - kernel time), last cuvecops --parallel 1 run:")
     for engine, (per_case, share, n) in sorted(overhead(report).items()):
         print(
             f"  {engine:<17} {per_case * 1e6:8.0f} us/case  = {share * 100:7.1f} % of kernel time  ({n} cases)"

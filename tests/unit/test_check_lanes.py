@@ -68,3 +68,12 @@ def test_a_worker_under_a_sanitizer_or_with_threads_is_not_forked() -> None:
         stop.set()
         thread.join()
     assert why is not None and "threads" in why
+
+
+def test_engines_are_dealt_to_probing_workers_the_costliest_import_on_the_first() -> None:
+    from cuship.check.run.probe import deal
+
+    assert deal(["numba-sim", "triton-interpret"], 2) == [["triton-interpret"], ["numba-sim"]]
+    assert deal(["numba-sim", "triton-interpret"], 1) == [["triton-interpret", "numba-sim"]]
+    assert deal(["triton-interpret"], 4) == [["triton-interpret"]]  # never an idle worker
+    assert deal([], 2) == [[]]

@@ -133,12 +133,13 @@ class Lane:
         *,
         worker: Worker | None = None,
         ready: frozenset[str] = frozenset(),
-        zygote: Zygote | None = None,
+        zygotes: Sequence[Zygote] = (),
     ) -> None:
         """``worker``: one already started (the probe's or a fork), with the engines in
-        ``ready`` imported; ``zygote``: where new workers come from (else they start fresh)."""
+        ``ready`` imported; ``zygotes``: where new workers come from, a fork of the one that
+        has the engine a chunk needs (else they start fresh)."""
         self.setup = setup
-        self.zygote = zygote
+        self.zygotes = tuple(zygotes)
         self.timeout = timeout
         self.worker = worker
         self.ready: set[str] = set(ready) if worker is not None else set()
@@ -187,12 +188,8 @@ class Lane:
 
     def _ensure(self, engine: str, *, watch: bool = False) -> Worker:
         """A live worker with ``engine``'s modules imported (start-up is not timed)."""
-        if self.worker is None and self.zygote is not None:
-            try:
-                self.worker = self.zygote.fork()
-                self.ready = set(self.zygote.ready)
-            except WorkerDied:
-                self.zygote = None  # it died or refused: start fresh workers from now on
+        if self.worker is None or engine not in self.ready:
+            self._fork(engine)
         if self.worker is None:
             spawned = self._watch if watch else None
             self.worker = Worker.start(self.setup, timeout=max(self.timeout, 60.0), spawned=spawned)
@@ -201,6 +198,19 @@ class Lane:
             self.worker.request({"prepare": engine}, timeout=max(self.timeout, 60.0))
             self.ready.add(engine)
         return self.worker
+
+    def _fork(self, engine: str) -> None:
+        """Replace the worker with a fork of a zygote that has ``engine`` (when one has: a fork
+        costs milliseconds, importing the engine seconds)."""
+        source = next((z for z in self.zygotes if engine in z.ready), None)
+        if source is None:
+            return
+        self.close()
+        try:
+            self.worker = source.fork()
+            self.ready = set(source.ready)
+        except WorkerDied:  # it died or refused: start fresh workers instead
+            self.zygotes = tuple(z for z in self.zygotes if z is not source)
 
     def _batch(self, chunk: PlannedGroup, cases: tuple[CaseSpec, ...]) -> list[CaseResult]:
         """Send ``cases`` at once, collect answers as they come; stop at the first death."""

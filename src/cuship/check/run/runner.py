@@ -32,6 +32,7 @@ __all__ = [
     "Plan",
     "PlannedGroup",
     "execute",
+    "lane_count",
     "plan",
     "runnable_engines",
     "setup_for",
@@ -229,27 +230,29 @@ def execute(
     parallel: int = 1,
     timeout: float = 300.0,
     emit: Emit = discard,
-    handover: tuple[Worker | None, frozenset[str]] = (None, frozenset()),
+    handover: Sequence[tuple[Worker, frozenset[str]]] = (),
 ) -> CheckReport:
     """Run the plan's groups on up to ``parallel`` workers (0: one per core; only as many as
     the run's estimated work pays for, see :func:`useful_lanes`) and collect the report.
 
-    ``handover``: a started worker (the probe's) and the engines it has imported; the first
-    lane runs on it.
+    ``handover``: started workers (the probe's), each with the engines it has imported; the
+    first lanes run on them, or, on a CPU run with several lanes, every lane runs on forks of
+    them (see :mod:`cuship.check.run.forks`).
     """
     started = time.time()
-    forked = setup.fork and handover[0] is not None
+    forked = setup.fork and bool(handover)
     workers = _lane_count(the_plan, parallel, emit, forked=forked)
     pending = Pending(the_plan.runnable, workers)
     done = _Done(the_plan.runnable, len(pending), emit)
-    zygote, lanes = _lanes(setup, timeout, workers, handover, forked=forked)
-    if zygote is not None:
-        ready = ", ".join(sorted(zygote.ready)) or "none"
+    zygotes, lanes = _lanes(setup, timeout, workers, handover, forked=forked)
+    if zygotes:
+        kept = "; ".join(", ".join(sorted(z.ready)) or "none" for z in zygotes)
         emit(
             Event(
                 level="debug",
                 topic="check",
-                message=f"{workers} workers forked from one with the engines imported ({ready})",
+                message=f"{workers} workers forked from {len(zygotes)} with the engines "
+                f"imported ({kept})",
             )
         )
 
@@ -274,7 +277,7 @@ def execute(
         for thread in threads:
             thread.join()
     finally:
-        if zygote is not None:
+        for zygote in zygotes:
             zygote.close()
     groups = tuple(
         _collect(g, done.results.get((g.op, g.engine, g.dtype))) for g in the_plan.groups
@@ -321,33 +324,45 @@ def _lanes(
     setup: WorkerSetup,
     timeout: float,
     workers: int,
-    handover: tuple[Worker | None, frozenset[str]],
+    handover: Sequence[tuple[Worker, frozenset[str]]],
     *,
     forked: bool,
-) -> tuple[Zygote | None, list[Lane]]:
-    """The lanes, the first on the probe's worker; or, with several lanes and a forkable probe
-    worker, that worker as the zygote and every lane on a fork of it."""
-    worker, ready = handover
-    if workers > 1 and forked and worker is not None:
-        zygote = Zygote(worker, ready, max(timeout, 60.0))
+) -> tuple[list[Zygote], list[Lane]]:
+    """The lanes, the first ones on the probe's workers; or, with several lanes and forkable
+    probe workers, those as zygotes and every lane on a fork of one of them."""
+    given = list(handover)
+    if workers > 1 and forked and given:
+        zygotes = [Zygote(worker, ready, max(timeout, 60.0)) for worker, ready in given]
         try:
-            first = zygote.fork()
-        except ForkRefused:  # it runs threads: lanes start fresh workers, the first on it
+            first = zygotes[0].fork()
+        except ForkRefused:  # it runs threads: the lanes run on the probe's workers and fresh ones
             pass
-        except WorkerDied:  # it died: every lane starts a fresh worker
-            zygote.close()
-            return None, [Lane(setup, timeout) for _ in range(workers)]
+        except WorkerDied:  # it died
+            zygotes[0].close()
+            given = given[1:]
         else:
-            lanes = [Lane(setup, timeout, worker=first, ready=ready, zygote=zygote)]
-            lanes += [Lane(setup, timeout, zygote=zygote) for _ in range(workers - 1)]
-            return zygote, lanes
-    lanes = [Lane(setup, timeout, worker=worker, ready=ready)]
-    return None, lanes + [Lane(setup, timeout) for _ in range(workers - 1)]
+            lanes = [Lane(setup, timeout, worker=first, ready=given[0][1], zygotes=zygotes)]
+            lanes += [Lane(setup, timeout, zygotes=zygotes) for _ in range(workers - 1)]
+            return zygotes, lanes
+    lanes = [Lane(setup, timeout, worker=worker, ready=ready) for worker, ready in given[:workers]]
+    for worker, _ in given[workers:]:
+        worker.stop()
+    return [], lanes + [Lane(setup, timeout) for _ in range(workers - len(lanes))]
+
+
+def lane_count(the_plan: Plan, parallel: int, *, forked: bool = False) -> int:
+    """How many workers run the plan: ``parallel`` (0: one per core) at most, and only as many
+    as its estimated work pays for (see :func:`useful_lanes`)."""
+    return useful_lanes(the_plan.runnable, _asked(parallel), forked=forked)
+
+
+def _asked(parallel: int) -> int:
+    return parallel if parallel > 0 else (os.cpu_count() or 1)
 
 
 def _lane_count(the_plan: Plan, parallel: int, emit: Emit, *, forked: bool = False) -> int:
-    asked = parallel if parallel > 0 else (os.cpu_count() or 1)
-    workers = useful_lanes(the_plan.runnable, asked, forked=forked)
+    asked = _asked(parallel)
+    workers = lane_count(the_plan, parallel, forked=forked)
     if workers < asked:
         emit(
             Event(

@@ -21,6 +21,7 @@ from cuship.check.run.runner import (
     CheckSettings,
     Plan,
     execute,
+    lane_count,
     plan,
     runnable_engines,
     setup_for,
@@ -167,10 +168,13 @@ def _execute(
     environ: Mapping[str, str],
     emit: Emit,
 ) -> CheckReport:
-    """Probe (provenance, engines; once each) on one worker, then run the plan, starting on it."""
+    """Probe (provenance on one worker, engines once each, on as many workers as the run will
+    fork from), then run the plan on those workers or forks of them."""
     setup = _setup(request, project, environ)
     jit: tuple[str, ...] = ()
-    with EngineProbe(setup, project.config.timeout) as probe:
+    parallel = project.config.parallel if request.parallel is None else request.parallel
+    spread = lane_count(the_plan, parallel, forked=setup.fork)
+    with EngineProbe(setup, project.config.timeout, spread=spread) as probe:
         if request.device == "cuda":
             _require_built(probe.provenance, the_plan)
         if request.force_ptx:
@@ -182,7 +186,7 @@ def _execute(
             skip_unavailable(the_plan, unavailable),
             setup,
             target=request.target,
-            parallel=project.config.parallel if request.parallel is None else request.parallel,
+            parallel=parallel,
             timeout=project.config.timeout,
             emit=emit,
             handover=probe.handover(),
