@@ -127,3 +127,59 @@ def test_a_forked_worker_runs_cases_and_a_crash_in_one_names_its_signal(tmp_path
         assert result.status == "error"
         assert result.message is not None
         assert result.message.startswith("worker process killed by SIGSEGV while running")
+
+
+_MANY = """
+    import numpy as np
+    from cuship.check import Impl, Op, Tensor
+
+    def ref(x):
+        return 2 * x
+
+    def double(x, out):
+        out[...] = 2 * x
+
+    OPS = [
+        Op(name=f"double{i}", reference=ref, inputs=(Tensor(name="x", dims=("n",)),),
+           outputs=(Tensor(name="out", dims=("n",)),), shapes=tuple({"n": n} for n in range(1, 9)),
+           impls=(Impl(kind="native", fn=double),))
+        for i in range(10)
+    ]
+"""
+
+
+def test_fresh_workers_side_by_side_where_none_is_forked(tmp_path: Path) -> None:
+    """A GPU run (or a worker that runs threads) cannot fork: its lanes start fresh workers."""
+    from dataclasses import replace
+
+    from cuship.check.declare.registry import discover
+    from cuship.check.run.runner import CheckSettings, execute, plan
+
+    (tmp_path / "checks.py").write_text(textwrap.dedent(_MANY))
+    environ = {**os.environ, "PYTHONPATH": str(clirun.SRC)}
+    setup = setup_for(
+        modules=("checks.py",), root=tmp_path, pythonpath=(tmp_path,), device="cpu",
+        environ=environ,
+    )  # fmt: skip
+    the_plan = plan(discover(setup.modules, tmp_path, [tmp_path]), CheckSettings(quick=True))
+    events: list[str] = []
+    reports = [
+        execute(
+            the_plan,
+            replace(setup, fork=False),
+            target="t",
+            parallel=parallel,
+            handover=((Worker.start(setup, timeout=60), frozenset({"native"})),),
+            emit=lambda e: events.append(e.message),
+        )
+        for parallel in (1, 2)
+    ]
+    serial, side_by_side = ([r.to_json() for r in report.groups] for report in reports)
+    assert sum(len(g.cases) for g in reports[0].groups) == 80
+    for group in (*serial, *side_by_side):
+        group.pop("wall_s")
+        for case in group["cases"]:
+            case.pop("wall_s")
+            case.pop("kernel_s")
+    assert side_by_side == serial
+    assert not any("forked" in m or "does not pay" in m for m in events)

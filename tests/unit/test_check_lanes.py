@@ -3,6 +3,10 @@ takes its first chunk only once its worker is ready."""
 
 from __future__ import annotations
 
+import os
+
+import pytest
+
 from cuship.check.declare.inputs import CaseSpec
 from cuship.check.run.lanes import Pending, PlannedGroup, useful_lanes
 
@@ -77,3 +81,19 @@ def test_engines_are_dealt_to_probing_workers_the_costliest_import_on_the_first(
     assert deal(["numba-sim", "triton-interpret"], 1) == [["triton-interpret", "numba-sim"]]
     assert deal(["triton-interpret"], 4) == [["triton-interpret"]]  # never an idle worker
     assert deal([], 2) == [[]]
+
+
+def test_the_default_runs_one_worker_per_core_this_process_may_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cuship.check.run import runner
+
+    groups = tuple(_group(f"op{i}", "triton-interpret", 30) for i in range(8))  # ~19 s of work
+    the_plan = runner.Plan(groups=groups, seed=0, quick=False, device="cpu")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert runner.lane_count(the_plan, 0, forked=True) == 1  # one core: serial
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert runner.lane_count(the_plan, 0, forked=True) == 4
+    assert runner.lane_count(the_plan, 2, forked=True) == 2  # --parallel 2 caps it
+    small = runner.Plan(groups=(_group("tiny", "native", 3),), seed=0, quick=True, device="cpu")
+    assert runner.lane_count(small, 0, forked=True) == 1  # too little work to share

@@ -119,9 +119,7 @@ class Zygote:
             folder = Path(tempfile.mkdtemp(prefix="cuship-fork-"))
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
-                listener.bind(str(folder / "s"))
-                listener.listen(1)
-                listener.settimeout(self.timeout)
+                self._listen(listener, folder / "s")
                 pid = self._request(folder)
                 try:
                     conn, _ = listener.accept()
@@ -140,6 +138,14 @@ class Zygote:
             worker.stop()
             raise
         return worker
+
+    def _listen(self, listener: socket.socket, path: Path) -> None:
+        try:
+            listener.bind(str(path))
+            listener.listen(1)
+        except OSError as err:  # a path too long for a socket (a deep TMPDIR), say
+            raise ForkRefused(f"no socket for a forked worker at {path}: {err}") from None
+        listener.settimeout(self.timeout)
 
     def _request(self, folder: Path) -> int:
         spec = {"socket": str(folder / "s"), "log": str(folder / "log")}

@@ -357,7 +357,12 @@ def lane_count(the_plan: Plan, parallel: int, *, forked: bool = False) -> int:
 
 
 def _asked(parallel: int) -> int:
-    return parallel if parallel > 0 else (os.cpu_count() or 1)
+    if parallel > 0:
+        return parallel
+    try:  # the cores this process may run on (a container's or taskset's share)
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _lane_count(the_plan: Plan, parallel: int, emit: Emit, *, forked: bool = False) -> int:

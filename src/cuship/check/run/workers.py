@@ -213,6 +213,8 @@ class Worker:
                 self.proc.wait(timeout=60 if self.group else 5)
             except (subprocess.TimeoutExpired, OSError):
                 self.kill()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
         self.log.close()
