@@ -1,7 +1,8 @@
 """How long `cuship check` takes, serial and on two workers, and what its harness costs.
 
 Side by side, in one run, repetitions interleaved (1, 2, 2, 1, ...) so that a shared machine's
-drifting load falls on both alike; medians and the ratio:
+drifting load falls on both alike; medians and the ratio, next to the ceiling (what two
+processes of a plain CPU-bound loop gain over one on this machine between the runs):
   * `cuship check examples/cuvecops --quick --device cpu` with --parallel 1 and --parallel 2
     (wall clock, including interpreter start-up; goal < 60 s; speed-up goal >= 1.5x);
   * the same on a seven-op Triton suite (tests/fixtures/idioms: RMSNorm, LayerNorm, SwiGLU,
@@ -85,6 +86,27 @@ def overhead(report: dict[str, Any]) -> dict[str, tuple[float, float, int]]:
     return {e: (h / n, h / k if k else float("inf"), int(n)) for e, (h, k, n) in sums.items()}
 
 
+_SPIN = "import time\nx = 0\nfor i in range(6_000_000):\n    x += i\n"
+
+
+def capacity() -> float:
+    """The speed-up two processes can get here now: the same CPU-bound loop in one process,
+    then in two at once (2.0 on two idle cores; a shared machine gives less)."""
+
+    def wall(n: int) -> float:
+        started = time.perf_counter()
+        procs = [subprocess.Popen([sys.executable, "-c", _SPIN]) for _ in range(n)]
+        for proc in procs:
+            proc.wait()
+        return time.perf_counter() - started
+
+    one, two = (
+        statistics.median(wall(1) for _ in range(3)),
+        statistics.median(wall(2) for _ in range(3)),
+    )
+    return 2 * one / two
+
+
 def _runs(times: list[float]) -> str:
     return ", ".join(f"{t:.2f}" for t in times)
 
@@ -93,16 +115,22 @@ def compare(name: str, project: Path, *, quick: bool, repeat: int) -> dict[str, 
     """--parallel 1 against --parallel 2, interleaved; the last serial run's report."""
     times: dict[int, list[float]] = {1: [], 2: []}
     report: dict[str, Any] = {}
+    room = [capacity()]
     for rep in range(repeat):
         for parallel in (1, 2) if rep % 2 == 0 else (2, 1):
             took, done = run_check(parallel, project, quick=quick)
             times[parallel].append(took)
             report = done if parallel == 1 else report
+        room.append(capacity())
     one, two = statistics.median(times[1]), statistics.median(times[2])
     cases = sum(len(g["cases"]) for g in report["groups"])
     print(f"\n{name} (median of {repeat}, wall incl. start-up; {cases} cases):")
     print(f"  --parallel 1: {one:6.2f} s   runs: {_runs(times[1])}")
     print(f"  --parallel 2: {two:6.2f} s   runs: {_runs(times[2])}   speed-up: {one / two:.2f}x")
+    print(
+        f"  two processes' speed-up on this machine meanwhile (the ceiling): "
+        f"{statistics.median(room):.2f}x   ({_runs(room).replace(', ', 'x, ')}x)"
+    )
     return report
 
 

@@ -39,9 +39,12 @@ def test_peek_names_the_engine_take_hands_out() -> None:
 
 
 def test_forked_workers_cost_little_so_a_quick_run_spreads_but_a_tiny_one_does_not() -> None:
-    quick = [_group(f"op{i}", "triton-interpret", 3) for i in range(8)]  # 24 cases, ~2 s
+    quick = [_group(f"op{i}", "numba-sim", 3) for i in range(4)]  # 12 simulator cases, ~5 s
+    assert useful_lanes(quick, 2) == 1  # a fresh worker's imports cost more than it saves
     assert useful_lanes(quick, 2, forked=True) == 2
     assert useful_lanes(quick, 1, forked=True) == 1  # one core, or --parallel 1
+    interpreted = [_group(f"op{i}", "triton-interpret", 3) for i in range(8)]  # ~2 s
+    assert useful_lanes(interpreted, 2, forked=True) == 1  # the copies' warm-up would eat it
     assert useful_lanes([_group("tiny", "native", 2)], 8, forked=True) == 1
 
 

@@ -32,9 +32,10 @@ __all__ = ["FORK_SECONDS", "Lane", "Pending", "PlannedGroup", "useful_lanes"]
 # is worth it only when it takes more work off the others than it costs to start.
 _CASE_SECONDS = {"numba-sim": 0.4, "triton-interpret": 0.08, "native": 0.02}
 _START_SECONDS = {"numba-sim": 3.0, "triton-interpret": 4.0, "native": 0.5}
-# A fork of a worker that has the engines: the fork itself, and each kernel's first call
-# (Numba compiles it, the interpreter traces it) paid again in the copy.
-FORK_SECONDS = 0.3
+# A fork of a worker that has the engines: the fork itself (milliseconds), and the first calls
+# paid again in the copy (Numba compiles each kernel, torch's autograd and ops warm up: on
+# tests/fixtures/idioms about half a second), so a run of a second or two stays on one worker.
+FORK_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
