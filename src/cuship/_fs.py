@@ -26,6 +26,7 @@ from cuship.events import Emit, Event, discard
 __all__ = [
     "NotRegular",
     "exchange",
+    "file_identity",
     "file_kind",
     "locked",
     "open_regular",
@@ -133,6 +134,19 @@ def read_regular(path: Path | str, what: str, limit: int) -> bytes:
             hint=f"pass a smaller {what}",
         )
     return data
+
+
+def file_identity(path: Path | str | None) -> str:
+    """A file as a cache key sees it (a tool, a compiler): its resolved path, size and mtime;
+    ``missing`` when there is none. A new version of a tool is another file or a rewritten one."""
+    if not path:
+        return "missing"
+    real = Path(path).resolve()
+    try:
+        st = real.stat()
+    except OSError:
+        return f"{real} missing"
+    return f"{real} {st.st_size} {st.st_mtime_ns}"
 
 
 def sha256_file(path: Path) -> str:

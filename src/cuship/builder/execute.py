@@ -25,6 +25,7 @@ from cuship.builder.glibc import GlibcFloor
 from cuship.builder.hosttools import start_sccache_server
 from cuship.builder.interpreters import Interpreter
 from cuship.builder.model import BuildPlan, Step
+from cuship.builder.reuse import key_parts, open_build_dir, seal
 from cuship.builder.shared import Locks, describe
 from cuship.builder.smoke import Smoke, SmokeMode, smoke_test
 from cuship.errors import CushipError
@@ -91,6 +92,8 @@ def finish_wheel(
     floor: GlibcFloor | None = None,
     emit: Emit = discard,
     immutable: bool = False,
+    repairs: Path | None = None,
+    log: Path | None = None,
 ) -> tuple[Path, WheelReport, tuple[str, ...]]:
     """Repair (unless pure), label, inspect and verify ``raw``; the final wheel lands in ``out_dir``.
 
@@ -100,8 +103,12 @@ def finish_wheel(
     ``floor``: the glibc floor it is verified against when enforced, else warned against.
     ``immutable``: a wheel of the same name already in ``out_dir`` must not change its bytes
     (a released sdist's wheel, which may be published): a build that differs is refused and
-    kept apart, the earlier wheel stays.
+    kept apart, the earlier wheel stays. ``repairs``: where repairs are kept to be reused for
+    the same raw wheel (see :func:`~cuship.wheel.repair.repair`). ``log``: the job log, given the
+    time of each of these steps.
     """
+    import time
+
     from cuship.wheel.audit import inspect_wheel
     from cuship.wheel.repair import repair
     from cuship.wheel.retag import retag
@@ -110,6 +117,7 @@ def finish_wheel(
     work = work_dir / "repaired"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
+    start = time.perf_counter()
     _, _, _, tags = parse_wheel_filename(raw.name)
     if all(tag.platform == "any" for tag in tags):
         emit(
@@ -119,16 +127,20 @@ def finish_wheel(
                 message=f"{raw.name}: a pure wheel, nothing to repair",
             )
         )
-        repaired = raw
+        repaired, said = raw, "a pure wheel, nothing to repair"
     else:
-        repaired = repair(raw, out_dir=work, env=environ, emit=emit).output
+        done = repair(raw, out_dir=work, env=environ, emit=emit, cache=repairs)
+        repaired, said = done.output, f"reused {done.reused}" if done.reused else "done"
+    start = _timed(log, "repair", said, start)
     requires, unpinned = _torch_pin(inspect_wheel(repaired).torch_abi, torch, repaired.name)
     labelled = retag(
         repaired, local=label, out_dir=work_dir / "labelled", requires=requires, emit=emit
     )
+    start = _timed(log, "retag", "done", start)
     report = inspect_wheel(labelled)
     enforced = floor.floor if floor is not None and floor.enforced else None
     checked = verify(report, arches=arches, local=label, torch=torch, manylinux=enforced)
+    _timed(log, "verify", "done", start)
     problems = unpinned + checked.problems
     extra = _extra_sass(report, arches)
     if extra:
@@ -154,6 +166,21 @@ def finish_wheel(
         _refuse_changed(labelled, final)
     labelled.replace(final)
     return final, dataclasses.replace(report, path=str(final)), problems
+
+
+def _timed(log: Path | None, name: str, said: str, start: float) -> float:
+    """Write ``# name: said in N s`` (since ``start``) to ``log``; the time now."""
+    import time
+
+    now = time.perf_counter()
+    if log is not None:
+        _note(log, f"{name}: {said} in {now - start:.1f} s")
+    return now
+
+
+def _note(log: Path, line: str) -> None:
+    with log.open("a", encoding="utf-8") as out:
+        out.write(f"# {line}\n")
 
 
 def _refuse_changed(new: Path, final: Path) -> None:
@@ -229,6 +256,10 @@ def run_plan(
     if not plan.runnable:
         raise CushipError(f"{plan.job.id} cannot be built here: {plan.reason}")
     site_dirs = (env_site(plan.build_env, plan.python),) if plan.build_env and plan.python else ()
+    kept = plan.build_dir
+    build_dir = (
+        (kept.path, key_parts(plan, os.environ if environ is None else environ)) if kept else None
+    )
     return build_job(
         plan.job.id,
         plan.steps,
@@ -245,6 +276,8 @@ def run_plan(
         smoke=JobSmoke(python=plan.python, mode=plan.smoke, site_dirs=site_dirs),
         locks=locks,
         immutable=plan.inputs is not None,
+        build_dir=build_dir,
+        repairs=plan.repairs,
     )
 
 
@@ -275,8 +308,10 @@ def _run_steps(
     caller_env: Mapping[str, str],
     emit: Emit,
     locks: Locks,
-) -> None:
-    """Run the command steps; when the compiler cache itself fails, run them again without it.
+    build_dir: Path | None = None,
+) -> bool:
+    """Run the command steps; when the compiler cache itself fails, run them again without it
+    (in an emptied ``build_dir``: CMake's cache would keep the launcher). False: they ran so.
 
     sccache is an accelerator, never a reason for a failed release: a server that cannot work
     (one started where ``TMPDIR`` has since been deleted answers every compile with "failed to
@@ -289,6 +324,7 @@ def _run_steps(
         start_sccache_server(cached[0].env, caller_env)
     try:
         _in_turn(job_id, steps, log, env, emit, locks)
+        return True
     except BuildFailed:
         said = _sccache_error(log.read_text(encoding="utf-8", errors="replace"))
         if not cached or said is None:
@@ -302,10 +338,12 @@ def _run_steps(
                 data={"job": job_id, "sccache": said},
             )
         )
-        with log.open("a", encoding="utf-8") as out:
-            out.write(f"# cuship: sccache failed ({said}); the steps again without it\n")
+        _note(log, f"cuship: sccache failed ({said}); the steps again without it")
+        if build_dir is not None:
+            shutil.rmtree(build_dir, ignore_errors=True)
         bare = [step.without_compiler_cache() for step in steps]
         _in_turn(job_id, bare, log, env, emit, locks, note=" (no compiler cache)")
+        return False
 
 
 def _in_turn(
@@ -362,12 +400,16 @@ def build_job(
     smoke: JobSmoke | None = None,
     locks: Locks | None = None,
     immutable: bool = False,
+    build_dir: tuple[Path, Mapping[str, str]] | None = None,
+    repairs: Path | None = None,
 ) -> JobResult:
     """Run ``steps`` (a fresh ``raw_dir`` and log), then finish, label and smoke-test the wheel.
 
     Shared by matrix jobs and the CPU-only job; ``arches`` empty means "no device code".
     Temporary files (``TMPDIR`` of the steps, the smoke venv) stay under ``raw_dir``. ``locks``:
     the batch's, when other jobs are built at the same time (see :mod:`cuship.builder.shared`).
+    ``build_dir``: the CMake build directory the steps use and its key, kept for a rebuild when
+    the key holds (see :mod:`cuship.builder.reuse`); ``repairs``: see :func:`finish_wheel`.
     """
     import time
 
@@ -380,7 +422,11 @@ def build_job(
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("", encoding="utf-8")
     caller = os.environ if environ is None else environ
-    _run_steps(job_id, steps, log, env, caller, emit, locks or Locks())
+    if build_dir is not None:
+        _note(log, open_build_dir(*build_dir))
+    kept = build_dir[0] if build_dir else None
+    if _run_steps(job_id, steps, log, env, caller, emit, locks or Locks(), kept) and build_dir:
+        seal(*build_dir)
     emit(_step_event(job_id, "repair", "repair, label and verify"))
     wheel, report, problems = finish_wheel(
         single_wheel(raw_dir, job_id),
@@ -393,6 +439,8 @@ def build_job(
         floor=floor,
         emit=emit,
         immutable=immutable,
+        repairs=repairs,
+        log=log,
     )
     nvcc = read_calls(raw_dir)
     if nvcc is not None:

@@ -19,6 +19,7 @@ from cuship.machine import Fingerprint
 from cuship.matrix import BuildJob
 
 __all__ = [
+    "BuildDir",
     "BuildPlan",
     "Host",
     "Mode",
@@ -155,6 +156,19 @@ def _is_launcher(name: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BuildDir:
+    """A job's CMake build directory, kept between its builds (see :mod:`cuship.builder.reuse`):
+    where it is, and what the planner knows of its key (the rest is read when the job runs)."""
+
+    path: Path
+    toolkit: str  # the CUDA version, nvcc and the Python the job builds with
+    tools: tuple[str, ...]  # compilers the planner knows by path (nvcc)
+    files: tuple[Path, ...]  # project files whose bytes are part of the key
+    sites: tuple[str, ...]  # where the build's packages are (empty: the running interpreter's)
+    packages: tuple[str, ...]  # the build's packages whose versions are part of the key
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BuildPlan:
     job: BuildJob
     mode: Mode
@@ -175,6 +189,8 @@ class BuildPlan:
     max_jobs: int | None = None  # the MAX_JOBS its build sees (local builds)
     arch_control: str | None = None  # how its arch list reaches nvcc (said by --dry-run)
     inputs: str | None = None  # the digest of every input of its wheel, when all can be named
+    build_dir: BuildDir | None = None  # its CMake build directory, reused by a rebuild
+    repairs: Path | None = None  # where repairs of raw wheels are kept for a rebuild
 
 
 def max_jobs(

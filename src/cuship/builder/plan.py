@@ -26,6 +26,7 @@ from cuship.builder.container import container_steps
 from cuship.builder.glibc import glibc_floor
 from cuship.builder.interpreters import Interpreter
 from cuship.builder.model import (
+    BuildDir,
     BuildPlan,
     Host,
     Mode,
@@ -36,6 +37,7 @@ from cuship.builder.model import (
     user_env,
     wheel_step,
 )
+from cuship.builder.reuse import REPAIRS, plan_build_dir, with_build_dir
 from cuship.builder.toolkits import choose_toolkit
 from cuship.builder.uptodate import inputs_digest
 from cuship.config import Config
@@ -232,6 +234,12 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
     steps, blocker = MODES[mode](job, config, host, raw_dir)
     python = host.interpreter(job.python) if mode == "local" else None
     toolkit = f"{host.cuda} python {python.full if python else job.python}"
+    env = env_of(python, out_dir, torch_key(job, config)) if mode == "local" else None
+    build_dir = _build_dir(job, config, host, python, env, out_dir)
+    if build_dir is not None:
+        steps = tuple(
+            with_build_dir(s, build_dir.path) if s.name == "build-wheel" else s for s in steps
+        )
     return BuildPlan(
         job=job,
         mode=mode,
@@ -244,10 +252,33 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         test_import=config.build.test_import,
         torch=_built_against(job, config, host, mode),
         python=python,
-        build_env=env_of(python, out_dir, torch_key(job, config)) if mode == "local" else None,
+        build_env=env,
         smoke=config.build.smoke,
         glibc_floor=glibc_floor(job, config.build),
         max_jobs=next((int(s.env["MAX_JOBS"]) for s in steps if "MAX_JOBS" in s.env), None),
         arch_control=arch_control(job, config, any(s.name == "arch-flags" for s in steps)),
         inputs=inputs_digest(job.to_json(), config.requirement, steps, toolkit),
+        build_dir=build_dir,
+        repairs=out_dir / REPAIRS if config.build.incremental else None,
+    )
+
+
+def _build_dir(
+    job: BuildJob,
+    config: Config,
+    host: Host,
+    python: Interpreter | None,
+    env: Path | None,
+    out_dir: Path,
+) -> BuildDir | None:
+    """The CMake build directory a local job keeps between its builds, if any."""
+    if python is None:
+        return None
+    return plan_build_dir(
+        job.id,
+        config,
+        out_dir,
+        toolkit=f"CUDA {host.cuda} nvcc {host.nvcc} python {python.executable} {python.full}",
+        nvcc=host.nvcc,
+        sites=(env_site(env, python),) if env else (),
     )

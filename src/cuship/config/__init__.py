@@ -193,6 +193,12 @@ class BuildSection:
         validate=between(1, 256),
     )
     isolation: bool = field_doc("Build in an isolated environment.", default=True)
+    incremental: bool = field_doc(
+        "A rebuild of a job reuses its earlier build's CMake build directory (scikit-build-core "
+        "without isolation: no configure, only changed sources compile) and the repair of an "
+        "unchanged raw wheel, each keyed on what decides it; false: every build starts clean.",
+        default=True,
+    )
     extra_deps: tuple[str, ...] = field_doc("Installed before building.", default=())
     build_args: tuple[str, ...] = field_doc("Extra arguments for the build frontend.", default=())
     test_import: str | None = field_doc("Module imported by the smoke test.", default=None)

@@ -3,24 +3,33 @@
 ``plan_repair`` builds the exact command (pure); ``repair`` runs it as a subprocess, inspects the
 wheel it wrote, and fails if any CUDA or torch library made it in. Excluded libraries' own glibc
 needs are invisible to auditwheel's tag, so each excluded library a wheel links to earns a warning.
+
+Given a cache directory, a repair that bundled nothing is kept there under its key (see
+:func:`repair_key`), and a later repair of the same raw wheel with the same settings and tools
+copies it instead of running auditwheel again. A repair that bundled libraries is never kept:
+its output holds copies of libraries found on this machine, which the key cannot name.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuship._fs import file_identity, sha256_file, write_atomic
 from cuship.errors import CheckFailed, InputError, ToolMissing
 from cuship.events import Emit, Event, discard
 from cuship.wheel.audit import WheelReport, inspect_wheel
 from cuship.wheel.cudalibs import auditwheel_excludes, is_cuda_lib
 from cuship.wheel.elf import glibc_needed
 
-__all__ = ["RepairPlan", "RepairResult", "plan_repair", "repair"]
+__all__ = ["RepairPlan", "RepairResult", "plan_repair", "repair", "repair_key"]
 
 _WRITTEN = re.compile(r"Fixed-up wheel written to (?P<path>\S+\.whl)")
 _MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_")
@@ -43,6 +52,7 @@ class RepairResult:
     report: WheelReport
     excluded_needed: tuple[str, ...]
     log: str
+    reused: Path | None = None  # the kept repair it copied, when it ran no auditwheel
 
 
 def plan_repair(
@@ -62,6 +72,58 @@ def plan_repair(
     return RepairPlan(wheel=wheel, out_dir=out_dir, argv=(*argv, str(wheel)))
 
 
+def repair_key(wheel_sha256: str, plan: RepairPlan, env: Mapping[str, str]) -> str:
+    """What decides a repair that bundles nothing: the raw wheel's bytes, the command but for
+    its paths (the interpreter, the excludes, the platform), auditwheel's version, the patchelf
+    it finds (resolved path, size, mtime) and ``LD_LIBRARY_PATH``. Reads no wheel."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        auditwheel = version("auditwheel")
+    except PackageNotFoundError:
+        auditwheel = "missing"
+    paths = {str(plan.out_dir), str(plan.wheel)}
+    patchelf = shutil.which("patchelf", path=env.get("PATH"))
+    doc = {
+        "wheel": wheel_sha256,
+        "argv": [a for a in plan.argv if a not in paths],
+        "auditwheel": auditwheel,
+        "patchelf": file_identity(patchelf),
+        "LD_LIBRARY_PATH": env.get("LD_LIBRARY_PATH", ""),
+    }
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _kept(cache: Path, key: str, out_dir: Path) -> Path | None:
+    """The kept repair of ``key`` copied into ``out_dir``, when it is there with its bytes."""
+    entry = cache / key[:32]
+    try:
+        record = json.loads((entry / "record.json").read_text(encoding="utf-8"))
+        name, digest = record["wheel"], record["sha256"]
+        if record["key"] != key or "/" in name or not name.endswith(".whl"):
+            return None
+        if sha256_file(entry / name) != digest:
+            return None
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return Path(shutil.copy2(entry / name, out_dir / name))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _keep(cache: Path, key: str, output: Path) -> None:
+    """Keep ``output`` as the repair of ``key`` (best effort: a cache that cannot be written
+    costs the next build a repair, nothing else)."""
+    entry = cache / key[:32]
+    try:
+        entry.mkdir(parents=True, exist_ok=True)
+        write_atomic(entry / output.name, output.read_bytes())
+        record = {"key": key, "wheel": output.name, "sha256": sha256_file(entry / output.name)}
+        write_atomic(entry / "record.json", (json.dumps(record, indent=2) + "\n").encode())
+    except OSError:
+        return
+
+
 def repair(
     wheel: Path,
     *,
@@ -69,13 +131,23 @@ def repair(
     env: Mapping[str, str],
     plat: str | None = None,
     emit: Emit = discard,
+    cache: Path | None = None,
 ) -> RepairResult:
-    """Repair ``wheel`` into ``out_dir``; raise CheckFailed if a CUDA library got bundled."""
+    """Repair ``wheel`` into ``out_dir``; raise CheckFailed if a CUDA library got bundled.
+
+    ``cache``: where repairs that bundled nothing are kept and reused (see :func:`repair_key`)."""
     before = inspect_wheel(wheel)
     plan = plan_repair(wheel, out_dir, plat=plat)
-    emit(Event(level="debug", topic="repair", message=" ".join(plan.argv)))
-    log = _run(plan, env)
-    output = _written(log, out_dir, wheel)
+    key = repair_key(sha256_file(wheel), plan, env) if cache is not None else ""
+    output = _kept(cache, key, out_dir) if cache is not None else None
+    reused = cache / key[:32] / output.name if cache is not None and output else None
+    if output is not None:
+        log = f"reused the repair of an identical raw wheel: {reused}"
+        emit(Event(level="debug", topic="repair", message=log))
+    else:
+        emit(Event(level="debug", topic="repair", message=" ".join(plan.argv)))
+        log = _run(plan, env)
+        output = _written(log, out_dir, wheel)
     after = inspect_wheel(output)
     if after.bundled_cuda_libs:
         raise CheckFailed(
@@ -84,7 +156,11 @@ def repair(
         )
     excluded = tuple(sorted({n for x in before.extensions for n in x.needed if is_cuda_lib(n)}))
     _warn_glibc(excluded, after, env, emit)
-    return RepairResult(output=output, report=after, excluded_needed=excluded, log=log)
+    if cache is not None and reused is None and not after.bundled_libs:
+        _keep(cache, key, output)
+    return RepairResult(
+        output=output, report=after, excluded_needed=excluded, log=log, reused=reused
+    )
 
 
 def _run(plan: RepairPlan, env: Mapping[str, str]) -> str:
