@@ -170,18 +170,23 @@ def test_a_source_file_is_not_part_of_the_key(tmp_path: Path) -> None:
 def test_a_build_directory_is_kept_only_under_the_key_it_was_sealed_with(tmp_path: Path) -> None:
     path = tmp_path / "build" / "job"
     parts = {"steps": "a", "compilers": "b"}
-    assert open_build_dir(path, parts).endswith("new (no earlier build with a key)")
+    assert open_build_dir(path, parts) == (
+        False,
+        f"build dir {path}: new (no earlier build with a key)",
+    )
     (path / "CMakeCache.txt").write_text("configured\n")
     seal(path, parts)
     assert json.loads((path / KEY_FILE).read_text()) == parts
-    assert "reused" in open_build_dir(path, parts)
+    kept, said = open_build_dir(path, parts)
+    assert kept and "reused" in said
     assert (path / "CMakeCache.txt").is_file()
     assert not (path / KEY_FILE).exists()  # until this build succeeds
-    said = open_build_dir(path, parts)  # the last build failed: nothing vouches for the dir
-    assert "new" in said and not (path / "CMakeCache.txt").exists()
+    kept, said = open_build_dir(path, parts)  # the last build failed: nothing vouches for it
+    assert not kept and "new" in said and not (path / "CMakeCache.txt").exists()
     (path / "CMakeCache.txt").write_text("configured\n")
     seal(path, parts)
-    said = open_build_dir(path, {**parts, "compilers": "c"})
+    kept, said = open_build_dir(path, {**parts, "compilers": "c"})
+    assert not kept
     assert said.endswith("the key changed (compilers)")
     assert list(path.iterdir()) == []
 

@@ -422,8 +422,10 @@ def build_job(
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("", encoding="utf-8")
     caller = os.environ if environ is None else environ
+    kept_dir = False
     if build_dir is not None:
-        _note(log, open_build_dir(*build_dir))
+        kept_dir, said = open_build_dir(*build_dir)
+        _note(log, said)
     kept = build_dir[0] if build_dir else None
     if _run_steps(job_id, steps, log, env, caller, emit, locks or Locks(), kept) and build_dir:
         seal(*build_dir)
@@ -443,6 +445,8 @@ def build_job(
         log=log,
     )
     nvcc = read_calls(raw_dir)
+    if nvcc is None and kept_dir:
+        _note(log, f"cuship: {job_id}: nvcc compiled nothing (the kept build dir was up to date)")
     if nvcc is not None:
         said = f"{job_id}: {describe_calls(nvcc)}"
         with log.open("a", encoding="utf-8") as out:

@@ -223,20 +223,21 @@ def _read_key(path: Path) -> dict[str, str] | None:
     return {str(k): v for k, v in doc.items()}
 
 
-def open_build_dir(path: Path, parts: Mapping[str, str]) -> str:
+def open_build_dir(path: Path, parts: Mapping[str, str]) -> tuple[bool, str]:
     """Make ``path`` ready for a build keyed ``parts``: kept when the last build that
     succeeded there had that key, emptied otherwise. Its key is removed until :func:`seal`
-    (a build that fails leaves none: the next one starts clean). The sentence for the log."""
+    (a build that fails leaves none: the next one starts clean). Whether it was kept, and the
+    sentence for the log."""
     before = _read_key(path / KEY_FILE)
     differ = changed(before, parts)
     if not differ:
         (path / KEY_FILE).unlink()
-        return f"build dir {path}: reused (the same key as its last build: configure kept)"
+        return True, f"build dir {path}: reused (the same key as its last build: configure kept)"
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
     if before is None:
-        return f"build dir {path}: new (no earlier build with a key)"
-    return f"build dir {path}: emptied, the key changed ({', '.join(differ)})"
+        return False, f"build dir {path}: new (no earlier build with a key)"
+    return False, f"build dir {path}: emptied, the key changed ({', '.join(differ)})"
 
 
 def seal(path: Path, parts: Mapping[str, str]) -> None:
