@@ -52,7 +52,7 @@ def test_a_local_job_keeps_its_cmake_build_directory_under_the_output(tmp_path: 
     argv = _wheel_argv(plan)
     assert f"--config-settings=build-dir={plan.build_dir.path}" in argv
     assert argv[-1] == str(config.source_dir)
-    assert plan.repairs == tmp_path / "out" / "repairs"
+    assert plan.repairs == tmp_path / "out" / "repairs" / job.id
 
 
 @pytest.mark.parametrize(
@@ -225,3 +225,5 @@ def test_a_kept_repair_is_reused_only_with_its_key_and_its_bytes(tmp_path: Path)
     assert _kept(cache, "j" * 64, tmp_path / "other") is None
     (cache / ("k" * 32) / made.name).write_bytes(b"changed since")
     assert _kept(cache, "k" * 64, tmp_path / "third") is None
+    _keep(cache, "n" * 64, made)  # a job keeps its last repair only
+    assert [p.name for p in cache.iterdir()] == ["n" * 32]

@@ -259,7 +259,7 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         arch_control=arch_control(job, config, any(s.name == "arch-flags" for s in steps)),
         inputs=inputs_digest(job.to_json(), config.requirement, steps, toolkit),
         build_dir=build_dir,
-        repairs=out_dir / REPAIRS if config.build.incremental else None,
+        repairs=out_dir / REPAIRS / job.id if config.build.incremental else None,
     )
 
 

@@ -16,7 +16,8 @@ with ``[build] incremental`` (the default) two more things, kept under the outpu
   build succeeds; a build finding another key, or none, empties the directory first, and the
   job log says which parts changed. A source file is not in the key: CMake and ninja see what
   changed, as in any incremental build.
-- **The repair of an unchanged raw wheel** (see :func:`cuship.wheel.repair.repair`).
+- **The repair of an unchanged raw wheel**, the job's last, ``repairs/<job>`` (see
+  :func:`cuship.wheel.repair.repair`).
 
 Not kept: anything of a build with isolation (pip's environment is new each time, so CMake's
 cache would name tools that are gone), of a packages.yml sdist (unpacked anew; such a job is
@@ -57,7 +58,7 @@ __all__ = [
 BUILD_DIRS = "build"
 """Under the output directory: one CMake build directory per job."""
 REPAIRS = "repairs"
-"""Under the output directory: repaired wheels by the key of their repair."""
+"""Under the output directory: each job's last repaired wheel, under the key of its repair."""
 KEY_FILE = "cuship-key.json"
 """In a build directory: the key of the build that last succeeded there."""
 

@@ -4,9 +4,9 @@
 wheel it wrote, and fails if any CUDA or torch library made it in. Excluded libraries' own glibc
 needs are invisible to auditwheel's tag, so each excluded library a wheel links to earns a warning.
 
-Given a cache directory, a repair that bundled nothing is kept there under its key (see
-:func:`repair_key`), and a later repair of the same raw wheel with the same settings and tools
-copies it instead of running auditwheel again. A repair that bundled libraries is never kept:
+Given a cache directory (a job's), the last repair that bundled nothing is kept there under its
+key (see :func:`repair_key`), and a later repair of the same raw wheel with the same settings
+and tools copies it instead of running auditwheel again. A repair that bundled libraries is never kept:
 its output holds copies of libraries found on this machine, which the key cannot name.
 """
 
@@ -112,10 +112,14 @@ def _kept(cache: Path, key: str, out_dir: Path) -> Path | None:
 
 
 def _keep(cache: Path, key: str, output: Path) -> None:
-    """Keep ``output`` as the repair of ``key`` (best effort: a cache that cannot be written
-    costs the next build a repair, nothing else)."""
+    """Keep ``output`` as the repair of ``key``, in place of what ``cache`` kept before (one
+    repair a cache: a job's last). Best effort: a cache that cannot be written costs the next
+    build a repair, nothing else."""
     entry = cache / key[:32]
     try:
+        for old in cache.iterdir() if cache.is_dir() else ():
+            if old != entry:
+                shutil.rmtree(old, ignore_errors=True)
         entry.mkdir(parents=True, exist_ok=True)
         write_atomic(entry / output.name, output.read_bytes())
         record = {"key": key, "wheel": output.name, "sha256": sha256_file(entry / output.name)}
