@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from cuship.builder.interpreters import Interpreter, Interpreters
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
 from cuship.builder.reuse import KEY_FILE, changed, key_parts, open_build_dir, seal
@@ -227,3 +228,32 @@ def test_a_kept_repair_is_reused_only_with_its_key_and_its_bytes(tmp_path: Path)
     assert _kept(cache, "k" * 64, tmp_path / "third") is None
     _keep(cache, "n" * 64, made)  # a job keeps its last repair only
     assert [p.name for p in cache.iterdir()] == ["n" * 32]
+
+
+PYENV_312 = Interpreter(
+    version="3.12", full="3.12.1", executable="/p/versions/3.12.1/bin/python3.12", source="pyenv"
+)
+RUNNING = Interpreter(
+    version="3.11", full="3.11.7", executable="/usr/bin/python3", source="running"
+)
+
+
+def test_a_build_venv_gets_its_requirements_once_per_set(tmp_path: Path) -> None:
+    found = Interpreters(found={"3.11": RUNNING, "3.12": PYENV_312}, looked=())
+    host = dataclasses.replace(HOST, interpreters=found)
+    config, job = next(
+        (c, j)
+        for c, j in jobs_with_configs(load_config(EXAMPLE), load())
+        if j.python == "3.12" and j.cuda.major == 13
+    )
+    plan = plan_job(job, config, host, mode="local", out_dir=tmp_path)
+    deps = next(s for s in plan.steps if s.name == "build-env-deps")
+    assert plan.build_env is not None and deps.stamp and deps.creates is not None
+    marker = Path(deps.creates)
+    assert marker.parent == plan.build_env and marker.name.startswith(".cuship-deps-")
+    assert deps.shell().endswith(f"&& touch {marker}; }}")
+    more = dataclasses.replace(config, build_requires=(*config.build_requires, "numpy"))
+    other = plan_job(job, more, host, mode="local", out_dir=tmp_path)
+    assert next(s for s in other.steps if s.name == "build-env-deps").creates != deps.creates
+    assert plan.build_dir is not None
+    assert plan.build_dir.sites == (str(plan.build_env / "lib" / "python3.12" / "site-packages"),)

@@ -11,7 +11,7 @@ import functools
 import os
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -257,9 +257,8 @@ def run_plan(
         raise CushipError(f"{plan.job.id} cannot be built here: {plan.reason}")
     site_dirs = (env_site(plan.build_env, plan.python),) if plan.build_env and plan.python else ()
     kept = plan.build_dir
-    build_dir = (
-        (kept.path, key_parts(plan, os.environ if environ is None else environ)) if kept else None
-    )
+    key = functools.partial(key_parts, plan, os.environ if environ is None else environ)
+    build_dir = (kept.path, key) if kept else None
     return build_job(
         plan.job.id,
         plan.steps,
@@ -363,6 +362,8 @@ def _in_turn(
             turns.before(i, functools.partial(_waiting, job_id, step.name, emit))
             emit(_step_event(job_id, step.name, step.description + note))
             run_step(step, log, env, emit)
+            if step.stamp and step.creates:
+                Path(step.creates).touch()
             turns.after(i)
 
 
@@ -400,7 +401,7 @@ def build_job(
     smoke: JobSmoke | None = None,
     locks: Locks | None = None,
     immutable: bool = False,
-    build_dir: tuple[Path, Mapping[str, str]] | None = None,
+    build_dir: tuple[Path, Callable[[], Mapping[str, str]]] | None = None,
     repairs: Path | None = None,
 ) -> JobResult:
     """Run ``steps`` (a fresh ``raw_dir`` and log), then finish, label and smoke-test the wheel.
@@ -408,8 +409,10 @@ def build_job(
     Shared by matrix jobs and the CPU-only job; ``arches`` empty means "no device code".
     Temporary files (``TMPDIR`` of the steps, the smoke venv) stay under ``raw_dir``. ``locks``:
     the batch's, when other jobs are built at the same time (see :mod:`cuship.builder.shared`).
-    ``build_dir``: the CMake build directory the steps use and its key, kept for a rebuild when
-    the key holds (see :mod:`cuship.builder.reuse`); ``repairs``: see :func:`finish_wheel`.
+    ``build_dir``: the CMake build directory the steps use and how to read its key (before the
+    steps, to open it; after them, to seal it: a build venv's packages are installed by the
+    steps), kept for a rebuild when the key holds (see :mod:`cuship.builder.reuse`);
+    ``repairs``: see :func:`finish_wheel`.
     """
     import time
 
@@ -424,11 +427,11 @@ def build_job(
     caller = os.environ if environ is None else environ
     kept_dir = False
     if build_dir is not None:
-        kept_dir, said = open_build_dir(*build_dir)
+        kept_dir, said = open_build_dir(build_dir[0], build_dir[1]())
         _note(log, said)
     kept = build_dir[0] if build_dir else None
     if _run_steps(job_id, steps, log, env, caller, emit, locks or Locks(), kept) and build_dir:
-        seal(*build_dir)
+        seal(build_dir[0], build_dir[1]())
     emit(_step_event(job_id, "repair", "repair, label and verify"))
     wheel, report, problems = finish_wheel(
         single_wheel(raw_dir, job_id),

@@ -105,8 +105,10 @@ class Step:
     """One thing to do. ``argv`` steps are commands; the others are done by cuship itself.
 
     ``creates``: a path the command makes; when it exists the step is skipped (a build
-    environment made by an earlier run is reused). ``holds``: what it uses that no other job
-    built at the same time may use meanwhile (see :mod:`cuship.builder.shared`)."""
+    environment made by an earlier run is reused). ``stamp``: the command makes no such file,
+    cuship writes it once the command succeeded (a marker naming what was done). ``holds``: what
+    it uses that no other job built at the same time may use meanwhile (see
+    :mod:`cuship.builder.shared`)."""
 
     name: str
     description: str
@@ -114,6 +116,7 @@ class Step:
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
     creates: str | None = None
+    stamp: bool = False
     holds: tuple[str, ...] = ()
 
     def without_compiler_cache(self) -> Step:
@@ -138,7 +141,14 @@ class Step:
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
         cmd = shlex.join(self.argv) if self.argv else f"# cuship: {self.description}"
         line = f"{env} {cmd}".strip()
-        return f"test -e {shlex.quote(self.creates)} || {line}" if self.creates else line
+        if not self.creates:
+            return line
+        made = shlex.quote(self.creates)
+        return (
+            f"test -e {made} || {{ {line} && touch {made}; }}"
+            if self.stamp
+            else f"test -e {made} || {line}"
+        )
 
 
 # torch's cpp_extension (2.13 on) puts ccache or sccache, whichever PATH has, in front of every
