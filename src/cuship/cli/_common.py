@@ -147,7 +147,8 @@ def rebuild_option(func: F) -> F:
         "--rebuild",
         is_flag=True,
         help="Build every job, also those whose wheel an earlier run built from the same "
-        "inputs (a packages.yml sdist, the same job, commands and toolchain).",
+        "inputs (a packages.yml sdist, the same job, commands and toolchain). A rebuild still "
+        "reuses what its keys allow ([build] incremental).",
     )(func)
 
 

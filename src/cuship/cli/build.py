@@ -81,7 +81,7 @@ def _select(
     "out_dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="Where the wheels go (with raw/, logs/, envs/). Default: the project's "
+    help="Where the wheels go (with raw/, logs/, envs/, build/, repairs/). Default: the project's "
     "dist/cuship/wheels.",
 )
 @parallel_option
