@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
+from cuship._fs import write_json
 from cuship.attest.keys import SigningKey
 from cuship.builder import collapse
 from cuship.builder.batch import Outcome, build_all, plan_shared, require_buildable
@@ -267,7 +268,6 @@ def _attest(
 ) -> None:
     """A signed SLSA build provenance beside each built wheel, naming its matrix entry."""
     import functools
-    import json
 
     from cuship.attest.run import attest_files
     from cuship.machine import fingerprint
@@ -284,8 +284,7 @@ def _attest(
             else jobs.get(outcome.job_id, {"id": outcome.job_id, "label": "cpu"})
         )
         results = wheel.parent / "logs" / f"{outcome.job_id}.job.json"
-        results.parent.mkdir(parents=True, exist_ok=True)
-        results.write_text(json.dumps({"jobs": [{**entry, "wheel": wheel.name}]}), "utf-8")
+        write_json(results, {"jobs": [{**entry, "wheel": wheel.name}]}, indent=None)
         (written,) = attest_files(
             [wheel],
             key,

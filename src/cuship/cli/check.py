@@ -170,8 +170,9 @@ def _render(console: object, report: object, fmt: str, output: Path | None) -> N
     assert isinstance(console, Console) and isinstance(report, CheckReport)
     document = render(report, fmt)
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(document, encoding="utf-8")
+        from cuship._fs import write_atomic
+
+        write_atomic(output, document.encode("utf-8"))
     else:
         console.print_text(document)
     elsewhere = fmt != "text" or output is not None

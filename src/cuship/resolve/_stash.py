@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuship._fs import write_json
 from cuship.errors import CushipError
 from cuship.resolve.provenance import Provenance
 
@@ -77,11 +77,7 @@ class Stash:
 
     def save(self, choice: Choice) -> None:
         """Write ``choice`` atomically (a temporary file renamed into place)."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(dir=self.dir, prefix=".choice-", suffix=".json")
-        with os.fdopen(handle, "w") as out:
-            json.dump(choice.to_json(), out)
-        Path(temp).replace(self.dir / _CHOICE)
+        write_json(self.dir / _CHOICE, choice.to_json(), indent=None)
 
     def clear(self) -> None:
         """Remove this run's directory, and the stash root when nothing else is in it."""
