@@ -24,6 +24,7 @@ from cuship.cli._common import (
 )
 from cuship.cli._console import Console
 from cuship.cli._progress import BuildProgress, live_progress
+from cuship.cli._summary import build_markdown, write_step_summary
 from cuship.compat import load
 from cuship.config import Config, load_config
 from cuship.judge.variants import publish_configured
@@ -137,6 +138,7 @@ def command(
         render_build_summary(console, outcomes, stats)
         for wheel in variants:
             console.print_text(f"variants: {wheel.name}")
+    write_step_summary(console, build_markdown("cuship build", outcomes))
     if any(o.status == "failed" for o in outcomes):
         exit_with(1)
 

@@ -180,6 +180,9 @@ def _render(console: object, report: object, fmt: str, output: Path | None) -> N
         _problems(console, report, elsewhere)
     if elsewhere or report.verdict != "passed":  # a pass: stdout's report ends with it already
         console.err.print(summary_line(report), markup=False)
+    from cuship.cli._summary import check_markdown, write_step_summary
+
+    write_step_summary(console, check_markdown(report))
 
 
 def _problems(console: Console, report: CheckReport, elsewhere: bool) -> None:

@@ -90,8 +90,25 @@ def command(
         console.print_json(_as_json(report, line, name))
     else:
         _render(console, report, line, per_project=bool(config.packages))
+    _step_summary(console, report)
     if report.failed:
         exit_with(1)
+
+
+def _step_summary(console: Console, report: ShipReport) -> None:
+    from cuship.cli._summary import (
+        build_markdown,
+        check_markdown,
+        index_markdown,
+        write_step_summary,
+    )
+
+    parts = [build_markdown("cuship ship", report.outcomes)]
+    if report.check is not None:
+        parts.append(check_markdown(report.check))
+    if report.index is not None:
+        parts.append(index_markdown(report.index))
+    write_step_summary(console, "\n\n".join(parts))
 
 
 def _as_json(report: ShipReport, line: str, project: str | None = None) -> dict[str, object]:
