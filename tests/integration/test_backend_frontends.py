@@ -40,6 +40,7 @@ from cuship.index.serve import IndexServer, serve
 from cuship.resolve.provenance import Provenance, read_dist
 from cuship.wheel.retag import record_hash, retag
 from tests.integration.indexsite import REPO, clean_env
+from tests.integration.venvs import make_venv
 
 EXAMPLE = REPO / "examples" / "cuvecops"
 _CP = f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -140,9 +141,7 @@ def _loud_tools(root: Path, marker: Path) -> str:
 
 
 def _venv(root: Path, *, with_pip: bool = True) -> Path:
-    args = [sys.executable, "-m", "venv", str(root / "venv")]
-    subprocess.run(args if with_pip else [*args, "--without-pip"], check=True)
-    return root / "venv" / "bin" / "python"
+    return make_venv(root / "venv", pip=with_pip)
 
 
 def _members(tar: Path) -> dict[str, bytes]:

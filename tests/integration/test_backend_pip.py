@@ -21,6 +21,7 @@ from cuship.index.describe import describe_wheel
 from cuship.index.serve import IndexServer, serve
 from tests.integration.cudawheel import relabel_for_cuda
 from tests.integration.indexsite import REPO, clean_env
+from tests.integration.venvs import make_venv
 
 EXAMPLE = REPO / "examples" / "cuvecops"
 _CP = f"cp{sys.version_info.major}{sys.version_info.minor}"  # the example wheel's builder
@@ -60,8 +61,7 @@ def server(workdir: Path, example_wheel: Path) -> Iterator[IndexServer]:
 
 @pytest.fixture(scope="module")
 def venv(workdir: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "venv", str(workdir / "venv")], check=True)
-    return workdir / "venv" / "bin" / "python"
+    return make_venv(workdir / "venv", pip=True)
 
 
 def _sdist(root: Path, name: str, pyproject: str, files: dict[str, str]) -> Path:

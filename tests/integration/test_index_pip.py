@@ -15,6 +15,7 @@ import pytest
 
 from cuship.index import write
 from cuship.index.serve import IndexServer, serve
+from tests.integration.venvs import make_venv
 from tests.wheel_factory import make_wheel
 
 PROJECT = "cuship-demo"
@@ -68,7 +69,7 @@ def server(site: Path) -> Iterator[IndexServer]:
 @pytest.fixture(scope="module")
 def venv(workdir: Path) -> Path:
     target = workdir / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(target)], check=True)
+    make_venv(target, pip=True)
     return target
 
 
@@ -145,7 +146,7 @@ def test_uv_installs(
     server: IndexServer, workdir: Path, index: str, requirement: str, expected: str
 ) -> None:
     target = workdir / f"uv-venv-{abs(hash((index, requirement)))}"
-    _run(["uv", "venv", "--python", sys.executable, str(target)], _clean_env(workdir))
+    make_venv(target, env=_clean_env(workdir))
     start = len(server.requests)
     _uv(target, f"{server.url}{index}", requirement, workdir)
     module = "yank_me" if requirement.startswith("yank") else MODULE

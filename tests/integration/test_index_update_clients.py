@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from pypi_simple import ACCEPT_HTML_ONLY, ACCEPT_JSON_ONLY, PyPISimple
 from cuship.index.serve import IndexServer, serve
 from tests.integration.clirun import cuship
 from tests.integration.indexsite import clean_env
+from tests.integration.venvs import make_venv
 from tests.wheel_factory import make_wheel
 
 PROJECT = "cuship-update-demo"
@@ -51,7 +51,7 @@ def server(site: Path) -> Iterator[IndexServer]:
 @pytest.fixture(scope="module")
 def venv(workdir: Path) -> Path:
     target = workdir / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(target)], check=True)
+    make_venv(target, pip=True)
     return target
 
 

@@ -17,6 +17,7 @@ from cuship.index.serve import IndexServer, serve
 from tests.integration.clirun import cuship
 from tests.integration.cudawheel import relabel_for_cuda
 from tests.integration.indexsite import bad_server, clean_env
+from tests.integration.venvs import make_venv
 from tests.wheel_factory import make_wheel
 
 # The example wheel is built by the interpreter running the tests.
@@ -126,12 +127,7 @@ def test_resolve_without_gpu_takes_the_wheel_and_says_it_cannot_run(
 
 
 def _venv(path: Path, installer: str, env: dict[str, str]) -> Path:
-    if installer == "uv":
-        args = ["uv", "venv", "--python", sys.executable, str(path)]
-    else:
-        args = [sys.executable, "-m", "venv", str(path)]
-    subprocess.run(args, check=True, capture_output=True, env=env)
-    return path / "bin" / "python"
+    return make_venv(path, pip=installer != "uv", env=env)
 
 
 def _version(python: Path, name: str) -> str:

@@ -26,6 +26,7 @@ from cuship.judge.variants import publish_variants
 from tests.integration.clirun import cuship
 from tests.integration.cudawheel import relabel_for_cuda
 from tests.integration.indexsite import clean_env
+from tests.integration.venvs import make_venv
 
 _CP = f"cp{sys.version_info.major}{sys.version_info.minor}"
 PLAIN = f"cuvecops-0.1.0-{_CP}-{_CP}-linux_x86_64.whl"
@@ -69,7 +70,7 @@ def _installed(python: Path) -> str:
 def _uv(server: IndexServer, tmp: Path, *, cuda: str | None, cc: str | None, flag: bool) -> str:
     venv = tmp / "venv"
     env = clean_env(tmp)
-    subprocess.run(["uv", "venv", "-q", "--python", sys.executable, str(venv)], env=env, check=True)
+    make_venv(venv, env=env)
     if cuda is not None:
         env["NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION"] = cuda
     if cc is not None:
@@ -127,7 +128,7 @@ def test_uv_without_the_flag_and_pip_install_the_plain_wheel(
 ) -> None:
     assert _uv(server, tmp_path / "uv", cuda="13.0", cc="9.0", flag=False) == ""
     venv = tmp_path / "pip"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    make_venv(venv, pip=True)
     env = clean_env(tmp_path)
     pip = [str(venv / "bin/python"), "-m", "pip", "install", "--no-deps"]
     done = subprocess.run(
@@ -211,9 +212,7 @@ def test_torch_linked_variants_are_taken_from_their_torch_minors_sub_index(
         for cuda, label in (("13.0", "cu130"), ("12.8", "cu126")):
             venv = tmp_path / f"venv-{cuda}"
             env = clean_env(tmp_path)
-            subprocess.run(
-                ["uv", "venv", "-q", "--python", sys.executable, str(venv)], env=env, check=True
-            )
+            make_venv(venv, env=env)
             env |= {
                 "NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION": cuda,
                 "NV_VARIANT_PROVIDER_FORCE_SM_ARCH": "9.0",
