@@ -26,7 +26,6 @@ import sys
 import sysconfig
 import tarfile
 import zipfile
-from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote
@@ -72,12 +71,6 @@ def site(workdir: Path, example_wheel: Path) -> Path:
     retag(example_wheel, local="cu130", out_dir=wheels)
     write([wheels], workdir / "site", describe=describe_wheel)
     return workdir / "site"
-
-
-@pytest.fixture(scope="module")
-def server(site: Path) -> Iterator[IndexServer]:
-    with serve(site, "127.0.0.1", 0) as running:
-        yield running
 
 
 def _env(tmp: Path, wheelhouse: Path, **extra: str) -> dict[str, str]:

@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,9 +53,8 @@ def _site(workdir: Path, example_wheel: Path, name: str, *, tamper: bool) -> Pat
 
 
 @pytest.fixture(scope="module")
-def server(workdir: Path, example_wheel: Path) -> Iterator[IndexServer]:
-    with serve(_site(workdir, example_wheel, "site", tamper=False), "127.0.0.1", 0) as running:
-        yield running
+def site(workdir: Path, example_wheel: Path) -> Path:
+    return _site(workdir, example_wheel, "site", tamper=False)
 
 
 @pytest.fixture(scope="module")

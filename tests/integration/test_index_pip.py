@@ -8,13 +8,12 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cuship.index import write
-from cuship.index.serve import IndexServer, serve
+from cuship.index.serve import IndexServer
 from tests.integration.venvs import make_venv
 from tests.wheel_factory import make_wheel
 
@@ -58,12 +57,6 @@ def site(workdir: Path) -> Path:
     out = workdir / "site"
     write([wheels], out, yanked={"yank-me==2.0": "broken"})
     return out
-
-
-@pytest.fixture(scope="module")
-def server(site: Path) -> Iterator[IndexServer]:
-    with serve(site, "127.0.0.1", 0) as running:
-        yield running
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pypi_simple import ACCEPT_HTML_ONLY, ACCEPT_JSON_ONLY, PyPISimple
 
-from cuship.index.serve import IndexServer, serve
+from cuship.index.serve import IndexServer
 from tests.integration.clirun import cuship
 from tests.integration.indexsite import clean_env
 from tests.integration.venvs import make_venv
@@ -40,12 +39,6 @@ def site(workdir: Path) -> Path:
     first = [_wheel(workdir / "r1", "1.0"), make_wheel(workdir / "r1", "other-pkg", "0.1")]
     cuship("index", *first, "-o", out, check=True)
     return out
-
-
-@pytest.fixture(scope="module")
-def server(site: Path) -> Iterator[IndexServer]:
-    with serve(site, "127.0.0.1", 0) as running:
-        yield running
 
 
 @pytest.fixture(scope="module")

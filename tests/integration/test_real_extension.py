@@ -16,14 +16,13 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cuship.index import write
 from cuship.index.describe import describe_wheel
-from cuship.index.serve import IndexServer, serve
+from cuship.index.serve import IndexServer
 from tests.integration.indexsite import REPO, clean_env
 from tests.integration.shapeconv import FIXTURE, make_sdist
 from tests.integration.venvs import make_venv
@@ -162,13 +161,10 @@ def test_a_wheel_that_fails_its_smoke_test_is_kept_apart_and_never_indexed(
 
 
 @pytest.fixture(scope="module")
-def server(
-    built: tuple[Path, dict[str, object]], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[IndexServer]:
+def site(built: tuple[Path, dict[str, object]], tmp_path_factory: pytest.TempPathFactory) -> Path:
     site = tmp_path_factory.mktemp("shapeconv-site")
     write([built[0]], site, describe=describe_wheel)
-    with serve(site, "127.0.0.1", 0) as running:
-        yield running
+    return site
 
 
 def _venv(root: Path, *, system_site: bool) -> Path:

@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,9 +43,8 @@ def _site(workdir: Path, example_wheel: Path, name: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(workdir: Path, example_wheel: Path) -> Iterator[IndexServer]:
-    with serve(_site(workdir, example_wheel, "site"), "127.0.0.1", 0) as running:
-        yield running
+def site(workdir: Path, example_wheel: Path) -> Path:
+    return _site(workdir, example_wheel, "site")
 
 
 def _resolve(server: IndexServer, workdir: Path, **env: str) -> tuple[int, dict[str, object]]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -52,11 +51,9 @@ def wheels(example_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 
 @pytest.fixture(scope="module")
-def server(wheels: Path) -> Iterator[IndexServer]:
-    site = wheels.parent / "site"
-    write([wheels], site, describe=describe_wheel)
-    with serve(site, "127.0.0.1", 0) as running:
-        yield running
+def site(wheels: Path) -> Path:
+    write([wheels], wheels.parent / "site", describe=describe_wheel)
+    return wheels.parent / "site"
 
 
 def _installed(python: Path) -> str:

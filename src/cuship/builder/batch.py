@@ -51,6 +51,13 @@ class Outcome:
     result: JobResult | None = None
     job: BuildJob | None = None  # the job as built (without torch once the axis collapsed)
 
+    def to_json(self) -> dict[str, object]:
+        """The job, its status and why; with what it built (:meth:`JobResult.to_json`)."""
+        doc: dict[str, object] = {"job": self.job_id, "status": self.status, "detail": self.detail}
+        if self.result is not None:
+            doc.update(self.result.to_json())
+        return doc
+
 
 def require_buildable(plans: Sequence[BuildPlan], what: str) -> None:
     """Raise NothingToDo (exit 4), with every reason, when no plan can run on this host."""

@@ -55,6 +55,32 @@ class JobResult:
     python: Interpreter | None = None  # None: the running interpreter
     nvcc: NvccCalls | None = None  # what cuship's nvcc compiled (None: it was not used)
 
+    def to_json(self) -> dict[str, object]:
+        """The wheel, its inspection, the interpreter it built with and how its smoke test went
+        (``--json`` of build and ship)."""
+        import platform
+
+        python = (
+            self.python.to_json()
+            if self.python is not None
+            else {
+                "version": platform.python_version(),
+                "executable": sys.executable,
+                "source": "running",
+            }
+        )
+        smoke = self.smoke
+        return {
+            "wheel": str(self.wheel),
+            "report": self.report.to_json(),
+            "seconds": round(self.seconds, 2),
+            "python": python,
+            "smoke": smoke.said if smoke else None,
+            "smoke_env": smoke.env if smoke else None,
+            "smoke_note": smoke.note if smoke else None,
+            "nvcc": self.nvcc.to_json() if self.nvcc else None,
+        }
+
 
 FAILED = "failed"
 """The folder under the output directory where a failed job's wheel is kept, out of the index."""

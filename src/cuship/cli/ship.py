@@ -112,20 +112,9 @@ def _step_summary(console: Console, report: ShipReport) -> None:
 
 
 def _as_json(report: ShipReport, line: str, project: str | None = None) -> dict[str, object]:
-    from cuship.cli._buildtable import result_json
-
     return {
         "cpu_only": report.cpu_only,
-        "jobs": [
-            {
-                "job": o.job_id,
-                "status": o.status,
-                "detail": o.detail,
-                "wheel": str(o.result.wheel) if o.result else None,
-                **(result_json(o.result) if o.result else {}),
-            }
-            for o in report.outcomes
-        ],
+        "jobs": [{"wheel": None, **o.to_json()} for o in report.outcomes],
         "check": None if report.check is None else report.check.to_json(),
         "index": report.index.as_dict() if report.index else None,
         "stages": {k: round(v, 2) for k, v in report.stages.items()},
