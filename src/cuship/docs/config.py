@@ -62,6 +62,9 @@ def _default(field: dataclasses.Field[Any]) -> Any:
 
 
 def _walk(cls: type, schema: Mapping[str, Any], section: str) -> Iterator[Key]:
+    """The keys of one table, then those of the tables inside it (``[check]``, then
+    ``[check.quick]``), as a reader finds them."""
+    nested: list[tuple[type, Mapping[str, Any], str]] = []
     for field in dataclasses.fields(cls):
         if not field.init or field.name not in schema["properties"]:
             continue
@@ -73,9 +76,11 @@ def _walk(cls: type, schema: Mapping[str, Any], section: str) -> Iterator[Key]:
             and dataclasses.is_dataclass(default)
         ):
             place = f"{section}.{field.name}" if section else field.name
-            yield from _walk(type(default), sub, place)
+            nested.append((type(default), sub, place))
             continue
         yield Key(section=section, name=field.name, schema=sub, default=_toml(default))
+    for inner, sub, place in nested:
+        yield from _walk(inner, sub, place)
 
 
 def all_keys() -> list[Key]:
