@@ -1,7 +1,7 @@
 """Every ``CUSHIP_*`` environment variable: its name, who sets it, what it means and its default.
 
 Code reads or sets a variable through the constants below, never a literal spelling;
-:func:`render_markdown` writes the table the README shows (a test keeps the two equal).
+:func:`render_markdown` writes the table the docs site shows (reference/environment.md).
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ SETTINGS: tuple[Setting, ...] = tuple(_TABLE)
 
 
 def render_markdown() -> str:
-    """The README's table of environment variables."""
+    """The docs site's table of environment variables (``cuship.docs.env``)."""
     rows = ["| variable | set by | meaning | default |", "|---|---|---|---|"]
     for item in SETTINGS:
         rows.append(f"| `{item.name}` | {item.by} | {item.meaning} | {item.default} |")

@@ -1,6 +1,6 @@
 """The package's shape: no import cycle among cuship's modules (lazy and type-checking imports
-included), no private module at the top of ``src/cuship`` that only one package uses, and a README
-layout section that names every top-level module and package."""
+included), no private module at the top of ``src/cuship`` that only one package uses, and a
+layout page of the docs (docs/layout.md) that names every top-level module and package."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import cuship
 
 SRC = Path(cuship.__file__).resolve().parent
-README = SRC.parents[1] / "README.md"
+LAYOUT = SRC.parents[1] / "docs" / "layout.md"
 
 
 def _modules() -> dict[str, Path]:
@@ -101,11 +101,11 @@ def test_no_top_level_private_module_serves_one_package_only() -> None:
         assert len(users) >= 2, f"{module} is used only by {sorted(users)}: move it there"
 
 
-def test_the_readme_layout_names_every_top_level_module_and_package() -> None:
-    text = README.read_text(encoding="utf-8").split("## Layout", 1)[1].split("\n## ", 1)[0]
+def test_the_layout_page_names_every_top_level_module_and_package() -> None:
+    text = LAYOUT.read_text(encoding="utf-8")
     for path in sorted(SRC.iterdir()):
         name = path.name
         if name.startswith("__") or name == "py.typed" or name.endswith(".egg-info"):
             continue
         shown = f"`{name}/`" if path.is_dir() else f"`{name}`"
-        assert shown in text, f"README's Layout section does not mention {shown}"
+        assert shown in text, f"docs/layout.md does not mention {shown}"
