@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from cuship.errors import InputError, UsageError
-from cuship.resolve.provenance import Provenance, add_to_wheel, read_installed
+from cuship.resolve.provenance import Handover, add_to_wheel, read_installed
 from cuship.wheel.retag import record_hash
 from tests.wheel_factory import make_wheel
 
-PREBUILT = Provenance(
+PREBUILT = Handover(
     name="tinyp",
     version="0.1.0",
     kind="prebuilt",

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from cuship._fs import write_json
 from cuship.errors import CushipError
-from cuship.resolve.provenance import Provenance
+from cuship.resolve.provenance import Handover
 
 __all__ = ["STASH", "Choice", "Stash", "frontend_key", "stash_for"]
 
@@ -44,7 +44,7 @@ def frontend_key(pid: int) -> str | None:
 class Choice:
     """What a frontend run decided; ``wheel`` is a finished wheel in the stash, if one is."""
 
-    provenance: Provenance
+    provenance: Handover
     wheel: str | None = None
     wheel_sha256: str | None = None
 
@@ -67,7 +67,7 @@ class Stash:
         """The choice an earlier hook of this run saved (None: none, or unreadable)."""
         try:
             doc = json.loads((self.dir / _CHOICE).read_text())
-            provenance = Provenance.from_json(doc["provenance"], str(self.dir / _CHOICE))
+            provenance = Handover.from_json(doc["provenance"], str(self.dir / _CHOICE))
         except (OSError, ValueError, KeyError, TypeError, CushipError):
             return None  # unreadable: this hook decides anew
         wheel, digest = doc.get("wheel"), doc.get("wheel_sha256")

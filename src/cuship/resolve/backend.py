@@ -65,7 +65,7 @@ from cuship.resolve.decide import (
     target_torch,
 )
 from cuship.resolve.fetch import download
-from cuship.resolve.provenance import FILENAME, Provenance, add_to_wheel
+from cuship.resolve.provenance import FILENAME, Handover, add_to_wheel
 from cuship.resolve.settings import PrebuiltConfig, read_config
 from cuship.wheel.retag import strip_label
 
@@ -274,7 +274,7 @@ class Prebuilt:
         )
         if label:
             path = strip_label(path, out_dir=into / "public")
-        provenance = Provenance(
+        provenance = Handover(
             name=config.name,
             version=str(parse_wheel_filename(path.name)[1]),
             kind="prebuilt",
@@ -297,7 +297,7 @@ class Prebuilt:
         self._refuse_build(config, why)
         self._check_build_torch(config, why)
         self._say(f"building {config.name} from source with {config.backend}: {why}", "warning")
-        provenance = Provenance(
+        provenance = Handover(
             name=config.name,
             version=config.version or "",
             kind="source",
@@ -420,7 +420,7 @@ def _requirement_name(requirement: str) -> str:
     return re.split(r"[\s=<>!~;\[@(]", requirement.strip(), maxsplit=1)[0].lower()
 
 
-def _write_provenance(dist_info: Path, provenance: Provenance) -> None:
+def _write_provenance(dist_info: Path, provenance: Handover) -> None:
     """cuship.json in a prepared .dist-info, as the wheel built later will carry it."""
     version = dist_info.name.removesuffix(".dist-info").rsplit("-", 1)[-1]
     (dist_info / FILENAME).write_bytes(replace(provenance, version=version).to_bytes())
