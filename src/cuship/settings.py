@@ -71,7 +71,9 @@ CUDA_LIBS = _setting(
     "searched",
 )
 NVCC = _setting(
-    "CUSHIP_NVCC", "user", "The nvcc to use (`none`: act as if there were none).",
+    "CUSHIP_NVCC",
+    "user",
+    "The nvcc to use (`none`: act as if there were none).",
     "CUDA_HOME/bin, CUDA_PATH/bin, PATH, /usr/local/cuda/bin",
 )
 COMPUTE_SANITIZER = _setting(

@@ -75,8 +75,8 @@ def find_ncu(environ: Mapping[str, str]) -> str:
         raise ToolMissing(
             f"--profile ncu needs Nsight Compute's `ncu`, which is not in {found.where()}",
             hint="install Nsight Compute (it comes with the CUDA toolkit; standalone installs "
-            "live in /opt/nvidia/nsight-compute/<version>) and set CUDA_HOME to its toolkit or "
-            "put `ncu` on PATH; or run without --profile ncu",
+            "live in /opt/nvidia/nsight-compute/<version>) and put `ncu` on PATH or set "
+            "CUDA_HOME; or run without --profile ncu",
         )
     return found.path
 
