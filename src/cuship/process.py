@@ -8,9 +8,12 @@ workers) or must end it from another thread (a build interrupted). Either way:
   started: on the time limit, on Ctrl-C (``KeyboardInterrupt``, then re-raised) or any other
   exception while waiting. Killing pip alone would leave its compilers running; ncu alone, the
   Python it profiles.
-* an executable that cannot be started (missing, not executable) is :class:`~cuship.errors.
-  CannotStart` (a ToolMissing, exit 3) naming it and what to do; the time limit is :class:`~cuship.errors.
-  TimedOut` naming the command and the limit.
+* an executable that cannot be started (missing, not executable) is
+  :class:`~cuship.errors.CannotStart` (a ToolMissing, exit 3) naming it and what to do; the time
+  limit is :class:`~cuship.errors.TimedOut` naming the command and the limit.
+
+A process in a session of its own does not get the terminal's Ctrl-C; that is why the runner
+ends it itself.
 """
 
 from __future__ import annotations
@@ -139,9 +142,11 @@ def start(
     name: str | None = None,
     hint: str | None = None,
 ) -> Child:
-    """Start ``argv`` (``group``: in a session of its own, ended together by :meth:`Child.kill`);
-    :class:`~cuship.errors.CannotStart` (a ToolMissing) when its executable cannot be started (``name``: what to call it there,
-    ``hint``: what to do). A working directory that does not exist stays an OSError."""
+    """Start ``argv`` (``group``: in a session of its own, ended together by :meth:`Child.kill`).
+
+    :class:`~cuship.errors.CannotStart` (a ToolMissing) when its executable cannot be started
+    (``name``: what to call it there, ``hint``: what to do); a working directory that does not
+    exist stays an OSError (the caller's mistake, not a missing tool)."""
     try:
         popen = subprocess.Popen(
             list(argv),
