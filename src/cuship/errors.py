@@ -104,6 +104,7 @@ class TimedOut(CushipError):
         hint: str | None = None,
     ) -> None:
         what = name or " ".join(argv)
+        what = what if len(what) <= 200 else what[:197] + "..."  # a `python -c` program
         super().__init__(
             f"{what!r} did not finish within {timeout:g} s and was stopped",
             hint=hint or "check that it is not waiting for something (a lock, the network)",
