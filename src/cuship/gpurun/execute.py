@@ -64,7 +64,7 @@ def probe(
     argv = [python, "-m", "cuship.gpurun._inside"]
     argv += ["--dist", dist] if dist else []
     argv += ["--venv", str(venv)] if venv else []
-    done = process.run(argv, env=env, cwd=cwd, name=f"the interpreter {python}")
+    done = process.run(argv, env=env, cwd=cwd)
     if done.returncode != 0:
         tail = done.tail(1) or "no output"
         raise ToolMissing(

@@ -201,7 +201,7 @@ def run_install(
         raise ToolMissing(f"installer {tool!r} not found", hint="install it or pick --installer")
     emit(Event(level="info", topic="install", message="running " + " ".join(plan.command)))
     hint = "install it or pick --installer"
-    done = process.run(plan.command, env=environ, name=f"installer {tool}", hint=hint)
+    done = process.run(plan.command, env=environ, hint=hint)
     output = done.output
     if done.returncode != 0:
         raise CheckFailed(
