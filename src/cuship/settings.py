@@ -71,13 +71,16 @@ CUDA_LIBS = _setting(
     "searched",
 )
 NVCC = _setting(
-    "CUSHIP_NVCC", "user", "The nvcc to use (`none`: act as if there were none).", "CUDA_HOME, PATH"
+    "CUSHIP_NVCC",
+    "user",
+    "The nvcc to use (`none`: act as if there were none).",
+    "CUDA_HOME/bin, CUDA_PATH/bin, PATH, /usr/local/cuda/bin",
 )
 COMPUTE_SANITIZER = _setting(
     "CUSHIP_COMPUTE_SANITIZER",
     "user",
     "`check --sanitize`: the compute-sanitizer to run (`none`: act as if there were none).",
-    "PATH, CUDA_HOME/bin, /usr/local/cuda/bin",
+    "CUDA_HOME/bin, CUDA_PATH/bin, PATH, /usr/local/cuda/bin",
 )
 TAGS = _setting(
     "CUSHIP_TAGS",

@@ -314,9 +314,9 @@ def _check_installed(
     environment (gpu-run's install, no network), then ``cuship check --quick --device cpu
     --installed`` inside it, not stored."""
     import json
-    import subprocess
     import sys
 
+    from cuship import process
     from cuship.check.results import CheckReport
     from cuship.gpurun.execute import install, probe
     from cuship.gpurun.plan import Interpreter, plan_install
@@ -339,9 +339,9 @@ def _check_installed(
     argv += ["--installed", "--no-store", "--format", "json", "-o", str(report_path)]
     argv += ["--allow-missing-engines"]  # ship names them in its summary; it does not fail
     emit(Event(level="info", topic="ship", message=f"quick check of {wheel.name}, installed"))
-    done = subprocess.run(argv, env=dict(environ), cwd=path, capture_output=True, text=True)
+    done = process.run(argv, env=environ, cwd=path)
     if not report_path.is_file():
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = done.tail(1) or "no output"
         raise CheckFailed(f"the quick check of {wheel.name} wrote no report: {tail}")
     report = CheckReport.from_json(json.loads(report_path.read_text(encoding="utf-8")))
     _say_unavailable(report, emit)

@@ -9,23 +9,23 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from cuship import process
 from cuship.bench.registry import Point
 from cuship.bench.timer import Measurement
 from cuship.errors import ToolMissing
+from cuship.tools import find_tool
 
 __all__ = ["find_valgrind", "instructions_per_call", "parse_totals"]
 
 
 def find_valgrind(environ: Mapping[str, str]) -> str:
     """The valgrind executable on ``PATH``, or ToolMissing (exit 3) saying how to get it."""
-    found = shutil.which("valgrind", path=environ.get("PATH", ""))
+    found = find_tool("valgrind", environ).path
     if found is None:
         raise ToolMissing(
             "--timer instructions needs valgrind (callgrind), which is not on PATH",
@@ -46,9 +46,9 @@ def _count(valgrind: str, args: Sequence[str], env: Mapping[str, str], out: Path
     cmd = [valgrind, "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=ffi_call"]
     cmd += [f"--callgrind-out-file={out}", sys.executable]
     cmd += ["-m", "cuship.bench._worker", *args]
-    proc = subprocess.run(cmd, env=dict(env), capture_output=True, text=True, check=False)
+    proc = process.run(cmd, env=env, name="valgrind")
     if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
+        tail = process.tail(proc.stderr, 6)
         raise RuntimeError(f"the case failed under callgrind (exit {proc.returncode}):\n{tail}")
     return parse_totals(out.read_text(encoding="utf-8", errors="replace"))
 

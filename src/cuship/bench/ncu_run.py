@@ -21,22 +21,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shlex
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from cuship import process
 from cuship.bench.ncu import ncu_messages, parse_ncu_metrics
 from cuship.bench.profile import METRICS, NcuProfile, NcuSession, NcuSet, aggregate
 from cuship.bench.registry import Point
 from cuship.bench.results import PointResult
-from cuship.errors import ToolMissing, UsageError
+from cuship.errors import TimedOut, ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
 
 __all__ = [
@@ -70,9 +68,9 @@ _VERSION = re.compile(r"Version\s+(\S+)")
 
 def find_ncu(environ: Mapping[str, str]) -> str:
     """Nsight Compute's ``ncu``, or :class:`ToolMissing` (exit 3) saying where cuship looked."""
-    from cuship.machine.cudatools import find_cuda_tool
+    from cuship.tools import find_tool
 
-    found = find_cuda_tool("ncu", environ)
+    found = find_tool("ncu", environ)
     if found.path is None:
         raise ToolMissing(
             f"--profile ncu needs Nsight Compute's `ncu`, which is not in {found.where()}",
@@ -86,10 +84,8 @@ def find_ncu(environ: Mapping[str, str]) -> str:
 def ncu_version(ncu: str, environ: Mapping[str, str]) -> str | None:
     """``2025.3.1.0`` from ``ncu --version``; None when it says nothing readable."""
     try:
-        proc = subprocess.run(
-            [ncu, "--version"], capture_output=True, text=True, env=dict(environ), timeout=60
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        proc = process.run([ncu, "--version"], env=environ, timeout=60)
+    except (ToolMissing, TimedOut):
         return None
     match = _VERSION.search(proc.stdout)
     return match[1] if match else None
@@ -188,27 +184,10 @@ def plan_profile(
 
 
 def _run(argv: Sequence[str], env: Mapping[str, str], timeout: float) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr); on the time limit, the whole process group is killed."""
-    child = subprocess.Popen(
-        list(argv),
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        errors="replace",
-        start_new_session=True,  # ncu and the python it started die together
-    )
-    try:
-        out, err = child.communicate(timeout=timeout)
-    except BaseException:
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            child.kill()
-        child.communicate()
-        raise
-    return child.returncode, out, err
+    """(exit code, stdout, stderr); on the time limit the whole process group (ncu and the
+    Python it started) is killed and :class:`TimedOut` raised."""
+    done = process.run(argv, env=env, timeout=timeout, name="ncu")
+    return done.returncode, done.stdout, done.stderr
 
 
 def failure(code: int, out: str, err: str, problem: str) -> str:
@@ -252,10 +231,10 @@ def run_profile(plan: NcuPlan, timeout: float = NCU_TIMEOUT) -> NcuProfile:
     try:
         code, out, err = _run(plan.argv, plan.env, timeout)
         profile = _read(plan, code, out, err, timeout)
-    except subprocess.TimeoutExpired:
+    except TimedOut:
         profile = NcuProfile(metric_set=plan.metric_set, error=f"ncu ran past {timeout:g} s")
-    except OSError as err:
-        profile = NcuProfile(metric_set=plan.metric_set, error=f"cannot run ncu: {err}")
+    except ToolMissing as err:
+        profile = NcuProfile(metric_set=plan.metric_set, error=err.message)
     return replace(profile, wall_time=time.perf_counter() - started)
 
 

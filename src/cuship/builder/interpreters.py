@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,8 +27,9 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
+from cuship import process
 from cuship.builder.uvpython import fetch_python, uv_find
-from cuship.errors import ConfigError, ToolMissing
+from cuship.errors import CannotStart, ConfigError, TimedOut, ToolMissing
 from cuship.events import Emit, Event, discard
 
 __all__ = [
@@ -223,18 +223,11 @@ def probe_interpreter(path: str, environ: Mapping[str, str]) -> Probed | str:
     """Run ``path -I -c PROBE`` (a time limit, no PYTHON* variables): what it is, or why not."""
     env = {k: v for k, v in environ.items() if not k.startswith("PYTHON")}
     try:
-        done = subprocess.run(
-            [path, "-I", "-c", PROBE],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=PROBE_TIMEOUT,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
+        done = process.run([path, "-I", "-c", PROBE], env=env, timeout=PROBE_TIMEOUT)
+    except TimedOut:
         return f"did not answer within {PROBE_TIMEOUT:g} s"
-    except OSError as err:
-        return f"cannot run: {err.strerror or err}"
+    except CannotStart as err:
+        return f"cannot run: {err.reason}"
     if done.returncode != 0:
         said = (done.stderr.strip().splitlines() or ["no output"])[0]
         return f"exit {done.returncode}: {said}"

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping
 
-from cuship.errors import ToolMissing
+from cuship import process
+from cuship.errors import TimedOut, ToolMissing
 from cuship.events import Emit, Event
 
 __all__ = ["UV_FIND_TIMEOUT", "UV_INSTALL_TIMEOUT", "fetch_python", "uv_find"]
@@ -19,15 +19,8 @@ def uv_find(uv: str, version: str, environ: Mapping[str, str]) -> str | None:
     """``uv python find --managed-python 3.X``: a uv-managed CPython's path, or None."""
     argv = [uv, "python", "find", "--managed-python", "--no-project", "--no-config"]
     try:
-        done = subprocess.run(
-            [*argv, f"cpython@{version}"],
-            capture_output=True,
-            text=True,
-            env=dict(environ),
-            timeout=UV_FIND_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+        done = process.run([*argv, f"cpython@{version}"], env=environ, timeout=UV_FIND_TIMEOUT)
+    except (ToolMissing, TimedOut):
         return None
     path = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     return path if done.returncode == 0 and path else None
@@ -45,21 +38,12 @@ def fetch_python(uv: str, version: str, environ: Mapping[str, str], emit: Emit) 
         )
     )
     try:
-        done = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            env=dict(environ),
-            timeout=UV_INSTALL_TIMEOUT,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as err:
+        done = process.run(argv, env=environ, timeout=UV_INSTALL_TIMEOUT)
+    except TimedOut as err:
         raise ToolMissing(
             f"`uv python install {version}` did not finish within {err.timeout:g} s",
             hint="install it yourself and add its path to [build] pythons",
         ) from err
-    except OSError as err:
-        raise ToolMissing(f"cannot run {uv!r}: {err.strerror or err}") from err
     if done.returncode != 0:
         said = (done.stderr.strip().splitlines() or ["no output"])[-1]
         emit(

