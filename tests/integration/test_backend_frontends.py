@@ -36,9 +36,9 @@ import pytest
 import cuship
 from cuship.index import write
 from cuship.index.describe import describe_wheel
-from cuship.index.serve import IndexServer, serve
 from cuship.resolve.provenance import Provenance, read_dist
-from cuship.wheel.retag import record_hash, retag
+from cuship.serve.site import IndexServer, serve
+from cuship.wheel.write.retag import record_hash, retag
 from tests.integration.indexsite import REPO, clean_env
 
 EXAMPLE = REPO / "examples" / "cuvecops"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cuship.index import write
-from cuship.index.serve import IndexServer, serve
+from cuship.serve.site import IndexServer, serve
 from tests.wheel_factory import make_wheel
 
 PROJECT = "cuship-demo"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from pypi_simple import ACCEPT_HTML_ONLY, ACCEPT_JSON_ONLY, PyPISimple
 
-from cuship.index.serve import IndexServer, serve
+from cuship.serve.site import IndexServer, serve
 from tests.integration.clirun import cuship
 from tests.integration.indexsite import clean_env
 from tests.wheel_factory import make_wheel

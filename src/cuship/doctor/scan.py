@@ -25,9 +25,9 @@ from cuship.doctor.model import InstalledPackage, Provenance, Skipped
 from cuship.errors import CushipError, UsageError
 from cuship.resolve.provenance import Provenance as WrittenProvenance
 from cuship.resolve.provenance import read_dist
-from cuship.wheel._headers import header_fields
 from cuship.wheel.audit import ObjectReport, scan_object
 from cuship.wheel.cudalibs import nvidia_requirements
+from cuship.wheel.read.headers import header_fields
 from cuship.wheel.torchabi import TORCH_SYMBOL_HINTS, TorchPin, torch_pin, torch_requirements
 
 __all__ = ["Scan", "scan"]

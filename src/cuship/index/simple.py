@@ -67,7 +67,7 @@ from cuship.index.render import (
     rows_of,
 )
 from cuship.index.scan import IndexedWheel, Skipped, cache_key, scan_files, wheel_files
-from cuship.wheel._filename import canonical_name
+from cuship.wheel.read.filename import canonical_name
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor

@@ -21,8 +21,8 @@ from cuship import settings
 from cuship.errors import CheckFailed, NothingToDo, ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.machine import fingerprint
-from cuship.resolve._http import DEFAULT_OPTIONS, FetchOptions
 from cuship.resolve.fetch import IndexPage, download, fetch_page
+from cuship.resolve.http import DEFAULT_OPTIONS, FetchOptions
 from cuship.resolve.select import Resolution, Target, parse_requirement, select, target_of
 
 __all__ = [

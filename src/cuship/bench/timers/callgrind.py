@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cuship.bench.registry import Point
-from cuship.bench.timer import Measurement
+from cuship.bench.timers.measure import Measurement
 from cuship.errors import ToolMissing
 
 __all__ = ["find_valgrind", "instructions_per_call", "parse_totals"]
@@ -45,7 +45,7 @@ def parse_totals(text: str) -> int:
 def _count(valgrind: str, args: Sequence[str], env: Mapping[str, str], out: Path) -> int:
     cmd = [valgrind, "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=ffi_call"]
     cmd += [f"--callgrind-out-file={out}", sys.executable]
-    cmd += ["-m", "cuship.bench._worker", *args]
+    cmd += ["-m", "cuship.bench.timers._callgrind_worker", *args]
     proc = subprocess.run(cmd, env=dict(env), capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
