@@ -17,10 +17,10 @@ from packaging.version import Version
 from cuship._fs import write_json
 from cuship.attest.keys import SigningKey
 from cuship.builder import collapse
-from cuship.builder.batch import Outcome, build_all, plan_shared, require_buildable
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
 from cuship.builder.record import read_record
+from cuship.builder.run.batch import Outcome, build_all, plan_shared, require_buildable
 from cuship.compat import load
 from cuship.config import Config
 from cuship.errors import CheckFailed, ToolMissing
@@ -158,7 +158,7 @@ def ship(
     one without is refused with exit 3. With ``sign_key`` each wheel gets a signed build
     attestation (``WHEEL.intoto.jsonl``) before indexing, and the index links it. Up to
     ``parallel`` jobs build at once (None: ``[build] parallel``; see
-    :func:`~cuship.builder.batch.build_all`); a job whose wheel an earlier run built from the
+    :func:`~cuship.builder.run.batch.build_all`); a job whose wheel an earlier run built from the
     same inputs is reused unless ``rebuild``.
     """
     from cuship.index.describe import describe_wheel
@@ -193,7 +193,7 @@ def ship(
             rebuild=rebuild,
         )
         if cpu_only:
-            from cuship.builder.cpu import plan_cpu, run_cpu
+            from cuship.builder.run.cpu import plan_cpu, run_cpu
 
             cpu = run_cpu(
                 plan_cpu(config, host, out_dir=out_dir / "wheels"), environ=environ, emit=emit

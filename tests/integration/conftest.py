@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cuship.index.serve import IndexServer, serve
+from cuship.serve.site import IndexServer, serve
 
 HERE = Path(__file__).resolve().parent
 

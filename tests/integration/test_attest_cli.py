@@ -22,7 +22,7 @@ from urllib.parse import urljoin
 import pytest
 
 from cuship.index import site_records, write
-from cuship.index.serve import serve
+from cuship.serve.site import serve
 from tests import wheel_factory
 from tests.integration import cudawheel
 from tests.integration.clirun import cuship

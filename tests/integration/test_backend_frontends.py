@@ -35,9 +35,9 @@ import pytest
 import cuship
 from cuship.index import write
 from cuship.index.describe import describe_wheel
-from cuship.index.serve import IndexServer, serve
 from cuship.resolve.provenance import Handover, read_dist
-from cuship.wheel.retag import record_hash, retag
+from cuship.serve.site import IndexServer, serve
+from cuship.wheel.write.retag import record_hash, retag
 from tests.integration.indexsite import REPO, clean_env
 from tests.integration.venvs import make_venv
 

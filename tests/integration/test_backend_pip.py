@@ -17,7 +17,7 @@ import pytest
 
 from cuship.index import write
 from cuship.index.describe import describe_wheel
-from cuship.index.serve import IndexServer, serve
+from cuship.serve.site import IndexServer, serve
 from tests.integration.cudawheel import relabel_for_cuda
 from tests.integration.indexsite import REPO, clean_env
 from tests.integration.venvs import make_venv

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cuship.index import write
-from cuship.index.serve import IndexServer
+from cuship.serve.site import IndexServer
 from tests.integration.venvs import make_venv
 from tests.wheel_factory import make_wheel
 

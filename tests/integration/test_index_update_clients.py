@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pypi_simple import ACCEPT_HTML_ONLY, ACCEPT_JSON_ONLY, PyPISimple
 
-from cuship.index.serve import IndexServer
+from cuship.serve.site import IndexServer
 from tests.integration.clirun import cuship
 from tests.integration.indexsite import clean_env
 from tests.integration.venvs import make_venv

@@ -22,7 +22,7 @@ import pytest
 
 from cuship.index import write
 from cuship.index.describe import describe_wheel
-from cuship.index.serve import IndexServer
+from cuship.serve.site import IndexServer
 from tests.integration.indexsite import REPO, clean_env
 from tests.integration.shapeconv import FIXTURE, make_sdist
 from tests.integration.venvs import make_venv

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cuship.builder.smoke import builder_site
+from cuship.builder.run.smoke import builder_site
 from cuship.cli import main
 from cuship.wheel.audit import WheelReport, inspect_path
 from cuship.wheel.torchabi import classify

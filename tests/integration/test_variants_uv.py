@@ -20,8 +20,8 @@ import pytest
 
 from cuship.index import write
 from cuship.index.describe import describe_wheel
-from cuship.index.serve import IndexServer, serve
 from cuship.judge.variants import publish_variants
+from cuship.serve.site import IndexServer, serve
 from tests.integration.clirun import cuship
 from tests.integration.cudawheel import relabel_for_cuda
 from tests.integration.indexsite import clean_env

@@ -15,9 +15,9 @@ import pytest
 from cuship.cli import main
 from cuship.events import Event, collect
 from cuship.wheel.audit import ObjectReport, WheelReport, inspect_path
-from cuship.wheel.fatbin import fatbin_of_elf
-from cuship.wheel.repair import repair
-from cuship.wheel.retag import record_hash, retag
+from cuship.wheel.read.fatbin import fatbin_of_elf
+from cuship.wheel.write.repair import repair
+from cuship.wheel.write.retag import record_hash, retag
 from tests.integration.cudawheel import build_so, cuobjdump_arches, make_wheel
 from tests.integration.venvs import make_venv
 

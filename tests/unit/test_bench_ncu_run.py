@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from cuship import tools
-from cuship.bench import ncu_run
-from cuship.bench.ncu_run import (
+from cuship.bench.ncu import run as ncu_run
+from cuship.bench.ncu.profile import METRICS, NcuProfile
+from cuship.bench.ncu.run import (
     PERMISSION,
     NcuOptions,
     failure,
@@ -22,10 +23,9 @@ from cuship.bench.ncu_run import (
     report_stem,
     run_profile,
 )
-from cuship.bench.profile import METRICS, NcuProfile
 from cuship.bench.registry import Case, Point
 from cuship.bench.results import PointResult
-from cuship.bench.timer import Measurement
+from cuship.bench.timers.measure import Measurement
 from cuship.errors import CannotStart, TimedOut, ToolMissing, UsageError
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "h100" / "ncu-metrics-add.csv"
@@ -49,7 +49,7 @@ def _point(key: str = "saxpy[n=262144]") -> Point:
 def _worker_spec(argv: Sequence[str]) -> dict[str, object]:
     at = argv.index("-c")
     assert argv[at - 1] == "/usr/bin/python3" and len(argv) == at + 3
-    assert "from cuship.bench._ncu_worker import main" in argv[at + 1]
+    assert "from cuship.bench.ncu._worker import main" in argv[at + 1]
     spec: dict[str, object] = json.loads(argv[at + 2])
     return spec
 
@@ -87,7 +87,7 @@ def test_basic_plan_profiles_one_call_with_the_small_metric_set() -> None:
     assert plan.env == {"PATH": "/usr/bin", "PYTHONPATH": "/extra"}  # the project's path: in SPEC
     boot = plan.argv[plan.argv.index("-c") + 1]
     home = boot.split("sys.path.append(", 1)[1].split(")", 1)[0].strip("'")
-    assert Path(home, "cuship", "bench", "_ncu_worker.py").is_file()  # this cuship, appended
+    assert Path(home, "cuship", "bench", "ncu", "_worker.py").is_file()  # this cuship, appended
     assert plan.to_json()["import"] is None
 
 

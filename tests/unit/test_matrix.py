@@ -218,7 +218,7 @@ def test_select_jobs_keeps_the_order_asked_for_and_refuses_an_unknown_id(
 
 
 def test_an_outcome_s_json_is_its_job_status_and_reason_without_a_result() -> None:
-    from cuship.builder.batch import Outcome
+    from cuship.builder.run.batch import Outcome
 
     outcome = Outcome(job_id="cp311-cu130", status="needs-runner", detail="needs an arm64 runner")
     assert outcome.to_json() == {

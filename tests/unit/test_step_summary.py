@@ -64,7 +64,7 @@ def test_a_check_section_lists_what_did_not_pass() -> None:
 
 
 def test_a_long_table_is_cut_and_counted() -> None:
-    from cuship.builder.batch import Outcome
+    from cuship.builder.run.batch import Outcome
 
     outcomes = [Outcome(job_id=f"job{i}", status="needs-runner", detail="arm64") for i in range(70)]
     text = build_markdown("cuship build", outcomes)

@@ -13,7 +13,7 @@ from typing import Literal
 
 from cuship import settings
 from cuship.builder.glibc import GlibcFloor
-from cuship.builder.interpreters import Interpreter, Interpreters
+from cuship.builder.host.interpreters import Interpreter, Interpreters
 from cuship.config import BuildSection, Config
 from cuship.machine import Fingerprint
 from cuship.matrix import BuildJob
@@ -105,7 +105,7 @@ class Step:
 
     ``creates``: a path the command makes; when it exists the step is skipped (a build
     environment made by an earlier run is reused). ``holds``: what it uses that no other job
-    built at the same time may use meanwhile (see :mod:`cuship.builder.shared`)."""
+    built at the same time may use meanwhile (see :mod:`cuship.builder.run.shared`)."""
 
     name: str
     description: str

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cuship.builder.batch import Outcome
-from cuship.builder.execute import JobResult
+from cuship.builder.run.batch import Outcome
+from cuship.builder.run.execute import JobResult
 from cuship.cli._console import Console
 from cuship.wheel.audit import sm_key
 

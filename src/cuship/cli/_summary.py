@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cuship.builder.batch import Outcome
+    from cuship.builder.run.batch import Outcome
     from cuship.check.results import CheckReport
     from cuship.cli._console import Console
     from cuship.index.simple import IndexSummary

@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 
 from cuship.builder import collapse
-from cuship.builder.batch import build_all, plan_shared, require_buildable
-from cuship.builder.hosttools import detect_host, preflight, sccache_stats
+from cuship.builder.host.tools import detect_host, preflight, sccache_stats
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
+from cuship.builder.run.batch import build_all, plan_shared, require_buildable
 from cuship.cli._buildtable import render_build_summary
 from cuship.cli._common import (
     default_out,

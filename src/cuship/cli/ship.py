@@ -58,7 +58,7 @@ def command(
     verbose: bool,
 ) -> None:
     """Plan, build what this host can, repair/label/verify, quick-check, index, and summarise."""
-    from cuship.builder.hosttools import detect_host, preflight
+    from cuship.builder.host.tools import detect_host, preflight
     from cuship.cli._progress import BuildProgress, live_progress
     from cuship.config import load_config
     from cuship.ship import matrix_pythons, ship

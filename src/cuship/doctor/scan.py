@@ -24,9 +24,9 @@ from packaging.version import InvalidVersion, Version
 from cuship.doctor.model import InstalledPackage, InstallOrigin, Skipped
 from cuship.errors import CushipError, UsageError
 from cuship.resolve.provenance import Handover, read_dist
-from cuship.wheel._headers import header_fields
 from cuship.wheel.audit import ObjectReport, scan_object
 from cuship.wheel.cudalibs import nvidia_requirements
+from cuship.wheel.read.headers import header_fields
 from cuship.wheel.torchabi import TORCH_SYMBOL_HINTS, TorchPin, torch_pin, torch_requirements
 
 __all__ = ["Scan", "scan"]

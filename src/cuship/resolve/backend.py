@@ -21,7 +21,7 @@ Wheel hooks: the first hook a frontend calls (``get_requires_for_build_wheel`` u
 isolation) decides, and for a prebuilt wheel downloads it, checks its sha256 (a mismatch is
 refused: never installed, never silently replaced by a source build), and returns no build
 requirements. The other hooks of the same frontend run reuse that decision and that wheel (see
-:mod:`cuship.resolve._stash`). The wheel handed over carries the sdist's version and a
+:mod:`cuship.resolve.stash`). The wheel handed over carries the sdist's version and a
 ``cuship.json`` saying which file it was (see :mod:`cuship.resolve.provenance`). No match or no
 network: the real backend builds from source with ``build-requires``, and stderr says why.
 
@@ -54,8 +54,6 @@ import cuship
 from cuship import settings
 from cuship.errors import CheckFailed, InputError, ToolMissing, UsageError
 from cuship.events import Emit, Event, Level, discard
-from cuship.resolve._http import DEFAULT_OPTIONS, FetchOptions
-from cuship.resolve._stash import STASH, Choice, Stash, stash_for
 from cuship.resolve.decide import (
     Decision,
     build_torch_problem,
@@ -65,9 +63,11 @@ from cuship.resolve.decide import (
     target_torch,
 )
 from cuship.resolve.fetch import download
+from cuship.resolve.http import DEFAULT_OPTIONS, FetchOptions
 from cuship.resolve.provenance import FILENAME, Handover, add_to_wheel
 from cuship.resolve.settings import PrebuiltConfig, read_config
-from cuship.wheel.retag import strip_label
+from cuship.resolve.stash import STASH, Choice, Stash, stash_for
+from cuship.wheel.write.retag import strip_label
 
 __all__ = ["STASH", "Decision", "Prebuilt", "decide", "load_backend", "prebuilt_candidate"]
 

@@ -19,8 +19,8 @@ from cuship import process, settings
 from cuship.errors import CannotStart, CheckFailed, NothingToDo, TimedOut, ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.machine import fingerprint
-from cuship.resolve._http import DEFAULT_OPTIONS, FetchOptions
 from cuship.resolve.fetch import IndexPage, download, fetch_page
+from cuship.resolve.http import DEFAULT_OPTIONS, FetchOptions
 from cuship.resolve.select import Resolution, Target, parse_requirement, select, target_of
 from cuship.tools import find_tool
 

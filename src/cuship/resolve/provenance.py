@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cuship.errors import InputError, UsageError
-from cuship.wheel.members import check_members, copy_into, member_limits, read_member
-from cuship.wheel.retag import find_dist_info, record_hash
+from cuship.wheel.read.members import check_members, copy_into, member_limits, read_member
+from cuship.wheel.write.retag import find_dist_info, record_hash
 
 __all__ = ["FILENAME", "Handover", "add_to_wheel", "read_dist", "read_installed"]
 
@@ -103,7 +103,7 @@ def add_to_wheel(wheel: Path, provenance: Handover, *, out_dir: Path) -> Path:
 
 def _rewrite(wheel: Path, dest: Path, provenance: Handover) -> None:
     """``wheel`` copied into ``dest`` member by member, each streamed and bounded
-    (:mod:`cuship.wheel.members`: memory stays a few MiB whatever the members inflate to)."""
+    (:mod:`cuship.wheel.read.members`: memory stays a few MiB whatever the members inflate to)."""
     data = provenance.to_bytes()
     try:
         with zipfile.ZipFile(wheel) as old, zipfile.ZipFile(dest, "w") as new:

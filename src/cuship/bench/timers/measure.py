@@ -4,10 +4,10 @@ Two timers share one sampling loop:
 
 * :class:`WallTimer` (CPU): ``time.perf_counter_ns`` around a batch of calls, the batch sized so
   one sample lasts at least ``sample_time`` (1 ms by default); a sample is seconds per call.
-* :class:`~cuship.bench.cuda_timer.CudaTimer` (GPU, through torch): a CUDA event pair around each
+* :class:`~cuship.bench.timers.cuda.CudaTimer` (GPU, through torch): a CUDA event pair around each
   call, the L2 flushed before it ("cold"), the SM clock read from NVML after it; a sample taken
   under ``throttle`` × the maximum SM clock is marked throttled. After the cold samples it times
-  N back-to-back calls ("hot", :mod:`cuship.bench.hot`).
+  N back-to-back calls ("hot", :mod:`cuship.bench.timers.hot`).
 
 The stopping rule (:func:`stop_reason`): after ``min_samples`` and ``min_time``, stop when the
 relative noise of the median (:func:`rel_noise`) is under the target; else at ``timeout`` or
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from cuship.bench.hot import Hot
+from cuship.bench.timers.hot import Hot
 
 __all__ = [
     "Measurement",

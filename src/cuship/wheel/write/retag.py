@@ -24,14 +24,14 @@ from packaging.version import InvalidVersion, Version
 
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
-from cuship.wheel._zipmeta import METADATA_LIMIT
-from cuship.wheel.members import (
+from cuship.wheel.read.members import (
     MemberLimits,
     check_members,
     copy_into,
     member_limits,
     read_member,
 )
+from cuship.wheel.read.zipmeta import METADATA_LIMIT
 
 __all__ = [
     "RetagPlan",
@@ -229,7 +229,7 @@ def _copy(
     limits: MemberLimits,
 ) -> tuple[str, str, str] | None:
     """One member into ``new``, renamed by ``plan``; its RECORD row (None: not listed).
-    Every member but METADATA is streamed (:func:`~cuship.wheel.members.copy_into`)."""
+    Every member but METADATA is streamed (:func:`~cuship.wheel.read.members.copy_into`)."""
     top, _, rest = info.filename.partition("/")
     if top == dist_info and rest in ("RECORD", *_SIGNATURES):
         if rest != "RECORD":

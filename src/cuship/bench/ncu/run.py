@@ -2,10 +2,10 @@
 timed samples of every point (never while one is timed).
 
 Plan, then act: :func:`plan_profile` builds the exact command lines (pure); :func:`run_profile`
-runs them and reads the CSV into an :class:`~cuship.bench.profile.NcuProfile`.
+runs them and reads the CSV into an :class:`~cuship.bench.ncu.profile.NcuProfile`.
 
 * basic: ``ncu --csv --metrics <the five> --profile-from-start off --target-processes all
-  --clock-control none --cache-control all <python> -c <run cuship.bench._ncu_worker> SPEC``
+  --clock-control none --cache-control all <python> -c <run cuship.bench.ncu._worker> SPEC``
   (see :func:`worker_command`); the details page on stdout is the CSV read.
 * full (or a report directory given): the same with ``--set full -o REPORT -f``; ncu then writes
   the report instead of printing, and ``ncu --import REPORT --csv --page raw --metrics <the
@@ -30,8 +30,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cuship import process
-from cuship.bench.ncu import ncu_messages, parse_ncu_metrics
-from cuship.bench.profile import METRICS, NcuProfile, NcuSession, NcuSet, aggregate
+from cuship.bench.ncu.metrics import ncu_messages, parse_ncu_metrics
+from cuship.bench.ncu.profile import METRICS, NcuProfile, NcuSession, NcuSet, aggregate
 from cuship.bench.registry import Point
 from cuship.bench.results import PointResult
 from cuship.errors import TimedOut, ToolMissing, UsageError
@@ -136,7 +136,7 @@ def worker_command(python: str, spec: Mapping[str, object]) -> tuple[str, ...]:
     home = str(Path(cuship.__file__).resolve().parents[1])
     boot = (
         f"import sys; sys.path.append({home!r}); "
-        "from cuship.bench._ncu_worker import main; sys.exit(main(sys.argv[1:]))"
+        "from cuship.bench.ncu._worker import main; sys.exit(main(sys.argv[1:]))"
     )
     return (python, "-c", boot, json.dumps(dict(spec)))
 

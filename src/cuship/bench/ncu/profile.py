@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cuship.bench.ncu import DURATION, NcuRow
+from cuship.bench.ncu.metrics import DURATION, NcuRow
 
 __all__ = [
     "AGREEMENT",

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import NamedTuple, TypeAlias
 
 from cuship.errors import InputError
-from cuship.wheel._elf_machines import MACHINES
+from cuship.wheel.read._elf_machines import MACHINES
 
 __all__ = [
     "ELF_MAGIC",

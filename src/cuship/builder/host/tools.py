@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from cuship import process
-from cuship.builder.interpreters import Search, find_interpreters
+from cuship.builder.host.interpreters import Search, find_interpreters
 from cuship.builder.model import Host, host_of
 from cuship.config import Config
 from cuship.errors import TimedOut, ToolMissing

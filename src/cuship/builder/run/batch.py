@@ -3,7 +3,7 @@
 Up to ``workers`` jobs build at once, on a thread pool (a job is mostly subprocesses: pip, CMake,
 nvcc, auditwheel, the smoke venv). Whatever finishes first, the outcomes come back in plan order.
 Each job's compile parallelism is its share of the host (:func:`plan_shared`); what jobs share
-is taken in turns (:mod:`cuship.builder.shared`); jobs whose wheels may end with one name (the
+is taken in turns (:mod:`cuship.builder.run.shared`); jobs whose wheels may end with one name (the
 torch axis collapsing onto one wheel) follow each other (:func:`chains`). With more than one
 worker a job's events are held and told together when it ends (its ``group-start`` …
 ``group-end`` stay whole in a CI log); only its progress (``data["phase"]`` ``job-start``,
@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Literal
 
 from cuship.builder.collapse import Collapser
-from cuship.builder.commands import CHILDREN
-from cuship.builder.execute import JobResult, run_plan
 from cuship.builder.model import BuildPlan, Host
-from cuship.builder.shared import Locks
+from cuship.builder.run.commands import CHILDREN
+from cuship.builder.run.execute import JobResult, run_plan
+from cuship.builder.run.shared import Locks
 from cuship.builder.uptodate import remember, reused
 from cuship.errors import CushipError, NothingToDo
 from cuship.events import Emit, Event, discard

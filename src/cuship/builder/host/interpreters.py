@@ -28,7 +28,7 @@ from typing import Literal
 from packaging.version import InvalidVersion, Version
 
 from cuship import process
-from cuship.builder.uvpython import fetch_python, uv_find
+from cuship.builder.host.uvpython import fetch_python, uv_find
 from cuship.errors import CannotStart, ConfigError, TimedOut, ToolMissing
 from cuship.events import Emit, Event, discard
 

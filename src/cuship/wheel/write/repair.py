@@ -18,7 +18,7 @@ from cuship.errors import CheckFailed, InputError, ToolMissing
 from cuship.events import Emit, Event, discard
 from cuship.wheel.audit import WheelReport, inspect_wheel
 from cuship.wheel.cudalibs import auditwheel_excludes, is_cuda_lib
-from cuship.wheel.elf import glibc_needed
+from cuship.wheel.read.elf import glibc_needed
 
 __all__ = ["RepairPlan", "RepairResult", "plan_repair", "repair"]
 

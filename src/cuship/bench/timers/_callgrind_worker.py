@@ -1,6 +1,6 @@
 """Runs one benchmark point N times in a fresh process: the payload of instruction counting.
 
-``python -m cuship.bench._worker ROOT MODULE CASE PARAMS_JSON SEED CALLS`` imports the module,
+``python -m cuship.bench.timers._callgrind_worker ROOT MODULE CASE PARAMS_JSON SEED CALLS`` imports the module,
 builds the inputs, calls the case once (warm-up) and then CALLS more times, inside a ctypes
 callback run by libc's ``bsearch``: callgrind collects only within libffi's ``ffi_call``
 (``--toggle-collect=ffi_call``), so start-up, imports and setup are never counted.

@@ -30,8 +30,8 @@ from packaging.utils import canonicalize_name
 
 from cuship.errors import InputError
 from cuship.events import Emit, Event, Level, discard
-from cuship.index._negotiate import HTML, JSON, LEGACY_HTML, choose
-from cuship.index._server import MAX_HEAD, Address, BoundedServer, Reply, ServeLimits
+from cuship.serve._negotiate import HTML, JSON, LEGACY_HTML, choose
+from cuship.serve._server import MAX_HEAD, Address, BoundedServer, Reply, ServeLimits
 
 __all__ = ["IndexServer", "RequestLog", "ServeLimits", "serve"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cuship import process
 from cuship.bench.registry import Point
-from cuship.bench.timer import Measurement
+from cuship.bench.timers.measure import Measurement
 from cuship.errors import ToolMissing
 from cuship.tools import find_tool
 
@@ -45,7 +45,7 @@ def parse_totals(text: str) -> int:
 def _count(valgrind: str, args: Sequence[str], env: Mapping[str, str], out: Path) -> int:
     cmd = [valgrind, "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=ffi_call"]
     cmd += [f"--callgrind-out-file={out}", sys.executable]
-    cmd += ["-m", "cuship.bench._worker", *args]
+    cmd += ["-m", "cuship.bench.timers._callgrind_worker", *args]
     proc = process.run(cmd, env=env, name="valgrind")
     if proc.returncode != 0:
         tail = process.tail(proc.stderr, 6)

@@ -2,10 +2,10 @@
 
 * cold sample: the L2 flushed by writing a buffer twice its size, then one launch between two
   CUDA events; the SM clock is read from NVML after it (the maximum once, at start).
-* check (once per point, after every point was timed; see :class:`cuship.bench.timer.Timer`):
-  the call must launch device work (:mod:`cuship.bench.launches`), else the point is refused
+* check (once per point, after every point was timed; see :class:`cuship.bench.timers.measure.Timer`):
+  the call must launch device work (:mod:`cuship.bench.timers.launches`), else the point is refused
   as "timed host code".
-* hot (once per point, after the samples): N back-to-back calls (:mod:`cuship.bench.hot`).
+* hot (once per point, after the samples): N back-to-back calls (:mod:`cuship.bench.timers.hot`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cuship.bench.hot import Hot, measure_hot
-from cuship.bench.launches import KernelProbe, TorchProfilerProbe, check_launches
-from cuship.bench.timer import Call, l2_flush_bytes
+from cuship.bench.timers.hot import Hot, measure_hot
+from cuship.bench.timers.launches import KernelProbe, TorchProfilerProbe, check_launches
+from cuship.bench.timers.measure import Call, l2_flush_bytes
 
 __all__ = ["CudaTimer"]
 

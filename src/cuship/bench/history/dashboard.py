@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cuship import __version__
-from cuship.bench._plot import (
+from cuship.bench.history._plot import (
     format_clock,
     format_hot,
     format_ncu,
@@ -28,7 +28,7 @@ from cuship.bench._plot import (
     history_svg,
     when,
 )
-from cuship.bench.changepoints import History, Step, histories, machine_of
+from cuship.bench.history.changepoints import History, Step, histories, machine_of
 from cuship.errors import UsageError
 from cuship.events import Emit, Event, discard
 from cuship.store.read import BenchRun

@@ -11,8 +11,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from html import escape
 
-from cuship.bench.changepoints import History, Point
-from cuship.bench.hot import LAUNCH_BOUND_RATIO
+from cuship.bench.history.changepoints import History, Point
+from cuship.bench.timers.hot import LAUNCH_BOUND_RATIO
 
 __all__ = [
     "STEP_COLOUR",

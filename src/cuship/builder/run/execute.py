@@ -20,13 +20,13 @@ from packaging.utils import parse_wheel_filename
 from cuship.builder.archflags import NvccCalls, read_calls
 from cuship.builder.archflags import describe as describe_calls
 from cuship.builder.buildenv import env_site
-from cuship.builder.commands import BuildFailed, run_step
 from cuship.builder.glibc import GlibcFloor
-from cuship.builder.hosttools import start_sccache_server
-from cuship.builder.interpreters import Interpreter
+from cuship.builder.host.interpreters import Interpreter
+from cuship.builder.host.tools import start_sccache_server
 from cuship.builder.model import BuildPlan, Step
-from cuship.builder.shared import Locks, describe
-from cuship.builder.smoke import Smoke, SmokeMode, smoke_test
+from cuship.builder.run.commands import BuildFailed, run_step
+from cuship.builder.run.shared import Locks, describe
+from cuship.builder.run.smoke import Smoke, SmokeMode, smoke_test
 from cuship.errors import CushipError
 from cuship.events import Emit, Event, discard
 from cuship.tools import find_tool
@@ -130,9 +130,9 @@ def finish_wheel(
     kept apart, the earlier wheel stays.
     """
     from cuship.wheel.audit import inspect_wheel
-    from cuship.wheel.repair import repair
-    from cuship.wheel.retag import retag
     from cuship.wheel.verify import verify
+    from cuship.wheel.write.repair import repair
+    from cuship.wheel.write.retag import retag
 
     work = work_dir / "repaired"
     shutil.rmtree(work, ignore_errors=True)
@@ -394,7 +394,7 @@ def build_job(
 
     Shared by matrix jobs and the CPU-only job; ``arches`` empty means "no device code".
     Temporary files (``TMPDIR`` of the steps, the smoke venv) stay under ``raw_dir``. ``locks``:
-    the batch's, when other jobs are built at the same time (see :mod:`cuship.builder.shared`).
+    the batch's, when other jobs are built at the same time (see :mod:`cuship.builder.run.shared`).
     """
     import time
 

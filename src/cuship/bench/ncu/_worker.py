@@ -1,6 +1,6 @@
 """Runs one benchmark point once under Nsight Compute: the payload of ``--profile ncu``.
 
-``python -m cuship.bench._ncu_worker SPEC_JSON`` (SPEC: root, module, key, seed, pythonpath)
+``python -m cuship.bench.ncu._worker SPEC_JSON`` (SPEC: root, module, key, seed, pythonpath)
 imports the benchmark module, builds the point's inputs, calls it once to warm up (compile,
 allocate, load modules), synchronizes, then calls it ONCE between ``cuProfilerStart`` and
 ``cuProfilerStop`` (libcuda through ctypes), so ncu, started with ``--profile-from-start off``,

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuship import settings
-from cuship.builder.batch import Outcome, outcome_of
-from cuship.builder.execute import build_job
 from cuship.builder.model import Host, Step, wheel_step
+from cuship.builder.run.batch import Outcome, outcome_of
+from cuship.builder.run.execute import build_job
 from cuship.config import Config
 from cuship.events import Emit, discard
 from cuship.wheel.names import CPU_LABEL

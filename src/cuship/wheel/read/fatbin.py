@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 from cuship.errors import InputError
-from cuship.wheel.elf import ElfFacts, quick_facts
+from cuship.wheel.read.elf import ElfFacts, quick_facts
 
 __all__ = [
     "FATBIN_SECTIONS",

@@ -1,4 +1,4 @@
-"""``python -m cuship.builder.torchcheck SITE VERSION VARIANT``: the build step that holds a job's
+"""``python -m cuship.builder.run.torchcheck SITE VERSION VARIANT``: the build step that holds a job's
 build venv to the torch build the job is for, before anything compiles.
 
 torch's version and build (``cu130``, ``cpu``) are read from its files in ``SITE`` (see

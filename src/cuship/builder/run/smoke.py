@@ -37,8 +37,8 @@ from typing import Literal
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from cuship.builder.commands import BuildFailed, Runner, checked, run_command
 from cuship.builder.model import Step
+from cuship.builder.run.commands import BuildFailed, Runner, checked, run_command
 from cuship.events import Emit, Event, discard
 
 __all__ = ["Smoke", "SmokeEnv", "SmokeMode", "smoke_test", "uv_index_flags"]

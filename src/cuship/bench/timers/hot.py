@@ -1,6 +1,6 @@
 """The hot per-call time: N back-to-back calls, timed as one, divided by N.
 
-A cold sample (:class:`~cuship.bench.cuda_timer.CudaTimer`) is one launch between two CUDA
+A cold sample (:class:`~cuship.bench.timers.cuda.CudaTimer`) is one launch between two CUDA
 events after an L2 flush. For a kernel of a few microseconds that measures launch latency more
 than the kernel. The hot measurement captures N calls in a CUDA graph (``torch.cuda.CUDAGraph``,
 warmed up on a side stream first, as the torch documentation shows) and times replays with
