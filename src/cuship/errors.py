@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 __all__ = [
+    "INTERNAL_ERROR",
+    "INTERRUPTED",
     "CannotStart",
     "CheckFailed",
     "ConfigError",
@@ -21,6 +23,10 @@ __all__ = [
     "ToolMissing",
     "UsageError",
 ]
+
+
+INTERNAL_ERROR = 70  # EX_SOFTWARE in sysexits.h: a bug in cuship, its traceback in a file
+INTERRUPTED = 130  # 128 + SIGINT, as shells report a command ended by Ctrl-C
 
 
 class CushipError(Exception):

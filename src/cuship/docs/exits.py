@@ -28,7 +28,7 @@ def _first_line(cls: type) -> str:
 
 def render() -> str:
     """The page: the codes, then the classes that carry them."""
-    from cuship.cli._common import INTERNAL_ERROR
+    from cuship.errors import INTERNAL_ERROR, INTERRUPTED
 
     by_code: dict[int, list[str]] = {0: []}
     for cls in classes()[1:]:
@@ -38,13 +38,13 @@ def render() -> str:
         INTERNAL_ERROR: "a bug in cuship: one line on stderr names it and the file holding its "
         "traceback (`$XDG_CACHE_HOME/cuship/crash-*.txt`, `~/.cache` by default, else the "
         "temp directory)",
-        130: "interrupted (Ctrl-C); every command the run started is ended with it",
+        INTERRUPTED: "interrupted (Ctrl-C); every command the run started is ended with it",
     }
     for cls in sorted(classes()[1:], key=lambda c: len(c.__mro__)):  # the code's own class first
         meaning.setdefault(cls.exit_code, _first_line(cls))
     rows = [
         [code(str(number)), text(meaning[number]), ", ".join(by_code.get(number, []))]
-        for number in sorted({*by_code, INTERNAL_ERROR, 130})
+        for number in sorted({*by_code, INTERNAL_ERROR, INTERRUPTED})
     ]
     detail = [
         [code(cls.__name__), code(str(cls.exit_code)), text(_first_line(cls))] for cls in classes()
