@@ -13,12 +13,14 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
@@ -37,6 +39,7 @@ __all__ = [
     "staging_dir",
     "umask",
     "write_atomic",
+    "write_json",
 ]
 
 _CHUNK = 1 << 20
@@ -174,6 +177,13 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json(path: Path, document: Any, *, indent: int | None = 2, **dumps: Any) -> None:
+    """Write ``document`` as JSON (UTF-8, a final newline) with :func:`write_atomic`: the one way
+    cuship writes a JSON file. ``dumps`` goes to :func:`json.dumps` (``sort_keys``, ``default``)."""
+    text = json.dumps(document, indent=indent, **dumps) + "\n"
+    write_atomic(path, text.encode("utf-8"))
 
 
 _AT_FDCWD = -100

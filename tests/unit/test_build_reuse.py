@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from cuship.builder.interpreters import Interpreter, Interpreters
+from cuship.builder.host.interpreters import Interpreter, Interpreters
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
 from cuship.builder.reuse import KEY_FILE, changed, key_parts, open_build_dir, seal
 from cuship.compat import load
 from cuship.config import Config, load_config
 from cuship.matrix import BuildJob, jobs_with_configs
-from cuship.wheel.repair import _keep, _kept, plan_repair, repair_key
+from cuship.wheel.write.repair import _keep, _kept, plan_repair, repair_key
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 HOST = Host(

@@ -32,7 +32,7 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
-from cuship.builder.interpreters import Interpreter
+from cuship.builder.host.interpreters import Interpreter
 from cuship.builder.model import Step, names_torch, requirement_name
 from cuship.config import Config
 from cuship.matrix import BuildJob

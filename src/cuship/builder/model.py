@@ -13,7 +13,7 @@ from typing import Literal
 
 from cuship import settings
 from cuship.builder.glibc import GlibcFloor
-from cuship.builder.interpreters import Interpreter, Interpreters
+from cuship.builder.host.interpreters import Interpreter, Interpreters
 from cuship.config import BuildSection, Config
 from cuship.machine import Fingerprint
 from cuship.matrix import BuildJob
@@ -108,7 +108,7 @@ class Step:
     environment made by an earlier run is reused). ``stamp``: the command makes no such file,
     cuship writes it once the command succeeded (a marker naming what was done). ``holds``: what
     it uses that no other job built at the same time may use meanwhile (see
-    :mod:`cuship.builder.shared`)."""
+    :mod:`cuship.builder.run.shared`)."""
 
     name: str
     description: str

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from cuship.builder import shared
 from cuship.builder.archflags import arch_control, shim_env, shim_step
 from cuship.builder.buildenv import (
     BuildEnv,
@@ -24,7 +23,7 @@ from cuship.builder.buildenv import (
 )
 from cuship.builder.container import container_steps
 from cuship.builder.glibc import glibc_floor
-from cuship.builder.interpreters import Interpreter
+from cuship.builder.host.interpreters import Interpreter
 from cuship.builder.model import (
     BuildDir,
     BuildPlan,
@@ -38,6 +37,7 @@ from cuship.builder.model import (
     wheel_step,
 )
 from cuship.builder.reuse import REPAIRS, plan_build_dir, with_build_dir
+from cuship.builder.run import shared
 from cuship.builder.toolkits import choose_toolkit
 from cuship.builder.uptodate import inputs_digest
 from cuship.config import Config
@@ -131,7 +131,7 @@ def _build_holds(
     config: Config, exe: str, env_dir: Path | None, deps: Step | None
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What the deps step and the wheel step keep from other jobs built at once (see
-    :mod:`~cuship.builder.shared`): the env the deps go into, until the wheel is built; the
+    :mod:`~cuship.builder.run.shared`): the env the deps go into, until the wheel is built; the
     source tree of an in-tree build."""
     env = (shared.env_key(env_dir or exe),) if deps else ()
     in_tree = config.requirement is None and shared.builds_in_tree(
@@ -178,7 +178,7 @@ def _torch_check(
     job: BuildJob, runner: str, env_dir: Path | None, python: Interpreter | None
 ) -> Step | None:
     """The step that reads the torch the deps step installed and stops the job unless it is
-    the job's build (see :mod:`~cuship.builder.torchcheck`)."""
+    the job's build (see :mod:`~cuship.builder.run.torchcheck`)."""
     if env_dir is None or python is None or job.torch_version is None:
         return None
     site = env_site(env_dir, python)
@@ -186,7 +186,7 @@ def _torch_check(
     return Step(
         name="torch-check",
         description=f"check the build env holds torch {job.torch_version} ({variant})",
-        argv=(runner, "-m", "cuship.builder.torchcheck", site, str(job.torch_version), variant),
+        argv=(runner, "-m", "cuship.builder.run.torchcheck", site, str(job.torch_version), variant),
     )
 
 

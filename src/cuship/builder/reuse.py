@@ -17,7 +17,7 @@ with ``[build] incremental`` (the default) two more things, kept under the outpu
   job log says which parts changed. A source file is not in the key: CMake and ninja see what
   changed, as in any incremental build.
 - **The repair of an unchanged raw wheel**, the job's last, ``repairs/<job>`` (see
-  :func:`cuship.wheel.repair.repair`).
+  :func:`cuship.wheel.write.repair.repair`).
 
 Not kept: anything of a build with isolation (pip's environment is new each time, so CMake's
 cache would name tools that are gone), of a packages.yml sdist (unpacked anew; such a job is
@@ -40,6 +40,7 @@ from cuship import __version__
 from cuship._fs import file_identity, write_atomic
 from cuship.builder.model import BuildDir, BuildPlan, Step, requirement_name
 from cuship.config import Config
+from cuship.tools import find_tool
 
 __all__ = [
     "BUILD_DIRS",
@@ -139,7 +140,7 @@ def steps_digest(steps: Sequence[Step]) -> str:
 
 def _search_path(step: Step, environ: Mapping[str, str]) -> str:
     """Where the step's build finds its tools: the interpreter's own bin directory, then
-    cuship's, then PATH (as the step runs, see :mod:`cuship.builder.commands`)."""
+    cuship's, then PATH (as the step runs, see :mod:`cuship.builder.run.commands`)."""
     first = [str(Path(step.argv[0]).parent)] if Path(step.argv[0]).is_absolute() else []
     bins = dict.fromkeys([*first, str(Path(sys.executable).parent)])
     return os.pathsep.join([*bins, step.env.get("PATH", environ.get("PATH", ""))])
@@ -153,7 +154,7 @@ def _tools(step: Step, environ: Mapping[str, str], known: Iterable[str]) -> list
     for var, name in _TOOLS:
         named = (env.get(var) or "").split() if var else []
         exe = named[0] if named else name
-        where = exe if Path(exe).is_absolute() else shutil.which(exe, path=path)
+        where = exe if Path(exe).is_absolute() else find_tool(exe, {**env, "PATH": path}).path
         found.append(f"{name}={file_identity(where)}")
     return [*(f"nvcc={file_identity(t)}" for t in known), *found]
 

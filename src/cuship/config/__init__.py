@@ -630,7 +630,7 @@ def load_config(path: str | Path = ".") -> Config:
             str(path),
             None,
             "no cuship.toml, [tool.cuship] in pyproject.toml, or config/packages.yml found",
-            hint="create a cuship.toml with a [matrix] table (see README)",
+            hint="create a cuship.toml with a [matrix] table (see docs/configuration.md)",
         )
     root = (toml_path or packages_path or path).parent
     if packages_path is not None and toml_path is None:
