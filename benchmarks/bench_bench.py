@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from cuship.bench.stats import compare  # noqa: E402
-from cuship.bench.timer import StopRule, WallTimer, measure, measure_interleaved  # noqa: E402
+from cuship.bench.timers.measure import StopRule, WallTimer, measure, measure_interleaved  # noqa: E402
 
 N = 1 << 17
 THRESHOLD = 0.05

@@ -47,7 +47,7 @@ def reader_times(paths: list[Path], runs: int) -> tuple[float, float]:
     from tests.elf_oracle import elf_facts
 
     from cuship.wheel.audit import scan_object
-    from cuship.wheel.fatbin import FATBIN_SECTIONS
+    from cuship.wheel.read.fatbin import FATBIN_SECTIONS
 
     def pyelftools(path: Path) -> None:
         with path.open("rb") as handle:

@@ -137,8 +137,8 @@ def _made(call: Call) -> Callable[[], Call]:
 
 
 def cuship_timing(torch: Any, rows: list[Row], calls: dict[str, Call]) -> None:
-    from cuship.bench.cuda_timer import CudaTimer
-    from cuship.bench.timer import StopRule, measure
+    from cuship.bench.timers.cuda import CudaTimer
+    from cuship.bench.timers.measure import StopRule, measure
 
     timer = CudaTimer(torch)
     for row in rows:
@@ -184,7 +184,7 @@ def ncu_child(spec_name: str) -> int:
 
 def ncu_per_call(ncu: str, spec: Spec, timeout: float) -> tuple[float | None, str | None]:
     """Kernel seconds per call from ncu, or None and why."""
-    from cuship.bench.ncu import parse_ncu_csv
+    from cuship.bench.ncu.metrics import parse_ncu_csv
 
     cmd = [ncu, "--metrics", "gpu__time_duration.sum", "--csv", "--profile-from-start", "off"]
     cmd += ["--clock-control", "none", "--cache-control", "all"]

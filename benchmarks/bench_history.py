@@ -18,7 +18,7 @@ import random
 import time
 from collections.abc import Callable
 
-from cuship.bench.changepoints import find_steps
+from cuship.bench.history.changepoints import find_steps
 
 RUNS, STEP_AT, TRIALS = 30, 12, 200
 

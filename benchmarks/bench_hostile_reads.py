@@ -68,9 +68,9 @@ print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, said[0][:160])
 _REWRITE = """
 import sys
 from pathlib import Path
-from cuship.resolve.provenance import Provenance, add_to_wheel
+from cuship.resolve.provenance import Handover, add_to_wheel
 from cuship.errors import CushipError
-p = Provenance(name="x", version="1.0", kind="prebuilt", why="bench")
+p = Handover(name="x", version="1.0", kind="prebuilt", why="bench")
 try:
     add_to_wheel(Path(sys.argv[1]), p, out_dir=Path(sys.argv[2]))
 except CushipError as err:

@@ -43,7 +43,7 @@ LONG_ENOUGH = 20e-6  # seconds of kernel time per call for the agreement goal
 def _missing() -> str | None:
     """Why this benchmark cannot run here, in one line; None when it can."""
     from cuship.machine import fingerprint
-    from cuship.machine.cudatools import find_cuda_tool
+    from cuship.tools import find_tool
 
     if not fingerprint(toolkit=False).gpus:
         return "no NVIDIA GPU here; this benchmark profiles CUDA kernels"
@@ -53,7 +53,7 @@ def _missing() -> str | None:
         return "torch is not installed; the CUDA timer needs a CUDA build of torch"
     if not torch.cuda.is_available():
         return "torch sees no CUDA device; the CUDA timer needs one"
-    found = find_cuda_tool("ncu", os.environ)
+    found = find_tool("ncu", os.environ)
     if found.path is None:
         return f"Nsight Compute's ncu is not in {found.where()}"
     return None

@@ -165,7 +165,7 @@ def main() -> None:
 
     from cuship.index import write
     from cuship.index.describe import describe_wheel
-    from cuship.index.serve import serve
+    from cuship.serve.site import serve
 
     torch = installed.__version__
     cache = args.cache_dir

@@ -42,7 +42,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO / "src") not in sys.path:
     sys.path.insert(0, str(REPO / "src"))
-from cuship.index.serve import IndexServer, RequestLog, serve  # noqa: E402
+from cuship.serve.site import IndexServer, RequestLog, serve  # noqa: E402
 
 PROJECT = "bench-cuda"
 PER_OTHER = 100  # records per filler project

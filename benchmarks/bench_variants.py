@@ -71,7 +71,7 @@ def publish(scratch: Path) -> Path:
     from tests.integration.cudawheel import relabel_for_cuda
 
     from cuship.judge.variants import make_variant
-    from cuship.wheel.retag import strip_label
+    from cuship.wheel.write.retag import strip_label
 
     wheels = scratch / "index-wheels"
     wheels.mkdir()
@@ -147,7 +147,7 @@ def main() -> int:
     args = parser.parse_args()
     from cuship.index import write
     from cuship.index.describe import describe_wheel
-    from cuship.index.serve import serve
+    from cuship.serve.site import serve
 
     scratch = Path(tempfile.mkdtemp(prefix="bench-variants-"))
     wheels = publish(scratch)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cuship.bench.hot import Hot
 from cuship.bench.results import BenchReport, PointResult
+from cuship.bench.timers.hot import Hot
 
 FINGERPRINT: dict[str, Any] = {
     "machine_id": "abc123abc123",

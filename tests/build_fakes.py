@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cuship.builder.execute import JobResult
-from cuship.builder.interpreters import Interpreter
+from cuship.builder.host.interpreters import Interpreter
 from cuship.builder.model import BuildPlan
-from cuship.builder.smoke import Smoke
+from cuship.builder.run.execute import JobResult
+from cuship.builder.run.smoke import Smoke
 from cuship.wheel.audit import WheelReport
 
 

@@ -206,7 +206,7 @@ def make_elf(
     return layout.elf_header(shoff, len(headers), 4) + body + b"".join(headers)
 
 
-# --- CUDA fatbinaries (the layout src/cuship/wheel/fatbin.py documents) ------------------------
+# --- CUDA fatbinaries (the layout src/cuship/wheel/read/fatbin.py documents) ------------------------
 
 _ENTRY_KIND = {"ptx": 1, "sass": 2}
 

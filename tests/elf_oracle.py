@@ -1,5 +1,5 @@
 """The ELF facts read a second, independent way, through pyelftools: the oracle that cuship's own
-struct reader (:func:`cuship.wheel.elf.quick_facts`) is tested against.
+struct reader (:func:`cuship.wheel.read.elf.quick_facts`) is tested against.
 
 Nothing here shares code with the reader under test: symbols, version needs and version indexes
 come from pyelftools' own section classes. It is slow (an object per symbol), which is why src
@@ -20,7 +20,7 @@ from elftools.elf.gnuversions import GNUVerNeedSection, GNUVerSymSection
 from elftools.elf.sections import Section, SymbolTableSection
 
 from cuship.errors import InputError
-from cuship.wheel.elf import ElfFacts, SectionSpan, VersionNeed
+from cuship.wheel.read.elf import ElfFacts, SectionSpan, VersionNeed
 
 __all__ = ["elf_facts", "newest_glibc"]
 
@@ -28,7 +28,7 @@ _HIDDEN = 0x8000  # the versym bit that hides a version; not part of its index
 
 
 def elf_facts(stream: BinaryIO, *, source: str, wanted: Iterable[str] = ()) -> ElfFacts:
-    """What :func:`~cuship.wheel.elf.quick_facts` reads, read from ``stream`` by pyelftools.
+    """What :func:`~cuship.wheel.read.elf.quick_facts` reads, read from ``stream`` by pyelftools.
 
     Damage raises :class:`InputError` with the messages the struct reader gives.
     """

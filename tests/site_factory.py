@@ -10,7 +10,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from cuship.wheel.retag import record_hash
+from cuship.wheel.write.retag import record_hash
 
 
 def install(

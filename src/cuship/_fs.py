@@ -13,12 +13,14 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
@@ -26,6 +28,7 @@ from cuship.events import Emit, Event, discard
 __all__ = [
     "NotRegular",
     "exchange",
+    "file_identity",
     "file_kind",
     "locked",
     "open_regular",
@@ -36,6 +39,7 @@ __all__ = [
     "staging_dir",
     "umask",
     "write_atomic",
+    "write_json",
 ]
 
 _CHUNK = 1 << 20
@@ -135,6 +139,19 @@ def read_regular(path: Path | str, what: str, limit: int) -> bytes:
     return data
 
 
+def file_identity(path: Path | str | None) -> str:
+    """A file as a cache key sees it (a tool, a compiler): its resolved path, size and mtime;
+    ``missing`` when there is none. A new version of a tool is another file or a rewritten one."""
+    if not path:
+        return "missing"
+    real = Path(path).resolve()
+    try:
+        st = real.stat()
+    except OSError:
+        return f"{real} missing"
+    return f"{real} {st.st_size} {st.st_mtime_ns}"
+
+
 def sha256_file(path: Path) -> str:
     """Hex sha256 of the file at ``path``, read in 1 MiB chunks (OSError propagates)."""
     digest = hashlib.sha256()
@@ -160,6 +177,13 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json(path: Path, document: Any, *, indent: int | None = 2, **dumps: Any) -> None:
+    """Write ``document`` as JSON (UTF-8, a final newline) with :func:`write_atomic`: the one way
+    cuship writes a JSON file. ``dumps`` goes to :func:`json.dumps` (``sort_keys``, ``default``)."""
+    text = json.dumps(document, indent=indent, **dumps) + "\n"
+    write_atomic(path, text.encode("utf-8"))
 
 
 _AT_FDCWD = -100

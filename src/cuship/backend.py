@@ -59,9 +59,9 @@ def _hook(function: Callable[..., _T]) -> Callable[..., _T]:
 
 
 def _hooks() -> Any:
-    from cuship.resolve._http import fetch_options
-    from cuship.resolve._stash import frontend_key
     from cuship.resolve.backend import Prebuilt
+    from cuship.resolve.http import fetch_options
+    from cuship.resolve.stash import frontend_key
 
     return Prebuilt(
         project=Path.cwd(),

@@ -36,6 +36,7 @@ __all__ = [
     "expand_all",
     "jobs_with_configs",
     "parse_shard",
+    "select_jobs",
     "shard",
     "to_github",
     "to_gitlab",
@@ -203,6 +204,25 @@ def without_torch(job: BuildJob, template: str | None = None) -> BuildJob:
         Variant(cuda=job.cuda), template or default_template(torch=False, abi=False)
     )
     return dataclasses.replace(job, id="-".join([head, *kept]), label=label)
+
+
+def select_jobs(
+    config: Config,
+    compat: Compat,
+    job_ids: Sequence[str] = (),
+    *,
+    torch_abi: AbiRecord | None = None,
+) -> list[tuple[Config, BuildJob]]:
+    """(config, job) pairs of the matrix: all of them, or the ones ``job_ids`` names in that
+    order; an id the matrix does not have is a :class:`UsageError` listing the ones it has."""
+    pairs = jobs_with_configs(config, compat, torch_abi=torch_abi)
+    if not job_ids:
+        return list(pairs)
+    by_id = {job.id: (cfg, job) for cfg, job in pairs}
+    for job_id in job_ids:
+        if job_id not in by_id:
+            raise unknown_job(job_id, list(by_id))
+    return [by_id[job_id] for job_id in job_ids]
 
 
 def unknown_job(job_id: str, known: Sequence[str]) -> UsageError:

@@ -1,7 +1,7 @@
 """Every ``CUSHIP_*`` environment variable: its name, who sets it, what it means and its default.
 
 Code reads or sets a variable through the constants below, never a literal spelling;
-:func:`render_markdown` writes the table the README shows (a test keeps the two equal).
+:func:`render_markdown` writes the table the docs site shows (reference/environment.md).
 """
 
 from __future__ import annotations
@@ -71,13 +71,16 @@ CUDA_LIBS = _setting(
     "searched",
 )
 NVCC = _setting(
-    "CUSHIP_NVCC", "user", "The nvcc to use (`none`: act as if there were none).", "CUDA_HOME, PATH"
+    "CUSHIP_NVCC",
+    "user",
+    "The nvcc to use (`none`: act as if there were none).",
+    "CUDA_HOME/bin, CUDA_PATH/bin, PATH, /usr/local/cuda/bin",
 )
 COMPUTE_SANITIZER = _setting(
     "CUSHIP_COMPUTE_SANITIZER",
     "user",
     "`check --sanitize`: the compute-sanitizer to run (`none`: act as if there were none).",
-    "PATH, CUDA_HOME/bin, /usr/local/cuda/bin",
+    "CUDA_HOME/bin, CUDA_PATH/bin, PATH, /usr/local/cuda/bin",
 )
 TAGS = _setting(
     "CUSHIP_TAGS",
@@ -197,7 +200,7 @@ SETTINGS: tuple[Setting, ...] = tuple(_TABLE)
 
 
 def render_markdown() -> str:
-    """The README's table of environment variables."""
+    """The docs site's table of environment variables (``cuship.docs.env``)."""
     rows = ["| variable | set by | meaning | default |", "|---|---|---|---|"]
     for item in SETTINGS:
         rows.append(f"| `{item.name}` | {item.by} | {item.meaning} | {item.default} |")

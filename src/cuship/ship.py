@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
+from cuship._fs import write_json
 from cuship.attest.keys import SigningKey
 from cuship.builder import collapse
-from cuship.builder.batch import Outcome, build_all, plan_shared, require_buildable
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
 from cuship.builder.record import read_record
+from cuship.builder.run.batch import Outcome, build_all, plan_shared, require_buildable
 from cuship.compat import load
 from cuship.config import Config
 from cuship.errors import CheckFailed, ToolMissing
@@ -157,7 +158,7 @@ def ship(
     one without is refused with exit 3. With ``sign_key`` each wheel gets a signed build
     attestation (``WHEEL.intoto.jsonl``) before indexing, and the index links it. Up to
     ``parallel`` jobs build at once (None: ``[build] parallel``; see
-    :func:`~cuship.builder.batch.build_all`); a job whose wheel an earlier run built from the
+    :func:`~cuship.builder.run.batch.build_all`); a job whose wheel an earlier run built from the
     same inputs is reused unless ``rebuild``.
     """
     from cuship.index.describe import describe_wheel
@@ -192,7 +193,7 @@ def ship(
             rebuild=rebuild,
         )
         if cpu_only:
-            from cuship.builder.cpu import plan_cpu, run_cpu
+            from cuship.builder.run.cpu import plan_cpu, run_cpu
 
             cpu = run_cpu(
                 plan_cpu(config, host, out_dir=out_dir / "wheels"), environ=environ, emit=emit
@@ -267,7 +268,6 @@ def _attest(
 ) -> None:
     """A signed SLSA build provenance beside each built wheel, naming its matrix entry."""
     import functools
-    import json
 
     from cuship.attest.run import attest_files
     from cuship.machine import fingerprint
@@ -284,8 +284,7 @@ def _attest(
             else jobs.get(outcome.job_id, {"id": outcome.job_id, "label": "cpu"})
         )
         results = wheel.parent / "logs" / f"{outcome.job_id}.job.json"
-        results.parent.mkdir(parents=True, exist_ok=True)
-        results.write_text(json.dumps({"jobs": [{**entry, "wheel": wheel.name}]}), "utf-8")
+        write_json(results, {"jobs": [{**entry, "wheel": wheel.name}]}, indent=None)
         (written,) = attest_files(
             [wheel],
             key,
@@ -315,9 +314,9 @@ def _check_installed(
     environment (gpu-run's install, no network), then ``cuship check --quick --device cpu
     --installed`` inside it, not stored."""
     import json
-    import subprocess
     import sys
 
+    from cuship import process
     from cuship.check.report.results import CheckReport
     from cuship.gpurun.execute import install, probe
     from cuship.gpurun.plan import Interpreter, plan_install
@@ -340,9 +339,9 @@ def _check_installed(
     argv += ["--installed", "--no-store", "--format", "json", "-o", str(report_path)]
     argv += ["--allow-missing-engines"]  # ship names them in its summary; it does not fail
     emit(Event(level="info", topic="ship", message=f"quick check of {wheel.name}, installed"))
-    done = subprocess.run(argv, env=dict(environ), cwd=path, capture_output=True, text=True)
+    done = process.run(argv, env=environ, cwd=path)
     if not report_path.is_file():
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = done.tail(1) or "no output"
         raise CheckFailed(f"the quick check of {wheel.name} wrote no report: {tail}")
     report = CheckReport.from_json(json.loads(report_path.read_text(encoding="utf-8")))
     _say_unavailable(report, emit)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from cuship.serve.site import IndexServer, serve
 
 HERE = Path(__file__).resolve().parent
 
@@ -112,3 +115,10 @@ def cuship_wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if done.returncode != 0:
         pytest.fail(f"cannot gather cuship's dependencies as wheels:\n{done.stderr}")
     return out
+
+
+@pytest.fixture(scope="module")
+def server(site: Path) -> Iterator[IndexServer]:
+    """The module's ``site`` fixture served on a loopback port for the module's tests."""
+    with serve(site, "127.0.0.1", 0) as running:
+        yield running

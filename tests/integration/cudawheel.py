@@ -130,7 +130,7 @@ def relabel_for_cuda(wheel: Path, label: str, out_dir: Path) -> Path:
     label names: ``cu128`` relinks ``libcudart.so.13`` to ``libcudart.so.12`` (patchelf), so a
     wheel built here with CUDA 13 stands for one built with CUDA 12, as the judge reads the
     CUDA a wheel needs from its objects, not from its label."""
-    from cuship.wheel.retag import record_hash, retag
+    from cuship.wheel.write.retag import record_hash, retag
 
     major = re.fullmatch(r"cu(\d+?)\d", label)
     assert major is not None, label

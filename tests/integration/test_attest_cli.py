@@ -22,10 +22,11 @@ from urllib.parse import urljoin
 import pytest
 
 from cuship.index import site_records, write
-from cuship.index.serve import serve
+from cuship.serve.site import serve
 from tests import wheel_factory
 from tests.integration import cudawheel
 from tests.integration.clirun import cuship
+from tests.integration.venvs import make_venv
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -172,12 +173,7 @@ def test_index_links_the_attestation_and_pip_and_uv_install_through_the_page(
         assert done.returncode == 0, done.stdout + done.stderr
         assert (work / "dl" / wheel.name).read_bytes() == wheel.read_bytes()
         venv = work / "uv-venv"
-        subprocess.run(
-            ["uv", "venv", "--python", sys.executable, str(venv)],
-            env=env,
-            check=True,
-            capture_output=True,
-        )
+        make_venv(venv, env=env)
         uv = ["uv", "pip", "install", "--python", str(venv / "bin" / "python")]
         done = subprocess.run(
             [*uv, "--index-url", f"{server.url}simple", "cudaxpy==0.1.0+cu130"],

@@ -26,7 +26,6 @@ import sys
 import sysconfig
 import tarfile
 import zipfile
-from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote
@@ -36,10 +35,11 @@ import pytest
 import cuship
 from cuship.index import write
 from cuship.index.describe import describe_wheel
-from cuship.index.serve import IndexServer, serve
-from cuship.resolve.provenance import Provenance, read_dist
-from cuship.wheel.retag import record_hash, retag
+from cuship.resolve.provenance import Handover, read_dist
+from cuship.serve.site import IndexServer, serve
+from cuship.wheel.write.retag import record_hash, retag
 from tests.integration.indexsite import REPO, clean_env
+from tests.integration.venvs import make_venv
 
 EXAMPLE = REPO / "examples" / "cuvecops"
 _CP = f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -71,12 +71,6 @@ def site(workdir: Path, example_wheel: Path) -> Path:
     retag(example_wheel, local="cu130", out_dir=wheels)
     write([wheels], workdir / "site", describe=describe_wheel)
     return workdir / "site"
-
-
-@pytest.fixture(scope="module")
-def server(site: Path) -> Iterator[IndexServer]:
-    with serve(site, "127.0.0.1", 0) as running:
-        yield running
 
 
 def _env(tmp: Path, wheelhouse: Path, **extra: str) -> dict[str, str]:
@@ -140,9 +134,7 @@ def _loud_tools(root: Path, marker: Path) -> str:
 
 
 def _venv(root: Path, *, with_pip: bool = True) -> Path:
-    args = [sys.executable, "-m", "venv", str(root / "venv")]
-    subprocess.run(args if with_pip else [*args, "--without-pip"], check=True)
-    return root / "venv" / "bin" / "python"
+    return make_venv(root / "venv", pip=with_pip)
 
 
 def _members(tar: Path) -> dict[str, bytes]:
@@ -184,7 +176,7 @@ def _install(
     return _run([*pip, "install", "-v", "--no-deps", *where, str(target)], env)
 
 
-def _installed(python: Path) -> tuple[Provenance | None, list[str], dict[str, str]]:
+def _installed(python: Path) -> tuple[Handover | None, list[str], dict[str, str]]:
     """cuvecops's provenance, installed files and RECORD hashes in the venv of ``python``."""
     (dist_info,) = python.parent.parent.glob("lib/python*/site-packages/cuvecops-*.dist-info")
     dist = metadata.PathDistribution(dist_info)
@@ -193,14 +185,14 @@ def _installed(python: Path) -> tuple[Provenance | None, list[str], dict[str, st
     return read_dist(dist), [str(f) for f in dist.files or ()], hashes
 
 
-def _wheel(path: Path) -> tuple[Provenance | None, list[str], dict[str, str]]:
+def _wheel(path: Path) -> tuple[Handover | None, list[str], dict[str, str]]:
     """The same for a wheel file."""
     with zipfile.ZipFile(path) as archive:
         names = archive.namelist()
         data = archive.read("cuvecops-0.1.0.dist-info/cuship.json")
         record = archive.read("cuvecops-0.1.0.dist-info/RECORD").decode()
     hashes = {row[0]: row[1] for row in csv.reader(io.StringIO(record)) if row}
-    return Provenance.from_json(json.loads(data), path.name), names, hashes
+    return Handover.from_json(json.loads(data), path.name), names, hashes
 
 
 @pytest.mark.parametrize("frontend", FRONTENDS)
@@ -233,7 +225,7 @@ def test_frontends_take_the_prebuilt_wheel_and_compile_nothing(
     else:
         provenance, files, hashes = _installed(python)
     served = (site / "files" / CU130).read_bytes()
-    assert provenance == Provenance(
+    assert provenance == Handover(
         name="cuvecops",
         version="0.1.0",
         kind="prebuilt",

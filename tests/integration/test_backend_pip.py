@@ -11,16 +11,16 @@ import shutil
 import subprocess
 import sys
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cuship.index import write
 from cuship.index.describe import describe_wheel
-from cuship.index.serve import IndexServer, serve
+from cuship.serve.site import IndexServer, serve
 from tests.integration.cudawheel import relabel_for_cuda
 from tests.integration.indexsite import REPO, clean_env
+from tests.integration.venvs import make_venv
 
 EXAMPLE = REPO / "examples" / "cuvecops"
 _CP = f"cp{sys.version_info.major}{sys.version_info.minor}"  # the example wheel's builder
@@ -53,15 +53,13 @@ def _site(workdir: Path, example_wheel: Path, name: str, *, tamper: bool) -> Pat
 
 
 @pytest.fixture(scope="module")
-def server(workdir: Path, example_wheel: Path) -> Iterator[IndexServer]:
-    with serve(_site(workdir, example_wheel, "site", tamper=False), "127.0.0.1", 0) as running:
-        yield running
+def site(workdir: Path, example_wheel: Path) -> Path:
+    return _site(workdir, example_wheel, "site", tamper=False)
 
 
 @pytest.fixture(scope="module")
 def venv(workdir: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "venv", str(workdir / "venv")], check=True)
-    return workdir / "venv" / "bin" / "python"
+    return make_venv(workdir / "venv", pip=True)
 
 
 def _sdist(root: Path, name: str, pyproject: str, files: dict[str, str]) -> Path:

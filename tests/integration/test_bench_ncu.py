@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from cuship.bench.ncu_run import NcuOptions, plan_profile, profile_run
+from cuship.bench.ncu.run import NcuOptions, plan_profile, profile_run
 from cuship.bench.registry import Point, discover, points
 from cuship.bench.results import PointResult
-from cuship.bench.timer import Measurement
+from cuship.bench.timers.measure import Measurement
 from tests.integration.clirun import cuship
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""The torch-check step as a job runs it: ``python -m cuship.builder.torchcheck`` over a build
+"""The torch-check step as a job runs it: ``python -m cuship.builder.run.torchcheck`` over a build
 venv's site-packages, reading torch's files (never importing it)."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _site(tmp_path: Path, version: str, version_py: str) -> Path:
 
 def _check(site: Path, version: str, variant: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "cuship.builder.torchcheck", str(site), version, variant],
+        [sys.executable, "-m", "cuship.builder.run.torchcheck", str(site), version, variant],
         capture_output=True,
         text=True,
         env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},

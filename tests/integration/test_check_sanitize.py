@@ -68,7 +68,7 @@ def test_the_search_names_where_it_looked(tmp_path: Path) -> None:
     env = {"PATH": f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin", "CUDA_HOME": str(home)}
     done = cuship("check", EXAMPLE, "--sanitize", "memcheck", env=env, cwd=tmp_path)
     assert done.returncode == 3, done.stderr
-    assert "which is not on PATH, in $CUDA_HOME/bin or in /usr/local/cuda/bin" in done.stderr
+    assert "which is not in $CUDA_HOME/bin, on PATH or in /usr/local/cuda/bin" in done.stderr
     assert f"{home}/bin" in done.stderr and str(bin_dir) in done.stderr
 
 

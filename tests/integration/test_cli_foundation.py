@@ -148,7 +148,7 @@ def test_help_lists_commands_and_version() -> None:
 def test_index_start_up_leaves_packaging_utils_out() -> None:
     """What `cuship index` imports before its first wheel leaves out packaging.utils (its tags
     bring sysconfig, logging and subprocess), packaging.requirements and multiprocessing:
-    a sixth of a 5,000-wheel index's time went to that start-up (see cuship.wheel._filename)."""
+    a sixth of a 5,000-wheel index's time went to that start-up (see cuship.wheel.read.filename)."""
     code = (
         "import sys, cuship.cli.index, cuship.index, cuship.index.describe, cuship.wheel.audit\n"
         "print(' '.join(sorted(m for m in sys.modules if m.startswith(('packaging', 'multipro')))))"

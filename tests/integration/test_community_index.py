@@ -18,6 +18,7 @@ import pytest
 from cuship.machine import fingerprint
 from tests.integration import clirun
 from tests.integration.plainc import offline_from, plain_c_sdists
+from tests.integration.venvs import make_venv
 
 PYPI = "https://pypi.org/simple"
 
@@ -132,13 +133,7 @@ def test_a_rebuild_that_differs_from_the_published_wheel_is_refused(
 
 
 def _venv(where: Path) -> Path:
-    subprocess.run(
-        [sys.executable, "-m", "uv", "venv", "-q", "--python", sys.executable, str(where)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    return where / "bin" / "python"
+    return make_venv(where)
 
 
 @pytest.mark.parametrize("tool", ["pip", "uv"])

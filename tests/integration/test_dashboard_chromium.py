@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cuship.bench._plot import LINE_COLOUR, STEP_COLOUR
+from cuship.bench.history._plot import LINE_COLOUR, STEP_COLOUR
 from tests.bench_factory import synthetic_runs, write_store
 from tests.integration.chromium import Page, chromium, chromium_path, decode_png
 from tests.integration.clirun import cuship

@@ -13,6 +13,7 @@ import pytest
 
 from tests.integration.cudawheel import build_so
 from tests.integration.indexsite import clean_env
+from tests.integration.venvs import make_venv
 from tests.wheel_factory import make_wheel
 
 TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -32,16 +33,8 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         modules={"fakecuda/__init__": ""},
         files={SO: build_so(root).read_bytes()},
     )
-    python = root / "venv" / "bin" / "python"
+    python = make_venv(root / "venv", system_site=True, env=env)
     for args in (
-        [
-            "uv",
-            "venv",
-            "--python",
-            sys.executable,
-            "--system-site-packages",
-            str(python.parents[1]),
-        ],
         ["uv", "pip", "install", "--python", str(python), "--no-deps", "--no-index", str(wheel)],
     ):
         done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)

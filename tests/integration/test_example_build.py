@@ -16,6 +16,7 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
 from tests.integration.cudawheel import cuobjdump_arches
+from tests.integration.venvs import make_venv
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 
@@ -66,8 +67,7 @@ def undefined_symbols(so: Path) -> set[str]:
 def venv_with(tmp_path: Path, *requirements: str) -> Path:
     """A fresh venv (no system site-packages) with the requirements installed; its python."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
+    python = make_venv(venv)
     cmd = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", *requirements]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     return python

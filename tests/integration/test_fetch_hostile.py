@@ -14,8 +14,8 @@ from cuship import settings
 from cuship.errors import CheckFailed
 from cuship.events import Event, collect
 from cuship.index import write
-from cuship.resolve._http import FetchOptions
 from cuship.resolve.backend import Prebuilt
+from cuship.resolve.http import FetchOptions
 from tests.integration.clirun import cuship
 from tests.integration.hostileserver import hostile_server
 from tests.integration.indexsite import clean_env

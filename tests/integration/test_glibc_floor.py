@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from cuship.builder.execute import finish_wheel
 from cuship.builder.glibc import GlibcFloor
+from cuship.builder.run.execute import finish_wheel
 from cuship.cli import main
 from cuship.events import Event, collect
-from cuship.wheel.elf import glibc_needed
+from cuship.wheel.read.elf import glibc_needed
 from tests.integration.cudawheel import build_so, make_wheel
 
 ARCH = "8.0;10.0"

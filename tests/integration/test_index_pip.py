@@ -8,13 +8,13 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cuship.index import write
-from cuship.index.serve import IndexServer, serve
+from cuship.serve.site import IndexServer
+from tests.integration.venvs import make_venv
 from tests.wheel_factory import make_wheel
 
 PROJECT = "cuship-demo"
@@ -60,15 +60,9 @@ def site(workdir: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(site: Path) -> Iterator[IndexServer]:
-    with serve(site, "127.0.0.1", 0) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
 def venv(workdir: Path) -> Path:
     target = workdir / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(target)], check=True)
+    make_venv(target, pip=True)
     return target
 
 
@@ -145,7 +139,7 @@ def test_uv_installs(
     server: IndexServer, workdir: Path, index: str, requirement: str, expected: str
 ) -> None:
     target = workdir / f"uv-venv-{abs(hash((index, requirement)))}"
-    _run(["uv", "venv", "--python", sys.executable, str(target)], _clean_env(workdir))
+    make_venv(target, env=_clean_env(workdir))
     start = len(server.requests)
     _uv(target, f"{server.url}{index}", requirement, workdir)
     module = "yank_me" if requirement.startswith("yank") else MODULE

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pypi_simple import ACCEPT_HTML_ONLY, ACCEPT_JSON_ONLY, PyPISimple
 
-from cuship.index.serve import IndexServer, serve
+from cuship.serve.site import IndexServer
 from tests.integration.clirun import cuship
 from tests.integration.indexsite import clean_env
+from tests.integration.venvs import make_venv
 from tests.wheel_factory import make_wheel
 
 PROJECT = "cuship-update-demo"
@@ -43,15 +42,9 @@ def site(workdir: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(site: Path) -> Iterator[IndexServer]:
-    with serve(site, "127.0.0.1", 0) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
 def venv(workdir: Path) -> Path:
     target = workdir / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(target)], check=True)
+    make_venv(target, pip=True)
     return target
 
 

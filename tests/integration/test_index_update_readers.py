@@ -14,7 +14,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cuship.index.serve import IndexServer, serve
+from cuship.serve.site import IndexServer, serve
 from tests.integration.clirun import cuship
 from tests.wheel_factory import make_wheel
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cuship.builder import interpreters
-from cuship.builder.interpreters import Search, find_interpreters, probe_interpreter
+from cuship.builder.host import interpreters
+from cuship.builder.host.interpreters import Search, find_interpreters, probe_interpreter
 
 
 def _script(path: Path, body: str) -> str:

@@ -27,6 +27,7 @@ import pytest
 from cuship.wheel.audit import inspect_wheel
 from tests.integration import clirun
 from tests.integration.indexsite import clean_env
+from tests.integration.venvs import make_venv
 
 PYPI = "https://pypi.org/simple/"
 WHEELS = ("torchvision==0.28.0", "xformers==0.0.35", "torchao==0.18.0")
@@ -83,10 +84,9 @@ def venvs(wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> 
     root = tmp_path_factory.mktemp("judge-venvs")
     found = {}
     for name, wheel in wheels.items():
-        python = root / name / "bin" / "python"
         env = clean_env(root)
+        python = make_venv(root / name, system_site=True, env=env)
         for args in (
-            ["uv", "venv", "--python", sys.executable, "--system-site-packages", str(root / name)],
             [
                 "uv",
                 "pip",

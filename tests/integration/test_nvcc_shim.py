@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cuship.builder import nvcc_shim
+from cuship.builder.run import nvcc_shim
 
 SM90 = ("-gencode=arch=compute_90,code=sm_90",)
 

@@ -16,16 +16,16 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cuship.index import write
 from cuship.index.describe import describe_wheel
-from cuship.index.serve import IndexServer, serve
+from cuship.serve.site import IndexServer
 from tests.integration.indexsite import REPO, clean_env
 from tests.integration.shapeconv import FIXTURE, make_sdist
+from tests.integration.venvs import make_venv
 
 torch = pytest.importorskip("torch", reason="the fixture builds against the installed torch")
 TORCH = torch.__version__
@@ -161,20 +161,15 @@ def test_a_wheel_that_fails_its_smoke_test_is_kept_apart_and_never_indexed(
 
 
 @pytest.fixture(scope="module")
-def server(
-    built: tuple[Path, dict[str, object]], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[IndexServer]:
+def site(built: tuple[Path, dict[str, object]], tmp_path_factory: pytest.TempPathFactory) -> Path:
     site = tmp_path_factory.mktemp("shapeconv-site")
     write([built[0]], site, describe=describe_wheel)
-    with serve(site, "127.0.0.1", 0) as running:
-        yield running
+    return site
 
 
 def _venv(root: Path, *, system_site: bool) -> Path:
     """A venv for the user: over this interpreter's site-packages (its torch) or bare."""
-    flags = ["--system-site-packages"] if system_site else []
-    subprocess.run([sys.executable, "-m", "venv", *flags, str(root / "venv")], check=True)
-    return root / "venv" / "bin" / "python"
+    return make_venv(root / "venv", pip=True, system_site=system_site)
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +190,7 @@ def torch_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _uv_venv(root: Path, wheels: Path, env: dict[str, str]) -> Path:
     """A venv with torch installed into it by uv, as a uv user's is."""
     python = root / "venv" / "bin" / "python"
-    subprocess.run(["uv", "venv", "-q", "--python", sys.executable, str(root / "venv")], env=env)
+    make_venv(root / "venv", env=env)
     argv = ["uv", "pip", "install", "-q", "--python", str(python), "--no-index"]
     done = subprocess.run(
         [*argv, "--find-links", str(wheels), f"torch=={TORCH}"],

@@ -6,17 +6,17 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cuship.index import write
 from cuship.index.describe import describe_wheel
-from cuship.index.serve import IndexServer, serve
+from cuship.serve.site import IndexServer, serve
 from tests.integration.clirun import cuship
 from tests.integration.cudawheel import relabel_for_cuda
 from tests.integration.indexsite import bad_server, clean_env
+from tests.integration.venvs import make_venv
 from tests.wheel_factory import make_wheel
 
 # The example wheel is built by the interpreter running the tests.
@@ -43,9 +43,8 @@ def _site(workdir: Path, example_wheel: Path, name: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(workdir: Path, example_wheel: Path) -> Iterator[IndexServer]:
-    with serve(_site(workdir, example_wheel, "site"), "127.0.0.1", 0) as running:
-        yield running
+def site(workdir: Path, example_wheel: Path) -> Path:
+    return _site(workdir, example_wheel, "site")
 
 
 def _resolve(server: IndexServer, workdir: Path, **env: str) -> tuple[int, dict[str, object]]:
@@ -126,12 +125,7 @@ def test_resolve_without_gpu_takes_the_wheel_and_says_it_cannot_run(
 
 
 def _venv(path: Path, installer: str, env: dict[str, str]) -> Path:
-    if installer == "uv":
-        args = ["uv", "venv", "--python", sys.executable, str(path)]
-    else:
-        args = [sys.executable, "-m", "venv", str(path)]
-    subprocess.run(args, check=True, capture_output=True, env=env)
-    return path / "bin" / "python"
+    return make_venv(path, pip=installer != "uv", env=env)
 
 
 def _version(python: Path, name: str) -> str:

@@ -25,7 +25,7 @@ import pytest
 
 from cuship.cli import main
 from cuship.index import write
-from cuship.index.serve import ServeLimits, serve
+from cuship.serve.site import ServeLimits, serve
 from tests.integration.indexsite import clean_env
 from tests.wheel_factory import make_wheel
 

@@ -7,11 +7,11 @@ import os
 import re
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 from cuship.index import site_records
 from tests.integration.clirun import cuship
+from tests.integration.venvs import make_venv
 from tests.sitecheck import publish_problems
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
@@ -62,7 +62,7 @@ def _uv_takes_the_variant(site: Path, tmp_path: Path) -> None:
     """uv 0.13.8 with wheel variants, on a forced H100 with a CUDA 13.0 driver, installs the
     cu130 variant of the shipped index (the plain wheel is what pip gets, below)."""
     venv = tmp_path / "uv-venv"
-    subprocess.run(["uv", "venv", "-q", "--python", sys.executable, str(venv)], check=True)
+    make_venv(venv)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))}
     env |= {
         "UV_NO_CONFIG": "1",
@@ -80,7 +80,7 @@ def _uv_takes_the_variant(site: Path, tmp_path: Path) -> None:
 def _install_and_run(install: str, tmp_path: Path) -> None:
     assert install.startswith("pip install cuvecops --index-url ")
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    make_venv(venv, pip=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip"]
     argv = [*pip, *install.split()[1:]]  # the line exactly as printed
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}

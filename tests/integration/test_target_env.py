@@ -7,18 +7,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import sysconfig
 from pathlib import Path
 
 import packaging
 
 from tests.integration.indexsite import REPO
+from tests.integration.venvs import make_venv
 
 
 def test_a_site_directory_that_also_lends_packaging_stays_the_targets(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "v")], check=True)
-    python = tmp_path / "v" / "bin" / "python"
+    python = make_venv(tmp_path / "v")
     purelib = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cuship.builder import hosttools
-from cuship.builder.commands import BuildFailed, run_step
+from cuship.builder.host import tools as hosttools
 from cuship.builder.model import Step
+from cuship.builder.run.commands import BuildFailed, run_step
 from cuship.errors import ToolMissing, UsageError
 from cuship.resolve import install
 

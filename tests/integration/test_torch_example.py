@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from cuship.builder.smoke import builder_site
+from cuship.builder.run.smoke import builder_site
 from cuship.cli import main
 from cuship.wheel.audit import WheelReport, inspect_path
 from cuship.wheel.torchabi import classify
 from cuship.wheel.verify import verify
+from tests.integration.venvs import make_venv
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "cushiptorchops"
@@ -153,10 +154,7 @@ def _venv(tmp_path: Path, wheel: Path) -> Path:
     """A fresh venv that sees the system torch, with ``wheel`` installed from no index: its
     torch requirement must be met by the torch already installed."""
     venv = tmp_path / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-        check=True,
-    )
+    make_venv(venv, system_site=True)
     python = venv / "bin" / "python"
     # The tests may run in a venv themselves (the README's commands in one): then torch is in
     # that venv, which --system-site-packages does not see (it names the base interpreter's

@@ -14,18 +14,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cuship.index import write
 from cuship.index.describe import describe_wheel
-from cuship.index.serve import IndexServer, serve
 from cuship.judge.variants import publish_variants
+from cuship.serve.site import IndexServer, serve
 from tests.integration.clirun import cuship
 from tests.integration.cudawheel import relabel_for_cuda
 from tests.integration.indexsite import clean_env
+from tests.integration.venvs import make_venv
 
 _CP = f"cp{sys.version_info.major}{sys.version_info.minor}"
 PLAIN = f"cuvecops-0.1.0-{_CP}-{_CP}-linux_x86_64.whl"
@@ -51,11 +51,9 @@ def wheels(example_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 
 @pytest.fixture(scope="module")
-def server(wheels: Path) -> Iterator[IndexServer]:
-    site = wheels.parent / "site"
-    write([wheels], site, describe=describe_wheel)
-    with serve(site, "127.0.0.1", 0) as running:
-        yield running
+def site(wheels: Path) -> Path:
+    write([wheels], wheels.parent / "site", describe=describe_wheel)
+    return wheels.parent / "site"
 
 
 def _installed(python: Path) -> str:
@@ -69,7 +67,7 @@ def _installed(python: Path) -> str:
 def _uv(server: IndexServer, tmp: Path, *, cuda: str | None, cc: str | None, flag: bool) -> str:
     venv = tmp / "venv"
     env = clean_env(tmp)
-    subprocess.run(["uv", "venv", "-q", "--python", sys.executable, str(venv)], env=env, check=True)
+    make_venv(venv, env=env)
     if cuda is not None:
         env["NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION"] = cuda
     if cc is not None:
@@ -127,7 +125,7 @@ def test_uv_without_the_flag_and_pip_install_the_plain_wheel(
 ) -> None:
     assert _uv(server, tmp_path / "uv", cuda="13.0", cc="9.0", flag=False) == ""
     venv = tmp_path / "pip"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    make_venv(venv, pip=True)
     env = clean_env(tmp_path)
     pip = [str(venv / "bin/python"), "-m", "pip", "install", "--no-deps"]
     done = subprocess.run(
@@ -211,9 +209,7 @@ def test_torch_linked_variants_are_taken_from_their_torch_minors_sub_index(
         for cuda, label in (("13.0", "cu130"), ("12.8", "cu126")):
             venv = tmp_path / f"venv-{cuda}"
             env = clean_env(tmp_path)
-            subprocess.run(
-                ["uv", "venv", "-q", "--python", sys.executable, str(venv)], env=env, check=True
-            )
+            make_venv(venv, env=env)
             env |= {
                 "NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION": cuda,
                 "NV_VARIANT_PROVIDER_FORCE_SM_ARCH": "9.0",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,10 +15,11 @@ import pytest
 from cuship.cli import main
 from cuship.events import Event, collect
 from cuship.wheel.audit import ObjectReport, WheelReport, inspect_path
-from cuship.wheel.fatbin import fatbin_of_elf
-from cuship.wheel.repair import repair
-from cuship.wheel.retag import record_hash, retag
+from cuship.wheel.read.fatbin import fatbin_of_elf
+from cuship.wheel.write.repair import repair
+from cuship.wheel.write.retag import record_hash, retag
 from tests.integration.cudawheel import build_so, cuobjdump_arches, make_wheel
+from tests.integration.venvs import make_venv
 
 
 @pytest.fixture(scope="session")
@@ -141,10 +141,7 @@ def test_retag_then_pip_install_shows_label(
     assert not any(name.startswith("cudaxpy-0.1.0.dist-info") for name in names)
 
     venv = tmp_path / "venv"
-    subprocess.run(
-        [shutil.which("uv") or "uv", "venv", "--seed", "-q", "-p", sys.executable, str(venv)],
-        check=True,
-    )
+    make_venv(venv, pip=True)
     python = str(venv / "bin" / "python")
     subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", str(tagged)], check=True)
     shown = subprocess.run(

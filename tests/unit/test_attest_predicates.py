@@ -192,7 +192,7 @@ def test_check_predicate_carries_verdicts_per_op_and_case_and_the_environment() 
 
 def test_bench_predicate_of_a_real_export_keeps_verdict_fingerprint_and_clocks() -> None:
     from cuship.bench.results import PointResult, to_json
-    from cuship.bench.timer import Measurement
+    from cuship.bench.timers.measure import Measurement
     from tests.bench_reports import FINGERPRINT, report_of
 
     m = Measurement(

@@ -21,9 +21,9 @@ import cuship.backend
 from cuship.errors import CheckFailed, ToolMissing, UsageError
 from cuship.events import Event, collect
 from cuship.index import write
-from cuship.resolve._stash import STASH, frontend_key
 from cuship.resolve.backend import Prebuilt
-from cuship.wheel.retag import record_hash
+from cuship.resolve.stash import STASH, frontend_key
+from cuship.wheel.write.retag import record_hash
 from tests.wheel_factory import make_wheel
 
 ENV = {"CUSHIP_GPUS": "none", "CUSHIP_TORCH": "none", "CUSHIP_NVCC": "none", "PATH": "/nonexistent"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cuship.bench.dashboard import MARKER, bench_page_name, build_site
+from cuship.bench.history.dashboard import MARKER, bench_page_name, build_site
 from cuship.cli import main
 from cuship.store import ResultRow, RunRecord
 from tests.bench_factory import FINGERPRINT, bench_row, bench_run, synthetic_runs, write_store

@@ -18,7 +18,7 @@ from cuship.bench.registry import code_hash, points
 from cuship.bench.results import CSV_COLUMNS, BenchReport, PointResult, export_name, to_csv, to_json
 from cuship.bench.session import record
 from cuship.bench.stats import compare
-from cuship.bench.timer import Measurement
+from cuship.bench.timers.measure import Measurement
 from cuship.config import load_config
 from cuship.errors import ConfigError, InputError, UsageError
 from cuship.store import Store
@@ -202,8 +202,8 @@ def test_csv_carries_a_profiled_points_ncu_figures_on_each_sample_row() -> None:
     from dataclasses import replace
     from pathlib import Path
 
-    from cuship.bench.ncu import parse_ncu_metrics
-    from cuship.bench.profile import METRICS, aggregate
+    from cuship.bench.ncu.metrics import parse_ncu_metrics
+    from cuship.bench.ncu.profile import METRICS, aggregate
 
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "h100" / "ncu-basic-add-sum.csv"
     profile = aggregate(parse_ncu_metrics(fixture.read_text(), METRICS))

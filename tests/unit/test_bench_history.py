@@ -5,7 +5,13 @@ from __future__ import annotations
 import math
 import random
 
-from cuship.bench.changepoints import analyse, collect_series, find_steps, histories, machine_of
+from cuship.bench.history.changepoints import (
+    analyse,
+    collect_series,
+    find_steps,
+    histories,
+    machine_of,
+)
 from tests.bench_factory import FINGERPRINT, bench_row, bench_run, synthetic_runs
 
 

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from cuship.bench import cuda_timer
-from cuship.bench.cuda_timer import CudaTimer
-from cuship.bench.hot import LAUNCH_BOUND_TEXT, calls_for, launch_bound, measure_hot, replays_for
 from cuship.bench.results import PointResult, to_csv, to_json
-from cuship.bench.timer import StopRule, measure
+from cuship.bench.timers import cuda as cuda_timer
+from cuship.bench.timers.cuda import CudaTimer
+from cuship.bench.timers.hot import (
+    LAUNCH_BOUND_TEXT,
+    calls_for,
+    launch_bound,
+    measure_hot,
+    replays_for,
+)
+from cuship.bench.timers.measure import StopRule, measure
 from tests.bench_reports import report_of
 from tests.fake_cuda import FakeDevice
 

@@ -8,17 +8,18 @@ from typing import Any
 
 import pytest
 
-from cuship.bench import case, cuda_timer
-from cuship.bench.cuda_timer import CudaTimer
-from cuship.bench.launches import (
+from cuship.bench import case
+from cuship.bench.registry import Point, points
+from cuship.bench.runner import Protocol, run_interleaved, run_point, run_points
+from cuship.bench.timers import cuda as cuda_timer
+from cuship.bench.timers.cuda import CudaTimer
+from cuship.bench.timers.launches import (
     HostCodeTimed,
     ProfilerUnavailable,
     TorchProfilerProbe,
     check_launches,
 )
-from cuship.bench.registry import Point, points
-from cuship.bench.runner import Protocol, run_interleaved, run_point, run_points
-from cuship.bench.timer import StopRule
+from cuship.bench.timers.measure import StopRule
 from tests.fake_cuda import FakeDevice
 
 RULE = StopRule(noise=0.01, min_samples=5, min_time=0.0, timeout=5.0)

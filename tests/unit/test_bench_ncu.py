@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cuship.bench.ncu import (
+from cuship.bench.ncu.metrics import (
     NcuRow,
     base_value,
     median_duration,
@@ -175,7 +175,7 @@ def test_the_raw_page_is_read_column_by_column_with_its_units_row() -> None:
 def test_both_ways_cuship_reads_ncu_give_the_calls_profile(name: str) -> None:
     """A torch add and sum of 16M floats: the basic set's long table (printed by the profiled
     run) and the raw page of the full set's report (base units, thousands separators)."""
-    from cuship.bench.profile import METRICS, aggregate
+    from cuship.bench.ncu.profile import METRICS, aggregate
 
     text = (FIXTURES / "h100" / name).read_text()
     profile = aggregate(parse_ncu_metrics(text, METRICS))

@@ -4,14 +4,15 @@ run printed (ncu itself is replaced here: unit tests run no process)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from cuship.bench import ncu_run
-from cuship.bench.ncu_run import (
+from cuship import tools
+from cuship.bench.ncu import run as ncu_run
+from cuship.bench.ncu.profile import METRICS, NcuProfile
+from cuship.bench.ncu.run import (
     PERMISSION,
     NcuOptions,
     failure,
@@ -22,12 +23,10 @@ from cuship.bench.ncu_run import (
     report_stem,
     run_profile,
 )
-from cuship.bench.profile import METRICS, NcuProfile
 from cuship.bench.registry import Case, Point
 from cuship.bench.results import PointResult
-from cuship.bench.timer import Measurement
-from cuship.errors import ToolMissing, UsageError
-from cuship.machine import cudatools
+from cuship.bench.timers.measure import Measurement
+from cuship.errors import CannotStart, TimedOut, ToolMissing, UsageError
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "h100" / "ncu-metrics-add.csv"
 PERMISSION_OUTPUT = (
@@ -50,7 +49,7 @@ def _point(key: str = "saxpy[n=262144]") -> Point:
 def _worker_spec(argv: Sequence[str]) -> dict[str, object]:
     at = argv.index("-c")
     assert argv[at - 1] == "/usr/bin/python3" and len(argv) == at + 3
-    assert "from cuship.bench._ncu_worker import main" in argv[at + 1]
+    assert "from cuship.bench.ncu._worker import main" in argv[at + 1]
     spec: dict[str, object] = json.loads(argv[at + 2])
     return spec
 
@@ -88,7 +87,7 @@ def test_basic_plan_profiles_one_call_with_the_small_metric_set() -> None:
     assert plan.env == {"PATH": "/usr/bin", "PYTHONPATH": "/extra"}  # the project's path: in SPEC
     boot = plan.argv[plan.argv.index("-c") + 1]
     home = boot.split("sys.path.append(", 1)[1].split(")", 1)[0].strip("'")
-    assert Path(home, "cuship", "bench", "_ncu_worker.py").is_file()  # this cuship, appended
+    assert Path(home, "cuship", "bench", "ncu", "_worker.py").is_file()  # this cuship, appended
     assert plan.to_json()["import"] is None
 
 
@@ -126,15 +125,15 @@ def _exe(directory: Path, name: str = "ncu") -> Path:
     return path
 
 
-def test_ncu_is_found_on_path_then_cuda_home_then_the_default_toolkit(
+def test_ncu_is_found_in_cuda_home_then_on_path_then_in_the_default_toolkit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cudatools, "DEFAULT_TOOLKIT_BIN", str(tmp_path / "usr-local-cuda-bin"))
+    monkeypatch.setattr(tools, "DEFAULT_TOOLKIT_BIN", str(tmp_path / "usr-local-cuda-bin"))
     on_path = _exe(tmp_path / "path")
     in_home = _exe(tmp_path / "home" / "bin")
     assert find_ncu({"PATH": str(tmp_path / "path")}) == str(on_path)
-    env = {"PATH": str(tmp_path / "nothing"), "CUDA_HOME": str(tmp_path / "home")}
-    assert find_ncu(env) == str(in_home)
+    env = {"PATH": str(tmp_path / "path"), "CUDA_HOME": str(tmp_path / "home")}
+    assert find_ncu(env) == str(in_home)  # the toolkit the build uses comes first
     default = _exe(tmp_path / "usr-local-cuda-bin")
     assert find_ncu({"PATH": ""}) == str(default)
 
@@ -142,20 +141,20 @@ def test_ncu_is_found_on_path_then_cuda_home_then_the_default_toolkit(
 def test_no_ncu_is_tool_missing_naming_where_it_looked_and_the_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cudatools, "DEFAULT_TOOLKIT_BIN", str(tmp_path / "none"))
+    monkeypatch.setattr(tools, "DEFAULT_TOOLKIT_BIN", str(tmp_path / "none"))
     with pytest.raises(ToolMissing) as caught:
         find_ncu({"PATH": str(tmp_path), "CUDA_HOME": "/opt/cuda-13"})
     err = caught.value
     assert err.exit_code == 3
     assert "needs Nsight Compute's `ncu`" in err.message
-    assert f"PATH, $CUDA_HOME/bin (/opt/cuda-13/bin) or {tmp_path / 'none'}" in err.message
+    assert f"$CUDA_HOME/bin (/opt/cuda-13/bin), PATH or {tmp_path / 'none'}" in err.message
     assert err.hint is not None and "put `ncu` on PATH or set CUDA_HOME" in err.hint
 
 
 def test_preflight_refuses_cpu_timers_and_a_machine_without_gpu(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cudatools, "DEFAULT_TOOLKIT_BIN", str(tmp_path / "none"))
+    monkeypatch.setattr(tools, "DEFAULT_TOOLKIT_BIN", str(tmp_path / "none"))
     for timer in ("wall", "instructions"):
         with pytest.raises(UsageError, match=f"cannot go with --timer {timer}"):
             preflight(timer, {})
@@ -241,17 +240,16 @@ def test_permission_timeout_and_a_missing_ncu_are_error_profiles(
     assert run_profile(plan).error == "ncu profiled no kernel in the call (exit 0)"
 
     def hang(argv: Sequence[str], env: object, timeout: float) -> tuple[int, str, str]:
-        raise subprocess.TimeoutExpired(list(argv), timeout)
+        raise TimedOut(argv, timeout)
 
     monkeypatch.setattr(ncu_run, "_run", hang)
     assert run_profile(plan, timeout=5).error == "ncu ran past 5 s"
 
     def gone(argv: Sequence[str], env: object, timeout: float) -> tuple[int, str, str]:
-        raise FileNotFoundError(2, "No such file or directory", argv[0])
+        raise CannotStart(argv, "No such file or directory", name="ncu")
 
     monkeypatch.setattr(ncu_run, "_run", gone)
-    error = run_profile(plan).error
-    assert error is not None and error.startswith("cannot run ncu:")
+    assert run_profile(plan).error == "cannot run 'ncu': No such file or directory"
 
 
 def _timed(key: str) -> PointResult:

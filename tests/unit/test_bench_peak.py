@@ -12,7 +12,7 @@ from cuship.bench import case
 from cuship.bench.peak import case_dtype, normalise_dtype, peak_share
 from cuship.bench.results import PointResult, to_csv, to_json
 from cuship.bench.session import _gpu_peak
-from cuship.bench.timer import Measurement
+from cuship.bench.timers.measure import Measurement
 from cuship.compat import DATA_DIR, load
 from cuship.errors import ConfigError
 from tests.bench_reports import report_of

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cuship.bench.ncu import NcuRow, parse_ncu_metrics
-from cuship.bench.profile import (
+from cuship.bench.ncu.metrics import NcuRow, parse_ncu_metrics
+from cuship.bench.ncu.profile import (
     METRICS,
     NcuProfile,
     NcuSession,
@@ -20,7 +20,7 @@ from cuship.bench.profile import (
     short_name,
 )
 from cuship.bench.results import PointResult, to_json
-from cuship.bench.timer import Measurement
+from cuship.bench.timers.measure import Measurement
 from cuship.store import Store
 from tests.bench_reports import report_of
 
@@ -211,7 +211,7 @@ def _store_of_profiled_run(tmp_path: Path) -> Path:
 
 
 def test_the_dashboard_shows_ncu_figures_next_to_the_timings(tmp_path: Path) -> None:
-    from cuship.bench.dashboard import build_site
+    from cuship.bench.history.dashboard import build_site
     from cuship.store.read import load_bench_runs
 
     index = build_site(load_bench_runs(_store_of_profiled_run(tmp_path)))["index.html"]
@@ -227,7 +227,7 @@ def test_the_dashboard_shows_ncu_figures_next_to_the_timings(tmp_path: Path) -> 
 
 
 def test_an_unprofiled_store_has_no_ncu_columns(tmp_path: Path) -> None:
-    from cuship.bench.dashboard import build_site
+    from cuship.bench.history.dashboard import build_site
     from tests.bench_factory import synthetic_runs
 
     assert "(ncu)" not in build_site(synthetic_runs(5, step_at=99))["index.html"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cuship.bench.stats import bootstrap_ratio, compare
-from cuship.bench.timer import (
+from cuship.bench.timers.measure import (
     StopRule,
     WallTimer,
     l2_flush_bytes,

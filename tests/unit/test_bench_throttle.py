@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cuship.bench.changepoints import collect_series
 from cuship.bench.gate import Baseline
+from cuship.bench.history.changepoints import collect_series
 from cuship.bench.results import PointResult, to_csv, to_json
 from cuship.bench.session import record
-from cuship.bench.timer import Measurement, StopRule, measure, measure_fixed, rel_noise
+from cuship.bench.timers.measure import Measurement, StopRule, measure, measure_fixed, rel_noise
 from cuship.store import ResultRow, Store
 from tests.bench_factory import bench_row, bench_run
 from tests.bench_reports import ScriptedTimer, report_of

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cuship.builder.commands import _error_excerpt
 from cuship.builder.model import Step
+from cuship.builder.run.commands import _error_excerpt
 
 CMAKE_COMPILER_CHECK = """-- The C compiler identification is GNU 12.2.0
 CMake Error at /x/CMakeTestCCompiler.cmake:65 (message):

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from cuship.builder import batch
-from cuship.builder.interpreters import Interpreter, Interpreters
+from cuship.builder.host.interpreters import Interpreter, Interpreters
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
-from cuship.builder.smoke import Smoke
+from cuship.builder.run import batch
+from cuship.builder.run.smoke import Smoke
 from cuship.cli import cli
 from cuship.cli._common import default_out, run_cli
 from cuship.cli._console import Console

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from cuship.builder import batch, shared
 from cuship.builder.collapse import start
-from cuship.builder.commands import CHILDREN, BuildFailed, Stopped
-from cuship.builder.execute import JobResult
-from cuship.builder.interpreters import Interpreter, Interpreters
+from cuship.builder.host.interpreters import Interpreter, Interpreters
 from cuship.builder.model import BuildPlan, Host, Step, job_env, share
 from cuship.builder.plan import plan_job
 from cuship.builder.record import read_record
+from cuship.builder.run import batch, shared
+from cuship.builder.run.commands import CHILDREN, BuildFailed, Stopped
+from cuship.builder.run.execute import JobResult
 from cuship.cli import cli
 from cuship.cli._common import run_cli
 from cuship.cli._console import Console

@@ -6,7 +6,7 @@ import dataclasses
 import shlex
 from pathlib import Path
 
-from cuship.builder.interpreters import Interpreter, Interpreters
+from cuship.builder.host.interpreters import Interpreter, Interpreters
 from cuship.builder.model import Host
 from cuship.builder.plan import plan_job
 from cuship.compat import load
@@ -66,7 +66,7 @@ def test_the_torch_a_wheel_builds_against_is_the_matrix_s_else_the_host_s(tmp_pa
 
 
 def test_a_wheel_linking_torch_gets_the_pin_its_abi_needs() -> None:
-    from cuship.builder.execute import _torch_pin
+    from cuship.builder.run.execute import _torch_pin
 
     assert _torch_pin("none", "2.13.0+cpu", "w.whl") == ((), ())
     assert _torch_pin("exact", "2.13.0+cpu", "w.whl") == (("torch==2.13.*",), ())
@@ -269,7 +269,7 @@ def test_a_job_that_installs_torch_builds_in_its_own_venv_and_checks_it_first(
 
 
 def test_the_torch_check_names_what_was_wanted_and_what_pip_took() -> None:
-    from cuship.builder.torchcheck import problem
+    from cuship.builder.run.torchcheck import problem
     from cuship.machine import TorchInfo
 
     cpu = TorchInfo(version="2.13.0+cpu", cuda=None, cxx11abi=True, location=None, flavour="cpu")

@@ -11,7 +11,7 @@ from typing import Literal
 import pytest
 from packaging.version import Version
 
-from cuship.builder.hosttools import preflight
+from cuship.builder.host.tools import preflight
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
 from cuship.compat import load

@@ -53,16 +53,14 @@ def _tool(directory: Path) -> Path:
     return path
 
 
-def test_path_comes_before_cuda_home(tmp_path: Path) -> None:
+def test_cuda_home_comes_before_path(tmp_path: Path) -> None:
     on_path, home = _tool(tmp_path / "bin"), tmp_path / "cuda"
     _tool(home / "bin")
     environ = {"PATH": f"{on_path.parent}{os.pathsep}/usr/bin", "CUDA_HOME": str(home)}
-    assert find_sanitizer(environ) == str(on_path)
-    assert find_sanitizer({"PATH": "/usr/bin", "CUDA_HOME": str(home)}) == str(
-        home / "bin" / "compute-sanitizer"
-    )
+    assert find_sanitizer(environ) == str(home / "bin" / "compute-sanitizer")
+    assert find_sanitizer({"PATH": str(on_path.parent)}) == str(on_path)
     assert search_dirs(environ) == (
-        str(on_path.parent), "/usr/bin", f"{home}/bin", "/usr/local/cuda/bin"
+        f"{home}/bin", str(on_path.parent), "/usr/bin", "/usr/local/cuda/bin"
     )  # fmt: skip
 
 
@@ -75,8 +73,8 @@ def test_missing_names_where_it_looked_and_the_fix(tmp_path: Path) -> None:
         find_sanitizer(environ)
     text = str(err.value)
     assert err.value.exit_code == 3
-    assert "--sanitize needs compute-sanitizer, which is not on PATH" in text
-    assert f"looked in {tmp_path}, {tmp_path}/cuda/bin, /usr/local/cuda/bin" in text
+    assert "--sanitize needs compute-sanitizer, which is not in $CUDA_HOME/bin, on PATH" in text
+    assert f"looked in {tmp_path}/cuda/bin, {tmp_path}, /usr/local/cuda/bin" in text
     assert "install the CUDA toolkit" in text and "CUSHIP_COMPUTE_SANITIZER" in text
 
 

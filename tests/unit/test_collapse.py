@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from cuship.builder import batch
 from cuship.builder.collapse import Policy, Served, build_order, served_by, start
-from cuship.builder.execute import JobResult
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
 from cuship.builder.record import RECORD, load_record, read_record, write_record
+from cuship.builder.run import batch
+from cuship.builder.run.execute import JobResult
 from cuship.compat import load
 from cuship.config import Config, load_config
 from cuship.errors import InputError, UsageError

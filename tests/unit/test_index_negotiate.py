@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cuship.index._negotiate import HTML, JSON, LEGACY_HTML, choose
+from cuship.serve._negotiate import HTML, JSON, LEGACY_HTML, choose
 
 PIP_ACCEPT = (
     "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, "

@@ -15,7 +15,7 @@ from cuship.errors import InputError
 from cuship.index import scan
 from cuship.index.describe import describe_wheel
 from cuship.wheel import audit
-from cuship.wheel._zipmeta import member_names, metadata_fast
+from cuship.wheel.read.zipmeta import member_names, metadata_fast
 from tests.wheel_factory import make_wheel
 
 
@@ -140,7 +140,7 @@ def test_the_scan_and_torchabi_read_requires_dist_alike(headers: str, expected: 
     # read them through torchabi: one header reader serves both. A folded line joins its
     # header; an indented line continues the header before it (here Version); a line with no
     # colon is no header, nor its continuations; the body after the empty line is no header.
-    from cuship.wheel._headers import header_fields
+    from cuship.wheel.read.headers import header_fields
     from cuship.wheel.torchabi import _header_values
 
     metadata = f"Metadata-Version: 2.1\nName: x\nVersion: 1.0\n{headers}"
@@ -156,7 +156,7 @@ def test_a_folded_header_with_lines_of_spaces_keeps_the_headers_after_it(tmp_pat
     format reads a line that starts with white space as a continuation, whatever it holds."""
     from email.parser import HeaderParser
 
-    from cuship.wheel._headers import header_fields
+    from cuship.wheel.read.headers import header_fields
 
     license = "License: MIT License\n         \n         Copyright (c) 2024\n         \n"
     metadata = (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cuship.builder.interpreters import (
+from cuship.builder.host.interpreters import (
     Interpreter,
     Probed,
     Search,
@@ -226,7 +226,7 @@ def test_the_probe_answer_is_read_strictly() -> None:
 
 
 def test_fetching_is_said_plainly() -> None:
-    from cuship.builder.uvpython import fetch_python
+    from cuship.builder.host.uvpython import fetch_python
 
     events: list[Event] = []
     with pytest.raises(AssertionError, match="must not spawn"):  # the unit fence stops uv itself
@@ -241,7 +241,7 @@ def test_fetching_is_said_plainly() -> None:
 def test_configured_paths_are_read_from_the_config_s_directory(tmp_path: Path) -> None:
     import dataclasses
 
-    from cuship.builder.hosttools import configured_pythons
+    from cuship.builder.host.tools import configured_pythons
     from cuship.config import load_config
 
     (tmp_path / "cuship.toml").write_text(

@@ -1,6 +1,7 @@
 """The package's shape: no import cycle among cuship's modules (lazy and type-checking imports
-included), no private module at the top of ``src/cuship`` that only one package uses, and a README
-layout section that names every top-level module and package."""
+included), no private module at the top of ``src/cuship`` that only one package uses, no folder
+of more than :data:`MAX_MODULES` modules, no package importing another package's private module,
+and a layout page of the docs (docs/layout.md) that names every top-level module and package."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ from pathlib import Path
 import cuship
 
 SRC = Path(cuship.__file__).resolve().parent
-README = SRC.parents[1] / "README.md"
+LAYOUT = SRC.parents[1] / "docs" / "layout.md"
+
+MAX_MODULES = 15  # per folder, ``__init__.py`` not counted: more, and the folder hides its stages
+ONE_MODULE_PER_COMMAND = frozenset({"cuship.cli"})  # grows with the commands, by design
+
+# Packages another change is splitting into sub-packages right now: both folder rules skip them
+# (their size, and private imports to or from them). Empty this once that split has landed.
+BEING_SPLIT: frozenset[str] = frozenset({"cuship.check"})
 
 
 def _modules() -> dict[str, Path]:
@@ -101,11 +109,86 @@ def test_no_top_level_private_module_serves_one_package_only() -> None:
         assert len(users) >= 2, f"{module} is used only by {sorted(users)}: move it there"
 
 
-def test_the_readme_layout_names_every_top_level_module_and_package() -> None:
-    text = README.read_text(encoding="utf-8").split("## Layout", 1)[1].split("\n## ", 1)[0]
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def crowded_folders(src: Path, limit: int = MAX_MODULES) -> dict[str, int]:
+    """Each package of ``src`` (named ``cuship.…``) with more than ``limit`` modules of its own."""
+    counts = {}
+    for folder in [src, *(p.parent for p in src.rglob("__init__.py"))]:
+        modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        package = ".".join(folder.relative_to(src.parent).parts)
+        if len(modules) > limit:
+            counts[package] = len(modules)
+    return counts
+
+
+def private_owner(module: str) -> str | None:
+    """The package a private module belongs to (``cuship.a`` for ``cuship.a._x.y``), else None."""
+    parts = module.split(".")
+    for i, part in enumerate(parts[1:], start=1):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:i])
+    return None
+
+
+def private_imports(graph: Mapping[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported): a private module imported from outside the package that owns it."""
+    found = []
+    for user, targets in graph.items():
+        for target in targets:
+            owner = private_owner(target)
+            if owner is not None and not _within(user, owner):
+                found.append((user, target))
+    return sorted(found)
+
+
+def _being_split(*modules: str) -> bool:
+    return any(_within(m, p) for m in modules for p in BEING_SPLIT)
+
+
+def test_the_folder_rules_find_planted_breaks(tmp_path: Path) -> None:
+    pkg = tmp_path / "cuship" / "big"
+    pkg.mkdir(parents=True)
+    for name in ["__init__", *(f"m{i}" for i in range(4))]:
+        (pkg / f"{name}.py").write_text("", encoding="utf-8")
+    assert crowded_folders(tmp_path / "cuship", limit=4) == {}
+    (pkg / "m4.py").write_text("", encoding="utf-8")
+    assert crowded_folders(tmp_path / "cuship", limit=4) == {"cuship.big": 5}
+    graph = {
+        "cuship.a.x": {"cuship.a._y", "cuship.b.c._z"},
+        "cuship.a._y": {"cuship.a.b._w"},
+        "cuship.b.c.d": {"cuship.b.c._z"},
+        "cuship.b.c._z": set(),
+        "cuship.a.b._w": set(),
+    }
+    assert private_imports(graph) == [
+        ("cuship.a._y", "cuship.a.b._w"),
+        ("cuship.a.x", "cuship.b.c._z"),
+    ]
+
+
+def test_no_folder_holds_more_than_fifteen_modules() -> None:
+    crowded = {
+        package: count
+        for package, count in crowded_folders(SRC).items()
+        if package not in ONE_MODULE_PER_COMMAND and not _being_split(package)
+    }
+    assert crowded == {}, f"split these into sub-packages, one per stage: {crowded}"
+
+
+def test_no_package_imports_another_packages_private_module() -> None:
+    graph = import_graph()
+    found = [(u, t) for u, t in private_imports(graph) if not _being_split(u, t)]
+    assert found == [], "make the module public where it belongs, or move the importer in"
+
+
+def test_the_layout_page_names_every_top_level_module_and_package() -> None:
+    text = LAYOUT.read_text(encoding="utf-8")
     for path in sorted(SRC.iterdir()):
         name = path.name
         if name.startswith("__") or name == "py.typed" or name.endswith(".egg-info"):
             continue
         shown = f"`{name}/`" if path.is_dir() else f"`{name}`"
-        assert shown in text, f"README's Layout section does not mention {shown}"
+        assert shown in text, f"docs/layout.md does not mention {shown}"

@@ -199,3 +199,30 @@ def test_default_pythons_are_those_of_the_matrix_s_torch_not_every_release_known
     )
     pythons = {job.python for job in expand(load_config(tmp_path), compat).jobs}
     assert pythons == set(compat.torch_release("2.8").pythons)
+
+
+def test_select_jobs_keeps_the_order_asked_for_and_refuses_an_unknown_id(
+    example_dir: Path,
+) -> None:
+    from cuship.matrix import select_jobs
+
+    config = load_config(example_dir)
+    everything = select_jobs(config, load())
+    ids = [job.id for _, job in everything]
+    assert len(ids) > 1
+    picked = select_jobs(config, load(), [ids[-1], ids[0]])
+    assert [job.id for _, job in picked] == [ids[-1], ids[0]]
+    with pytest.raises(UsageError, match="no job 'cp399-nothing'") as err:
+        select_jobs(config, load(), ["cp399-nothing"])
+    assert "cuship matrix" in (err.value.hint or "")
+
+
+def test_an_outcome_s_json_is_its_job_status_and_reason_without_a_result() -> None:
+    from cuship.builder.run.batch import Outcome
+
+    outcome = Outcome(job_id="cp311-cu130", status="needs-runner", detail="needs an arm64 runner")
+    assert outcome.to_json() == {
+        "job": "cp311-cu130",
+        "status": "needs-runner",
+        "detail": "needs an arm64 runner",
+    }

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 import cuship.machine
-from cuship.bench import cuda_timer, env
+from cuship.bench import env
+from cuship.bench.timers import cuda as cuda_timer
 from cuship.machine import Fingerprint, Gpu
 from cuship.machine import probe as _probe
 from cuship.machine.probe import NvmlAnswer, NvmlFailure, SystemProbe

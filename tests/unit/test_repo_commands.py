@@ -25,11 +25,22 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
     assert command in (REPO / ".ci" / "run").read_text()
 
 
+def test_the_readme_main_job_is_one_line_as_it_always_was() -> None:
+    readme = (REPO / "README.md").read_text()
+    main_job = 'python3 -m pip install -e ".[build]" && cuship ship examples/cuvecops'
+    assert f"```bash\n{main_job}\n```" in readme
+
+
+def test_the_readme_stays_short_and_leaves_the_rest_to_the_docs_site() -> None:
+    size = (REPO / "README.md").stat().st_size
+    assert size <= 12 * 1024, f"README.md is {size:,} bytes: move detail into docs/"
+
+
 def test_ci_runs_lint_and_types_after_the_tests() -> None:
     run = (REPO / ".ci" / "run").read_text()
     assert run.index(_readme_test_command()) < run.index("\n.ci/lint ")
     lint = (REPO / ".ci" / "lint").read_text()
-    for step in ("ruff check", "ruff format --check", "mypy --strict"):
+    for step in ("ruff check", "ruff format --check", "mypy --strict", "mkdocs build --strict"):
         assert f"python3 -m {step}" in lint
 
 

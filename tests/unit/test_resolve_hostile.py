@@ -16,8 +16,8 @@ import pytest
 from cuship.errors import InputError
 from cuship.events import Event
 from cuship.resolve import Candidate, Target, Verdict, select
-from cuship.resolve._http import FetchOptions
 from cuship.resolve.fetch import download, fetch_page, parse_json
+from cuship.resolve.http import FetchOptions
 from cuship.resolve.install import resolve_index
 from tests.fake_index import JSON_TYPE, FakeServer, installed
 from tests.wheel_factory import make_wheel
@@ -164,7 +164,7 @@ def test_an_http_index_cannot_send_cuship_to_the_local_disk(
     def no_disk(*args: object, **kwargs: object) -> None:
         raise AssertionError("the local disk was read for an http index")
 
-    monkeypatch.setattr("cuship.resolve._http._open_file", no_disk)
+    monkeypatch.setattr("cuship.resolve.http._open_file", no_disk)
     target = Target(tags=("py3-none-any",), python="3.12")
     page, resolution = resolve_index("pkg", INDEX, target, options=QUICK)
     assert resolution.chosen is None
@@ -227,7 +227,7 @@ def test_a_file_index_may_use_files(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("target", ["ftp://evil.test/pkg.whl", "file:///etc/passwd"])
 def test_redirects_are_followed_only_to_http(target: str) -> None:
-    from cuship.resolve._http import _HttpRedirects
+    from cuship.resolve.http import _HttpRedirects
 
     request = urllib.request.Request(PAGE)
     with pytest.raises(InputError, match="redirects to") as caught:

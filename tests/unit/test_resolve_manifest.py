@@ -12,8 +12,8 @@ import pytest
 
 from cuship.events import Event
 from cuship.resolve import Target, select
-from cuship.resolve._http import FetchOptions
 from cuship.resolve.fetch import IndexPage, fetch_page
+from cuship.resolve.http import FetchOptions
 from cuship.resolve.install import resolve_index
 from tests.fake_index import FakeServer, installed
 
@@ -100,7 +100,7 @@ def no_disk(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the local disk was read for an http index")
 
-    monkeypatch.setattr("cuship.resolve._http._open_file", refuse)
+    monkeypatch.setattr("cuship.resolve.http._open_file", refuse)
 
 
 @pytest.fixture

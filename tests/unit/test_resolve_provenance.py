@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from cuship.errors import InputError, UsageError
-from cuship.resolve.provenance import Provenance, add_to_wheel, read_installed
-from cuship.wheel.retag import record_hash
+from cuship.resolve.provenance import Handover, add_to_wheel, read_installed
+from cuship.wheel.write.retag import record_hash
 from tests.wheel_factory import make_wheel
 
-PREBUILT = Provenance(
+PREBUILT = Handover(
     name="tinyp",
     version="0.1.0",
     kind="prebuilt",
@@ -100,7 +100,7 @@ def test_a_prebuilt_wheel_that_inflates_to_a_gigabyte_is_refused_not_read(
     tmp_path: Path,
 ) -> None:
     """The issue's row: the rewrite peaked at 2.97 GB on a 1.46 MB prebuilt wheel."""
-    from cuship.wheel.members import UnsafeMember
+    from cuship.wheel.read.members import UnsafeMember
     from tests.hostile_wheels import so_bomb
 
     bomb = so_bomb(tmp_path / "in", "tinyp", 1024)

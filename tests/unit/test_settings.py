@@ -1,4 +1,4 @@
-"""The settings table is the one place a ``CUSHIP_*`` variable is spelled, and the README shows it."""
+"""The settings table is the one place a ``CUSHIP_*`` variable is spelled, and the docs show it."""
 
 from __future__ import annotations
 
@@ -7,15 +7,19 @@ import re
 from pathlib import Path
 
 import cuship
-from cuship import settings
+from cuship import docs, settings
+from cuship.docs import env
 
 SRC = Path(cuship.__file__).resolve().parent
-README = SRC.parents[1] / "README.md"
+REPO = SRC.parents[1]
+# What a user reads: the README and the docs site's hand-written pages.
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 NAME = re.compile(r"\bCUSHIP_[A-Z0-9_]*[A-Z0-9]\b")
 
 
-def test_the_readme_shows_the_settings_table_as_it_is() -> None:
-    assert settings.render_markdown() in README.read_text(encoding="utf-8")
+def test_the_docs_site_shows_the_settings_table_as_it_is() -> None:
+    assert docs.PAGES["reference/environment.md"] is env.render
+    assert settings.render_markdown() in env.render()
 
 
 def test_every_variable_is_listed_once_with_a_meaning() -> None:
@@ -40,6 +44,6 @@ def test_code_names_variables_by_their_constants_only() -> None:
 def test_every_variable_mentioned_anywhere_is_in_the_table() -> None:
     known = {s.name for s in settings.SETTINGS}
     mentioned = set()
-    for path in [*SRC.rglob("*.py"), *SRC.rglob("*.json"), README]:
+    for path in [*SRC.rglob("*.py"), *SRC.rglob("*.json"), *DOCS]:
         mentioned |= set(NAME.findall(path.read_text(encoding="utf-8")))
     assert mentioned - known == set()

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cuship.builder.commands import BuildFailed
 from cuship.builder.model import Step
-from cuship.builder.smoke import LAYER_PTH, Smoke, SmokeMode, smoke_test, uv_index_flags
+from cuship.builder.run.commands import BuildFailed
+from cuship.builder.run.smoke import LAYER_PTH, Smoke, SmokeMode, smoke_test, uv_index_flags
 from cuship.events import Event, collect
 
 WHEEL = Path("/out/cuvecops-0.1.0+cu130-cp311-cp311-manylinux_2_28_x86_64.whl")

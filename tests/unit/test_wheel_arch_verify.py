@@ -132,7 +132,7 @@ def test_no_device_code_is_a_failure() -> None:
 def test_repair_plan_excludes_every_cuda_library() -> None:
     from pathlib import Path
 
-    from cuship.wheel.repair import plan_repair
+    from cuship.wheel.write.repair import plan_repair
 
     plan = plan_repair(Path("dist/x.whl"), Path("out"), plat="manylinux_2_28_x86_64", python="py")
     assert plan.argv[:8] == (

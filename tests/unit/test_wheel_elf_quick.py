@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from cuship.errors import InputError
-from cuship.wheel._elf_machines import MACHINES
 from cuship.wheel.audit import inspect_object, scan_object
-from cuship.wheel.elf import ElfFacts, glibc_needed, quick_facts
-from cuship.wheel.fatbin import FATBIN_SECTIONS
+from cuship.wheel.read._elf_machines import MACHINES
+from cuship.wheel.read.elf import ElfFacts, glibc_needed, quick_facts
+from cuship.wheel.read.fatbin import FATBIN_SECTIONS
 from cuship.wheel.torchabi import TORCH_SYMBOL_HINTS
 from tests.elf_factory import cuda_elf, fatbin, make_elf
 from tests.elf_oracle import elf_facts, newest_glibc
@@ -139,7 +139,7 @@ def test_scan_object_matches_inspect_object_and_passes_over_non_elf(tmp_path: Pa
 def test_a_section_table_offset_past_the_end_is_said_plainly(offset_bytes: bytes) -> None:
     """Issue 34, item 8: "unpack_from requires a buffer of at least 4611686018427387968
     bytes" and an OverflowError (exit 70) reached users; now one plain sentence."""
-    from cuship.wheel.elf import quick_facts
+    from cuship.wheel.read.elf import quick_facts
     from tests.elf_factory import make_elf
 
     data = bytearray(make_elf(needed=["libc.so.6"]))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cuship.errors import InputError
-from cuship.wheel.fatbin import FatbinEntry, fatbin_of_elf, parse_fatbin
+from cuship.wheel.read.fatbin import FatbinEntry, fatbin_of_elf, parse_fatbin
 
 ZSTD, LZ4, ARCH_A, ARCH_F = 0x8000, 0x2000, 0x100000, 0x200000
 

@@ -1,6 +1,6 @@
 """cuship's own reading of project names and wheel filename parts against packaging's.
 
-The index reads filenames without importing packaging.utils (see cuship.wheel._filename); where
+The index reads filenames without importing packaging.utils (see cuship.wheel.read.filename); where
 it gives an answer, the answer must be packaging's, and where it cannot, the scan must still
 end with packaging's verdict.
 """
@@ -13,7 +13,7 @@ import pytest
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from cuship.index.scan import _parse_filename, _Skip
-from cuship.wheel._filename import canonical_name, plain_project, tag_set
+from cuship.wheel.read.filename import canonical_name, plain_project, tag_set
 
 NAMES = [
     "Django",

@@ -13,9 +13,9 @@ import pytest
 
 from cuship import settings
 from cuship.errors import InputError, UsageError
-from cuship.wheel import members
 from cuship.wheel.audit import WheelReport, inspect_path
-from cuship.wheel.members import MemberLimits, UnsafeMember, check_member, name_problem
+from cuship.wheel.read import members
+from cuship.wheel.read.members import MemberLimits, UnsafeMember, check_member, name_problem
 from tests.elf_factory import make_elf
 from tests.hostile_wheels import so_bomb
 

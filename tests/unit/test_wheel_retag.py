@@ -12,7 +12,7 @@ import pytest
 from cuship.cli import main
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Event, collect
-from cuship.wheel.retag import plan_retag, record_hash, retag
+from cuship.wheel.write.retag import plan_retag, record_hash, retag
 
 DIST = "my_pkg-1.2.0.dist-info"
 
@@ -161,7 +161,7 @@ def test_retagged_and_stripped_wheels_are_readable_by_anyone(wheel: Path, tmp_pa
     import os
     import stat
 
-    from cuship.wheel.retag import strip_label
+    from cuship.wheel.write.retag import strip_label
 
     old = os.umask(0o077)
     try:

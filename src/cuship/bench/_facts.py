@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from cuship.bench.hot import LAUNCH_BOUND_TEXT, launch_bound
 from cuship.bench.peak import PeakShare
-from cuship.bench.timer import Measurement
+from cuship.bench.timers.hot import LAUNCH_BOUND_TEXT, launch_bound
+from cuship.bench.timers.measure import Measurement
 
 __all__ = [
     "CSV_POINT_COLUMNS",

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cuship.bench.results import FORMAT, FloorCheck
-from cuship.bench.timer import usable
+from cuship.bench.timers.measure import usable
 from cuship.errors import InputError, UsageError
 
 __all__ = [

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cuship.bench import _facts
-from cuship.bench import profile as _profile
+from cuship.bench.ncu import profile as _profile
+from cuship.bench.ncu.profile import NcuProfile, NcuSession, profile_notes, profile_numbers
 from cuship.bench.peak import PeakShare
-from cuship.bench.profile import NcuProfile, NcuSession, profile_notes, profile_numbers
 from cuship.bench.stats import Comparison, summarize
-from cuship.bench.timer import Measurement
+from cuship.bench.timers.measure import Measurement
 from cuship.provenance import Provenance
 
 __all__ = [
@@ -121,7 +121,7 @@ class PointResult:
     def numbers(self) -> dict[str, float]:
         """median, mean, min, stdev, rel_noise, the throughputs the work model allows, the
         clocks, the hot per-call time, the shares of the GPU's peaks and, when profiled, ncu's
-        figures with their agreement (see :func:`~cuship.bench.profile.profile_numbers`)."""
+        figures with their agreement (see :func:`~cuship.bench.ncu.profile.profile_numbers`)."""
         if not self.kept:
             return {}
         s = summarize(self.kept)

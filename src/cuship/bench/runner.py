@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cuship.bench.launches import HostCodeTimed
 from cuship.bench.registry import Point
 from cuship.bench.results import PointResult
-from cuship.bench.timer import (
+from cuship.bench.timers.launches import HostCodeTimed
+from cuship.bench.timers.measure import (
     Measurement,
     StopRule,
     Timer,

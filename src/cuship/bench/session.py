@@ -11,14 +11,14 @@ from typing import Any, Literal
 
 from cuship.bench.burnin import BurnIn
 from cuship.bench.gate import apply_floor, check_machine, load_baseline
+from cuship.bench.ncu.profile import NcuSession, NcuSet
 from cuship.bench.peak import PeakShare, case_dtype, peak_share
-from cuship.bench.profile import NcuSession, NcuSet
 from cuship.bench.project import BenchProject, find_project
 from cuship.bench.registry import Case, Point, code_hash, discover, points
 from cuship.bench.results import BenchReport, PointResult
 from cuship.bench.runner import Protocol, run_interleaved, run_points
 from cuship.bench.stats import compare, compare_exact
-from cuship.bench.timer import StopRule, Timer, WallTimer
+from cuship.bench.timers.measure import StopRule, Timer, WallTimer
 from cuship.errors import NothingToDo, ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.provenance import Provenance, collect, require_built
@@ -111,7 +111,7 @@ def _torch_cuda() -> Any:
 
 def _timer_factory(kind: str, project: BenchProject) -> Callable[[], Timer]:
     if kind == "cuda":
-        from cuship.bench.cuda_timer import CudaTimer
+        from cuship.bench.timers.cuda import CudaTimer
 
         shared = CudaTimer(_torch_cuda())
         return lambda: shared
@@ -159,7 +159,7 @@ def _instructions(
 ) -> tuple[PointResult, ...]:
     import os
 
-    from cuship.bench.callgrind import find_valgrind, instructions_per_call
+    from cuship.bench.timers.callgrind import find_valgrind, instructions_per_call
 
     find_valgrind(os.environ)
     out = []
@@ -308,7 +308,7 @@ def _ncu_preflight(request: BenchRequest, environ: Mapping[str, str]) -> str | N
     """The ncu that ``--profile ncu`` uses, found before anything is imported or timed."""
     if request.profile is None:
         return None
-    from cuship.bench.ncu_run import preflight
+    from cuship.bench.ncu.run import preflight
 
     return preflight(request.timer, environ)
 
@@ -322,7 +322,7 @@ def _profile(
     environ: Mapping[str, str],
     emit: Emit,
 ) -> tuple[tuple[PointResult, ...], NcuSession]:
-    from cuship.bench.ncu_run import NcuOptions, profile_run
+    from cuship.bench.ncu.run import NcuOptions, profile_run
 
     reports = request.ncu_reports
     if reports is None and request.ncu_set == "full":

@@ -1,5 +1,5 @@
 """The GPU architectures a job compiles are the config's: the step that puts cuship's nvcc in
-front of the toolkit (see :mod:`cuship.builder.nvcc_shim`), the environment that points the
+front of the toolkit (see :mod:`cuship.builder.run.nvcc_shim`), the environment that points the
 build at it, and what its log says was compiled.
 
 TORCH_CUDA_ARCH_LIST and CMAKE_CUDA_ARCHITECTURES steer a build that asks torch or CMake for its
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuship.builder import nvcc_shim
 from cuship.builder.model import Step
+from cuship.builder.run import nvcc_shim
 from cuship.config import Config
 from cuship.matrix import BuildJob
 

@@ -20,7 +20,10 @@ environment. The deps step spells that torch so nothing else satisfies it
 from torch's files before anything compiles.
 
 The venv is made ``--without-pip`` (ensurepip takes ~10 s on two cores): the running
-interpreter's pip acts on it with ``--python`` (see :func:`pip_prefix`).
+interpreter's pip acts on it with ``--python`` (see :func:`pip_prefix`). Its build
+requirements are installed once: a marker ``.cuship-deps-<digest of the pip command>`` in the
+venv skips the step for later builds that would install the same (pip would find them
+satisfied, after seconds of start-up).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
-from cuship.builder.interpreters import Interpreter
+from cuship.builder.host.interpreters import Interpreter
 from cuship.builder.model import Step, names_torch, requirement_name
 from cuship.config import Config
 from cuship.matrix import BuildJob
@@ -128,11 +131,20 @@ def build_env(
     ]
     requirements = env_requirements(config)
     if requirements:
+        argv = (*pip_prefix(runner, env_python), *_PIP[2:], *requirements)
         steps.append(
             Step(
                 name="build-env-deps",
                 description="install the build requirements into it",
-                argv=(*pip_prefix(runner, env_python), *_PIP[2:], *requirements),
+                argv=argv,
+                creates=str(env / f".cuship-deps-{_digest(argv)}"),
+                stamp=True,
             )
         )
     return tuple(steps), env_python, env
+
+
+def _digest(argv: tuple[str, ...]) -> str:
+    """The name of the marker a venv gets once ``argv`` installed into it: a later build with
+    the same requirements (and the same pip acting on the same venv) installs nothing again."""
+    return hashlib.sha256("\0".join(argv).encode()).hexdigest()[:16]

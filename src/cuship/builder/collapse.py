@@ -20,9 +20,9 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from cuship.builder.execute import JobResult
 from cuship.builder.model import BuildPlan, Step
 from cuship.builder.record import read_record, write_record
+from cuship.builder.run.execute import JobResult
 from cuship.compat import Compat
 from cuship.config import Config
 from cuship.events import Emit, Event, Level, discard
@@ -199,7 +199,7 @@ class Collapser:
 
     def _relabel(self, job: BuildJob, result: JobResult) -> JobResult:
         from cuship.wheel.audit import inspect_wheel
-        from cuship.wheel.retag import retag
+        from cuship.wheel.write.retag import retag
 
         free = without_torch(job, self.policy.template)
         if free.label == job.label:

@@ -13,12 +13,13 @@ from typing import Literal
 
 from cuship import settings
 from cuship.builder.glibc import GlibcFloor
-from cuship.builder.interpreters import Interpreter, Interpreters
+from cuship.builder.host.interpreters import Interpreter, Interpreters
 from cuship.config import BuildSection, Config
 from cuship.machine import Fingerprint
 from cuship.matrix import BuildJob
 
 __all__ = [
+    "BuildDir",
     "BuildPlan",
     "Host",
     "Mode",
@@ -104,8 +105,10 @@ class Step:
     """One thing to do. ``argv`` steps are commands; the others are done by cuship itself.
 
     ``creates``: a path the command makes; when it exists the step is skipped (a build
-    environment made by an earlier run is reused). ``holds``: what it uses that no other job
-    built at the same time may use meanwhile (see :mod:`cuship.builder.shared`)."""
+    environment made by an earlier run is reused). ``stamp``: the command makes no such file,
+    cuship writes it once the command succeeded (a marker naming what was done). ``holds``: what
+    it uses that no other job built at the same time may use meanwhile (see
+    :mod:`cuship.builder.run.shared`)."""
 
     name: str
     description: str
@@ -113,6 +116,7 @@ class Step:
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
     creates: str | None = None
+    stamp: bool = False
     holds: tuple[str, ...] = ()
 
     def without_compiler_cache(self) -> Step:
@@ -137,7 +141,14 @@ class Step:
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
         cmd = shlex.join(self.argv) if self.argv else f"# cuship: {self.description}"
         line = f"{env} {cmd}".strip()
-        return f"test -e {shlex.quote(self.creates)} || {line}" if self.creates else line
+        if not self.creates:
+            return line
+        made = shlex.quote(self.creates)
+        return (
+            f"test -e {made} || {{ {line} && touch {made}; }}"
+            if self.stamp
+            else f"test -e {made} || {line}"
+        )
 
 
 # torch's cpp_extension (2.13 on) puts ccache or sccache, whichever PATH has, in front of every
@@ -152,6 +163,19 @@ REPRODUCIBLE_EPOCH = "315532800"  # 1980-01-01, the earliest time a zip archive 
 
 def _is_launcher(name: str) -> bool:
     return name.startswith("CMAKE_") and name.endswith("_COMPILER_LAUNCHER")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildDir:
+    """A job's CMake build directory, kept between its builds (see :mod:`cuship.builder.reuse`):
+    where it is, and what the planner knows of its key (the rest is read when the job runs)."""
+
+    path: Path
+    toolkit: str  # the CUDA version, nvcc and the Python the job builds with
+    tools: tuple[str, ...]  # compilers the planner knows by path (nvcc)
+    files: tuple[Path, ...]  # project files whose bytes are part of the key
+    sites: tuple[str, ...]  # where the build's packages are (empty: the running interpreter's)
+    packages: tuple[str, ...]  # the build's packages whose versions are part of the key
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -175,6 +199,8 @@ class BuildPlan:
     max_jobs: int | None = None  # the MAX_JOBS its build sees (local builds)
     arch_control: str | None = None  # how its arch list reaches nvcc (said by --dry-run)
     inputs: str | None = None  # the digest of every input of its wheel, when all can be named
+    build_dir: BuildDir | None = None  # its CMake build directory, reused by a rebuild
+    repairs: Path | None = None  # where repairs of raw wheels are kept for a rebuild
 
 
 def max_jobs(

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from cuship.builder import shared
 from cuship.builder.archflags import arch_control, shim_env, shim_step
 from cuship.builder.buildenv import (
     BuildEnv,
@@ -24,8 +23,9 @@ from cuship.builder.buildenv import (
 )
 from cuship.builder.container import container_steps
 from cuship.builder.glibc import glibc_floor
-from cuship.builder.interpreters import Interpreter
+from cuship.builder.host.interpreters import Interpreter
 from cuship.builder.model import (
+    BuildDir,
     BuildPlan,
     Host,
     Mode,
@@ -36,6 +36,8 @@ from cuship.builder.model import (
     user_env,
     wheel_step,
 )
+from cuship.builder.reuse import REPAIRS, plan_build_dir, with_build_dir
+from cuship.builder.run import shared
 from cuship.builder.toolkits import choose_toolkit
 from cuship.builder.uptodate import inputs_digest
 from cuship.config import Config
@@ -129,7 +131,7 @@ def _build_holds(
     config: Config, exe: str, env_dir: Path | None, deps: Step | None
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What the deps step and the wheel step keep from other jobs built at once (see
-    :mod:`~cuship.builder.shared`): the env the deps go into, until the wheel is built; the
+    :mod:`~cuship.builder.run.shared`): the env the deps go into, until the wheel is built; the
     source tree of an in-tree build."""
     env = (shared.env_key(env_dir or exe),) if deps else ()
     in_tree = config.requirement is None and shared.builds_in_tree(
@@ -176,7 +178,7 @@ def _torch_check(
     job: BuildJob, runner: str, env_dir: Path | None, python: Interpreter | None
 ) -> Step | None:
     """The step that reads the torch the deps step installed and stops the job unless it is
-    the job's build (see :mod:`~cuship.builder.torchcheck`)."""
+    the job's build (see :mod:`~cuship.builder.run.torchcheck`)."""
     if env_dir is None or python is None or job.torch_version is None:
         return None
     site = env_site(env_dir, python)
@@ -184,7 +186,7 @@ def _torch_check(
     return Step(
         name="torch-check",
         description=f"check the build env holds torch {job.torch_version} ({variant})",
-        argv=(runner, "-m", "cuship.builder.torchcheck", site, str(job.torch_version), variant),
+        argv=(runner, "-m", "cuship.builder.run.torchcheck", site, str(job.torch_version), variant),
     )
 
 
@@ -232,6 +234,12 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
     steps, blocker = MODES[mode](job, config, host, raw_dir)
     python = host.interpreter(job.python) if mode == "local" else None
     toolkit = f"{host.cuda} python {python.full if python else job.python}"
+    env = env_of(python, out_dir, torch_key(job, config)) if mode == "local" else None
+    build_dir = _build_dir(job, config, host, python, env, out_dir)
+    if build_dir is not None:
+        steps = tuple(
+            with_build_dir(s, build_dir.path) if s.name == "build-wheel" else s for s in steps
+        )
     return BuildPlan(
         job=job,
         mode=mode,
@@ -244,10 +252,33 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         test_import=config.build.test_import,
         torch=_built_against(job, config, host, mode),
         python=python,
-        build_env=env_of(python, out_dir, torch_key(job, config)) if mode == "local" else None,
+        build_env=env,
         smoke=config.build.smoke,
         glibc_floor=glibc_floor(job, config.build),
         max_jobs=next((int(s.env["MAX_JOBS"]) for s in steps if "MAX_JOBS" in s.env), None),
         arch_control=arch_control(job, config, any(s.name == "arch-flags" for s in steps)),
         inputs=inputs_digest(job.to_json(), config.requirement, steps, toolkit),
+        build_dir=build_dir,
+        repairs=out_dir / REPAIRS / job.id if config.build.incremental else None,
+    )
+
+
+def _build_dir(
+    job: BuildJob,
+    config: Config,
+    host: Host,
+    python: Interpreter | None,
+    env: Path | None,
+    out_dir: Path,
+) -> BuildDir | None:
+    """The CMake build directory a local job keeps between its builds, if any."""
+    if python is None:
+        return None
+    return plan_build_dir(
+        job.id,
+        config,
+        out_dir,
+        toolkit=f"CUDA {host.cuda} nvcc {host.nvcc} python {python.executable} {python.full}",
+        nvcc=host.nvcc,
+        sites=(env_site(env, python),) if env else (),
     )

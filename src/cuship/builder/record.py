@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cuship._fs import write_atomic
+from cuship._fs import write_json
 from cuship.config import Config
 from cuship.errors import InputError
 from cuship.matrix import AbiRecord
@@ -57,5 +57,5 @@ def write_record(root: Path, record: AbiRecord) -> Path:
     """Write ``record`` under ``root`` atomically; the path written."""
     path = root / RECORD
     doc = {f: getattr(record, f) for f in ("project", "version", "torch_abi", "wheel", "job")}
-    write_atomic(path, (json.dumps(doc, indent=2) + "\n").encode())
+    write_json(path, doc)
     return path

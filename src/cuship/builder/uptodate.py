@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cuship import __version__
-from cuship._fs import sha256_file, write_atomic
+from cuship._fs import sha256_file, write_json
 from cuship.builder.model import BuildPlan, Step
 
 __all__ = ["inputs_digest", "record_path", "remember", "reused"]
@@ -94,4 +94,4 @@ def remember(plan: BuildPlan, wheel: Path) -> None:
     record["sha256"] = sha256_file(wheel)
     path = record_path(plan)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, (json.dumps(record, indent=2) + "\n").encode())
+    write_json(path, record)

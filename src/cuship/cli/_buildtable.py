@@ -2,36 +2,12 @@
 
 from __future__ import annotations
 
-from cuship.builder.batch import Outcome
-from cuship.builder.execute import JobResult
+from cuship.builder.run.batch import Outcome
+from cuship.builder.run.execute import JobResult
 from cuship.cli._console import Console
 from cuship.wheel.audit import sm_key
 
-__all__ = ["python_label", "render_build_summary", "result_json"]
-
-
-def result_json(result: JobResult) -> dict[str, object]:
-    """The interpreter a job built with and how its smoke test went, for ``--json``."""
-    import platform
-    import sys
-
-    python = (
-        result.python.to_json()
-        if result.python is not None
-        else {
-            "version": platform.python_version(),
-            "executable": sys.executable,
-            "source": "running",
-        }
-    )
-    smoke = result.smoke
-    return {
-        "python": python,
-        "smoke": smoke.said if smoke else None,
-        "smoke_env": smoke.env if smoke else None,
-        "smoke_note": smoke.note if smoke else None,
-        "nvcc": result.nvcc.to_json() if result.nvcc else None,
-    }
+__all__ = ["python_label", "render_build_summary"]
 
 
 def python_label(result: JobResult) -> str:

@@ -14,7 +14,7 @@ import click
 
 from cuship import __version__
 from cuship.cli._console import Console
-from cuship.errors import CushipError
+from cuship.errors import INTERNAL_ERROR, INTERRUPTED, CushipError
 
 if TYPE_CHECKING:
     from cuship.config import Config
@@ -45,7 +45,7 @@ def run_cli(group: click.Group, argv: list[str]) -> int:
         return err.exit_code
     except click.exceptions.Abort:
         sys.stderr.write("aborted\n")
-        return 130
+        return INTERRUPTED
     except click.ClickException as err:
         err.show()
         return 2 if err.exit_code not in (0,) else 0
@@ -55,13 +55,10 @@ def run_cli(group: click.Group, argv: list[str]) -> int:
         return 0
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
-        return 130
+        return INTERRUPTED
     except Exception as err:  # the last resort: a bug, told in one line, not a traceback
         return _internal_error(err, argv)
     return result if isinstance(result, int) else 0
-
-
-INTERNAL_ERROR = 70  # EX_SOFTWARE in sysexits.h
 
 
 def _internal_error(err: Exception, argv: list[str]) -> int:
@@ -147,7 +144,8 @@ def rebuild_option(func: F) -> F:
         "--rebuild",
         is_flag=True,
         help="Build every job, also those whose wheel an earlier run built from the same "
-        "inputs (a packages.yml sdist, the same job, commands and toolchain).",
+        "inputs (a packages.yml sdist, the same job, commands and toolchain). A rebuild still "
+        "reuses what its keys allow ([build] incremental).",
     )(func)
 
 

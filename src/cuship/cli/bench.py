@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -180,16 +179,16 @@ def _render(console: Any, report: Any) -> None:
 
 
 def _export(report: Any, fmt: str, directory: Path) -> list[Path]:
+    from cuship._fs import write_atomic, write_json
     from cuship.bench.results import export_name, to_csv, to_json
 
     directory.mkdir(parents=True, exist_ok=True)
-    doc = json.dumps(to_json(report), indent=2, allow_nan=False, default=str)
     json_path = directory / export_name(report.fingerprint, report.started, "json")
-    json_path.write_text(doc + "\n", encoding="utf-8")
+    write_json(json_path, to_json(report), allow_nan=False, default=str)
     written = [json_path]
     if fmt == "csv":
         csv_path = json_path.with_suffix(".csv")
-        csv_path.write_text(to_csv(report), encoding="utf-8")
+        write_atomic(csv_path, to_csv(report).encode("utf-8"))
         written.insert(0, csv_path)
     return written
 

@@ -14,7 +14,7 @@ from cuship.cli._common import json_option, make_console
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from cuship.bench.changepoints import History, Step
+    from cuship.bench.history.changepoints import History, Step
 
 
 def _when(epoch: float) -> str:
@@ -60,7 +60,7 @@ def command(
     path: Path, store: Path | None, case: str | None, machine: str | None, seed: int, as_json: bool
 ) -> None:
     """Find step changes in the stored bench history of the project at PATH, and the first run after each."""
-    from cuship.bench.changepoints import histories
+    from cuship.bench.history.changepoints import histories
     from cuship.errors import NothingToDo
     from cuship.store.read import load_bench_runs, store_for
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import click
 
 from cuship.builder import collapse
-from cuship.builder.batch import Outcome, build_all, plan_shared, require_buildable
-from cuship.builder.hosttools import detect_host, preflight, sccache_stats
+from cuship.builder.host.tools import detect_host, preflight, sccache_stats
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
-from cuship.cli._buildtable import render_build_summary, result_json
+from cuship.builder.run.batch import build_all, plan_shared, require_buildable
+from cuship.cli._buildtable import render_build_summary
 from cuship.cli._common import (
     default_out,
     exit_with,
@@ -24,10 +24,11 @@ from cuship.cli._common import (
 )
 from cuship.cli._console import Console
 from cuship.cli._progress import BuildProgress, live_progress
+from cuship.cli._summary import build_markdown, write_step_summary
 from cuship.compat import load
-from cuship.config import Config, load_config
+from cuship.config import load_config
 from cuship.judge.variants import publish_configured
-from cuship.matrix import BuildJob, jobs_with_configs, unknown_job
+from cuship.matrix import select_jobs
 
 
 def _print_dry_run(console: Console, plans: list[BuildPlan]) -> None:
@@ -52,20 +53,6 @@ def _print_dry_run(console: Console, plans: list[BuildPlan]) -> None:
             console.out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _select(
-    config: Config, job_ids: tuple[str, ...], record: collapse.AbiRecord | None
-) -> list[tuple[Config, BuildJob]]:
-    """(config, job) pairs, all of them or the ones named."""
-    pairs = jobs_with_configs(config, load(), torch_abi=record)
-    if not job_ids:
-        return list(pairs)
-    by_id = {job.id: (cfg, job) for cfg, job in pairs}
-    for job_id in job_ids:
-        if job_id not in by_id:
-            raise unknown_job(job_id, list(by_id))
-    return [by_id[job_id] for job_id in job_ids]
-
-
 @click.command("build")
 @click.argument("path", type=click.Path(path_type=Path), default=".")
 @click.option("--job", "job_ids", multiple=True, metavar="ID", help="Only these jobs (repeatable).")
@@ -81,7 +68,7 @@ def _select(
     "out_dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="Where the wheels go (with raw/, logs/, envs/). Default: the project's "
+    help="Where the wheels go (with raw/, logs/, envs/, build/, repairs/). Default: the project's "
     "dist/cuship/wheels.",
 )
 @parallel_option
@@ -105,7 +92,7 @@ def command(
     console = make_console(verbose)
     config = load_config(path)
     record, collapser = collapse.start(config, console.emit)
-    pairs = _select(config, job_ids, record)
+    pairs = select_jobs(config, load(), job_ids, torch_abi=record)
     pythons = {job.python for _, job in pairs} if mode != "container" else ()
     host = detect_host(config, pythons=pythons, fetch_python=fetch_python, emit=console.emit)
     out_dir = (out_dir or default_out(config) / "wheels").resolve()
@@ -132,24 +119,11 @@ def command(
     built = [o.result.wheel for o in outcomes if o.result is not None and o.status == "built"]
     variants = publish_configured(config.variants, built, out_dir)
     if as_json:
-        console.print_json([_outcome_json(o) for o in outcomes])
+        console.print_json([o.to_json() for o in outcomes])
     else:
         render_build_summary(console, outcomes, stats)
         for wheel in variants:
             console.print_text(f"variants: {wheel.name}")
+    write_step_summary(console, build_markdown("cuship build", outcomes))
     if any(o.status == "failed" for o in outcomes):
         exit_with(1)
-
-
-def _outcome_json(outcome: Outcome) -> dict[str, object]:
-    doc: dict[str, object] = {
-        "job": outcome.job_id,
-        "status": outcome.status,
-        "detail": outcome.detail,
-    }
-    if outcome.result is not None:
-        doc["wheel"] = str(outcome.result.wheel)
-        doc["report"] = outcome.result.report.to_json()
-        doc["seconds"] = round(outcome.result.seconds, 2)
-        doc.update(result_json(outcome.result))
-    return doc

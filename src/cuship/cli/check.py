@@ -159,8 +159,9 @@ def _render(console: object, report: object, fmt: str, output: Path | None) -> N
     assert isinstance(console, Console) and isinstance(report, CheckReport)
     document = render(report, fmt)
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(document, encoding="utf-8")
+        from cuship._fs import write_atomic
+
+        write_atomic(output, document.encode("utf-8"))
     else:
         console.print_text(document)
     elsewhere = fmt != "text" or output is not None
@@ -168,6 +169,9 @@ def _render(console: object, report: object, fmt: str, output: Path | None) -> N
         _problems(console, report, elsewhere)
     if elsewhere or report.verdict != "passed":  # a pass: stdout's report ends with it already
         console.err.print(summary_line(report), markup=False)
+    from cuship.cli._summary import check_markdown, write_step_summary
+
+    write_step_summary(console, check_markdown(report))
 
 
 def _problems(console: Console, report: CheckReport, elsewhere: bool) -> None:

@@ -27,7 +27,7 @@ from cuship.cli._common import make_console
 @click.option("--title", default="cuship benchmarks", show_default=True, help="Title of the site.")
 def command(path: Path, store: Path | None, site: Path, title: str) -> None:
     """Write a static dashboard of the bench runs stored for the project at PATH."""
-    from cuship.bench.dashboard import build_site, write_site
+    from cuship.bench.history.dashboard import build_site, write_site
     from cuship.store.read import load_bench_runs, store_for
 
     console = make_console()

@@ -160,6 +160,9 @@ def command(
         console.print_json(summary.as_dict())
     else:
         console.print_text(_table(summary.as_dict()))
+    from cuship.cli._summary import index_markdown, write_step_summary
+
+    write_step_summary(console, index_markdown(summary))
     bad = [s for s in summary.skipped if s.bad_wheel]
     if bad and not skip_bad:
         raise CheckFailed(

@@ -47,7 +47,7 @@ def command(
     verbose: bool,
 ) -> None:
     """Install exactly the file `cuship resolve` chooses, pinned by its sha256."""
-    from cuship.resolve._http import fetch_options
+    from cuship.resolve.http import fetch_options
     from cuship.resolve.install import download_dir as default_dir
     from cuship.resolve.install import plan_install, resolve_index, run_install, target_from_env
 

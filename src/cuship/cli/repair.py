@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from cuship.cli._common import json_option, make_console
-from cuship.wheel.repair import repair
+from cuship.wheel.write.repair import repair
 
 
 @click.command("repair")

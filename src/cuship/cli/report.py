@@ -46,8 +46,9 @@ def command(
     runs = load_runs(store_for(path, store), since=since, kind=kind)  # type: ignore[arg-type]
     document = render_history(runs, fmt)
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(document, encoding="utf-8")
+        from cuship._fs import write_atomic
+
+        write_atomic(output, document.encode("utf-8"))
         console.err.print(f"{len(runs)} runs written to {output}", markup=False)
     else:
         console.print_text(document)

@@ -120,7 +120,7 @@ def command(
     verbose: bool,
 ) -> None:
     """Pick the file of REQUIREMENT this machine should install, and say why not the others."""
-    from cuship.resolve._http import fetch_options
+    from cuship.resolve.http import fetch_options
     from cuship.resolve.install import resolve_index, target_from_env
 
     console = make_console(verbose)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from cuship.cli._common import json_option, make_console
-from cuship.wheel.retag import retag
+from cuship.wheel.write.retag import retag
 
 
 @click.command("retag")

@@ -50,7 +50,7 @@ def command(
     site: Path, host: str, port: int, idle_timeout: float, workers: int, verbose: bool
 ) -> None:
     """Serve SITE; the first line on stdout is the server's URL (with the real port)."""
-    from cuship.index.serve import ServeLimits, serve
+    from cuship.serve.site import ServeLimits, serve
 
     console = make_console(verbose)
     limits = ServeLimits(workers=workers, idle_timeout=idle_timeout)

@@ -58,7 +58,7 @@ def command(
     verbose: bool,
 ) -> None:
     """Plan, build what this host can, repair/label/verify, quick-check, index, and summarise."""
-    from cuship.builder.hosttools import detect_host, preflight
+    from cuship.builder.host.tools import detect_host, preflight
     from cuship.cli._progress import BuildProgress, live_progress
     from cuship.config import load_config
     from cuship.ship import matrix_pythons, ship
@@ -90,25 +90,31 @@ def command(
         console.print_json(_as_json(report, line, name))
     else:
         _render(console, report, line, per_project=bool(config.packages))
+    _step_summary(console, report)
     if report.failed:
         exit_with(1)
 
 
-def _as_json(report: ShipReport, line: str, project: str | None = None) -> dict[str, object]:
-    from cuship.cli._buildtable import result_json
+def _step_summary(console: Console, report: ShipReport) -> None:
+    from cuship.cli._summary import (
+        build_markdown,
+        check_markdown,
+        index_markdown,
+        write_step_summary,
+    )
 
+    parts = [build_markdown("cuship ship", report.outcomes)]
+    if report.check is not None:
+        parts.append(check_markdown(report.check))
+    if report.index is not None:
+        parts.append(index_markdown(report.index))
+    write_step_summary(console, "\n\n".join(parts))
+
+
+def _as_json(report: ShipReport, line: str, project: str | None = None) -> dict[str, object]:
     return {
         "cpu_only": report.cpu_only,
-        "jobs": [
-            {
-                "job": o.job_id,
-                "status": o.status,
-                "detail": o.detail,
-                "wheel": str(o.result.wheel) if o.result else None,
-                **(result_json(o.result) if o.result else {}),
-            }
-            for o in report.outcomes
-        ],
+        "jobs": [{"wheel": None, **o.to_json()} for o in report.outcomes],
         "check": None if report.check is None else report.check.to_json(),
         "index": report.index.as_dict() if report.index else None,
         "stages": {k: round(v, 2) for k, v in report.stages.items()},

@@ -193,6 +193,12 @@ class BuildSection:
         validate=between(1, 256),
     )
     isolation: bool = field_doc("Build in an isolated environment.", default=True)
+    incremental: bool = field_doc(
+        "A rebuild of a job reuses its earlier build's CMake build directory (scikit-build-core "
+        "without isolation: no configure, only changed sources compile) and the repair of an "
+        "unchanged raw wheel, each keyed on what decides it; false: every build starts clean.",
+        default=True,
+    )
     extra_deps: tuple[str, ...] = field_doc("Installed before building.", default=())
     build_args: tuple[str, ...] = field_doc("Extra arguments for the build frontend.", default=())
     test_import: str | None = field_doc("Module imported by the smoke test.", default=None)
@@ -625,7 +631,7 @@ def load_config(path: str | Path = ".") -> Config:
             str(path),
             None,
             "no cuship.toml, [tool.cuship] in pyproject.toml, or config/packages.yml found",
-            hint="create a cuship.toml with a [matrix] table (see README)",
+            hint="create a cuship.toml with a [matrix] table (see docs/configuration.md)",
         )
     root = (toml_path or packages_path or path).parent
     if packages_path is not None and toml_path is None:

@@ -23,11 +23,11 @@ __all__ = [
     "DoctorReport",
     "GlibcCheck",
     "GpuRun",
+    "InstallOrigin",
     "InstalledPackage",
     "Machine",
     "PackageReport",
     "Problem",
-    "Provenance",
     "Runs",
     "Skipped",
     "TorchCheck",
@@ -38,7 +38,7 @@ Runs = Literal["sass", "ptx", "none"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Provenance:
+class InstallOrigin:
     """Where an installed distribution came from, as far as its files say."""
 
     label: str | None = None  # the local version label of the installed version
@@ -71,7 +71,7 @@ class InstalledPackage:
     objects: tuple[ObjectReport, ...]  # its ELF shared objects; paths as RECORD lists them
     tags: tuple[str, ...] = ()  # the Tag lines of its WHEEL file
     torch_requirement: TorchPin | None = None
-    provenance: Provenance = Provenance()
+    provenance: InstallOrigin = InstallOrigin()
     broken: tuple[str, ...] = ()  # a RECORD-listed shared object missing or unreadable: why
     notes: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()  # its Requires-Dist entries that install NVIDIA libraries
@@ -131,7 +131,7 @@ class PackageReport:
     name: str
     version: str
     location: str
-    provenance: Provenance
+    provenance: InstallOrigin
     objects: tuple[str, ...]
     sass: tuple[str, ...]
     ptx: tuple[str, ...]

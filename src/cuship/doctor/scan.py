@@ -21,13 +21,12 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from cuship.doctor.model import InstalledPackage, Provenance, Skipped
+from cuship.doctor.model import InstalledPackage, InstallOrigin, Skipped
 from cuship.errors import CushipError, UsageError
-from cuship.resolve.provenance import Provenance as WrittenProvenance
-from cuship.resolve.provenance import read_dist
-from cuship.wheel._headers import header_fields
+from cuship.resolve.provenance import Handover, read_dist
 from cuship.wheel.audit import ObjectReport, scan_object
 from cuship.wheel.cudalibs import nvidia_requirements
+from cuship.wheel.read.headers import header_fields
 from cuship.wheel.torchabi import TORCH_SYMBOL_HINTS, TorchPin, torch_pin, torch_requirements
 
 __all__ = ["Scan", "scan"]
@@ -244,7 +243,7 @@ def _direct_url(dist: metadata.Distribution) -> dict[str, object]:
     return raw if isinstance(raw, dict) else {}
 
 
-def _written(dist: metadata.Distribution) -> WrittenProvenance | None:
+def _written(dist: metadata.Distribution) -> Handover | None:
     """The ``cuship.json`` cuship's PEP 517 backend put in the .dist-info, if any; a damaged one
     counts as none (doctor reports on a broken install, it does not fail on one)."""
     try:
@@ -268,7 +267,7 @@ def _wheel_variant(dist: metadata.Distribution) -> str | None:
     return next(iter(document["variants"]), None)
 
 
-def _provenance(dist: metadata.Distribution, version: str) -> Provenance:
+def _provenance(dist: metadata.Distribution, version: str) -> InstallOrigin:
     try:
         label = Version(version).local
     except InvalidVersion:
@@ -283,7 +282,7 @@ def _provenance(dist: metadata.Distribution, version: str) -> Provenance:
         if wheel_variant
         else (label, "local version label")
     )
-    return Provenance(
+    return InstallOrigin(
         label=label,
         filename=(written.filename or None) if written else None,
         index=(written.index or None) if written else None,

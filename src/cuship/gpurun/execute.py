@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cuship import process
 from cuship._fs import sha256_file, write_atomic
-from cuship.errors import ToolMissing
+from cuship.errors import CannotStart, ToolMissing
 from cuship.events import Emit, Event, Level, discard
 from cuship.gpurun.plan import InstallPlan, StagePlan
 from cuship.gpurun.results import VERDICTS, InstallResult, StageResult, stage_code
@@ -32,21 +32,18 @@ def _run(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, log: Path) -
         out.write(f"$ {shlex.join(argv)}\n")
         out.flush()
         try:
-            done = subprocess.run(
-                list(argv), env=dict(env), cwd=cwd, stdout=out, stderr=subprocess.STDOUT
-            )
-        except OSError as err:
-            out.write(f"cannot start {argv[0]!r}: {err}\n")
+            done = process.run(argv, env=env, cwd=cwd, log=out)
+        except CannotStart as err:
+            out.write(f"cannot start {argv[0]!r}: {err.reason}\n")
             return 127
     return done.returncode
 
 
 def _tail(log: Path) -> str:
     try:
-        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        return process.tail(log.read_text(encoding="utf-8", errors="replace"), _TAIL)
     except OSError:
         return ""
-    return "\n".join(lines[-_TAIL:])
 
 
 def _replay(log: Path, title: str, emit: Emit) -> None:
@@ -67,12 +64,9 @@ def probe(
     argv = [python, "-m", "cuship.gpurun._inside"]
     argv += ["--dist", dist] if dist else []
     argv += ["--venv", str(venv)] if venv else []
-    try:
-        done = subprocess.run(argv, env=dict(env), cwd=cwd, capture_output=True, text=True)
-    except OSError as err:
-        raise ToolMissing(f"cannot run the interpreter {python!r}: {err}") from err
+    done = process.run(argv, env=env, cwd=cwd)
     if done.returncode != 0:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = done.tail(1) or "no output"
         raise ToolMissing(
             f"cuship cannot run inside {python!r}: {tail}",
             hint="install cuship into that interpreter: its stages run `python -m cuship` there",

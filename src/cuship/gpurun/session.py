@@ -12,7 +12,6 @@ installed on a machine that cannot run the stages:
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cuship import settings
-from cuship._fs import write_atomic
+from cuship._fs import write_atomic, write_json
 from cuship.errors import ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.gpurun.execute import install, probe, run_stage, unrun
@@ -237,7 +236,6 @@ def gpu_run(
         duration_s=time.monotonic() - clock,
         notes=ready.notes,
     )
-    text = json.dumps(report.to_json(), indent=2, default=str) + "\n"
-    write_atomic(ready.results / SUMMARY, text.encode("utf-8"))
+    write_json(ready.results / SUMMARY, report.to_json(), default=str)
     write_atomic(ready.results / "gpu-run.txt", report.to_text().encode("utf-8"))
     return report

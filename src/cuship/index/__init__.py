@@ -1,8 +1,7 @@
-"""Static package index: scan wheels, render PEP 503/691/658 pages, write atomically, serve.
+"""Static package index: scan wheels, render PEP 503/691/658 pages, write atomically.
 
 ``scan`` reads wheels (through a hash cache), ``render`` turns them into the tree as data,
-``write`` puts it on disk as one atomic step, ``serve`` runs a loopback server that
-negotiates HTML or JSON as PEP 691 asks.
+``write`` puts it on disk as one atomic step. :mod:`cuship.serve` serves the written site.
 """
 
 from __future__ import annotations

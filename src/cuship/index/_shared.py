@@ -15,7 +15,7 @@ from pathlib import Path
 from cuship.errors import InputError
 from cuship.events import Emit, Event
 from cuship.index._cache import FileStamp, ScanCache, record_text
-from cuship.index._pool import map_spread
+from cuship.index._pool import DIR_MODE, FILE_MODE, map_spread
 from cuship.index.render import (
     INDEX_SCHEMA,
     MANIFEST,
@@ -45,8 +45,6 @@ __all__ = [
 ]
 
 Describe = Callable[[Path], Mapping[str, object]]
-DIR_MODE = 0o755
-FILE_MODE = 0o644
 # Why os.link may fail where a copy still works: another filesystem, a filesystem without hard
 # links or a protected source, too many links, a file gone meanwhile (the copy words that)
 _LINK_REFUSED = frozenset({errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOENT, errno.EACCES})

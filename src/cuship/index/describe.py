@@ -16,8 +16,8 @@ __all__ = ["describe_pure", "describe_wheel"]
 if TYPE_CHECKING:
     from packaging.version import Version
 
-    from cuship.wheel._zipmeta import Member
     from cuship.wheel.audit import WheelReport
+    from cuship.wheel.read.zipmeta import Member
 
 
 def describe_wheel(path: Path) -> Mapping[str, object]:

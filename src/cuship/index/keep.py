@@ -22,7 +22,7 @@ from cuship.errors import InputError
 from cuship.index.attached import ATTESTATION_SUFFIX, AttestationRef
 from cuship.index.render import MANIFEST, PROJECT_MANIFEST, Row, base_of
 from cuship.index.scan import IndexedWheel
-from cuship.wheel._filename import canonical_name
+from cuship.wheel.read.filename import canonical_name
 
 __all__ = [
     "Kept",

@@ -30,10 +30,10 @@ from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, FileStamp, ScanCache
 from cuship.index._pool import map_spread
 from cuship.index.describe import describe_pure
-from cuship.wheel._filename import canonical_name, plain_project, tag_set
-from cuship.wheel._headers import header_fields
-from cuship.wheel._zipmeta import METADATA_LIMIT, Member, member_names, metadata_fast
-from cuship.wheel.members import name_problem
+from cuship.wheel.read.filename import canonical_name, plain_project, tag_set
+from cuship.wheel.read.headers import header_fields
+from cuship.wheel.read.members import name_problem
+from cuship.wheel.read.zipmeta import METADATA_LIMIT, Member, member_names, metadata_fast
 from cuship.wheel.variant import split_variant
 
 if TYPE_CHECKING:
@@ -514,7 +514,7 @@ def _read_fresh(job: tuple[str, int | None, bool]) -> tuple[_Read, FileStamp | N
 
 def _describe_whole(where: str) -> Mapping[str, object] | None:
     """The wheel at ``where`` described by reading its shared objects (bounded: see
-    :mod:`cuship.wheel.members`); a wheel that cannot be described (a member too large or
+    :mod:`cuship.wheel.read.members`); a wheel that cannot be described (a member too large or
     escaping, an ELF file that does not parse) is skipped with the reason. An unexpected
     failure leaves it undescribed (None): described again later, where it raises."""
     from cuship.errors import CushipError

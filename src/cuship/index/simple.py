@@ -21,21 +21,27 @@ and the scan cache lives beside the site (:func:`cache_path`), never inside it.
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import os
 import shutil
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from cuship import _fs
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheDelta, FileStamp, ProjectMark, ScanCache
-from cuship.index._pool import MIN_ITEMS, fork_map, in_child, workers_available
+from cuship.index._pool import (
+    MIN_ITEMS,
+    deal,
+    fork_map,
+    in_child,
+    make_folders,
+    umask_cuts,
+    workers_available,
+    write_trees,
+)
 from cuship.index._shared import (
     DIR_MODE,
     FILE_MODE,
@@ -67,14 +73,9 @@ from cuship.index.render import (
     rows_of,
 )
 from cuship.index.scan import IndexedWheel, Skipped, cache_key, scan_files, wheel_files
-from cuship.wheel._filename import canonical_name
-
-if TYPE_CHECKING:
-    from concurrent.futures import Executor
+from cuship.wheel.read.filename import canonical_name
 
 __all__ = ["MANIFEST", "Describe", "IndexSummary", "cache_path", "render", "write"]
-
-_WRITERS = 2  # threads creating files (see _write_tree)
 
 
 def write(
@@ -313,7 +314,7 @@ def _build(
     entries = {project: entry for part in built for project, entry in part.entries.items()}
     if not entries:
         raise NothingToDo(f"{str(out)!r} lists no wheels to keep, and none were given")
-    _write_trees(staging, [root_tree(entries, options.base_url)], made)
+    write_trees(staging, [root_tree(entries, options.base_url)], made)
     upload_note(options.base_url, out, emit)
     summary = IndexSummary(
         site=out,
@@ -399,7 +400,7 @@ def _build_share(
     stamps: dict[str, FileStamp] = {}
 
     def write_files() -> CacheDelta:  # into the one folder files/, shared by every share
-        _write_trees(staging, [files], made, threads=alone)
+        write_trees(staging, [files], made, threads=alone)
         linked = _place_wheels(inside, staging / "files", out, previous, say)
         stamps.update(settle(cache, keys, linked))  # linked: their ctimes as this run leaves them
         # All this share's cache learns, stored now: a share that writes its files first
@@ -413,7 +414,7 @@ def _build_share(
     def write_pages() -> None:  # into each project's folder, this share's own
         texts: DescribeTexts = {}  # rows share describe records: each is written once
         trees = (project_tree(p, by_project[p], describe_texts=texts) for p in sorted(by_project))
-        _write_trees(staging, trees, made, threads=alone)
+        write_trees(staging, trees, made, threads=alone)
 
     if share.pages_first:
         write_pages()
@@ -483,12 +484,6 @@ def _shares(
     sizes = Counter({p: len(v) for p, v in given.items()})
     sizes.update({p: len(v) for p, v in ready_of.items()})
     sizes.update({p: len(v) for p, v in kept_of.items()})
-    load = [0] * count
-    dealt: list[list[str]] = [[] for _ in range(count)]
-    for project in sorted(sizes, key=lambda p: (-sizes[p], p)):
-        least = load.index(min(load))
-        load[least] += sizes[project]
-        dealt[least].append(project)
     shares = [
         _Share(
             files=tuple(path for p in projects for path in given.get(p, ())),
@@ -496,7 +491,7 @@ def _shares(
             kept=tuple(name for p in projects for name in kept_of.get(p, ())),
             pages_first=index % 2 == 1,
         )
-        for index, projects in enumerate(p for p in dealt if p)
+        for index, projects in enumerate(deal(sizes, count))
     ]
     return shares or [_Share((), (), ())]
 
@@ -506,105 +501,10 @@ def _make_skeleton(root: Path) -> set[str]:
     shares start: the folders made so far. (A label's ``LABEL/simple`` is made by whichever
     share first needs it.)"""
     made: set[str] = set()
-    chmod = _umask_cuts(DIR_MODE)
+    chmod = umask_cuts(DIR_MODE)
     for folder in ("simple", "files"):
-        _make_folders(root, folder, made, chmod)
+        make_folders(root, folder, made, chmod)
     return made
-
-
-def _write_file(path: str, content: bytes, chmod: bool) -> None:
-    # Plain os calls: thousands of small files, and pathlib's costs show.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
-    try:
-        if chmod:
-            os.fchmod(fd, FILE_MODE)
-        done = os.write(fd, content)  # the whole page, nearly always
-        if done < len(content):
-            view = memoryview(content)[done:]
-            while view:
-                view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
-
-
-def _write_files(items: Sequence[tuple[str, bytes]], chmod: bool) -> None:
-    for path, content in items:
-        _write_file(path, content, chmod)
-
-
-_BATCH = 4096  # files rendered and held at once (a 50,000-wheel index renders ~105,000)
-_THREADED = 256  # fewer files than this are written by one thread
-
-
-def _write_trees(
-    root: Path, trees: Iterable[Mapping[str, bytes]], made: set[str], *, threads: bool = True
-) -> None:
-    """The files of each tree under ``root``, a batch at a time (pages are rendered as they
-    are written, not all held), folders first and 0755 whatever the umask; ``made``: the
-    folders made so far (updated).
-
-    Creating a file is a filesystem round trip that releases the GIL, so with ``threads`` a
-    batch is split between a few threads: on this project's two-core ext4 machine two threads
-    create the ~10,000 files of a 5,000-wheel index in 0.6x the time one takes (more were
-    slower). A forked child that shares the cores with others writes alone."""
-    base = f"{root}/"
-    workers = min(_WRITERS, os.cpu_count() or 1) if threads else 1
-    file_chmod, dir_chmod = _umask_cuts(FILE_MODE), _umask_cuts(DIR_MODE)
-    batch: list[tuple[str, bytes]] = []
-    pool: Executor | None = None
-    with contextlib.ExitStack() as stack:
-
-        def flush() -> None:
-            nonlocal pool
-            if pool is None and workers > 1 and len(batch) >= _THREADED:
-                # imported here: a share beside others writes alone, and a few files (the
-                # roots) are written before a pool would have started
-                from concurrent.futures import ThreadPoolExecutor
-
-                pool = stack.enter_context(ThreadPoolExecutor(workers))
-            if pool is None:
-                _write_files(batch, file_chmod)
-            else:
-                share = -(-len(batch) // workers)
-                parts = [batch[i : i + share] for i in range(0, len(batch), share)]
-                for _ in pool.map(_write_files, parts, itertools.repeat(file_chmod)):
-                    pass
-            batch.clear()
-
-        for tree in trees:
-            for rel, content in tree.items():
-                folder = rel.rpartition("/")[0]
-                if folder and folder not in made:
-                    _make_folders(root, folder, made, dir_chmod)
-                batch.append((base + rel, content))
-            if len(batch) >= _BATCH:
-                flush()
-        if batch:
-            flush()
-
-
-def _make_folders(root: Path, folder: str, made: set[str], chmod: bool) -> None:
-    """``folder`` and its parents under ``root``, 0755: ``chmod`` when the umask cuts that.
-    One that is there already was made by another share of the same build."""
-    missing = []
-    while folder and folder not in made:
-        missing.append(folder)
-        folder = folder.rpartition("/")[0]
-    base = f"{root}/"
-    for path in reversed(missing):
-        try:
-            os.mkdir(base + path, DIR_MODE)  # noqa: PTH102 - os calls: 25,000 folders
-        except FileExistsError:  # another share made it (a label's folder): it is 0755 too
-            made.add(path)
-            continue
-        if chmod:
-            os.chmod(base + path, DIR_MODE)  # noqa: PTH101
-        made.add(path)
-
-
-def _umask_cuts(mode: int) -> bool:
-    """Whether the process umask takes bits off ``mode`` (then a chmod must put them back)."""
-    return bool(_fs.umask() & mode)
 
 
 def _previous_hashes(out: Path) -> dict[str, object]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from cuship.errors import InputError
-from cuship.wheel._filename import canonical_name
+from cuship.wheel.read.filename import canonical_name
 
 __all__ = ["kept_yank", "parse_yank_lines", "read_yank_file", "spec_project", "yank_reason"]
 

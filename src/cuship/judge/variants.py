@@ -106,7 +106,7 @@ def make_variant(
     with ``null``). ``label`` defaults to the wheel's local label (``+cu130``: ``cu130``);
     ``build``: a build tag for its name (a torch-linked build's torch minor, ``213``)."""
     from cuship.wheel.audit import inspect_wheel
-    from cuship.wheel.retag import public_plan, rewrite
+    from cuship.wheel.write.retag import public_plan, rewrite
 
     if split_variant(wheel.name)[1] is not None:
         raise InputError(
@@ -182,7 +182,7 @@ def publish_variants(
 
 
 def _plain(wheel: Path, out_dir: Path, build: str | None) -> Path:
-    from cuship.wheel.retag import public_plan, rewrite
+    from cuship.wheel.write.retag import public_plan, rewrite
 
     plan = public_plan(wheel.name, new_filename=plain_name(wheel.name, build))
     return rewrite(wheel, plan, out_dir=out_dir)
@@ -190,7 +190,7 @@ def _plain(wheel: Path, out_dir: Path, build: str | None) -> Path:
 
 def plain_name(filename: str, build: str | None = None) -> str:
     """The name of ``filename``'s public-version wheel, with ``build`` as its build tag."""
-    from cuship.wheel.retag import public_plan
+    from cuship.wheel.write.retag import public_plan
 
     name = public_plan(filename).new_filename
     if build is None:

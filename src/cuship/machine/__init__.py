@@ -32,6 +32,7 @@ from cuship import settings
 from cuship.errors import UsageError
 from cuship.machine.libraries import CudaLibraries, cuda_libraries
 from cuship.machine.probe import NvmlFailure, Probe, SystemProbe
+from cuship.tools import find_tool
 
 __all__ = [
     "CudaLibraries",
@@ -253,14 +254,7 @@ def _cuda_home(nvcc: str, env: Mapping[str, str], probe: Probe) -> str | None:
 
 
 def _toolkit(env: Mapping[str, str], probe: Probe) -> Toolkit | None:
-    override = env.get(settings.NVCC)
-    if override is not None and override.strip().lower() in ("", "none"):
-        return None
-    home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
-    nvcc = override or (probe.which("nvcc", f"{home}/bin") if home else None)
-    nvcc = (
-        nvcc or probe.which("nvcc", env.get("PATH")) or probe.which("nvcc", "/usr/local/cuda/bin")
-    )
+    nvcc = find_tool("nvcc", env, which=probe.which).path
     if nvcc is None:
         return None
     home = _cuda_home(nvcc, env, probe)

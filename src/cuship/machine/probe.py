@@ -7,12 +7,14 @@ or file, it answers ``None``; an NVML that is installed but fails answers :class
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from cuship import process
+from cuship.errors import TimedOut, ToolMissing
 
 __all__ = ["NvmlAnswer", "NvmlFailure", "NvmlGpu", "Probe", "SystemProbe"]
 
@@ -57,10 +59,8 @@ class SystemProbe:
 
     def run(self, argv: Sequence[str], timeout: float = 10.0) -> str | None:
         try:
-            done = subprocess.run(
-                list(argv), capture_output=True, text=True, timeout=timeout, check=False
-            )
-        except (OSError, subprocess.SubprocessError):
+            done = process.run(argv, timeout=timeout)
+        except (ToolMissing, TimedOut):
             return None
         return done.stdout if done.returncode == 0 else None
 

@@ -34,7 +34,7 @@ from packaging.utils import canonicalize_name
 from cuship import _json
 from cuship.errors import InputError
 from cuship.events import Emit, Event
-from cuship.resolve._http import FetchOptions, Missing, get, outside_scheme
+from cuship.resolve.http import FetchOptions, Missing, get, outside_scheme
 
 __all__ = ["MANIFEST", "PROJECT_MANIFEST", "Found", "find_manifest", "manifest_urls"]
 

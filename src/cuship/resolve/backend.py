@@ -21,7 +21,7 @@ Wheel hooks: the first hook a frontend calls (``get_requires_for_build_wheel`` u
 isolation) decides, and for a prebuilt wheel downloads it, checks its sha256 (a mismatch is
 refused: never installed, never silently replaced by a source build), and returns no build
 requirements. The other hooks of the same frontend run reuse that decision and that wheel (see
-:mod:`cuship.resolve._stash`). The wheel handed over carries the sdist's version and a
+:mod:`cuship.resolve.stash`). The wheel handed over carries the sdist's version and a
 ``cuship.json`` saying which file it was (see :mod:`cuship.resolve.provenance`). No match or no
 network: the real backend builds from source with ``build-requires``, and stderr says why.
 
@@ -54,8 +54,6 @@ import cuship
 from cuship import settings
 from cuship.errors import CheckFailed, InputError, ToolMissing, UsageError
 from cuship.events import Emit, Event, Level, discard
-from cuship.resolve._http import DEFAULT_OPTIONS, FetchOptions
-from cuship.resolve._stash import STASH, Choice, Stash, stash_for
 from cuship.resolve.decide import (
     Decision,
     build_torch_problem,
@@ -65,9 +63,11 @@ from cuship.resolve.decide import (
     target_torch,
 )
 from cuship.resolve.fetch import download
-from cuship.resolve.provenance import FILENAME, Provenance, add_to_wheel
+from cuship.resolve.http import DEFAULT_OPTIONS, FetchOptions
+from cuship.resolve.provenance import FILENAME, Handover, add_to_wheel
 from cuship.resolve.settings import PrebuiltConfig, read_config
-from cuship.wheel.retag import strip_label
+from cuship.resolve.stash import STASH, Choice, Stash, stash_for
+from cuship.wheel.write.retag import strip_label
 
 __all__ = ["STASH", "Decision", "Prebuilt", "decide", "load_backend", "prebuilt_candidate"]
 
@@ -274,7 +274,7 @@ class Prebuilt:
         )
         if label:
             path = strip_label(path, out_dir=into / "public")
-        provenance = Provenance(
+        provenance = Handover(
             name=config.name,
             version=str(parse_wheel_filename(path.name)[1]),
             kind="prebuilt",
@@ -297,7 +297,7 @@ class Prebuilt:
         self._refuse_build(config, why)
         self._check_build_torch(config, why)
         self._say(f"building {config.name} from source with {config.backend}: {why}", "warning")
-        provenance = Provenance(
+        provenance = Handover(
             name=config.name,
             version=config.version or "",
             kind="source",
@@ -420,7 +420,7 @@ def _requirement_name(requirement: str) -> str:
     return re.split(r"[\s=<>!~;\[@(]", requirement.strip(), maxsplit=1)[0].lower()
 
 
-def _write_provenance(dist_info: Path, provenance: Provenance) -> None:
+def _write_provenance(dist_info: Path, provenance: Handover) -> None:
     """cuship.json in a prepared .dist-info, as the wheel built later will carry it."""
     version = dist_info.name.removesuffix(".dist-info").rsplit("-", 1)[-1]
     (dist_info / FILENAME).write_bytes(replace(provenance, version=version).to_bytes())

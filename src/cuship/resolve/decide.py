@@ -19,9 +19,9 @@ from cuship import settings
 from cuship.errors import CushipError
 from cuship.events import Emit, Event, discard
 from cuship.machine import fingerprint
-from cuship.resolve._http import DEFAULT_OPTIONS, FetchOptions, get
 from cuship.resolve._template import format_url, template_values
 from cuship.resolve.fetch import fetch_page
+from cuship.resolve.http import DEFAULT_OPTIONS, FetchOptions, get
 from cuship.resolve.install import target_from_env
 from cuship.resolve.select import (
     Candidate,

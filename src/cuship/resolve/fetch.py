@@ -34,7 +34,8 @@ from cuship import _json, settings
 from cuship._fs import sha256_file
 from cuship.errors import CheckFailed, InputError
 from cuship.events import Emit, Event, discard
-from cuship.resolve._http import (
+from cuship.resolve._manifest import Records, find_manifest, manifest_urls
+from cuship.resolve.http import (
     DEFAULT_OPTIONS,
     FetchOptions,
     TooLarge,
@@ -43,7 +44,6 @@ from cuship.resolve._http import (
     outside_scheme,
     with_retries,
 )
-from cuship.resolve._manifest import Records, find_manifest, manifest_urls
 from cuship.resolve.select import Candidate, WheelFacts
 
 __all__ = [

@@ -8,8 +8,6 @@ pip and uv both check, while the wheel's dependencies resolve from the same inde
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,13 +15,14 @@ from typing import Literal
 
 import packaging
 
-from cuship import settings
-from cuship.errors import CheckFailed, NothingToDo, ToolMissing, UsageError
+from cuship import process, settings
+from cuship.errors import CannotStart, CheckFailed, NothingToDo, TimedOut, ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.machine import fingerprint
-from cuship.resolve._http import DEFAULT_OPTIONS, FetchOptions
 from cuship.resolve.fetch import IndexPage, download, fetch_page
+from cuship.resolve.http import DEFAULT_OPTIONS, FetchOptions
 from cuship.resolve.select import Resolution, Target, parse_requirement, select, target_of
+from cuship.tools import find_tool
 
 __all__ = [
     "InstallPlan",
@@ -72,22 +71,16 @@ def interpreter_target(python: str, environ: Mapping[str, str]) -> tuple[str, tu
     """(version, tags best first) of another interpreter, asked with this one's packaging."""
     site = str(Path(next(iter(packaging.__path__))).parent)
     env = {**environ, "PYTHONPATH": site, "PYTHONNOUSERSITE": "1"}
+    argv = [python, "-I", "-c", f"import sys; sys.path.insert(0, {site!r}); {_PROBE}"]
     try:
-        done = subprocess.run(
-            [python, "-I", "-c", f"import sys; sys.path.insert(0, {site!r}); {_PROBE}"],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=_PROBE_TIMEOUT,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as err:
+        done = process.run(argv, env=env, timeout=_PROBE_TIMEOUT)
+    except TimedOut as err:
         raise UsageError(
             f"--python {python!r} did not report its tags within {err.timeout:g} s",
             hint=_PROBE_HINT,
         ) from err
-    except OSError as err:
-        raise UsageError(f"cannot run --python {python!r}: {err}") from err
+    except CannotStart as err:
+        raise UsageError(f"cannot run --python {python!r}: {err.reason}") from err
     if done.returncode != 0:
         raise UsageError(
             f"--python {python!r} failed to report its tags: {done.stderr.strip()[-300:]}"
@@ -204,21 +197,16 @@ def run_install(
         raise NothingToDo("nothing chosen to install")
     download(chosen.candidate, plan.wheel.parent, options=options, emit=emit)
     tool = plan.command[0]
-    if shutil.which(tool, path=environ.get("PATH")) is None and not Path(tool).is_file():
+    if find_tool(tool, environ).path is None and not Path(tool).is_file():
         raise ToolMissing(f"installer {tool!r} not found", hint="install it or pick --installer")
     emit(Event(level="info", topic="install", message="running " + " ".join(plan.command)))
-    done = subprocess.run(
-        list(plan.command), capture_output=True, text=True, env=dict(environ), check=False
-    )
-    output = done.stdout + done.stderr
+    hint = "install it or pick --installer"
+    done = process.run(plan.command, env=environ, hint=hint)
+    output = done.output
     if done.returncode != 0:
         raise CheckFailed(
             f"{tool} failed (exit {done.returncode}) installing {chosen.candidate.filename!r}:\n"
-            + _tail(output),
+            + process.tail(output, 25),
             hint="run the command printed by --dry-run to see the whole log",
         )
     return output
-
-
-def _tail(text: str, lines: int = 25) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cuship.errors import InputError, UsageError
-from cuship.wheel.members import check_members, copy_into, member_limits, read_member
-from cuship.wheel.retag import find_dist_info, record_hash
+from cuship.wheel.read.members import check_members, copy_into, member_limits, read_member
+from cuship.wheel.write.retag import find_dist_info, record_hash
 
-__all__ = ["FILENAME", "Provenance", "add_to_wheel", "read_dist", "read_installed"]
+__all__ = ["FILENAME", "Handover", "add_to_wheel", "read_dist", "read_installed"]
 
 FILENAME = "cuship.json"
 SCHEMA = 1
@@ -34,8 +34,11 @@ _SIGNATURES = ("RECORD.jws", "RECORD.p7s")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Provenance:
-    """Where a wheel handed over by ``cuship.backend`` came from, and why."""
+class Handover:
+    """The backend's hand-over record (``cuship.json`` in the installed dist-info): where the
+    wheel ``cuship.backend`` handed to the frontend came from, and why. One of three provenance
+    records kept apart by name: :class:`cuship.provenance.Provenance` is the code a run imported,
+    :class:`cuship.doctor.model.InstallOrigin` what doctor reads of an installed distribution."""
 
     name: str
     version: str  # the version installed: the sdist's
@@ -57,7 +60,7 @@ class Provenance:
         return (json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n").encode()
 
     @classmethod
-    def from_json(cls, doc: Any, source: str) -> Provenance:
+    def from_json(cls, doc: Any, source: str) -> Handover:
         """Read ``doc`` (parsed cuship.json); a malformed one is an :class:`InputError`."""
         if not isinstance(doc, Mapping) or doc.get("kind") not in ("prebuilt", "source"):
             raise InputError(
@@ -80,7 +83,7 @@ def _rows(record: bytes, skip: frozenset[str]) -> list[list[str]]:
     return [row for row in reader if row and row[0] not in skip]
 
 
-def add_to_wheel(wheel: Path, provenance: Provenance, *, out_dir: Path) -> Path:
+def add_to_wheel(wheel: Path, provenance: Handover, *, out_dir: Path) -> Path:
     """A copy of ``wheel`` in ``out_dir`` whose .dist-info holds ``cuship.json`` (in RECORD).
 
     Written to a temporary file and renamed into place; a cuship.json already there is replaced.
@@ -98,9 +101,9 @@ def add_to_wheel(wheel: Path, provenance: Provenance, *, out_dir: Path) -> Path:
     return target
 
 
-def _rewrite(wheel: Path, dest: Path, provenance: Provenance) -> None:
+def _rewrite(wheel: Path, dest: Path, provenance: Handover) -> None:
     """``wheel`` copied into ``dest`` member by member, each streamed and bounded
-    (:mod:`cuship.wheel.members`: memory stays a few MiB whatever the members inflate to)."""
+    (:mod:`cuship.wheel.read.members`: memory stays a few MiB whatever the members inflate to)."""
     data = provenance.to_bytes()
     try:
         with zipfile.ZipFile(wheel) as old, zipfile.ZipFile(dest, "w") as new:
@@ -123,7 +126,7 @@ def _rewrite(wheel: Path, dest: Path, provenance: Provenance) -> None:
         raise InputError(f"{str(wheel)!r} is not a readable wheel: {err}") from err
 
 
-def read_dist(dist: metadata.Distribution) -> Provenance | None:
+def read_dist(dist: metadata.Distribution) -> Handover | None:
     """The provenance an installed distribution carries; None when cuship did not hand it over."""
     text = dist.read_text(FILENAME)
     if text is None:
@@ -133,10 +136,10 @@ def read_dist(dist: metadata.Distribution) -> Provenance | None:
         doc = json.loads(text)
     except ValueError as err:
         raise InputError(f"{source!r} is not JSON: {err}", hint="reinstall the package") from err
-    return Provenance.from_json(doc, source)
+    return Handover.from_json(doc, source)
 
 
-def read_installed(name: str) -> Provenance | None:
+def read_installed(name: str) -> Handover | None:
     """The provenance of the installed distribution ``name`` (None: it carries none).
 
     Not installed for this interpreter: a :class:`UsageError` naming it.

@@ -20,13 +20,13 @@ from __future__ import annotations
 import functools
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuship import settings
+from cuship import process, settings
+from cuship.errors import TimedOut, ToolMissing
 
 __all__ = ["TargetEnv", "find_target"]
 
@@ -114,16 +114,9 @@ def _probe(python: str, how: str, packaging_site: str) -> TargetEnv | str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     code = _PROBE.format(site=packaging_site)
     try:
-        done = subprocess.run(
-            [python, "-I", "-c", code],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=_TIMEOUT,
-            check=False,
-        )
+        done = process.run([python, "-I", "-c", code], env=env, timeout=_TIMEOUT)
         executable, version, paths, tags = json.loads(done.stdout)
-    except (OSError, subprocess.SubprocessError, ValueError, TypeError) as err:
+    except (ToolMissing, TimedOut, ValueError, TypeError) as err:
         return f"{how} ({python}) did not answer: {err}"
     sites = tuple(p for p in paths if isinstance(p, str))
     return TargetEnv(

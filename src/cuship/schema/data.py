@@ -4,11 +4,11 @@ current."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from cuship import schema
+from cuship._fs import write_json
 from cuship.compat.files import CudaFile, GpusFile, TorchFile
 from cuship.toolkit.catalog import ToolkitsFile
 from cuship.wheel.cudalibs import CudaLibsFile
@@ -40,4 +40,4 @@ def data_schemas() -> dict[str, dict[str, Any]]:
 def write_schemas(directory: Path = Path(__file__).parent) -> None:
     """Write :func:`data_schemas` into ``directory`` (by default beside this module)."""
     for name, doc in data_schemas().items():
-        (directory / name).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        write_json(directory / name, doc)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import time
 import zipfile
 from collections.abc import Callable, Sequence
@@ -22,9 +21,16 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from cuship import settings
+from cuship import process, settings
 from cuship._fs import exchange, locked, recover, staging_dir
-from cuship.errors import CheckFailed, CushipError, InputError, ToolMissing, UsageError
+from cuship.errors import (
+    CheckFailed,
+    CushipError,
+    InputError,
+    TimedOut,
+    ToolMissing,
+    UsageError,
+)
 from cuship.events import Emit, Event, discard
 from cuship.resolve.fetch import download, fetch_page
 from cuship.toolkit.cache import Installed, WheelFile, read_installed, toolkit_prefix
@@ -46,10 +52,8 @@ _NVCC_VERSION = re.compile(r"\bV(\d+\.\d+\.\d+)")
 def nvcc_version(nvcc: Path) -> str | None:
     """The version ``nvcc --version`` reports (``13.0.88``), or None when it does not run."""
     try:
-        done = subprocess.run(
-            [str(nvcc), "--version"], capture_output=True, text=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
+        done = process.run([str(nvcc), "--version"], timeout=60)
+    except (ToolMissing, TimedOut):
         return None
     found = _NVCC_VERSION.search(done.stdout)
     return found[1] if done.returncode == 0 and found else None

@@ -15,15 +15,15 @@ from packaging.version import Version
 
 from cuship._fs import NotRegular, open_regular, regular_problem
 from cuship.errors import CushipError, InputError
-from cuship.wheel._zipmeta import Member, looks_shared, member_names, metadata_fast
-from cuship.wheel.members import (
+from cuship.wheel.names import parse_label
+from cuship.wheel.read.members import (
     MemberLimits,
     check_members,
     member_buffer,
     member_limits,
     read_member,
 )
-from cuship.wheel.names import parse_label
+from cuship.wheel.read.zipmeta import Member, looks_shared, member_names, metadata_fast
 from cuship.wheel.torchabi import (
     TorchAbi,
     TorchAbiFacts,
@@ -38,8 +38,8 @@ from cuship.wheel.torchabi import (
 # The ELF, fatbin and CUDA-library readers are imported where a shared object is read: an
 # index of pure wheels never needs them, and `cuship index` pays each import at start-up.
 if TYPE_CHECKING:
-    from cuship.wheel.elf import ElfFacts, VersionNeed
-    from cuship.wheel.fatbin import Buffer, FatbinEntry
+    from cuship.wheel.read.elf import ElfFacts, VersionNeed
+    from cuship.wheel.read.fatbin import Buffer, FatbinEntry
 
 __all__ = [
     "ROLES",
@@ -252,8 +252,8 @@ def inspect_path(path: Path) -> WheelReport | ObjectReport:
 
 def inspect_object(path: Path) -> ObjectReport:
     """Inspect a shared object on disk, reading only headers and the fatbin sections (mmap)."""
-    from cuship.wheel.elf import is_elf, quick_facts
-    from cuship.wheel.fatbin import FATBIN_SECTIONS
+    from cuship.wheel.read.elf import is_elf, quick_facts
+    from cuship.wheel.read.fatbin import FATBIN_SECTIONS
 
     with open(open_regular(path, "shared object"), "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
@@ -270,8 +270,8 @@ def scan_object(
     """:func:`inspect_object` for scans over many files: read with :func:`quick_facts`; None
     when ``path`` is no ELF file. ``symbols`` as for :func:`quick_facts` (False: the torch ABI
     is read from DT_NEEDED alone); ``name`` is the report's path (default: ``path``)."""
-    from cuship.wheel.elf import is_elf, quick_facts
-    from cuship.wheel.fatbin import FATBIN_SECTIONS
+    from cuship.wheel.read.elf import is_elf, quick_facts
+    from cuship.wheel.read.fatbin import FATBIN_SECTIONS
 
     with open(open_regular(path, "shared object"), "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
@@ -288,7 +288,7 @@ def scan_object(
 
 
 def _object_report(where: str, size: int, facts: ElfFacts, data: Buffer) -> ObjectReport:
-    from cuship.wheel.fatbin import FATBIN_SECTIONS, parse_sections
+    from cuship.wheel.read.fatbin import FATBIN_SECTIONS, parse_sections
 
     found = parse_sections(data, facts, source=where)
     entries = [e for e in found if not e.relocatable]
@@ -430,7 +430,7 @@ def _small_requirements(data: bytes) -> tuple[str, ...] | None:
     member = metadata_fast(data)
     if member is None:
         return None
-    from cuship.wheel._headers import header_fields
+    from cuship.wheel.read.headers import header_fields
 
     text = member.data.decode("utf-8", "replace")
     return tuple(value for key, value in header_fields(text) if key == "requires-dist")
@@ -438,8 +438,8 @@ def _small_requirements(data: bytes) -> tuple[str, ...] | None:
 
 def _requires_dist(archive: zipfile.ZipFile, path: Path, limits: MemberLimits) -> tuple[str, ...]:
     """The Requires-Dist values of the top-level ``*.dist-info/METADATA`` (none without one)."""
-    from cuship.wheel._headers import header_fields
-    from cuship.wheel._zipmeta import METADATA_LIMIT
+    from cuship.wheel.read.headers import header_fields
+    from cuship.wheel.read.zipmeta import METADATA_LIMIT
 
     member = next(
         (
@@ -460,10 +460,10 @@ def _shared_objects(
     archive: zipfile.ZipFile, path: Path, limits: MemberLimits
 ) -> Iterator[tuple[str, ObjectReport | None]]:
     """Each shared object's name, and its report (None for a bundled CUDA library, never
-    inflated); each read through :func:`~cuship.wheel.members.member_buffer` (bounded)."""
+    inflated); each read through :func:`~cuship.wheel.read.members.member_buffer` (bounded)."""
     from cuship.wheel.cudalibs import is_cuda_lib
-    from cuship.wheel.elf import is_elf, quick_facts
-    from cuship.wheel.fatbin import FATBIN_SECTIONS
+    from cuship.wheel.read.elf import is_elf, quick_facts
+    from cuship.wheel.read.fatbin import FATBIN_SECTIONS
 
     for info in archive.infolist():
         if info.is_dir() or not looks_shared(info.filename):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from cuship.errors import UsageError
 from cuship.wheel.audit import WheelReport
-from cuship.wheel.elf import VersionNeed
+from cuship.wheel.read.elf import VersionNeed
 
 __all__ = ["Glibc", "Offender", "floor_problem", "offenders", "parse_floor", "tag_glibc"]
 

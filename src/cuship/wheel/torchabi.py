@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from packaging.version import InvalidVersion, Version
 
 from cuship.errors import InputError
-from cuship.wheel._filename import canonical_name
-from cuship.wheel._headers import header_fields
+from cuship.wheel.read.filename import canonical_name
+from cuship.wheel.read.headers import header_fields
 
 if TYPE_CHECKING:
     from packaging.specifiers import Specifier

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cuship import __version__
-from cuship._fs import write_atomic
+from cuship._fs import write_json
 from cuship.check.report.results import CheckReport, GroupResult, Regression, json_number
 from cuship.errors import InputError, UsageError
 
@@ -96,7 +96,7 @@ def save(baseline: Baseline, path: Path) -> None:
             for key, e in baseline.entries.items()
         },
     }
-    write_atomic(path, (json.dumps(document, indent=2) + "\n").encode("utf-8"))
+    write_json(path, document)
 
 
 def _float(value: Any) -> float | None:

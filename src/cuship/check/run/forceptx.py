@@ -36,7 +36,7 @@ __all__ = [
 
 FORCED_ENGINES: tuple[str, ...] = ("cuda",)
 _PLAIN_RUN = "the plain run checks it"
-# Why an engine's groups are skipped in a forced-PTX run (the README's Kernel checks says more).
+# Why an engine's groups are skipped in a forced-PTX run (docs/kernel-checks.md says more).
 FORCED_SKIPS: Mapping[str, str] = {
     "native": f"runs on the CPU: nothing to JIT ({_PLAIN_RUN})",
     "triton": "Triton loads cubins it compiles itself, without PTX, beside torch's kernels: a "

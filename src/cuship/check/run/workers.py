@@ -7,7 +7,6 @@ import json
 import os
 import select
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import cuship
+from cuship import process
 
 __all__ = ["Worker", "WorkerDied", "WorkerSetup", "worker_argv"]
 
@@ -78,7 +78,7 @@ def _package_root() -> str:
 class Worker:
     """One ``python -m cuship.check.run._worker`` process speaking JSON lines."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], log: IO[str], *, group: bool = False) -> None:
+    def __init__(self, proc: process.Child, log: IO[str], *, group: bool = False) -> None:
         """``group``: the worker leads a process group of its own (it runs under a prefix, whose
         children must go with it)."""
         self.proc = proc
@@ -122,14 +122,15 @@ class Worker:
         env.setdefault("OMP_NUM_THREADS", "1")
         # Closed by stop(); it outlives this function on purpose.
         log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        proc = subprocess.Popen(
+        proc = process.start(
             worker_argv(setup),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            stdin=process.PIPE,
+            stdout=process.PIPE,
             stderr=log,
             env=env,
             cwd=str(setup.root),
-            start_new_session=bool(setup.prefix),
+            text=False,
+            group=bool(setup.prefix),
         )
         worker = cls(proc, log, group=bool(setup.prefix))
         if spawned is not None:
@@ -176,7 +177,7 @@ class Worker:
     def _death(self, what: str) -> str:
         try:
             code = self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
+        except TimeoutError:
             self.kill()
             code = self.proc.wait()
         if code < 0:
@@ -196,11 +197,7 @@ class Worker:
 
     def kill(self) -> None:
         if self.proc.poll() is None:
-            if self.group:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-            else:
-                self.proc.kill()
+            self.proc.kill()  # with its group, when it leads one
             self.proc.wait()
 
     def stop(self) -> None:
@@ -211,7 +208,7 @@ class Worker:
                 if self.proc.stdin is not None:
                     self.proc.stdin.close()
                 self.proc.wait(timeout=60 if self.group else 5)
-            except (subprocess.TimeoutExpired, OSError):
+            except (TimeoutError, OSError):
                 self.kill()
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:

@@ -14,14 +14,12 @@ in bounds to the tool), and initcheck sees fresh memory rather than a reused blo
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuship import settings
+from cuship import settings, tools
 from cuship.errors import ToolMissing, UsageError
-from cuship.machine.cudatools import DEFAULT_TOOLKIT_BIN, tool_dirs
 
 __all__ = [
     "PRINT_LIMIT",
@@ -86,10 +84,9 @@ def parse_tools(text: str) -> tuple[str, ...]:
 
 def search_dirs(environ: Mapping[str, str]) -> tuple[str, ...]:
     """Where compute-sanitizer is looked for, each directory in order: the places of
-    :func:`cuship.machine.cudatools.tool_dirs` (PATH, $CUDA_HOME/bin, $CUDA_PATH/bin,
+    :func:`cuship.tools.search_places` ($CUDA_HOME/bin, $CUDA_PATH/bin, PATH,
     /usr/local/cuda/bin), PATH split into its entries."""
-    dirs = [d for _, search in tool_dirs(environ) for d in search.split(os.pathsep) if d]
-    return tuple(dict.fromkeys(dirs))
+    return tools.search_dirs(SANITIZER, environ)
 
 
 _FIX = (
@@ -103,29 +100,25 @@ def find_sanitizer(environ: Mapping[str, str]) -> str:
     """The compute-sanitizer executable; ToolMissing (exit 3) saying where it looked and the fix.
 
     ``CUSHIP_COMPUTE_SANITIZER`` names it (``none``: act as if there were none)."""
-    override = environ.get(settings.COMPUTE_SANITIZER)
-    if override is not None:
-        if override.strip().lower() in ("", "none"):
+    found = tools.find_tool(SANITIZER, environ)
+    if found.setting is not None:
+        override = environ[found.setting]
+        if found.path is None:
             raise ToolMissing(
-                f"--sanitize needs {SANITIZER}, and {settings.COMPUTE_SANITIZER}={override!r} "
+                f"--sanitize needs {SANITIZER}, and {found.setting}={override!r} "
                 "says there is none",
                 hint=_FIX,
             )
-        if not (Path(override).is_file() and os.access(override, os.X_OK)):
-            raise ToolMissing(
-                f"{settings.COMPUTE_SANITIZER}={override!r} is not an executable file",
-                hint=_FIX,
-            )
-        return override
+        if not (Path(found.path).is_file() and os.access(found.path, os.X_OK)):
+            raise ToolMissing(f"{found.setting}={override!r} is not an executable file", hint=_FIX)
+        return found.path
+    if found.path is not None:
+        return found.path
     looked = search_dirs(environ)
-    for directory in looked:
-        found = shutil.which(SANITIZER, path=directory)
-        if found is not None:
-            return found
     shown = ", ".join(looked) if len(looked) <= 8 else ", ".join((*looked[:7], "..."))
     raise ToolMissing(
-        f"--sanitize needs {SANITIZER}, which is not on PATH, in $CUDA_HOME/bin or in "
-        f"{DEFAULT_TOOLKIT_BIN} (looked in {shown})",
+        f"--sanitize needs {SANITIZER}, which is not in $CUDA_HOME/bin, on PATH or in "
+        f"{tools.DEFAULT_TOOLKIT_BIN} (looked in {shown})",
         hint=_FIX,
     )
 

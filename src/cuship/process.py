@@ -1,0 +1,213 @@
+"""The one way cuship starts a process (DESIGN.md: one process runner starts every subprocess).
+
+:func:`run` runs a command to its end: output captured (or appended to a log), an optional time
+limit, input. :func:`start` starts one for the callers that talk to it while it runs (check's
+workers) or must end it from another thread (a build interrupted). Either way:
+
+* the process leads a session (and process group) of its own, and is ended with everything it
+  started: on the time limit, on Ctrl-C (``KeyboardInterrupt``, then re-raised) or any other
+  exception while waiting. Killing pip alone would leave its compilers running; ncu alone, the
+  Python it profiles.
+* an executable that cannot be started (missing, not executable) is
+  :class:`~cuship.errors.CannotStart` (a ToolMissing, exit 3) naming it and what to do; the time
+  limit is :class:`~cuship.errors.TimedOut` naming the command and the limit.
+
+A process in a session of its own does not get the terminal's Ctrl-C; that is why the runner
+ends it itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+from cuship.errors import CannotStart, CheckFailed, TimedOut
+
+__all__ = ["DEVNULL", "PIPE", "Child", "Result", "run", "start", "tail"]
+
+PIPE = subprocess.PIPE
+DEVNULL = subprocess.DEVNULL
+_STDOUT = subprocess.STDOUT
+_REAP = 10.0  # seconds to collect a killed group's output before leaving it
+
+
+def tail(text: str, lines: int = 15) -> str:
+    """The last ``lines`` lines of ``text``, surrounding blank space left out: the part of a
+    tool's output an error message quotes."""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Result:
+    """A finished process: its exit code and captured output (empty when not captured)."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str = ""
+    stderr: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def output(self) -> str:
+        """stdout, then stderr."""
+        return self.stdout + self.stderr
+
+    def tail(self, lines: int = 15) -> str:
+        """The last ``lines`` lines of stderr (of stdout when stderr is empty)."""
+        return tail(self.stderr if self.stderr.strip() else self.stdout, lines)
+
+
+class Child:
+    """A started process that leads its own process group (unless started with
+    ``group=False``); :meth:`kill` ends the group."""
+
+    def __init__(self, popen: subprocess.Popen[Any], *, group: bool) -> None:
+        self._popen = popen
+        self.group = group
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    @property
+    def stdin(self) -> IO[Any] | None:
+        return self._popen.stdin
+
+    @property
+    def stdout(self) -> IO[Any] | None:
+        return self._popen.stdout
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.returncode
+
+    def poll(self) -> int | None:
+        return self._popen.poll()
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Its exit code; :class:`TimeoutError` when it has not exited within ``timeout``."""
+        try:
+            return self._popen.wait(timeout)
+        except subprocess.TimeoutExpired as err:
+            raise TimeoutError(f"still running after {timeout:g} s") from err
+
+    def communicate(self, input: Any = None, timeout: float | None = None) -> tuple[Any, Any]:
+        """(stdout, stderr) read to the end; :class:`TimeoutError` past ``timeout`` (the process
+        runs on, and a later call carries on reading)."""
+        try:
+            return self._popen.communicate(input, timeout)
+        except subprocess.TimeoutExpired as err:
+            raise TimeoutError(f"still running after {timeout:g} s") from err
+
+    def kill(self) -> None:
+        """SIGKILL the process and, when it leads one, its whole group (what it started)."""
+        if self.group:
+            try:
+                os.killpg(self._popen.pid, signal.SIGKILL)
+                return
+            except (ProcessLookupError, PermissionError):
+                pass
+        with contextlib.suppress(ProcessLookupError):
+            self._popen.kill()
+
+    def end(self) -> None:
+        """Kill it (with its group) and collect it; its pipes are drained for a few seconds."""
+        self.kill()
+        try:
+            self._popen.communicate(timeout=_REAP)
+        except (subprocess.TimeoutExpired, ValueError, OSError):
+            # a grandchild that left the group holds a pipe open, or the pipes were closed
+            self._popen.wait()
+
+
+def start(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    stdin: int | IO[Any] | None = DEVNULL,
+    stdout: int | IO[Any] | None = PIPE,
+    stderr: int | IO[Any] | None = PIPE,
+    text: bool = True,
+    group: bool = True,
+    name: str | None = None,
+    hint: str | None = None,
+) -> Child:
+    """Start ``argv`` (``group``: in a session of its own, ended together by :meth:`Child.kill`).
+
+    :class:`~cuship.errors.CannotStart` (a ToolMissing) when its executable cannot be started
+    (``name``: what to call it there, ``hint``: what to do); a working directory that does not
+    exist stays an OSError (the caller's mistake, not a missing tool)."""
+    try:
+        popen = subprocess.Popen(
+            list(argv),
+            env=None if env is None else dict(env),
+            cwd=cwd,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            text=text,
+            errors="replace" if text else None,
+            start_new_session=group,
+        )
+    except OSError as err:
+        if cwd is not None and err.filename is not None and str(err.filename) == str(cwd):
+            raise  # the working directory, not the tool: the caller's own mistake
+        raise CannotStart(argv, err.strerror or str(err), name=name, hint=hint) from err
+    return Child(popen, group=group)
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    log: IO[str] | None = None,
+    timeout: float | None = None,
+    input: str | None = None,
+    check: bool = False,
+    name: str | None = None,
+    hint: str | None = None,
+) -> Result:
+    """Run ``argv`` to its end in a process group of its own and return what it did.
+
+    Output is captured as text (undecodable bytes replaced); with ``log`` stdout and stderr go
+    to that open file instead. Past ``timeout`` seconds the group is killed and :class:`TimedOut`
+    raised; on any exception while waiting (Ctrl-C) the group is killed and the exception
+    re-raised. ``check``: an exit code other than 0 is :class:`CheckFailed` quoting the tail of
+    its stderr.
+    """
+    child = start(
+        argv,
+        env=env,
+        cwd=cwd,
+        stdin=DEVNULL if input is None else PIPE,
+        stdout=PIPE if log is None else log,
+        stderr=PIPE if log is None else _STDOUT,
+        name=name,
+        hint=hint,
+    )
+    try:
+        out, err = child.communicate(input, timeout)
+    except TimeoutError as expired:
+        child.end()
+        raise TimedOut(argv, timeout or 0.0, name=name) from expired
+    except BaseException:
+        child.end()
+        raise
+    done = Result(argv=tuple(argv), returncode=child.wait(), stdout=out or "", stderr=err or "")
+    if check and not done.ok:
+        said = done.tail()
+        raise CheckFailed(
+            f"{shlex.join(argv)!r} failed (exit {done.returncode})" + (f":\n{said}" if said else "")
+        )
+    return done
