@@ -24,7 +24,7 @@ from cuship.check.report.results import CaseResult
 from cuship.check.run.forks import Zygote
 from cuship.check.run.workers import Worker, WorkerDied, WorkerSetup
 
-__all__ = ["FORK_SECONDS", "Lane", "Pending", "PlannedGroup", "useful_lanes"]
+__all__ = ["Lane", "Pending", "PlannedGroup", "useful_lanes"]
 
 
 # Rough seconds one case takes per engine (to start the slow groups first), and one worker
@@ -35,7 +35,7 @@ _START_SECONDS = {"numba-sim": 3.0, "triton-interpret": 4.0, "native": 0.5}
 # A fork of a worker that has the engines: the fork itself (milliseconds), and the first calls
 # paid again in the copy (Numba compiles each kernel, torch's autograd and ops warm up: on
 # tests/fixtures/idioms about half a second), so a run of a second or two stays on one worker.
-FORK_SECONDS = 1.0
+_FORK_SECONDS = {"numba-sim": 0.5, "triton-interpret": 1.0, "native": 0.1}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,10 +57,10 @@ class PlannedGroup:
 def useful_lanes(groups: Sequence[PlannedGroup], most: int, *, forked: bool = False) -> int:
     """How many of ``most`` lanes pay for their start: each one more must take more estimated
     work off the others than starting its worker costs (a fresh worker's imports cost seconds,
-    so a quick run is often best on one; a ``forked`` one costs :data:`FORK_SECONDS`)."""
+    so a quick run is often best on one; a ``forked`` one only its first calls again)."""
     total = sum(g.cost for g in groups)
     if forked:
-        start = FORK_SECONDS if groups else 0.0
+        start = max((_FORK_SECONDS.get(g.engine, 1.0) for g in groups), default=0.0)
     else:
         start = max((_START_SECONDS.get(g.engine, 4.0) for g in groups), default=0.0)
     lanes = 1
