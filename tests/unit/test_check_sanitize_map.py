@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cuship.check.sanitize import _marks
+from cuship.check.sanitize import marks as _marks
 from cuship.check.sanitize.map import MARK, attribute, marker, segments
 from cuship.check.sanitize.stream import MarkedStream
 

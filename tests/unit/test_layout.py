@@ -17,10 +17,6 @@ LAYOUT = SRC.parents[1] / "docs" / "layout.md"
 MAX_MODULES = 15  # per folder, ``__init__.py`` not counted: more, and the folder hides its stages
 ONE_MODULE_PER_COMMAND = frozenset({"cuship.cli"})  # grows with the commands, by design
 
-# Packages another change is splitting into sub-packages right now: both folder rules skip them
-# (their size, and private imports to or from them). Empty this once that split has landed.
-BEING_SPLIT: frozenset[str] = frozenset({"cuship.check"})
-
 
 def _modules() -> dict[str, Path]:
     found = {}
@@ -144,10 +140,6 @@ def private_imports(graph: Mapping[str, set[str]]) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def _being_split(*modules: str) -> bool:
-    return any(_within(m, p) for m in modules for p in BEING_SPLIT)
-
-
 def test_the_folder_rules_find_planted_breaks(tmp_path: Path) -> None:
     pkg = tmp_path / "cuship" / "big"
     pkg.mkdir(parents=True)
@@ -173,14 +165,14 @@ def test_no_folder_holds_more_than_fifteen_modules() -> None:
     crowded = {
         package: count
         for package, count in crowded_folders(SRC).items()
-        if package not in ONE_MODULE_PER_COMMAND and not _being_split(package)
+        if package not in ONE_MODULE_PER_COMMAND
     }
     assert crowded == {}, f"split these into sub-packages, one per stage: {crowded}"
 
 
 def test_no_package_imports_another_packages_private_module() -> None:
     graph = import_graph()
-    found = [(u, t) for u, t in private_imports(graph) if not _being_split(u, t)]
+    found = private_imports(graph)
     assert found == [], "make the module public where it belongs, or move the importer in"
 
 

@@ -14,7 +14,7 @@ that socket (see :mod:`cuship.check.run._fork`), answering ``{"forked": pid}`` o
 Under compute-sanitizer (``cuship check --sanitize``) the hello carries ``"marks": [path,
 worker]``: the worker then writes a marker into that stream (the sanitizer's log, a FIFO) after
 loading the modules, after each prepare and after each case that has a ``"mark"``, before it
-answers (see :mod:`cuship.check.sanitize._marks`).
+answers (see :mod:`cuship.check.sanitize.marks`).
 
 ``python -m`` puts the working directory (the project root) first on sys.path; the worker drops
 that entry, so that the installed build of the project is imported, not its source tree (the
@@ -35,7 +35,7 @@ from cuship.errors import CushipError
 
 if TYPE_CHECKING:
     from cuship.check.declare.registry import Op
-    from cuship.check.sanitize._marks import Marks
+    from cuship.check.sanitize.marks import Marks
 
 
 def _send(channel: IO[str], document: dict[str, Any]) -> None:
@@ -108,7 +108,7 @@ def _forked(
 def _marks(hello: Mapping[str, Any]) -> Marks | None:
     if "marks" not in hello:
         return None
-    from cuship.check.sanitize._marks import Marks
+    from cuship.check.sanitize.marks import Marks
 
     path, worker = hello["marks"]
     return Marks(str(path), str(worker))
