@@ -32,8 +32,24 @@ from cuship.index._pool import map_spread
 from cuship.index.describe import describe_pure
 from cuship.wheel._filename import canonical_name, plain_project, tag_set
 from cuship.wheel._headers import header_fields
-from cuship.wheel._zipmeta import METADATA_LIMIT, Member, member_names, metadata_fast
+from cuship.wheel._zipmeta import (
+    METADATA_LIMIT,
+    Member,
+    member_names,
+    member_sizes,
+    metadata_fast,
+)
 from cuship.wheel.members import name_problem
+from cuship.wheel.record import (
+    RECORD_LIMIT,
+    RecordMismatch,
+    check_digest,
+    check_listing,
+    hasher,
+    missing_record,
+    parse_record,
+    record_name,
+)
 from cuship.wheel.variant import split_variant
 
 if TYPE_CHECKING:
@@ -493,10 +509,12 @@ def _read_fresh(job: tuple[str, int | None, bool]) -> tuple[_Read, FileStamp | N
     where, size, describe = job
     try:
         name = _parse_filename(where.rpartition("/")[2], where)
-        entry, member, pure, size, stamp = _read(where, size)
+        entry, member, pure, size, stamp, problem = _read(where, size)
         _check_dist_info(where, member, name.project)
         requires_dist: list[str] = []
         read = _fields(where, name, size, entry, requires_dist)
+        if problem is not None:  # after the checks that word commoner faults
+            raise _Skip(Path(where), f"{problem.message}; {problem.hint}")
     except _Skip as why:
         return str(why)
     if describe and pure and split_variant(where)[1] is None:  # a variant: its variant.json too
@@ -522,6 +540,8 @@ def _describe_whole(where: str) -> Mapping[str, object] | None:
 
     try:
         return dict(describe_wheel(Path(where)))
+    except RecordMismatch as err:
+        raise _Skip(Path(where), f"{err.message}; {err.hint}") from err
     except CushipError as err:
         raise _Skip(Path(where), f"cannot be described: {err.message}") from err
     except Exception:
@@ -608,8 +628,8 @@ def _fields(
 
 
 # What reading a wheel gives: its cache entry, METADATA's member name, whether it holds no shared
-# object, its size, and its stamp when it was read unplanned
-_Readout = tuple[CacheEntry, str, bool, int, FileStamp | None]
+# object, its size, its stamp when it was read unplanned, and how RECORD disagrees with it
+_Readout = tuple[CacheEntry, str, bool, int, FileStamp | None, RecordMismatch | None]
 
 
 def _read(path: str, size: int | None) -> _Readout:
@@ -644,12 +664,16 @@ def _read_unchecked(path: str, size: int | None) -> _Readout:
         if fast is not None and suspect:
             _check_names(member_names(data) or [])
         pure = fast is not None and not shared and size <= _DESCRIBE_PURE
-        member = fast or _metadata_from(io.BytesIO(data))
+        if fast is not None:
+            member, problem = fast, _record_fast(data, fast, path)
+        else:
+            member, problem = _metadata_from(io.BytesIO(data), path)
     else:
         digest = sha256_file(Path(path))
         with open(path, "rb") as handle:
-            member = _metadata_from(handle)
-    return CacheEntry(sha256=digest, metadata=member.data), member.name, pure, size, stamp
+            member, problem = _metadata_from(handle, path)
+    entry = CacheEntry(sha256=digest, metadata=member.data)
+    return entry, member.name, pure, size, stamp, problem
 
 
 def _read_stamped(path: str) -> tuple[bytes | None, FileStamp]:
@@ -688,8 +712,11 @@ def _read_fd(fd: int, size: int) -> bytes:
 _LIMIT_TEXT = f"{METADATA_LIMIT // (1024 * 1024)} MiB"
 
 
-def _metadata_from(source: io.BufferedIOBase | io.BytesIO) -> Member:
-    """The METADATA member through :mod:`zipfile`, inflating at most ``METADATA_LIMIT + 1``."""
+def _metadata_from(
+    source: io.BufferedIOBase | io.BytesIO, path: str
+) -> tuple[Member, RecordMismatch | None]:
+    """The METADATA member through :mod:`zipfile`, inflating at most ``METADATA_LIMIT + 1``,
+    and how the RECORD beside it disagrees with the archive (``path``: the wheel's)."""
     try:
         with zipfile.ZipFile(source) as archive:
             _check_names(archive.namelist())
@@ -708,6 +735,9 @@ def _metadata_from(source: io.BufferedIOBase | io.BytesIO) -> Member:
                 )
             with archive.open(info) as member:
                 data = member.read(METADATA_LIMIT + 1)
+            problem = None
+            if len(data) <= METADATA_LIMIT:
+                problem = _record_zip(archive, Member(info.filename, data), path)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as err:
         raise _Unreadable(f"broken zip: {err}") from err
     except zlib.error as err:
@@ -716,7 +746,57 @@ def _metadata_from(source: io.BufferedIOBase | io.BytesIO) -> Member:
         raise _Unreadable(f"unreadable METADATA: {err}") from err
     if len(data) > METADATA_LIMIT:
         raise _Unreadable(f"{info.filename} inflates past the {_LIMIT_TEXT} limit")
-    return Member(info.filename, data)
+    return Member(info.filename, data), problem
+
+
+def _record_fast(data: bytes, metadata: Member, path: str) -> RecordMismatch | None:
+    """How RECORD disagrees with the wheel ``data`` (its central directory, and METADATA's
+    hash), read without :mod:`zipfile` where the archive allows."""
+    record = record_name(metadata.name)
+    found = member_sizes(data, record, RECORD_LIMIT)
+    if found is None:
+        return _metadata_from(io.BytesIO(data), path)[1]  # zipfile words what is unusual
+    listing, content = found
+    return _record_problem(listing, content, metadata, path.rpartition("/")[2])
+
+
+def _record_zip(archive: zipfile.ZipFile, metadata: Member, path: str) -> RecordMismatch | None:
+    """:func:`_record_fast` through :mod:`zipfile` (its errors go to the caller)."""
+    record = record_name(metadata.name)
+    wheel = path.rpartition("/")[2]
+    try:
+        info = archive.getinfo(record)
+    except KeyError:
+        return missing_record(wheel, record)
+    if info.file_size > RECORD_LIMIT:
+        return RecordMismatch(
+            f"{wheel!r}: {record!r} is {info.file_size} bytes, over the {RECORD_LIMIT} a RECORD "
+            "may have",
+            hint="rebuild the wheel with a standard build backend",
+        )
+    with archive.open(info) as member:
+        content = member.read(RECORD_LIMIT + 1)
+    listing = [(i.filename, i.file_size) for i in archive.infolist()]
+    return _record_problem(listing, content, metadata, wheel)
+
+
+def _record_problem(
+    listing: list[tuple[str, int]], content: bytes | None, metadata: Member, wheel: str
+) -> RecordMismatch | None:
+    record = record_name(metadata.name)
+    if content is None:
+        return missing_record(wheel, record)
+    try:
+        rows = parse_record(content, wheel, record)
+        check_listing(rows, listing, wheel, record)
+        row = rows.get(metadata.name)
+        digest = hasher(row)
+        if digest is not None:
+            digest.update(metadata.data)
+            check_digest(row, digest.digest(), metadata.name, wheel, record)
+    except RecordMismatch as err:
+        return err
+    return None
 
 
 def _check_names(names: Iterable[str]) -> None:

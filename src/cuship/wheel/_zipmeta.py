@@ -18,7 +18,14 @@ import struct
 import zlib
 from typing import NamedTuple
 
-__all__ = ["METADATA_LIMIT", "Member", "looks_shared", "member_names", "metadata_fast"]
+__all__ = [
+    "METADATA_LIMIT",
+    "Member",
+    "looks_shared",
+    "member_names",
+    "member_sizes",
+    "metadata_fast",
+]
 
 METADATA_LIMIT = 8 * 1024 * 1024
 """The largest METADATA the index accepts (PyPI's largest are a few hundred kB)."""
@@ -181,3 +188,59 @@ def metadata_fast(
     if content is None or zlib.crc32(content) != entry.crc:
         return None
     return Member(entry.name, content)
+
+
+def member_sizes(
+    data: bytes, wanted: str, limit: int
+) -> tuple[list[tuple[str, int]], bytes | None] | None:
+    """Every member's name and declared size, from the central directory, and the bytes of the
+    member ``wanted`` (None when the archive has none); None when zipfile should read the
+    archive (zip64, a prefix, a directory that does not parse, ``wanted`` encrypted, stored
+    with another method, larger than ``limit``, or not inflating to its CRC)."""
+    directory = _central_directory(data)
+    if directory is None:
+        return None
+    offset, count = directory
+    listing: list[tuple[str, int]] = []
+    found: _Entry | None = None
+    unpack = _CENTRAL.unpack_from
+    for _ in range(count):
+        if offset + _CENTRAL.size > len(data) or not data.startswith(b"PK\x01\x02", offset):
+            return None
+        fields = unpack(data, offset)
+        end = offset + 46 + fields[10]
+        name = data[offset + 46 : end].decode("utf-8", errors="replace")
+        listing.append((name, fields[9]))
+        if name == wanted:
+            found = _Entry(name, fields[3], fields[4], fields[7], fields[8], fields[9], fields[16])
+        offset = end + fields[11] + fields[12]
+    if found is None:
+        return listing, None
+    content = _member_bytes(data, found, limit)
+    return None if content is None else (listing, content)
+
+
+def _member_bytes(data: bytes, entry: _Entry, limit: int) -> bytes | None:
+    """The member ``entry`` inflated (at most ``limit`` bytes) and checked against its CRC; None
+    when zipfile should decide."""
+    local = entry.local
+    if entry.size > limit or entry.flags & 0x1 or entry.method not in (0, 8):
+        return None
+    if local + _LOCAL.size > len(data) or not data.startswith(b"PK\x03\x04", local):
+        return None
+    name_len, extra_len = _LOCAL.unpack_from(data, local)[9:11]
+    start = local + _LOCAL.size + name_len + extra_len
+    raw = data[start : start + entry.compressed]
+    if entry.method == 0:
+        content: bytes | None = raw
+    else:
+        inflater = zlib.decompressobj(-15)
+        try:
+            content = inflater.decompress(raw, limit + 1)
+        except zlib.error:
+            return None
+        if not inflater.eof:
+            return None
+    if content is None or len(content) != entry.size or zlib.crc32(content) != entry.crc:
+        return None
+    return content
