@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, NamedTuple, Union, cast
 
 from packaging.version import InvalidVersion, Version
 
-from cuship._fs import NotRegular, file_kind, open_regular, regular_problem, sha256_file
+from cuship._fs import (
+    NotRegular,
+    file_kind,
+    open_regular,
+    open_stated,
+    regular_problem,
+    sha256_file,
+)
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, FileStamp, ScanCache
@@ -34,9 +41,10 @@ from cuship.wheel._filename import canonical_name, plain_project, tag_set
 from cuship.wheel._headers import header_fields
 from cuship.wheel._zipmeta import (
     METADATA_LIMIT,
+    Listing,
     Member,
+    member_at,
     member_names,
-    member_sizes,
     metadata_fast,
 )
 from cuship.wheel.members import name_problem
@@ -48,6 +56,7 @@ from cuship.wheel.record import (
     hasher,
     missing_record,
     parse_record,
+    record_agrees,
     record_name,
 )
 from cuship.wheel.variant import split_variant
@@ -660,12 +669,13 @@ def _read_unchecked(path: str, size: int | None) -> _Readout:
         digest = hashlib.sha256(data).hexdigest()
         shared: list[bool] = []
         suspect: list[bool] = []
-        fast = metadata_fast(data, shared, suspect)
+        listing: Listing = ({}, [])
+        fast = metadata_fast(data, shared, suspect, listing)
         if fast is not None and suspect:
             _check_names(member_names(data) or [])
         pure = fast is not None and not shared and size <= _DESCRIBE_PURE
         if fast is not None:
-            member, problem = fast, _record_fast(data, fast, path)
+            member, problem = fast, _record_fast(data, fast, path, listing)
         else:
             member, problem = _metadata_from(io.BytesIO(data), path)
     else:
@@ -679,9 +689,9 @@ def _read_unchecked(path: str, size: int | None) -> _Readout:
 def _read_stamped(path: str) -> tuple[bytes | None, FileStamp]:
     """The file's bytes (None when larger than :data:`_READ_WHOLE`) and its stamp, from the
     file opened: one path lookup, where a stat and then an open take two."""
-    fd = open_regular(path, "wheel")
+    fd, found = open_stated(path, "wheel")
     try:
-        stamp = FileStamp.of(os.fstat(fd))
+        stamp = FileStamp.of(found)
         data = None if stamp.size > _READ_WHOLE else _read_fd(fd, stamp.size)
     finally:
         os.close(fd)
@@ -749,15 +759,22 @@ def _metadata_from(
     return Member(info.filename, data), problem
 
 
-def _record_fast(data: bytes, metadata: Member, path: str) -> RecordMismatch | None:
-    """How RECORD disagrees with the wheel ``data`` (its central directory, and METADATA's
-    hash), read without :mod:`zipfile` where the archive allows."""
+def _record_fast(
+    data: bytes, metadata: Member, path: str, listing: Listing
+) -> RecordMismatch | None:
+    """How RECORD disagrees with the wheel ``data`` (its central directory, ``listing``, and
+    METADATA's hash), read without :mod:`zipfile` where the archive allows."""
     record = record_name(metadata.name)
-    found = member_sizes(data, record, RECORD_LIMIT)
-    if found is None:
+    wanted = record.encode()
+    at = next((entry for name, entry in listing[1] if name == wanted), None)
+    content = None if at is None else member_at(data, at, RECORD_LIMIT)
+    if at is not None and content is None:
         return _metadata_from(io.BytesIO(data), path)[1]  # zipfile words what is unusual
-    listing, content = found
-    return _record_problem(listing, content, metadata, path.rpartition("/")[2])
+    if content is not None and record_agrees(
+        content, listing[0], record, metadata.name, metadata.data
+    ):
+        return None
+    return _metadata_from(io.BytesIO(data), path)[1]  # every member, as zipfile lists them
 
 
 def _record_zip(archive: zipfile.ZipFile, metadata: Member, path: str) -> RecordMismatch | None:
