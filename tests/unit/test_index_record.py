@@ -156,3 +156,19 @@ def test_real_wheels_from_pypi_are_accepted(tmp_path: Path) -> None:
     assert main(["index", *map(str, bundled), "-o", str(site)]) == 0
     for wheel in bundled:
         assert (site / "files" / wheel.name).is_file()
+
+
+def test_quoted_paths_and_directory_entries_are_accepted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], read_path: str
+) -> None:
+    """A path with a comma is quoted in RECORD (CSV); directory entries need no row."""
+    odd = b"y = 2\n"
+    row = f'"bad/a,b.py",{_hash(odd)},{len(odd)}'
+    wheel = _bad(
+        tmp_path / "wheels",
+        add={"bad/a,b.py": odd, "bad/": b""},
+        record=lambda text: text + row + "\n",
+    )
+    site = tmp_path / "site"
+    assert main(["index", str(wheel.parent), "-o", str(site)]) == 0, capsys.readouterr().err
+    assert (site / "files" / wheel.name).is_file()

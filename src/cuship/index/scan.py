@@ -774,7 +774,8 @@ def _record_fast(
         content, listing[0], record, metadata.name, metadata.data
     ):
         return None
-    return _metadata_from(io.BytesIO(data), path)[1]  # every member, as zipfile lists them
+    named = [(name.decode("utf-8", errors="replace"), size) for name, size in listing[0].items()]
+    return _record_problem(named, content, metadata, path.rpartition("/")[2])
 
 
 def _record_zip(archive: zipfile.ZipFile, metadata: Member, path: str) -> RecordMismatch | None:

@@ -173,19 +173,24 @@ def record_agrees(
         return False
     # Three fields a row, split at once (a comma in a path shifts them: then not plainly)
     fields = b",".join(content.splitlines()).split(b",")
-    own = record.encode()
-    if len(fields) % 3 or fields[-3:] != [own, b"", b""]:
+    own, checked = record.encode(), name.encode()
+    paths = fields[0::3]
+    if len(fields) % 3 or own not in paths or checked not in paths:
         return False
-    checked = name.encode()
-    paths = fields[0:-3:3]
-    if checked not in paths or fields[3 * paths.index(checked) + 1] != _sha256_field(data):
+    at = 3 * paths.index(own)
+    if fields[at + 1 : at + 3] != [b"", b""] or fields[3 * paths.index(checked) + 1] != (
+        _sha256_field(data)
+    ):
         return False
+    del fields[at : at + 3]
     try:
-        expected = dict(zip(paths, map(int, fields[2:-3:3]), strict=True))
+        expected = dict(zip(fields[0::3], map(int, fields[2::3]), strict=True))
     except ValueError:  # a size not given, or not a number
         return False
-    return len(expected) == len(paths) == len(members) - 1 and expected == {
-        member: size for member, size in members.items() if member != own
+    return len(expected) == len(paths) - 1 and expected == {
+        member: size
+        for member, size in members.items()
+        if member != own and not member.endswith(b"/")  # a directory entry needs no row
     }
 
 
