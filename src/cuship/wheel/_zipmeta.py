@@ -119,7 +119,10 @@ def _find(
         start = offset + 46
         end = start + name_len
         if listing is not None:
-            _list(listing, data[start:end], inflated, offset)
+            name = data[start:end]
+            listing[0][name] = inflated
+            if name.endswith(b".dist-info/RECORD"):
+                listing[1].append((name, offset))
         if rooted is not None and not rooted and _suspect(data, start, end):
             rooted.append(True)
         if look and seen is not None and _looks_shared(data[start:end]):
@@ -203,12 +206,6 @@ def metadata_fast(
     if content is None or zlib.crc32(content) != entry.crc:
         return None
     return Member(entry.name, content)
-
-
-def _list(listing: Listing, name: bytes, size: int, entry: int) -> None:
-    listing[0][name] = size
-    if name.endswith(b".dist-info/RECORD"):
-        listing[1].append((name, entry))
 
 
 def member_at(data: bytes, entry: int, limit: int) -> bytes | None:
