@@ -62,9 +62,14 @@ def _member(name: str, data: bytes) -> RawMember:
     return RawMember(name=name, payload=deflated.payload, crc=deflated.crc, size=deflated.size)
 
 
-def _rest(info: str) -> list[RawMember]:
-    wheel = b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    return [_member(f"{info}/WHEEL", wheel), _member(f"{info}/RECORD", b"")]
+def _rest(info: str, members: Sequence[RawMember] = ()) -> list[RawMember]:
+    """WHEEL and a RECORD that lists ``members`` and WHEEL (the sizes their headers claim, no
+    hashes: the lie each hostile wheel tells is in its headers or its data, not its RECORD)."""
+    wheel = _member(
+        f"{info}/WHEEL", b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
+    rows = "".join(f"{m.name},,{m.size}\n" for m in (*members, wheel))
+    return [wheel, _member(f"{info}/RECORD", f"{rows}{info}/RECORD,,\n".encode())]
 
 
 def metadata_bomb(directory: Path, name: str, mib: int, *, honest_size: bool = True) -> Path:
@@ -88,8 +93,8 @@ def metadata_bomb(directory: Path, name: str, mib: int, *, honest_size: bool = T
     members = [
         _member(f"{name}/__init__.py", b""),
         RawMember(name=f"{info}/METADATA", payload=payload, crc=crc, size=size),
-        *_rest(info),
     ]
+    members += _rest(info, members)
     return write_zip(directory / f"{name}-1.0-py3-none-any.whl", members)
 
 
@@ -103,7 +108,7 @@ def corrupt_deflate(directory: Path, name: str) -> Path:
         crc=metadata.crc,
         size=metadata.size,
     )
-    return write_zip(directory / f"{name}-1.0-py3-none-any.whl", [broken, *_rest(info)])
+    return write_zip(directory / f"{name}-1.0-py3-none-any.whl", [broken, *_rest(info, [broken])])
 
 
 def foreign_dist_info(directory: Path, name: str, other: str) -> Path:
@@ -148,6 +153,6 @@ def so_bomb(
         _member(f"{name}/__init__.py", b""),
         RawMember(name=f"{name}/_C.so", payload=payload, crc=crc, size=size),
         _member(f"{info}/METADATA", metadata),
-        *_rest(info),
     ]
+    members += _rest(info, members)
     return write_zip(directory / f"{name}-1.0-cp311-cp311-linux_x86_64.whl", members)

@@ -32,6 +32,7 @@ __all__ = [
     "file_kind",
     "locked",
     "open_regular",
+    "open_stated",
     "read_regular",
     "recover",
     "regular_problem",
@@ -104,6 +105,12 @@ def open_regular(path: Path | str, what: str = "file") -> int:
     """A read-only descriptor of the regular file at ``path``; anything else (a FIFO, a
     device, a directory) is :class:`NotRegular` naming its kind. Opened without blocking, so
     a FIFO with no writer is refused at once, never waited on."""
+    return open_stated(path, what)[0]
+
+
+def open_stated(path: Path | str, what: str = "file") -> tuple[int, os.stat_result]:
+    """:func:`open_regular`, and the file's stat taken on the descriptor (one fstat, where a
+    caller that needs the stat would take a second)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -111,15 +118,15 @@ def open_regular(path: Path | str, what: str = "file") -> int:
     except OSError as err:
         problem = regular_problem(path) or f"cannot be opened: {err.strerror or err}"
         raise NotRegular(f"the {what} {str(path)!r} {problem}") from err
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+    found = os.fstat(fd)
+    if not stat.S_ISREG(found.st_mode):
         os.close(fd)
         raise NotRegular(
-            f"the {what} {str(path)!r} is {file_kind(mode)}, not a regular file; refused",
+            f"the {what} {str(path)!r} is {file_kind(found.st_mode)}, not a regular file; refused",
             hint=f"pass a regular {what}",
         )
     os.set_blocking(fd, True)
-    return fd
+    return fd, found
 
 
 def read_regular(path: Path | str, what: str, limit: int) -> bytes:

@@ -25,7 +25,9 @@ from typing import NamedTuple
 
 __all__ = ["CacheDelta", "CacheEntry", "FileStamp", "ProjectMark", "ScanCache", "record_text"]
 
-_VERSION = 2  # PRAGMA user_version; a cache of another version is dropped
+# PRAGMA user_version; a cache of another version is dropped. 3: wheels are held to their
+# RECORD, which no row of 2 was (each wheel is read again once, and one that fails is skipped)
+_VERSION = 3
 _WAIT_S = 600.0  # how long a write waits for another process's transaction to end
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS wheels (

@@ -22,12 +22,14 @@ if TYPE_CHECKING:
 
 def describe_wheel(path: Path) -> Mapping[str, object]:
     """Label parts (CUDA, torch, C++ ABI), the SASS/PTX arches of every extension inside, and the
-    torch ABI its binaries need (with the torch it was built against, when known)."""
+    torch ABI its binaries need (with the torch it was built against, when known). The wheel is
+    held to its RECORD (:class:`~cuship.wheel.record.RecordMismatch`): an index publishes none
+    whose RECORD disagrees with it."""
     # Imported here: an update whose wheels are all described in the cache never needs the
     # ELF and fatbin readers, and importing them is a third of `cuship index`'s start-up.
     from cuship.wheel.audit import inspect_wheel
 
-    return _describe(inspect_wheel(path))
+    return _describe(inspect_wheel(path, record=True))
 
 
 def describe_pure(

@@ -140,13 +140,11 @@ def torch_group(row: Row) -> str | None:
     beside its labelled wheel (a build tag names their torch minor: ``pkg-1.0-213-…``): uv
     cannot choose by the installed torch, so each torch minor gets its own sub-index, with its
     own variants.json."""
-    if row.local is not None:
-        return None
-    parts = split_variant(row.filename)[0][:-4].split("-")
     torch = row.describe.get("torch_built")
-    if len(parts) != 6 or not isinstance(torch, str):
-        return None
-    return f"torch{torch}"
+    if row.local is not None or not isinstance(torch, str):
+        return None  # first: most rows (and every pure wheel's) end here, nothing split
+    parts = split_variant(row.filename)[0][:-4].split("-")
+    return f"torch{torch}" if len(parts) == 6 else None
 
 
 def _subset(rows: Sequence[Row], label: str) -> list[Row]:

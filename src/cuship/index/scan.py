@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, NamedTuple, Union, cast
 
 from packaging.version import InvalidVersion, Version
 
-from cuship._fs import NotRegular, file_kind, open_regular, regular_problem, sha256_file
+from cuship._fs import (
+    NotRegular,
+    file_kind,
+    open_regular,
+    open_stated,
+    regular_problem,
+    sha256_file,
+)
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, FileStamp, ScanCache
@@ -33,7 +40,25 @@ from cuship.index.describe import describe_pure
 from cuship.wheel.read.filename import canonical_name, plain_project, tag_set
 from cuship.wheel.read.headers import header_fields
 from cuship.wheel.read.members import name_problem
-from cuship.wheel.read.zipmeta import METADATA_LIMIT, Member, member_names, metadata_fast
+from cuship.wheel.read.zipmeta import (
+    METADATA_LIMIT,
+    Listing,
+    Member,
+    member_at,
+    member_names,
+    metadata_fast,
+)
+from cuship.wheel.record import (
+    RECORD_LIMIT,
+    RecordMismatch,
+    check_digest,
+    check_listing,
+    hasher,
+    missing_record,
+    parse_record,
+    record_agrees,
+    record_name,
+)
 from cuship.wheel.variant import split_variant
 
 if TYPE_CHECKING:
@@ -493,10 +518,12 @@ def _read_fresh(job: tuple[str, int | None, bool]) -> tuple[_Read, FileStamp | N
     where, size, describe = job
     try:
         name = _parse_filename(where.rpartition("/")[2], where)
-        entry, member, pure, size, stamp = _read(where, size)
+        entry, member, pure, size, stamp, problem = _read(where, size)
         _check_dist_info(where, member, name.project)
         requires_dist: list[str] = []
         read = _fields(where, name, size, entry, requires_dist)
+        if problem is not None:  # after the checks that word commoner faults
+            raise _Skip(Path(where), f"{problem.message}; {problem.hint}")
     except _Skip as why:
         return str(why)
     if describe and pure and split_variant(where)[1] is None:  # a variant: its variant.json too
@@ -522,6 +549,8 @@ def _describe_whole(where: str) -> Mapping[str, object] | None:
 
     try:
         return dict(describe_wheel(Path(where)))
+    except RecordMismatch as err:
+        raise _Skip(Path(where), f"{err.message}; {err.hint}") from err
     except CushipError as err:
         raise _Skip(Path(where), f"cannot be described: {err.message}") from err
     except Exception:
@@ -608,8 +637,8 @@ def _fields(
 
 
 # What reading a wheel gives: its cache entry, METADATA's member name, whether it holds no shared
-# object, its size, and its stamp when it was read unplanned
-_Readout = tuple[CacheEntry, str, bool, int, FileStamp | None]
+# object, its size, its stamp when it was read unplanned, and how RECORD disagrees with it
+_Readout = tuple[CacheEntry, str, bool, int, FileStamp | None, RecordMismatch | None]
 
 
 def _read(path: str, size: int | None) -> _Readout:
@@ -640,24 +669,29 @@ def _read_unchecked(path: str, size: int | None) -> _Readout:
         digest = hashlib.sha256(data).hexdigest()
         shared: list[bool] = []
         suspect: list[bool] = []
-        fast = metadata_fast(data, shared, suspect)
+        listing: Listing = ({}, [])
+        fast = metadata_fast(data, shared, suspect, listing)
         if fast is not None and suspect:
             _check_names(member_names(data) or [])
         pure = fast is not None and not shared and size <= _DESCRIBE_PURE
-        member = fast or _metadata_from(io.BytesIO(data))
+        if fast is not None:
+            member, problem = fast, _record_fast(data, fast, path, listing)
+        else:
+            member, problem = _metadata_from(io.BytesIO(data), path)
     else:
         digest = sha256_file(Path(path))
         with open(path, "rb") as handle:
-            member = _metadata_from(handle)
-    return CacheEntry(sha256=digest, metadata=member.data), member.name, pure, size, stamp
+            member, problem = _metadata_from(handle, path)
+    entry = CacheEntry(sha256=digest, metadata=member.data)
+    return entry, member.name, pure, size, stamp, problem
 
 
 def _read_stamped(path: str) -> tuple[bytes | None, FileStamp]:
     """The file's bytes (None when larger than :data:`_READ_WHOLE`) and its stamp, from the
     file opened: one path lookup, where a stat and then an open take two."""
-    fd = open_regular(path, "wheel")
+    fd, found = open_stated(path, "wheel")
     try:
-        stamp = FileStamp.of(os.fstat(fd))
+        stamp = FileStamp.of(found)
         data = None if stamp.size > _READ_WHOLE else _read_fd(fd, stamp.size)
     finally:
         os.close(fd)
@@ -688,8 +722,11 @@ def _read_fd(fd: int, size: int) -> bytes:
 _LIMIT_TEXT = f"{METADATA_LIMIT // (1024 * 1024)} MiB"
 
 
-def _metadata_from(source: io.BufferedIOBase | io.BytesIO) -> Member:
-    """The METADATA member through :mod:`zipfile`, inflating at most ``METADATA_LIMIT + 1``."""
+def _metadata_from(
+    source: io.BufferedIOBase | io.BytesIO, path: str
+) -> tuple[Member, RecordMismatch | None]:
+    """The METADATA member through :mod:`zipfile`, inflating at most ``METADATA_LIMIT + 1``,
+    and how the RECORD beside it disagrees with the archive (``path``: the wheel's)."""
     try:
         with zipfile.ZipFile(source) as archive:
             _check_names(archive.namelist())
@@ -708,6 +745,9 @@ def _metadata_from(source: io.BufferedIOBase | io.BytesIO) -> Member:
                 )
             with archive.open(info) as member:
                 data = member.read(METADATA_LIMIT + 1)
+            problem = None
+            if len(data) <= METADATA_LIMIT:
+                problem = _record_zip(archive, Member(info.filename, data), path)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as err:
         raise _Unreadable(f"broken zip: {err}") from err
     except zlib.error as err:
@@ -716,7 +756,65 @@ def _metadata_from(source: io.BufferedIOBase | io.BytesIO) -> Member:
         raise _Unreadable(f"unreadable METADATA: {err}") from err
     if len(data) > METADATA_LIMIT:
         raise _Unreadable(f"{info.filename} inflates past the {_LIMIT_TEXT} limit")
-    return Member(info.filename, data)
+    return Member(info.filename, data), problem
+
+
+def _record_fast(
+    data: bytes, metadata: Member, path: str, listing: Listing
+) -> RecordMismatch | None:
+    """How RECORD disagrees with the wheel ``data`` (its central directory, ``listing``, and
+    METADATA's hash), read without :mod:`zipfile` where the archive allows."""
+    record = record_name(metadata.name)
+    wanted = record.encode()
+    at = next((entry for name, entry in listing[1] if name == wanted), None)
+    content = None if at is None else member_at(data, at, RECORD_LIMIT)
+    if at is not None and content is None:
+        return _metadata_from(io.BytesIO(data), path)[1]  # zipfile words what is unusual
+    if content is not None and record_agrees(
+        content, listing[0], record, metadata.name, metadata.data
+    ):
+        return None
+    named = [(name.decode("utf-8", errors="replace"), size) for name, size in listing[0].items()]
+    return _record_problem(named, content, metadata, path.rpartition("/")[2])
+
+
+def _record_zip(archive: zipfile.ZipFile, metadata: Member, path: str) -> RecordMismatch | None:
+    """:func:`_record_fast` through :mod:`zipfile` (its errors go to the caller)."""
+    record = record_name(metadata.name)
+    wheel = path.rpartition("/")[2]
+    try:
+        info = archive.getinfo(record)
+    except KeyError:
+        return missing_record(wheel, record)
+    if info.file_size > RECORD_LIMIT:
+        return RecordMismatch(
+            f"{wheel!r}: {record!r} is {info.file_size} bytes, over the {RECORD_LIMIT} a RECORD "
+            "may have",
+            hint="rebuild the wheel with a standard build backend",
+        )
+    with archive.open(info) as member:
+        content = member.read(RECORD_LIMIT + 1)
+    listing = [(i.filename, i.file_size) for i in archive.infolist()]
+    return _record_problem(listing, content, metadata, wheel)
+
+
+def _record_problem(
+    listing: list[tuple[str, int]], content: bytes | None, metadata: Member, wheel: str
+) -> RecordMismatch | None:
+    record = record_name(metadata.name)
+    if content is None:
+        return missing_record(wheel, record)
+    try:
+        rows = parse_record(content, wheel, record)
+        check_listing(rows, listing, wheel, record)
+        row = rows.get(metadata.name)
+        digest = hasher(row)
+        if digest is not None:
+            digest.update(metadata.data)
+            check_digest(row, digest.digest(), metadata.name, wheel, record)
+    except RecordMismatch as err:
+        return err
+    return None
 
 
 def _check_names(names: Iterable[str]) -> None:

@@ -9,7 +9,7 @@ import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from packaging.version import Version
 
@@ -40,6 +40,7 @@ from cuship.wheel.torchabi import (
 if TYPE_CHECKING:
     from cuship.wheel.read.elf import ElfFacts, VersionNeed
     from cuship.wheel.read.fatbin import Buffer, FatbinEntry
+    from cuship.wheel.record import RecordRow
 
 __all__ = [
     "ROLES",
@@ -313,8 +314,13 @@ def _object_report(where: str, size: int, facts: ElfFacts, data: Buffer) -> Obje
     )
 
 
-def inspect_wheel(path: Path) -> WheelReport:
-    """Inspect every shared object inside a wheel, and name the libraries it bundles."""
+def inspect_wheel(path: Path, *, record: bool = False) -> WheelReport:
+    """Inspect every shared object inside a wheel, and name the libraries it bundles.
+
+    ``record``: also hold the wheel to its RECORD (:mod:`cuship.wheel.record`): the archive's
+    members and sizes against RECORD's rows, and each shared object inflated against its hash
+    (a :class:`~cuship.wheel.record.RecordMismatch` when they disagree). A small wheel with
+    no shared object is not checked here: the index's scan checks its listing and METADATA."""
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
     from cuship.wheel.variant import split_variant
@@ -326,7 +332,7 @@ def inspect_wheel(path: Path) -> WheelReport:
             f"{path.name!r} is not a valid wheel file name: {err}",
             hint="wheel names look like name-1.0-cp311-cp311-linux_x86_64.whl",
         ) from err
-    extensions, libs, requires = _scan_zip(path)
+    extensions, libs, requires = _scan_zip(path, record=record)
     canonical_tags = tuple(sorted(str(tag) for tag in tags))
     size = path.stat().st_size
     requirements = torch_entries(requires, source=f"{path.name}:METADATA")
@@ -386,18 +392,19 @@ def _report(
 
 
 def _scan_zip(
-    path: Path,
+    path: Path, *, record: bool = False
 ) -> tuple[tuple[ObjectReport, ...], tuple[str, ...], tuple[str, ...]]:
     """The wheel's shared objects, its bundled libraries and its Requires-Dist entries (of a
-    wheel without shared objects: only those on torch)."""
+    wheel without shared objects: only those on torch); ``record`` as :func:`inspect_wheel`."""
     small = _scan_small(path)
     if small is not None:
         return (), (), small
     limits = member_limits()
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(path) as archive, open(path, "rb") as handle:
             check_members(archive.infolist(), path.name, limits)
-            objects = list(_shared_objects(archive, path, limits))
+            rows = _record_rows(archive, path, limits) if record else None
+            objects = list(_shared_objects(archive, path, limits, handle, rows))
             requirements = _requires_dist(archive, path, limits)
     except (zipfile.BadZipFile, EOFError) as err:
         raise InputError(
@@ -456,14 +463,50 @@ def _requires_dist(archive: zipfile.ZipFile, path: Path, limits: MemberLimits) -
     return tuple(value for key, value in header_fields(text) if key == "requires-dist")
 
 
-def _shared_objects(
+def _record_rows(
     archive: zipfile.ZipFile, path: Path, limits: MemberLimits
+) -> tuple[str, Mapping[str, RecordRow]]:
+    """The wheel's RECORD and its rows, after checking them against the archive's members."""
+    from cuship.wheel.record import (
+        RECORD_LIMIT,
+        check_listing,
+        missing_record,
+        parse_record,
+        record_name,
+    )
+
+    infos = archive.infolist()
+    metadata = [i.filename for i in infos if _top_metadata(i.filename)]
+    record = record_name(metadata[0]) if len(metadata) == 1 else "*.dist-info/RECORD"
+    try:
+        info = archive.getinfo(record)
+    except KeyError:
+        raise missing_record(path.name, record) from None
+    rows = parse_record(read_member(archive, info, path.name, limits, most=RECORD_LIMIT),
+                        path.name, record)  # fmt: skip
+    check_listing(rows, ((i.filename, i.file_size) for i in infos), path.name, record)
+    return record, rows
+
+
+def _top_metadata(name: str) -> bool:
+    return name.count("/") == 1 and name.endswith(".dist-info/METADATA")
+
+
+def _shared_objects(
+    archive: zipfile.ZipFile,
+    path: Path,
+    limits: MemberLimits,
+    handle: BinaryIO | None = None,
+    rows: tuple[str, Mapping[str, RecordRow]] | None = None,
 ) -> Iterator[tuple[str, ObjectReport | None]]:
     """Each shared object's name, and its report (None for a bundled CUDA library, never
-    inflated); each read through :func:`~cuship.wheel.read.members.member_buffer` (bounded)."""
+    inflated); each read through :func:`~cuship.wheel.read.members.member_buffer` (bounded), from
+    ``handle`` (the wheel opened again) when given; with RECORD's ``rows``, each one read is
+    held to its hash there."""
     from cuship.wheel.cudalibs import is_cuda_lib
     from cuship.wheel.read.elf import is_elf, quick_facts
     from cuship.wheel.read.fatbin import FATBIN_SECTIONS
+    from cuship.wheel.record import check_digest, hasher
 
     for info in archive.infolist():
         if info.is_dir() or not looks_shared(info.filename):
@@ -476,7 +519,11 @@ def _shared_objects(
             yield info.filename, None
             continue
         where = f"{path.name}:{info.filename}"
-        with member_buffer(archive, info, path.name, limits) as data:
+        row = None if rows is None else rows[1].get(info.filename)
+        digest = hasher(row)
+        with member_buffer(archive, info, path.name, limits, handle=handle, digest=digest) as data:
+            if digest is not None and rows is not None:
+                check_digest(row, digest.digest(), info.filename, path.name, rows[0])
             facts = quick_facts(data, source=where, wanted=FATBIN_SECTIONS)
             report = _object_report(info.filename, info.file_size, facts, data)
         yield info.filename, report

@@ -4,10 +4,10 @@ SONAME with the PyPI wheel that carries them (``data/cuda_libs.toml``)."""
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 from cuship import schema
@@ -136,16 +136,25 @@ def library_stem(filename: str) -> str:
     return _HASHED.sub("", stem)
 
 
+def _globs(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One expression matching what any of the fnmatch ``patterns`` matches (as fnmatchcase:
+    case-sensitive); a wheel of thousands of members asks of each shared object."""
+    joined = "|".join(f"(?:{fnmatch.translate(pattern)})" for pattern in patterns)
+    return re.compile(joined or "(?!)")  # no pattern: nothing matches
+
+
+_CUDA_GLOBS = _globs(CUDA_LIB_PATTERNS)
+_VENDOR_GLOBS = _globs(_DATA.vendor)
+
+
 def is_cuda_lib(filename: str) -> bool:
     """True when ``filename`` (a path, a file name or a SONAME) is a library on the exclude list."""
-    stem = library_stem(filename)
-    return any(fnmatchcase(stem, pattern) for pattern in CUDA_LIB_PATTERNS)
+    return _CUDA_GLOBS.match(library_stem(filename)) is not None
 
 
 def is_vendor_lib(filename: str) -> bool:
     """True for an NVIDIA library that wheels bundle as it is (``libnvjpeg``, ``libnpp*``)."""
-    stem = library_stem(filename)
-    return any(fnmatchcase(stem, pattern) for pattern in _DATA.vendor)
+    return _VENDOR_GLOBS.match(library_stem(filename)) is not None
 
 
 def is_driver_lib(filename: str) -> bool:

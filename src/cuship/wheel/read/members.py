@@ -27,7 +27,10 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    import hashlib
 
 from cuship import settings
 from cuship.errors import InputError
@@ -55,6 +58,7 @@ DEFAULT_SIZE = 4096 * _MiB
 DEFAULT_RATIO = 200
 _RATIO_FLOOR = 4 * _MiB  # small members may compress as well as they like (a file of spaces)
 _DRIVE = re.compile(r"[A-Za-z]:")
+_ROOTS = ("/", "\\")
 
 
 class UnsafeMember(InputError):
@@ -93,6 +97,8 @@ def member_limits(environ: Mapping[str, str] | None = None) -> MemberLimits:
 
 def name_problem(name: str) -> str | None:
     """Why a member name leaves the archive's root (None when it does not)."""
+    if ".." not in name and "\x00" not in name and name[:1] not in _ROOTS and name[1:2] != ":":
+        return None  # nearly every name: a few string tests, no split
     if "\x00" in name:
         return "holds a NUL byte"
     if name.startswith(("/", "\\")) or _DRIVE.match(name):
@@ -177,10 +183,20 @@ def copy_member(
     out: IO[bytes],
     source: str,
     limits: MemberLimits,
+    *,
+    handle: BinaryIO | None = None,
+    digest: hashlib._Hash | None = None,
 ) -> int:
-    """Inflate ``info`` into ``out`` in pieces; its size. Bounded as the module says."""
+    """Inflate ``info`` into ``out`` in pieces; its size. Bounded as the module says.
+    ``handle`` and ``digest`` as for :func:`member_buffer`."""
     size = 0
-    for chunk in _chunks(archive, info, source, limits):
+    raw = handle is not None and _raw_readable(info)
+    chunks = (
+        _raw_chunks(handle, info, source, limits, digest)
+        if raw and handle is not None
+        else _chunks(archive, info, source, limits)
+    )
+    for chunk in chunks:
         out.write(chunk)
         size += len(chunk)
     return size
@@ -207,15 +223,28 @@ def read_member(
 
 @contextmanager
 def member_buffer(
-    archive: zipfile.ZipFile, info: zipfile.ZipInfo, source: str, limits: MemberLimits
+    archive: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    source: str,
+    limits: MemberLimits,
+    *,
+    handle: BinaryIO | None = None,
+    digest: hashlib._Hash | None = None,
 ) -> Iterator[bytes | mmap.mmap]:
     """The member's bytes to read at random: in memory up to :data:`IN_MEMORY`, else a
-    read-only map of an unlinked temporary file it was inflated into (closed on exit)."""
+    read-only map of an unlinked temporary file it was inflated into (closed on exit).
+
+    ``handle``: the wheel opened again, to inflate a stored or deflated member straight from
+    its bytes (no :mod:`zipfile` reader between); ``digest`` is then fed every byte inflated,
+    and stands for the CRC (the caller holds it to RECORD's hash, which says more)."""
     if info.file_size <= IN_MEMORY:
-        yield read_member(archive, info, source, limits)
+        if handle is not None and _raw_readable(info):
+            yield _inflate_whole(handle, info, source, limits, digest)
+        else:
+            yield read_member(archive, info, source, limits)
         return
     with tempfile.TemporaryFile(prefix="cuship-member-") as spool:
-        size = copy_member(archive, info, spool, source, limits)
+        size = copy_member(archive, info, spool, source, limits, handle=handle, digest=digest)
         spool.flush()
         if size == 0:
             yield b""
@@ -253,3 +282,124 @@ def copy_into(
             size += len(chunk)
     encoded = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
     return f"sha256={encoded}", size
+
+
+_LOCAL_HEADER = 30
+
+
+def _raw_readable(info: zipfile.ZipInfo) -> bool:
+    """Whether the member can be inflated from the wheel's bytes here: stored or deflated, not
+    encrypted (anything else goes through :mod:`zipfile`, which words why it cannot)."""
+    return not info.flag_bits & 0x1 and info.compress_type in (
+        zipfile.ZIP_STORED,
+        zipfile.ZIP_DEFLATED,
+    )
+
+
+def _raw(handle: BinaryIO, info: zipfile.ZipInfo, source: str, limits: MemberLimits) -> int:
+    """Where the member's compressed bytes start in ``handle`` (checked as :func:`_chunks`)."""
+    check_member(info, source, limits)
+    handle.seek(info.header_offset)
+    head = handle.read(_LOCAL_HEADER)
+    if len(head) != _LOCAL_HEADER or not head.startswith(b"PK\x03\x04"):
+        raise _damaged(f"{source}:{info.filename}", "no local header where the directory says")
+    name_len = int.from_bytes(head[26:28], "little")
+    extra_len = int.from_bytes(head[28:30], "little")
+    return info.header_offset + _LOCAL_HEADER + name_len + extra_len
+
+
+def _damaged(where: str, why: str) -> InputError:
+    return InputError(
+        f"{where!r} cannot be read: {why}",
+        hint="the wheel is damaged (cut short?); fetch or build it again",
+    )
+
+
+def _inflate_whole(
+    handle: BinaryIO,
+    info: zipfile.ZipInfo,
+    source: str,
+    limits: MemberLimits,
+    digest: hashlib._Hash | None,
+) -> bytes:
+    """The member inflated in one step (one buffer, no pieces to join), bounded as
+    :func:`_chunks`; checked against its CRC, or fed to ``digest``."""
+    where = f"{source}:{info.filename}"
+    handle.seek(_raw(handle, info, source, limits))
+    raw = handle.read(info.compress_size)
+    bound = min(info.file_size, limits.size)
+    if info.compress_type == zipfile.ZIP_STORED:
+        data, finished = raw[: bound + 1], True
+    else:
+        inflater = zlib.decompressobj(-15)
+        try:
+            data = inflater.decompress(raw, bound + 1)
+        except zlib.error as err:
+            raise _damaged(where, str(err)) from err
+        finished = inflater.eof
+    _check_end(where, info, bound, len(data), finished)
+    if digest is not None:
+        digest.update(data)
+    elif zlib.crc32(data) != info.CRC:
+        raise _damaged(where, "its CRC does not match")
+    return data
+
+
+def _check_end(where: str, info: zipfile.ZipInfo, bound: int, size: int, finished: bool) -> None:
+    if size > bound:
+        raise _overflow(where, bound)
+    if not finished or size != info.file_size:
+        raise _damaged(where, f"{size} bytes inflated, the directory says {info.file_size}")
+
+
+def _raw_chunks(
+    handle: BinaryIO,
+    info: zipfile.ZipInfo,
+    source: str,
+    limits: MemberLimits,
+    digest: hashlib._Hash | None,
+) -> Iterator[bytes]:
+    """:func:`_inflate_whole` in pieces of at most :data:`CHUNK`."""
+    where = f"{source}:{info.filename}"
+    handle.seek(_raw(handle, info, source, limits))
+    bound = min(info.file_size, limits.size)
+    inflater = zlib.decompressobj(-15) if info.compress_type else None
+    left, done, crc = info.compress_size, 0, 0
+    for piece in _pieces(handle, inflater, left, where):
+        done += len(piece)
+        if done > bound:
+            raise _overflow(where, bound)
+        if digest is not None:
+            digest.update(piece)
+        else:
+            crc = zlib.crc32(piece, crc)
+        yield piece
+    _check_end(where, info, bound, done, inflater is None or inflater.eof)
+    if digest is None and crc != info.CRC:
+        raise _damaged(where, "its CRC does not match")
+
+
+def _pieces(
+    handle: BinaryIO, inflater: zlib._Decompress | None, left: int, where: str
+) -> Iterator[bytes]:
+    """The ``left`` compressed bytes at ``handle``'s position, inflated (``inflater``; None:
+    stored) in pieces of at most :data:`CHUNK`."""
+    try:
+        while left:
+            data = handle.read(min(left, CHUNK))
+            if not data:
+                raise _damaged(where, "the archive ends inside it")
+            left -= len(data)
+            if inflater is None:
+                yield data
+                continue
+            while data:
+                yield inflater.decompress(data, CHUNK)
+                data = inflater.unconsumed_tail
+        while inflater is not None and not inflater.eof:  # what it holds back past the input
+            piece = inflater.decompress(b"", CHUNK)
+            if not piece:
+                break
+            yield piece
+    except zlib.error as err:
+        raise _damaged(where, str(err)) from err

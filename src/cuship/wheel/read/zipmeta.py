@@ -18,17 +18,31 @@ import struct
 import zlib
 from typing import NamedTuple
 
-__all__ = ["METADATA_LIMIT", "Member", "looks_shared", "member_names", "metadata_fast"]
+__all__ = [
+    "METADATA_LIMIT",
+    "Listing",
+    "Member",
+    "looks_shared",
+    "member_at",
+    "member_names",
+    "metadata_fast",
+]
 
 METADATA_LIMIT = 8 * 1024 * 1024
 """The largest METADATA the index accepts (PyPI's largest are a few hundred kB)."""
 
 _EOCD = struct.Struct("<4s4H2LH")
 _CENTRAL = struct.Struct("<4s6H3L5H2L")
-_LENGTHS = struct.Struct("<3H")  # name, extra and comment lengths, 28 bytes into an entry
+# size, and name, extra and comment lengths, 24 bytes into an entry
+_TAIL = struct.Struct("<L3H")
 _LOCAL = struct.Struct("<4s5H3L2H")
 _SUFFIX = b".dist-info/METADATA"
 _ROOTS = (0x2F, 0x5C)  # a name starting with "/" or "\\"
+
+
+Listing = tuple[dict[bytes, int], list[tuple[bytes, int]]]
+"""The members of an archive as its central directory lists them: each name (undecoded) with
+its declared size, and each ``*.dist-info/RECORD`` with where its entry starts."""
 
 
 class Member(NamedTuple):
@@ -87,21 +101,28 @@ def _find(
     count: int,
     seen: list[bool] | None = None,
     rooted: list[bool] | None = None,
+    listing: Listing | None = None,
 ) -> _Entry | None:
     """The central directory entry of the single METADATA; ``seen`` gets True when a member
-    looks like a shared object, ``rooted`` when a name may leave the root (:func:`_suspect`)."""
+    looks like a shared object, ``rooted`` when a name may leave the root (:func:`_suspect`);
+    ``listing`` gets each member's name, size and entry offset (:data:`Listing`)."""
     found = None
     size = len(data)
-    lengths = _LENGTHS.unpack_from
+    tail = _TAIL.unpack_from
     # Names are read only where needed: a shared object's name holds ".so", and without those
     # bytes from the directory on, no name need be read for it.
     look = seen is not None and not seen and data.find(b".so", offset) >= 0
     for _ in range(count):
         if offset + _CENTRAL.size > size or not data.startswith(b"PK\x01\x02", offset):
             return None
-        name_len, extra_len, comment_len = lengths(data, offset + 28)
+        inflated, name_len, extra_len, comment_len = tail(data, offset + 24)
         start = offset + 46
         end = start + name_len
+        if listing is not None:
+            name = data[start:end]
+            listing[0][name] = inflated
+            if name.endswith(b".dist-info/RECORD"):
+                listing[1].append((name, offset))
         if rooted is not None and not rooted and _suspect(data, start, end):
             rooted.append(True)
         if look and seen is not None and _looks_shared(data[start:end]):
@@ -157,17 +178,21 @@ def _inflate(raw: bytes, method: int) -> bytes | None:
 
 
 def metadata_fast(
-    data: bytes, shared: list[bool] | None = None, suspect: list[bool] | None = None
+    data: bytes,
+    shared: list[bool] | None = None,
+    suspect: list[bool] | None = None,
+    listing: Listing | None = None,
 ) -> Member | None:
     """The METADATA member, or None when the slow path must decide. ``shared``: an empty list
     that gets True when a member looks like a shared object; ``suspect``: one that gets True
     when a member name may leave the archive's root (``..``, a backslash, a colon, a leading
-    slash: the caller then checks each name). Only when a member is returned do they cover
-    every member."""
+    slash: the caller then checks each name); ``listing``: an empty list that gets every
+    member (:data:`Listing`, for :func:`member_at`). Only when a member is returned do they
+    cover every member."""
     directory = _central_directory(data)
     if directory is None:
         return None
-    entry = _find(data, *directory, shared, suspect)
+    entry = _find(data, *directory, shared, suspect, listing)
     if entry is None or entry.size > METADATA_LIMIT:
         return None
     local = entry.local
@@ -181,3 +206,38 @@ def metadata_fast(
     if content is None or zlib.crc32(content) != entry.crc:
         return None
     return Member(entry.name, content)
+
+
+def member_at(data: bytes, entry: int, limit: int) -> bytes | None:
+    """The member whose central directory entry starts at ``entry`` (a :data:`Listing`
+    offset), inflated and checked against its CRC; None when zipfile should read it (encrypted,
+    stored with another method, larger than ``limit``, not inflating to its CRC)."""
+    fields = _CENTRAL.unpack_from(data, entry)
+    found = _Entry("", fields[3], fields[4], fields[7], fields[8], fields[9], fields[16])
+    return _member_bytes(data, found, limit)
+
+
+def _member_bytes(data: bytes, entry: _Entry, limit: int) -> bytes | None:
+    """The member ``entry`` inflated (at most ``limit`` bytes) and checked against its CRC; None
+    when zipfile should decide."""
+    local = entry.local
+    if entry.size > limit or entry.flags & 0x1 or entry.method not in (0, 8):
+        return None
+    if local + _LOCAL.size > len(data) or not data.startswith(b"PK\x03\x04", local):
+        return None
+    name_len, extra_len = _LOCAL.unpack_from(data, local)[9:11]
+    start = local + _LOCAL.size + name_len + extra_len
+    raw = data[start : start + entry.compressed]
+    if entry.method == 0:
+        content: bytes | None = raw
+    else:
+        inflater = zlib.decompressobj(-15)
+        try:
+            content = inflater.decompress(raw, limit + 1)
+        except zlib.error:
+            return None
+        if not inflater.eof:
+            return None
+    if content is None or len(content) != entry.size or zlib.crc32(content) != entry.crc:
+        return None
+    return content
