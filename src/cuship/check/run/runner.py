@@ -211,15 +211,24 @@ def skip_unavailable(the_plan: Plan, unavailable: Sequence[Unavailable]) -> Plan
     return replace(the_plan, groups=groups)
 
 
-def _skipped(group: PlannedGroup) -> GroupResult:
+def _result(
+    group: PlannedGroup, cases: tuple[CaseResult, ...] = (), skip_reason: str | None = None
+) -> GroupResult:
+    """The result of ``group``: its op, engine, dtype and tolerances, with its cases or why it
+    was skipped."""
     return GroupResult(
         op=group.op,
         engine=group.engine,
         dtype=group.dtype,
         rtol=group.rtol,
         atol=group.atol,
-        skip_reason=group.skip_reason or "no cases",
+        cases=cases,
+        skip_reason=skip_reason,
     )
+
+
+def _skipped(group: PlannedGroup) -> GroupResult:
+    return _result(group, skip_reason=group.skip_reason or "no cases")
 
 
 def execute(
@@ -383,14 +392,7 @@ def _lane_count(the_plan: Plan, parallel: int, emit: Emit, *, forked: bool = Fal
 def _collect(group: PlannedGroup, results: list[CaseResult] | None) -> GroupResult:
     if results is None:
         return _skipped(group)
-    return GroupResult(
-        op=group.op,
-        engine=group.engine,
-        dtype=group.dtype,
-        rtol=group.rtol,
-        atol=group.atol,
-        cases=tuple(sorted(results, key=lambda r: r.case.index)),
-    )
+    return _result(group, cases=tuple(sorted(results, key=lambda r: r.case.index)))
 
 
 def _progress(chunk: PlannedGroup, results: tuple[CaseResult, ...]) -> Event:
