@@ -14,10 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cuship.cli._console import Console, in_github_actions
+
 if TYPE_CHECKING:
     from cuship.builder.run.batch import Outcome
     from cuship.check.report.results import CheckReport
-    from cuship.cli._console import Console
     from cuship.index.simple import IndexSummary
 
 __all__ = ["ROWS", "build_markdown", "check_markdown", "index_markdown", "write_step_summary"]
@@ -86,7 +87,7 @@ def write_step_summary(
     """Append ``markdown`` to ``$GITHUB_STEP_SUMMARY`` under GitHub Actions; whether it did."""
     env = os.environ if environ is None else environ
     named = env.get("GITHUB_STEP_SUMMARY", "")
-    if not named or env.get("GITHUB_ACTIONS", "").lower() != "true":
+    if not named or not in_github_actions(env):
         return False
     target = Path(named)
     data = (markdown.rstrip("\n") + "\n\n").encode("utf-8")
