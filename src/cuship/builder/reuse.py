@@ -28,7 +28,6 @@ a project that fixes its own ``build-dir``.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
@@ -37,8 +36,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from cuship import __version__
-from cuship._fs import file_identity, write_atomic
+from cuship._fs import file_identity, sha256_file, write_json
 from cuship.builder.model import BuildDir, BuildPlan, Step, requirement_name
+from cuship.builder.uptodate import digest, steps_document
 from cuship.config import Config
 from cuship.tools import find_tool
 
@@ -64,7 +64,6 @@ KEY_FILE = "cuship-key.json"
 """In a build directory: the key of the build that last succeeded there."""
 
 _BACKEND = "scikit_build_core.build"
-_VOLATILE = frozenset({"MAX_JOBS", "CMAKE_BUILD_PARALLEL_LEVEL"})  # change no output
 # the compilers and build tools CMake finds: (the environment variable that names one, its name)
 _TOOLS = (("CC", "cc"), ("CXX", "c++"), (None, "cmake"), (None, "ninja"))
 _PACKAGES = ("scikit-build-core", "cmake", "ninja")
@@ -118,24 +117,9 @@ def with_build_dir(step: Step, path: Path) -> Step:
     return dataclasses.replace(step, argv=(*step.argv[:-1], setting, step.argv[-1]))
 
 
-def _digest(value: object) -> str:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def steps_digest(steps: Sequence[Step]) -> str:
     """The digest of the command steps' names, argv and environment, parallelism left out."""
-    return _digest(
-        [
-            {
-                "name": step.name,
-                "argv": list(step.argv),
-                "env": {k: v for k, v in step.env.items() if k not in _VOLATILE},
-            }
-            for step in steps
-            if step.argv
-        ]
-    )
+    return digest(steps_document([step for step in steps if step.argv]))
 
 
 def _search_path(step: Step, environ: Mapping[str, str]) -> str:
@@ -180,7 +164,7 @@ def _files(paths: Iterable[Path]) -> list[str]:
     out = []
     for path in paths:
         try:
-            out.append(f"{path} {hashlib.sha256(path.read_bytes()).hexdigest()}")
+            out.append(f"{path} {sha256_file(path)}")
         except OSError:
             out.append(f"{path} missing")
     return out
@@ -196,13 +180,13 @@ def key_parts(plan: BuildPlan, environ: Mapping[str, str]) -> dict[str, str]:
     sites = build_dir.sites or tuple(p for p in sys.path if p.endswith("-packages"))
     return {
         "cuship": __version__,
-        "job": _digest(plan.job.to_json()),
+        "job": digest(plan.job.to_json()),
         "steps": steps_digest(commands),
         "toolkit": build_dir.toolkit,
         "torch": plan.torch or "",
-        "compilers": _digest(_tools(wheel, environ, build_dir.tools)),
-        "packages": _digest(_dists(sites, build_dir.packages)),
-        "files": _digest(_files(build_dir.files)),
+        "compilers": digest(_tools(wheel, environ, build_dir.tools)),
+        "packages": digest(_dists(sites, build_dir.packages)),
+        "files": digest(_files(build_dir.files)),
     }
 
 
@@ -244,4 +228,4 @@ def open_build_dir(path: Path, parts: Mapping[str, str]) -> tuple[bool, str]:
 
 def seal(path: Path, parts: Mapping[str, str]) -> None:
     """Record that a build keyed ``parts`` succeeded in ``path``."""
-    write_atomic(path / KEY_FILE, (json.dumps(dict(parts), indent=2) + "\n").encode())
+    write_json(path / KEY_FILE, dict(parts))

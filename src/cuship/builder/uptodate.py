@@ -27,10 +27,29 @@ from cuship import __version__
 from cuship._fs import sha256_file, write_json
 from cuship.builder.model import BuildPlan, Step
 
-__all__ = ["inputs_digest", "record_path", "remember", "reused"]
+__all__ = ["digest", "inputs_digest", "record_path", "remember", "reused", "steps_document"]
 
-_VOLATILE = frozenset({"MAX_JOBS", "CMAKE_BUILD_PARALLEL_LEVEL"})
+_VOLATILE = frozenset({"MAX_JOBS", "CMAKE_BUILD_PARALLEL_LEVEL"})  # change no output
 _RECORD_LIMIT = 64 * 1024
+
+
+def digest(value: object) -> str:
+    """The sha256 of ``value`` as canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def steps_document(steps: Sequence[Step]) -> list[dict[str, Any]]:
+    """The steps' names, argv and environment as a digest sees them: the parallelism left out
+    (it changes no output)."""
+    return [
+        {
+            "name": step.name,
+            "argv": list(step.argv),
+            "env": {k: v for k, v in sorted(step.env.items()) if k not in _VOLATILE},
+        }
+        for step in steps
+    ]
 
 
 def inputs_digest(
@@ -45,17 +64,9 @@ def inputs_digest(
         "job": job,
         "requirement": requirement,
         "toolkit": toolkit,
-        "steps": [
-            {
-                "name": step.name,
-                "argv": list(step.argv),
-                "env": {k: v for k, v in sorted(step.env.items()) if k not in _VOLATILE},
-            }
-            for step in steps
-        ],
+        "steps": steps_document(steps),
     }
-    text = json.dumps(document, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
+    return digest(document)
 
 
 def record_path(plan: BuildPlan) -> Path:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuship import process
-from cuship._fs import file_identity, sha256_file, write_atomic
+from cuship._fs import file_identity, sha256_file, write_atomic, write_json
 from cuship.errors import CheckFailed, InputError, ToolMissing
 from cuship.events import Emit, Event, discard
 from cuship.tools import find_tool
@@ -122,9 +122,10 @@ def _keep(cache: Path, key: str, output: Path) -> None:
             if old != entry:
                 shutil.rmtree(old, ignore_errors=True)
         entry.mkdir(parents=True, exist_ok=True)
-        write_atomic(entry / output.name, output.read_bytes())
-        record = {"key": key, "wheel": output.name, "sha256": sha256_file(entry / output.name)}
-        write_atomic(entry / "record.json", (json.dumps(record, indent=2) + "\n").encode())
+        data = output.read_bytes()
+        write_atomic(entry / output.name, data)
+        record = {"key": key, "wheel": output.name, "sha256": hashlib.sha256(data).hexdigest()}
+        write_json(entry / "record.json", record)
     except OSError:
         return
 
