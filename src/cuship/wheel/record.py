@@ -31,7 +31,9 @@ __all__ = [
     "missing_record",
     "parse_record",
     "record_agrees",
+    "record_hash",
     "record_name",
+    "urlsafe_digest",
 ]
 
 RECORD_LIMIT = 32 * 1024 * 1024
@@ -56,6 +58,16 @@ class RecordRow(NamedTuple):
     algorithm: str
     digest: str
     size: int | None
+
+
+def urlsafe_digest(digest: bytes) -> str:
+    """A digest as RECORD writes it: urlsafe base64 without padding."""
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def record_hash(data: bytes) -> str:
+    """RECORD's hash field of ``data``: ``sha256=`` and :func:`urlsafe_digest`."""
+    return "sha256=" + urlsafe_digest(hashlib.sha256(data).digest())
 
 
 def record_name(metadata: str) -> str:
@@ -151,7 +163,7 @@ def check_digest(row: RecordRow | None, digest: bytes, name: str, wheel: str, re
     :func:`hasher` of ``row``) is not the one RECORD gives."""
     if row is None or not row.algorithm:
         return
-    encoded = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+    encoded = urlsafe_digest(digest)
     if encoded != row.digest.rstrip("="):
         raise RecordMismatch(
             f"{wheel!r}: {name!r} has {row.algorithm}={encoded}, but {record!r} says "
@@ -179,7 +191,7 @@ def record_agrees(
         return False
     at = 3 * paths.index(own)
     if fields[at + 1 : at + 3] != [b"", b""] or fields[3 * paths.index(checked) + 1] != (
-        _sha256_field(data)
+        record_hash(data).encode()
     ):
         return False
     del fields[at : at + 3]
@@ -192,7 +204,3 @@ def record_agrees(
         for member, size in members.items()
         if member != own and not member.endswith(b"/")  # a directory entry needs no row
     }
-
-
-def _sha256_field(data: bytes) -> bytes:
-    return b"sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")

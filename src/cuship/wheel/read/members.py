@@ -265,9 +265,10 @@ def copy_into(
     """Copy the member ``info`` of ``old`` into ``new`` under ``header`` (default: the same
     name, date, mode and method), streamed and bounded as :func:`copy_member`; its RECORD
     hash (``sha256=…``) and size."""
-    import base64
     import copy
     import hashlib
+
+    from cuship.wheel.record import urlsafe_digest
 
     header = copy.copy(info) if header is None else header  # a copy: writing sets its offsets
     if info.is_dir():
@@ -280,8 +281,7 @@ def copy_into(
             digest.update(chunk)
             out.write(chunk)
             size += len(chunk)
-    encoded = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
-    return f"sha256={encoded}", size
+    return f"sha256={urlsafe_digest(digest.digest())}", size
 
 
 _LOCAL_HEADER = 30

@@ -6,9 +6,7 @@ archive into a temporary file next to the target and renames it into place (atom
 
 from __future__ import annotations
 
-import base64
 import csv
-import hashlib
 import io
 import os
 import tempfile
@@ -32,6 +30,7 @@ from cuship.wheel.read.members import (
     read_member,
 )
 from cuship.wheel.read.zipmeta import METADATA_LIMIT
+from cuship.wheel.record import record_hash
 
 __all__ = [
     "RetagPlan",
@@ -116,12 +115,6 @@ def _compressed_tags(tags: frozenset[Tag], filename: str) -> str:
     abis = {t.abi for t in tags}
     platforms = {t.platform for t in tags}
     return f"{joined(interpreters)}-{joined(abis)}-{joined(platforms)}"
-
-
-def record_hash(data: bytes) -> str:
-    """The RECORD hash field: ``sha256=`` and urlsafe base64 without padding."""
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-    return f"sha256={digest.decode('ascii')}"
 
 
 def retag(
