@@ -25,12 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from cuship.check.run._fork import EXIT_LINE
-from cuship.check.run.workers import Worker, WorkerDied
+from cuship.check.run.workers import Worker, WorkerDied, stderr_section
 
 __all__ = ["ForkRefused", "ForkedWorker", "Zygote"]
 
 _EXIT_WAIT_S = 5.0  # for the zygote to reap a dead fork and write its exit status
-_STDERR_TAIL_LINES = 15
 
 
 class ForkRefused(WorkerDied):
@@ -80,11 +79,7 @@ class ForkedWorker(Worker):
         return f"worker process {how} while {what}" + self._stderr_tail()
 
     def _stderr_tail(self) -> str:
-        lines = [line for line in self._lines() if not line.startswith(EXIT_LINE)]
-        while lines and not lines[-1].strip():
-            lines.pop()
-        tail = lines[-_STDERR_TAIL_LINES:]
-        return ("\nworker stderr:\n" + "\n".join(tail)) if tail else ""
+        return stderr_section("\n".join(s for s in self._lines() if not s.startswith(EXIT_LINE)))
 
     def kill(self) -> None:
         with contextlib.suppress(OSError):

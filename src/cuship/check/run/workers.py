@@ -18,7 +18,7 @@ from typing import IO, Any
 import cuship
 from cuship import process
 
-__all__ = ["Worker", "WorkerDied", "WorkerSetup", "worker_argv"]
+__all__ = ["Worker", "WorkerDied", "WorkerSetup", "stderr_section", "worker_argv"]
 
 _STDERR_TAIL_LINES = 15
 # compute-sanitizer's own lines, should any reach the protocol channel: never an answer.
@@ -190,10 +190,9 @@ class Worker:
         try:
             self.log.flush()
             self.log.seek(0)
-            lines = self.log.read().splitlines()[-_STDERR_TAIL_LINES:]
+            return stderr_section(self.log.read())
         except (OSError, ValueError):
             return ""
-        return ("\nworker stderr:\n" + "\n".join(lines)) if lines else ""
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -215,3 +214,9 @@ class Worker:
                 with contextlib.suppress(OSError):
                     stream.close()
         self.log.close()
+
+
+def stderr_section(text: str) -> str:
+    """The end of a worker's stderr for a message: its last lines under a heading, or ""."""
+    said = process.tail(text, _STDERR_TAIL_LINES)
+    return f"\nworker stderr:\n{said}" if said else ""
