@@ -12,7 +12,10 @@ loops. Each planted bug is one source edit of a copy of the fixture. For each bu
     its own catch count.
 Goals: every bug caught in thorough mode; the mask and block bugs in quick mode; quick < 30 s.
 
-Usage: python benchmarks/bench_planted_bugs.py [--only NAME]... [--no-pytest]
+On a GPU machine, `--device cuda --no-pytest` runs the same planted bugs through real Triton
+(compiled kernels on the GPU) instead of the interpreter.
+
+Usage: python benchmarks/bench_planted_bugs.py [--only NAME]... [--no-pytest] [--device cuda]
 """
 
 from __future__ import annotations
@@ -130,8 +133,10 @@ def _copy(bug: Bug | None, into: Path) -> Path:
     return project
 
 
-def run_check(project: Path, *, quick: bool) -> tuple[float, int, dict[str, Any]]:
-    argv = [sys.executable, "-m", "cuship", "check", str(project), "--device", "cpu"]
+def run_check(
+    project: Path, *, quick: bool, device: str = "cpu"
+) -> tuple[float, int, dict[str, Any]]:
+    argv = [sys.executable, "-m", "cuship", "check", str(project), "--device", device]
     argv += ["--no-store", "--format", "json", *(["--quick"] if quick else [])]
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, env=_env(), check=False)
@@ -163,6 +168,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", default=[], help="Only this bug (repeatable).")
     parser.add_argument("--no-pytest", action="store_true", help="Skip the pytest comparison.")
+    parser.add_argument(
+        "--device", default="cpu", choices=("cpu", "cuda"), help="cuda: real Triton on a GPU."
+    )
     args = parser.parse_args()
     bugs = [b for b in BUGS if not args.only or b.name in args.only]
     header = "| planted bug | kind | quick | quick s | thorough | thorough s | pytest | pytest s |"
@@ -173,7 +181,7 @@ def main() -> None:
             project = _copy(bug, Path(tmp))
             cells = []
             for quick in (True, False):
-                took, code, report = run_check(project, quick=quick)
+                took, code, report = run_check(project, quick=quick, device=args.device)
                 hit = code == 1 and bug is not None and bug.op in _failed_ops(report)
                 if bug is None:
                     cells += ["passes" if code == 0 else f"exit {code}", f"{took:.1f}"]

