@@ -84,6 +84,23 @@ def test_quick_example_suite_passes_with_valid_junit(example_dir: Path, tmp_path
     assert "passed:" in done.stderr
 
 
+def test_thorough_saxpy_of_the_example_passes_on_every_cpu_engine(
+    example_dir: Path, tmp_path: Path
+) -> None:
+    """The thorough run (what the GPU job runs) has large inputs whose terms cancel: float32
+    saxpy rounds a*x and y, and the example's scale holds that round-off to the terms' size."""
+    out = tmp_path / "r.json"
+    done = cuship(
+        "check", str(example_dir), "--op", "saxpy", "--device", "cpu", "--format", "json",
+        "-o", str(out), env={"CUSHIP_STORE": str(tmp_path / "r.db")},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    groups = {g["engine"]: g for g in json.loads(out.read_text())["groups"]}
+    for engine in ("native", "triton-interpret", "numba-sim"):
+        assert groups[engine]["status"] == "passed", groups[engine]
+        assert any("large" in str(c) for c in groups[engine]["cases"]), groups[engine]["cases"][:2]
+
+
 def test_broken_kernel_is_caught_and_the_printed_command_reproduces_it(
     example_dir: Path, tmp_path: Path
 ) -> None:

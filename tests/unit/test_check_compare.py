@@ -86,3 +86,27 @@ def test_shape_mismatch_fails_with_a_message() -> None:
 
 def test_empty_outputs_are_equal() -> None:
     assert compare(np.zeros((0, 8)), np.zeros((0, 8)), F32).ok
+
+
+def test_a_scale_holds_cancelled_terms_to_their_own_size() -> None:
+    # float32 saxpy without a fused multiply-add: 2.5 * x + y with x, y near 1e4 that cancel
+    a = np.float32(2.5)
+    x = np.array([9999.123, -4000.5, 1.0], dtype=np.float32)
+    y = np.array([-24991.54, 10007.5, 2.0], dtype=np.float32)
+    out = (a * x).astype(np.float32) + y  # two roundings
+    ref = 2.5 * x.astype(np.float64) + y.astype(np.float64)
+    scale = np.abs(2.5 * x.astype(np.float64)) + np.abs(y.astype(np.float64))
+    assert not compare(out, ref, F32).ok  # |ref| alone calls the rounding of the terms a bug
+    held = compare(out, ref, F32, scale=scale)
+    assert held.ok
+    assert held.max_rel < 1.3e-6
+    wrong = out.copy()
+    wrong[0] += np.float32(1.0)  # a real error (a term off by 1): past rtol of the terms
+    assert compare(wrong, ref, F32, scale=scale).mismatches == 1
+
+
+def test_a_scalar_scale_broadcasts_and_nan_in_the_scale_leaves_the_reference_yardstick() -> None:
+    ref = np.array([1.0, 2.0])
+    out = ref + 1e-4
+    assert compare(out, ref, F32, scale=1e3).ok
+    assert not compare(out, ref, F32, scale=np.array([np.nan, np.nan])).ok

@@ -6,11 +6,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import pytest
 
 from cuship.check import Impl, Invariant, Op, Tensor
 from cuship.check.case.compare import Tolerance
 from cuship.check.case.engines import run_case
 from cuship.check.declare.inputs import plan_cases
+from cuship.check.declare.registry import DeclarationError
 
 F32 = Tolerance(rtol=1.3e-6, atol=1e-5)
 
@@ -93,3 +95,53 @@ def test_return_value_is_checked_when_no_outputs_are_declared() -> None:
     result = run_case(op, "native", "int64", case, Tolerance(rtol=0.0, atol=0.0))
     assert result["status"] == "failed"
     assert result["max_abs"] == 1.0
+
+
+def _sum_ref(x: Any, y: Any) -> Any:
+    return x + y
+
+
+def _sum_of_rounded_terms(x: Any, y: Any, out: Any) -> None:
+    """x + y off by a millionth of the terms' size, as a kernel that rounds its terms is."""
+    out[...] = (x + y) + np.float32(1e-6) * (np.abs(x) + np.abs(y))
+
+
+def test_an_ops_scale_is_called_like_the_reference_and_widens_its_yardstick() -> None:
+    seen: list[tuple[str, ...]] = []
+
+    def scale(**terms: Any) -> Any:
+        seen.append(tuple(sorted(terms)))
+        return np.abs(terms["x"]) + np.abs(terms["y"])
+
+    def op(**extra: Any) -> Op:
+        return Op(
+            name="sum",
+            reference=_sum_ref,
+            inputs=(  # terms near 1.5e4 whose sum is anywhere in [-1e4, 1e4]
+                Tensor(name="x", dims=("n",), low=1e4, high=2e4),
+                Tensor(name="y", dims=("n",), low=-2e4, high=-1e4),
+            ),
+            outputs=(Tensor(name="out", dims=("n",)),),
+            shapes=({"n": 64},),
+            distributions=("uniform",),
+            impls=(Impl(kind="native", fn=_sum_of_rounded_terms),),
+            **extra,
+        )
+
+    assert _run(op())["status"] == "failed"  # 0.03 off a sum of maybe 5: "2e-3 relative"
+    held = _run(op(scale=scale))
+    assert held["status"] == "passed", held
+    assert 0.5e-6 < held["max_rel"] < 1.3e-6  # relative to the terms' size
+    assert seen == [("x", "y")]
+
+
+def test_a_scale_that_is_not_a_function_is_a_declaration_error() -> None:
+    with pytest.raises(DeclarationError, match=r"scale is 2\.0, not a function"):
+        Op(
+            name="sum",
+            reference=_sum_ref,
+            inputs=(Tensor(name="x", dims=("n",)), Tensor(name="y", dims=("n",))),
+            shapes=({"n": 4},),
+            impls=(Impl(kind="native", fn=_sum_of_rounded_terms),),
+            scale=2.0,  # type: ignore[arg-type]
+        )

@@ -1,4 +1,5 @@
-"""Closeness of a kernel's output to the float64 reference: |out - ref| <= atol + rtol * |ref|.
+"""Closeness of a kernel's output to the float64 reference: |out - ref| <= atol + rtol * |ref|,
+or ``rtol * max(|ref|, |scale|)`` where the op declares a scale (see :class:`cuship.check.Op`).
 
 Defaults per dtype are torch.testing.assert_close's. NaN matches only NaN, an infinity only the
 same infinity; a NaN where the reference has a number always fails (that is how unwritten,
@@ -97,12 +98,18 @@ def _shape_mismatch(actual: np.ndarray[Any, Any], expected: np.ndarray[Any, Any]
     )
 
 
-def compare(actual: Any, expected: Any, tol: Tolerance) -> Comparison:
-    """Compare ``actual`` with the float64 ``expected`` elementwise under ``tol``."""
+def compare(actual: Any, expected: Any, tol: Tolerance, *, scale: Any = None) -> Comparison:
+    """Compare ``actual`` with the float64 ``expected`` elementwise under ``tol``; ``scale``
+    (broadcast to the reference's shape) raises the yardstick ``rtol`` multiplies where it is
+    larger than ``|expected|``, and relative errors are taken against the same yardstick."""
     a = _as_float64(actual)
     e = _as_float64(expected)
     if a.shape != e.shape:
         return _shape_mismatch(a, e)
+    size = np.abs(e)
+    if scale is not None:
+        with np.errstate(invalid="ignore"):
+            size = np.fmax(size, np.abs(np.broadcast_to(_as_float64(scale), e.shape)))
     if e.size == 0:
         return Comparison(
             total=0,
@@ -117,9 +124,9 @@ def compare(actual: Any, expected: Any, tol: Tolerance) -> Comparison:
     same_special = (np.isnan(a) & np.isnan(e)) | (np.isinf(a) & np.isinf(e) & (a == e))
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         diff = np.where(finite, np.abs(a - e), 0.0)
-        bound = tol.atol + tol.rtol * np.abs(e)
+        bound = tol.atol + tol.rtol * size
         close = (finite & (diff <= bound)) | same_special
-        rel = np.where(finite & (diff > 0), diff / np.abs(e), 0.0)
+        rel = np.where(finite & (diff > 0), diff / size, 0.0)
         ratio = np.where(finite, diff / np.where(bound > 0, bound, 1e-300), np.inf)
     mismatches = int((~close).sum())
     nonfinite_bad = bool((~close & ~finite).any())

@@ -205,7 +205,19 @@ def _outputs(op: Op, buffers: Mapping[str, Any], returned: Any) -> dict[str, Any
 
 def _reference_outputs(op: Op, reference: Mapping[str, Any], dtype: str) -> dict[str, Any]:
     extra = {"dtype": dtype} if op.reference_takes_dtype else {}
-    result = op.reference(**reference, **extra)
+    return _by_output(op, op.reference(**reference, **extra))
+
+
+def _scales(op: Op, reference: Mapping[str, Any], dtype: str) -> dict[str, Any]:
+    """Each output's round-off yardstick from the op's ``scale`` (none: ``|reference|``)."""
+    if op.scale is None:
+        return {}
+    extra = {"dtype": dtype} if op.reference_takes_dtype else {}
+    return _by_output(op, op.scale(**reference, **extra))
+
+
+def _by_output(op: Op, result: Any) -> dict[str, Any]:
+    """What a reference (or scale) function returned, by output name."""
     if op.outputs:
         if len(op.outputs) == 1 and not isinstance(result, tuple | dict):
             result = (result,)
@@ -250,7 +262,11 @@ def run_case(op: Op, engine_name: str, dtype: str, case: Any, tol: Any) -> dict[
     kernel_s = time.perf_counter() - kernel_started
     actual = _outputs(op, buffers, returned)
     expected = _reference_outputs(op, inputs.reference, dtype)
-    comparisons = {name: compare(actual[name], expected[name], tol) for name in expected}
+    scales = _scales(op, inputs.reference, dtype)
+    comparisons = {
+        name: compare(actual[name], expected[name], tol, scale=scales.get(name))
+        for name in expected
+    }
     return _finish(op, comparisons, inputs.reference, actual, tol, (started, kernel_s))
 
 

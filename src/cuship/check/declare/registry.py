@@ -155,6 +155,13 @@ class Op:
     upstream gradient, and ``torch.autograd.grad`` of the entry point is compared per input
     ("grad of x") with that of the reference, which then gets float64 torch tensors and must
     compute with torch. ``grad_tolerances`` (per dtype) loosens the gradients' tolerance.
+
+    ``scale`` is the size each output element's round-off is held to, when ``|reference|`` is too
+    small a yardstick: a function called like the reference (float64 inputs) returning what the
+    reference returns, in magnitudes. ``rtol`` then multiplies ``max(|reference|, |scale|)``.
+    For a sum of terms give the sum of their magnitudes (saxpy: ``|a*x| + |y|``): a float32
+    kernel rounds each term, and where they cancel the result is far smaller than the error
+    the rounding of its terms leaves, however right the kernel. Gradients are not scaled.
     """
 
     name: str
@@ -171,6 +178,7 @@ class Op:
     tolerances: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     grads: tuple[str, ...] = ()
     grad_tolerances: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    scale: Callable[..., Any] | None = None
     default: bool = True
     description: str = ""
     module: str = ""
@@ -190,6 +198,11 @@ class Op:
                 )
         if self.grads:
             _check_grads(self, owner)
+        if self.scale is not None and not callable(self.scale):
+            raise DeclarationError(
+                f"{owner}: scale is {self.scale!r}, not a function",
+                ("scale=lambda a, x, y: abs(a * x) + abs(y)",),
+            )
 
     @property
     def reference_takes_dtype(self) -> bool:
