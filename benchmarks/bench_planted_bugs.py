@@ -47,6 +47,13 @@ class Bug:
     new: str
 
 
+# the forward's two loads (the backward loads X and W the same way, then RSTD)
+_RMS_LOADS = (
+    "x = tl.load(X + row * stride + cols{x_mask}).to(tl.float32)\n"
+    "    w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)\n"
+    "    mean_square"
+)
+
 BUGS = (
     Bug(
         name="rms-eps-outside-sqrt",
@@ -61,8 +68,8 @@ BUGS = (
         op="rms_norm",
         kind="mask",
         file="norms.py",
-        old="x = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)\n    w",
-        new="x = tl.load(X + row * stride + cols).to(tl.float32)\n    w",
+        old=_RMS_LOADS.format(x_mask=", mask=mask, other=0.0"),
+        new=_RMS_LOADS.format(x_mask=""),
     ),
     Bug(
         name="rms-backward-wrong-gradient",
