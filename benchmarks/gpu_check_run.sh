@@ -113,6 +113,13 @@ if want numba-sanitize && ls "$NP"/numpy-*.whl > /dev/null 2>&1; then
     $PY -c 'import sys; print("\n".join(p for p in sys.path if p.endswith(("site-packages", "dist-packages"))))' \
         > "$(/tmp/nv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_machine.pth"
     /tmp/nv/bin/python -m pip install -q --no-index --no-deps "$NP"/numpy-*.whl > "$L/numba-sanitize.log" 2>&1
+    # the raw report of one planted Numba kernel, as this numba-cuda names it (a parser fixture)
+    /tmp/nv/bin/python -c 'from importlib.metadata import version as v
+print(*(f"{n} {v(n)}" for n in ("numba", "numba-cuda", "numpy")))' >> "$OUT/summary.txt" 2>&1
+    timeout "$(cap 60)" compute-sanitizer --tool memcheck --print-limit 20 \
+        --log-file "$OUT/sanitizer-numba-memcheck-oob.txt" \
+        /tmp/nv/bin/python tests/fixtures/h100/planted_numba.py oob >> "$L/numba-sanitize.log" 2>&1
+    say "memcheck of the planted Numba oob kernel: exit $?"
     timeout "$(cap 300)" /tmp/nv/bin/python -m pytest -p no:cacheprovider -q -rA \
         "tests/integration/test_check_sanitize.py::test_each_planted_bug_is_caught_by_its_tool_on_a_gpu" \
         >> "$L/numba-sanitize.log" 2>&1

@@ -29,6 +29,8 @@ _PROBE = re.compile(
 _ABI = re.compile(
     r"\[abi:[^\]]*\]$"
 )  # numba-cuda's kernels: planted_kernels::oob_write[abi:v1,...]
+# the namespace newer numba-cuda releases put its kernels in: cudapy::planted_kernels::oob_write
+_NUMBA_NAMESPACE = "cudapy::"
 _NOT_FINDINGS = ("COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY", "Target application")
 # " in FILE:LINE" only for code built with line info (nvcc -lineinfo; Numba's kernels have none)
 _AT = re.compile(r"\bat (?P<kernel>.+?)\+0x[0-9a-fA-F]+(?: in (?P<where>\S+))?(?=\s|$)", re.M)
@@ -57,11 +59,13 @@ class Finding:
 
     @property
     def kernel_name(self) -> str | None:
-        """The kernel without its parameter list (``oob_write``) or a Numba kernel's ABI tag
-        (``planted_kernels::oob_write``), to map back to check cases."""
+        """The kernel without its parameter list (``oob_write``), or a Numba kernel's module
+        and function without its ABI tag and numba-cuda's ``cudapy::`` namespace (which some
+        releases add): ``planted_kernels::oob_write`` whichever numba-cuda compiled it."""
         if self.kernel is None:
             return None
-        return _ABI.sub("", self.kernel.partition("(")[0].strip())
+        name = _ABI.sub("", self.kernel.partition("(")[0].strip())
+        return name.removeprefix(_NUMBA_NAMESPACE)
 
     @property
     def probe(self) -> bool:
