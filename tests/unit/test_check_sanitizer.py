@@ -79,6 +79,16 @@ def test_a_numba_kernel_is_named_without_its_abi_tag() -> None:
     assert report.kernels() == ("planted_kernels::oob_write",) and report.errors == 2
 
 
+def test_a_numba_kernel_is_named_the_same_whether_numba_cuda_adds_its_namespace() -> None:
+    report = parse(_report("numba-cudapy-memcheck-oob"))  # the H200's numba-cuda: cudapy::...
+    first = report.findings[0]
+    assert first.kernel is not None and first.kernel.startswith(
+        "cudapy::planted_kernels::oob_write[abi:v1,"
+    )
+    assert first.kernel_name == "planted_kernels::oob_write"
+    assert report.kernels() == ("planted_kernels::oob_write",) and report.errors == 2
+
+
 def test_numba_race_and_uninitialised_read_are_read_like_nvcc_ones() -> None:
     race = parse(_report("numba-racecheck-race"))
     (found,) = race.findings
