@@ -21,10 +21,10 @@ What the cut rests on: compute-sanitizer has written a kernel's report to its lo
 synchronizing call after that kernel returns in the worker. On an H100 (compute-sanitizer
 2025.3.1, driver 580) it had: the planted Numba kernels' reports (out-of-bounds write, shared
 race, uninitialised read) each landed in its own case, the clean kernel after them in none, and
-nothing was unattributed (tests/integration/test_check_sanitize.py, the GPU test); so on an H200
-(driver 580, numba-cuda 0.30.4), 2026-11-27. Were a report
-written later (buffered, or by the front-end process after the marker), it would land in the
-next case's segment or after the last marker (unattributed, still a failure).
+nothing was unattributed (tests/integration/test_check_sanitize.py, the GPU test); so it had on
+an H200 (driver 580, numba-cuda 0.30.4) on 2026-11-27. Were a report written later (buffered, or
+by the front-end process after the marker), it would land in the next case's segment or after
+the last marker (unattributed, still a failure).
 """
 
 from __future__ import annotations
