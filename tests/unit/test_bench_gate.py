@@ -128,6 +128,21 @@ def test_report_verdict_and_exit_code_follow_the_gates() -> None:
     assert numbers["median"] == 1.0 and numbers["gbps"] == pytest.approx(32e-9)
 
 
+def test_assert_floors_that_asserted_nothing_is_exit_4_never_a_pass() -> None:
+    from dataclasses import replace
+
+    report = _report((1.0, 1.0, 1.0), gpu="NVIDIA H200", assert_floors=True)
+    timed = replace(report, results=report.results[:1])  # the errored point left out
+    assert timed.unasserted and timed.verdict == "no-floor" and timed.exit_code == 4
+    floors = {"H100": "1e9 ops/s", "CPU": "1 ops/s"}
+    assert apply_floor(floors, "NVIDIA H200", timed.results[0].numbers()) is None
+    held = apply_floor({**floors, "H200": "1 ops/s"}, "NVIDIA H200", timed.results[0].numbers())
+    checked = replace(timed, results=(replace(timed.results[0], floor=held),))
+    assert (checked.unasserted, checked.verdict, checked.exit_code) == (False, "ok", 0)
+    assert replace(timed, assert_floors=False).exit_code == 0  # not asked: nothing to refuse
+    assert report.exit_code == 1  # an errored point outranks it
+
+
 def test_store_rows_and_json_export_follow_the_contract(tmp_path: Path) -> None:
     report = _report((1.0, 2.0, 3.0, 4.0))
     run_id = record(report, tmp_path / "r.db")

@@ -211,25 +211,35 @@ class BenchReport:
         return tuple(r for r in self.results if r.floor is not None and r.floor.missed)
 
     @property
+    def unasserted(self) -> bool:
+        """``--assert-floors`` and not one point held to a floor: no floor names this machine
+        (or none is in a unit its cases measure), so nothing was asserted."""
+        return self.assert_floors and not any(r.floor is not None for r in self.results)
+
+    @property
     def unprofiled(self) -> tuple[PointResult, ...]:
         """Timed points whose ncu profile failed (their timings stand)."""
         return tuple(r for r in self.results if r.profile is not None and not r.profile.ok)
 
     @property
     def verdict(self) -> str:
-        """errored, regressed (a clear SLOWER), floor-missed (a floor checked and missed), ok."""
+        """errored, regressed (a clear SLOWER), floor-missed (a floor checked and missed),
+        no-floor (``--assert-floors`` with no floor for this machine), ok."""
         if self.errored:
             return "errored"
         if self.slower:
             return "regressed"
         if self.floors_missed:
             return "floor-missed"
+        if self.unasserted:
+            return "no-floor"
         return "ok"
 
     @property
     def exit_code(self) -> int:
-        """1 when a gate failed; else 3 when a requested profile could not be taken (the
-        counters or ncu failed: the environment, DESIGN's 3); else 0."""
+        """1 when a gate failed; else 4 when ``--assert-floors`` asserted nothing (no floor
+        names this machine: an empty gate is never a pass); else 3 when a requested profile
+        could not be taken (the counters or ncu failed: the environment, DESIGN's 3); else 0."""
         gated = (
             bool(self.errored)
             or (self.fail_on_regression and bool(self.slower))
@@ -237,6 +247,8 @@ class BenchReport:
         )
         if gated:
             return 1
+        if self.unasserted:
+            return 4
         return 3 if self.unprofiled else 0
 
     def meta(self) -> dict[str, Any]:
