@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cuship.bench.gate import Baseline
+from cuship.bench.gate import TimingBaseline
 from cuship.bench.history.changepoints import collect_series
 from cuship.bench.results import PointResult, to_csv, to_json
 from cuship.bench.session import record
@@ -93,7 +93,7 @@ def test_json_csv_and_store_carry_the_throttled_share_and_clocks(tmp_path: Any) 
 
 
 def test_a_baseline_follows_the_same_rule_as_the_run() -> None:
-    base = Baseline(
+    base = TimingBaseline(
         source="run 1",
         machine_id="m",
         samples={"k": (1.0, 9.0, 1.0)},

@@ -19,8 +19,8 @@ from cuship.errors import InputError, UsageError
 
 __all__ = [
     "FLOOR_METRICS",
-    "Baseline",
     "Floor",
+    "TimingBaseline",
     "check_machine",
     "floor_for",
     "load_baseline",
@@ -32,8 +32,9 @@ FLOOR_METRICS = {"ops/s": "ops_per_s", "GB/s": "gbps", "TFLOP/s": "tflops"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Baseline:
-    """The samples of an earlier run, by result key."""
+class TimingBaseline:
+    """The samples of an earlier bench run, by result key (check's ``ErrorBaseline`` holds
+    error figures instead)."""
 
     source: str
     machine_id: str | None
@@ -111,7 +112,7 @@ def apply_floor(
     )
 
 
-def check_machine(baseline: Baseline, machine_id: str, *, allow_cross_machine: bool) -> None:
+def check_machine(baseline: TimingBaseline, machine_id: str, *, allow_cross_machine: bool) -> None:
     """Refuse a baseline from another machine (exit 2) unless allowed."""
     if allow_cross_machine or baseline.machine_id == machine_id:
         return
@@ -122,7 +123,7 @@ def check_machine(baseline: Baseline, machine_id: str, *, allow_cross_machine: b
     )
 
 
-def _from_rows(source: str, fingerprint: Mapping[str, Any], rows: Any) -> Baseline:
+def _from_rows(source: str, fingerprint: Mapping[str, Any], rows: Any) -> TimingBaseline:
     samples: dict[str, tuple[float, ...]] = {}
     units: dict[str, str] = {}
     throttled: dict[str, tuple[int, ...]] = {}
@@ -132,12 +133,12 @@ def _from_rows(source: str, fingerprint: Mapping[str, Any], rows: Any) -> Baseli
         units[key] = str(payload.get("unit", "s"))
         throttled[key] = tuple(int(i) for i in payload.get("throttled", ()))
     machine = fingerprint.get("machine_id")
-    return Baseline(
+    return TimingBaseline(
         source=source, machine_id=machine, samples=samples, units=units, throttled=throttled
     )
 
 
-def _from_file(path: Path) -> Baseline:
+def _from_file(path: Path) -> TimingBaseline:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
@@ -162,7 +163,7 @@ def _from_file(path: Path) -> Baseline:
         ) from err
 
 
-def _from_store(ref: str, store_path: Path, project: str, machine_id: str) -> Baseline:
+def _from_store(ref: str, store_path: Path, project: str, machine_id: str) -> TimingBaseline:
     from cuship.store import Store
 
     if not store_path.is_file():
@@ -187,7 +188,7 @@ def _from_store(ref: str, store_path: Path, project: str, machine_id: str) -> Ba
     return _from_rows(f"run {run.id}", run.fingerprint, rows)
 
 
-def load_baseline(ref: str, *, store_path: Path, project: str, machine_id: str) -> Baseline:
+def load_baseline(ref: str, *, store_path: Path, project: str, machine_id: str) -> TimingBaseline:
     """Resolve ``--baseline REF``: a run id, ``latest``, or an exported JSON file."""
     if ref == "latest" or ref.isdigit():
         return _from_store(ref, store_path, project, machine_id)

@@ -26,8 +26,8 @@ from cuship.errors import InputError, UsageError
 
 __all__ = [
     "FORMAT_VERSION",
-    "Baseline",
-    "BaselineEntry",
+    "ErrorBaseline",
+    "ErrorBaselineEntry",
     "from_report",
     "load",
     "regressions",
@@ -41,7 +41,7 @@ ABSOLUTE_FLOOR = 1e-12
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class BaselineEntry:
+class ErrorBaselineEntry:
     status: str
     max_abs: float | None
     max_rel: float | None
@@ -49,25 +49,29 @@ class BaselineEntry:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Baseline:
+class ErrorBaseline:
+    """A check run's error figures per group (``--save-baseline``), which a later run's may not
+    exceed by more than the regression factors: accuracy, where bench's ``TimingBaseline`` is
+    speed."""
+
     cuship_version: str
     created: float
     seed: int
     quick: bool
     device: str
-    entries: Mapping[str, BaselineEntry]
+    entries: Mapping[str, ErrorBaselineEntry]
 
 
-def from_report(report: CheckReport) -> Baseline:
+def from_report(report: CheckReport) -> ErrorBaseline:
     """The baseline of a run: every group that ran (skipped groups have no figures)."""
     entries = {
-        g.key: BaselineEntry(
+        g.key: ErrorBaselineEntry(
             status=g.status, max_abs=g.max_abs, max_rel=g.max_rel, cases=len(g.cases)
         )
         for g in report.groups
         if g.status != "skipped"
     }
-    return Baseline(
+    return ErrorBaseline(
         cuship_version=__version__,
         created=time.time(),
         seed=report.seed,
@@ -77,7 +81,7 @@ def from_report(report: CheckReport) -> Baseline:
     )
 
 
-def save(baseline: Baseline, path: Path) -> None:
+def save(baseline: ErrorBaseline, path: Path) -> None:
     document = {
         "format": FORMAT_VERSION,
         "kind": "cuship-check-baseline",
@@ -103,7 +107,7 @@ def _float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def load(path: Path) -> Baseline:
+def load(path: Path) -> ErrorBaseline:
     """Read a baseline file; InputError (exit 2) when it is missing, not JSON or of another format."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -119,7 +123,7 @@ def load(path: Path) -> Baseline:
         )
     try:
         entries = {
-            str(key): BaselineEntry(
+            str(key): ErrorBaselineEntry(
                 status=str(e["status"]),
                 max_abs=_float(e.get("max_abs")),
                 max_rel=_float(e.get("max_rel")),
@@ -127,7 +131,7 @@ def load(path: Path) -> Baseline:
             )
             for key, e in raw["entries"].items()
         }
-        return Baseline(
+        return ErrorBaseline(
             cuship_version=str(raw.get("cuship_version", "?")),
             created=float(raw.get("created", 0)),
             seed=int(raw.get("seed", 0)),
@@ -143,7 +147,7 @@ def _mode(quick: bool) -> str:
     return "quick" if quick else "thorough"
 
 
-def require_comparable(baseline: Baseline, path: Path, *, quick: bool, seed: int) -> None:
+def require_comparable(baseline: ErrorBaseline, path: Path, *, quick: bool, seed: int) -> None:
     """A baseline of other cases (the other mode, another seed) compares nothing: UsageError."""
     theirs = (_mode(baseline.quick), baseline.seed)
     if theirs == (_mode(quick), seed):
@@ -166,7 +170,7 @@ def _worse(current: float | None, base: float | None, threshold: float) -> bool:
 
 
 def _drift(
-    group: GroupResult, base: BaselineEntry, threshold: float, rel_factor: float
+    group: GroupResult, base: ErrorBaselineEntry, threshold: float, rel_factor: float
 ) -> str | None:
     """What got worse than the baseline: max abs error, then max rel error (None: neither)."""
     if _worse(group.max_abs, base.max_abs, threshold):
@@ -179,7 +183,7 @@ def _drift(
 
 
 def regressions(
-    report: CheckReport, baseline: Baseline, threshold: float, rel_factor: float = 2.0
+    report: CheckReport, baseline: ErrorBaseline, threshold: float, rel_factor: float = 2.0
 ) -> tuple[Regression, ...]:
     """Groups worse than the baseline; groups new since the baseline are not regressions."""
     found = []

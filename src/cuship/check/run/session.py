@@ -11,7 +11,7 @@ from pathlib import Path
 from cuship.check.case.engines import Device
 from cuship.check.declare.project import CheckProject, find_project
 from cuship.check.declare.registry import discover
-from cuship.check.report.baseline import Baseline, from_report, regressions, require_comparable
+from cuship.check.report.baseline import ErrorBaseline, from_report, regressions, require_comparable
 from cuship.check.report.baseline import load as load_baseline
 from cuship.check.report.baseline import save as save_baseline
 from cuship.check.report.results import CheckReport, code_env
@@ -128,7 +128,7 @@ def run_check(
     return report
 
 
-def _baseline(request: CheckRequest, the_plan: Plan) -> Baseline | None:
+def _baseline(request: CheckRequest, the_plan: Plan) -> ErrorBaseline | None:
     """The baseline asked for, if it holds this run's cases (else UsageError, exit 2)."""
     if request.baseline is None:
         return None
@@ -138,7 +138,7 @@ def _baseline(request: CheckRequest, the_plan: Plan) -> Baseline | None:
 
 
 def _gate(
-    report: CheckReport, baseline: Baseline, request: CheckRequest, project: CheckProject
+    report: CheckReport, baseline: ErrorBaseline, request: CheckRequest, project: CheckProject
 ) -> CheckReport:
     config = project.config
     found = regressions(report, baseline, config.regression_threshold, config.rel_regression_factor)
