@@ -128,7 +128,7 @@ def _shared_object() -> Schema:
             "path": _of("string", "Its path inside the wheel."),
             "role": _enum(ROLES, "What it is to the package (`vendor`: a bundled NVIDIA library)."),
             "size": _of("integer", "Its size in bytes.", minimum=0),
-            "machine": _of("string", "Its ELF machine (`x86_64`)."),
+            "machine": _of("string", "Its ELF machine (`EM_X86_64`)."),
             "soname": _maybe(_of("string", ""), "Its DT_SONAME; null when it has none."),
             "needed": _list("Its DT_NEEDED libraries."),
             "sass": _list("The SASS archs the CUDA runtime loads from it (`90`, `100a`)."),
@@ -218,7 +218,8 @@ def _job(description: str, *, wheel_always: bool) -> Schema:
     made none; the other result keys come all together or not at all."""
     result = _result()
     if wheel_always:
-        result["wheel"] = _maybe(result["wheel"], result["wheel"]["description"] + " Else null.")
+        made = "The wheel's path (under `failed/` when the job failed); null: it made none."
+        result["wheel"] = _maybe(result["wheel"], made)
     grouped = [k for k in result if not (wheel_always and k == "wheel")]
     doc = _object(
         description,
@@ -239,7 +240,9 @@ def _job(description: str, *, wheel_always: bool) -> Schema:
 def build_schema() -> Schema:
     """``cuship build --json``: the outcome of every job, in plan order."""
     return _list(
-        "Every job of the build, in plan order.",
+        "What `cuship build --json` prints: one object per job, in plan order, with its status "
+        "and why and, when it made a wheel, the wheel's inspection, the interpreter, the smoke "
+        "test and what cuship's nvcc compiled.",
         _job(
             "One job: its id, status and why; with the wheel and what cuship learnt about it when "
             "it made one (`wheel` to `nvcc`, all or none).",
@@ -333,7 +336,9 @@ def ship_schema() -> Schema:
     """``cuship ship --json``: jobs, quick check, index, stages and the install lines."""
     job = "One job, as in `cuship build --json`, with `wheel` always there."
     return _object(
-        "What `cuship ship` did, stage by stage, and how to install the result.",
+        "What `cuship ship --json` prints: every job as `cuship build --json` has it, the "
+        "quick check, the index written, each stage's seconds and the lines that install "
+        "what was shipped.",
         {
             "cpu_only": _of("boolean", "No nvcc on this host: the wheels have no CUDA kernels."),
             "jobs": _list("Every job of the build, in plan order.", _job(job, wheel_always=True)),
