@@ -19,25 +19,15 @@ from cuship.builder.run.execute import JobResult
 from cuship.builder.run.smoke import Smoke
 from cuship.check.report.results import CheckReport, GroupResult
 from cuship.provenance import PackageOrigin, Provenance
-from cuship.schema import documents
 from cuship.schema.documents import document_schemas
 from cuship.ship import ShipReport
 from cuship.wheel.audit import inspect_wheel
 from tests.elf_factory import cuda_elf, fatbin, make_elf
+from tests.jsondocs import BUILD, SHIP, schema_errors
 from tests.wheel_factory import make_wheel
 
 REGENERATE = "run: python -c 'import cuship.schema.documents as d; d.write_schemas()'"
-BUILD = "build-json.schema.json"
-SHIP = "ship-json.schema.json"
 TAG = "cp311-cp311-linux_x86_64"
-
-
-def _errors(name: str, document: object) -> list[str]:
-    """What the published schema ``name`` says is wrong with ``document`` (after a JSON round
-    trip, as a reader sees it)."""
-    schema = json.loads((Path(documents.__file__).parent / name).read_text())
-    validator = jsonschema.Draft202012Validator(schema)
-    return [e.message for e in validator.iter_errors(json.loads(json.dumps(document)))]
 
 
 def _wheel(directory: Path, version: str = "1.0+cu130") -> Path:
@@ -130,7 +120,7 @@ def test_every_kind_of_build_outcome_follows_the_build_schema(tmp_path: Path) ->
     document = [o.to_json() for o in _outcomes(tmp_path)]
     assert {o["status"] for o in document} == {"built", "failed", "needs-runner", "collapsed"}
     assert [("report" in o) for o in document] == [True, True, False, False, False]
-    assert _errors(BUILD, document) == []
+    assert schema_errors(BUILD, document) == []
 
 
 @pytest.mark.parametrize(("check", "indexed"), [(True, True), (False, True), (False, False)])
@@ -138,7 +128,7 @@ def test_a_ship_report_follows_the_ship_schema(tmp_path: Path, check: bool, inde
     document = _ship(tmp_path, check=check, indexed=indexed, variants=indexed).to_json("demo")
     assert (document["check"] is None) is not check
     assert (document["install"] is None) is not indexed
-    assert _errors(SHIP, document) == []
+    assert schema_errors(SHIP, document) == []
 
 
 def test_ship_json_names_the_project_in_its_install_lines(tmp_path: Path) -> None:
@@ -165,7 +155,7 @@ def test_the_build_schema_refuses_a_missing_key_a_wrong_type_and_an_unknown_key(
     half_result = {k: v for k, v in good.items() if k != "nvcc"}
     bad_enum = {**good, "status": "skipped"}
     for document in (missing, wrong_type, unknown, half_result, bad_enum):
-        assert _errors(BUILD, [document]) != []
+        assert schema_errors(BUILD, [document]) != []
 
 
 def test_the_ship_schema_refuses_a_missing_key_and_a_wrong_type(tmp_path: Path) -> None:
@@ -174,7 +164,7 @@ def test_the_ship_schema_refuses_a_missing_key_and_a_wrong_type(tmp_path: Path) 
     wrong_type = {**good, "cpu_only": "no"}
     no_wheel = {**good, "jobs": [{k: v for k, v in good["jobs"][2].items() if k != "wheel"}]}
     for document in (missing, wrong_type, no_wheel):
-        assert _errors(SHIP, document) != []
+        assert schema_errors(SHIP, document) != []
 
 
 def _objects(schema: Any) -> list[dict[str, Any]]:

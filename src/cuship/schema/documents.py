@@ -3,9 +3,10 @@
 :meth:`Outcome.to_json <cuship.builder.run.batch.Outcome.to_json>` and ``cuship ship``'s
 :meth:`ShipReport.to_json <cuship.ship.ShipReport.to_json>`.
 
-Written by hand, key by key, each piece once: every object whose keys the code fixes is closed
-(``additionalProperties: false``), every value that can be null says so. The enums come from
-the code's own ``Literal`` types. A unit test holds the schemas to documents made from real
+Written by hand, key by key, each piece once: every object described is closed
+(``additionalProperties: false``), every value that can be null says so; only the quick
+check's inner lists (``cuship check``'s own documents) are left open. The enums come from the
+code's own ``Literal`` types. A unit test holds the schemas to documents made from real
 library objects, and the published files to :func:`document_schemas`.
 """
 
@@ -198,13 +199,16 @@ def _wheel_report() -> Schema:
 
 def _result() -> dict[str, Schema]:
     """The keys a job has when it made a wheel (:meth:`JobResult.to_json`)."""
-    said = "What the smoke test's import printed; null: no import was tried."
     return {
         "wheel": _of("string", "The wheel's path (under `failed/` when the job failed)."),
         "report": _wheel_report(),
         "seconds": _of("number", "How long the job took, in seconds.", minimum=0),
         "python": _python(),
-        "smoke": _maybe(_of("string", ""), said + " Null too when no smoke test ran."),
+        "smoke": _maybe(
+            _of("string", ""),
+            "What the smoke test's import printed; null when no import was tried or no smoke "
+            "test ran.",
+        ),
         "smoke_env": _maybe(
             _enum(get_args(SmokeEnv), ""), "The venv the smoke test ran in; null: none ran."
         ),
