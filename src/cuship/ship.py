@@ -100,6 +100,24 @@ class ShipReport:
             for name, version in newest.items()
         )
 
+    def to_json(self, project: str) -> dict[str, object]:
+        """``cuship ship --json`` (``ship-json.schema.json``): every job (``wheel`` null when it
+        built none), the quick check, the index, the stages' seconds, and, when something was
+        indexed, the lines that install ``project`` from it."""
+        indexed = self.index is not None
+        return {
+            "cpu_only": self.cpu_only,
+            "jobs": [{"wheel": None, **o.to_json()} for o in self.outcomes],
+            "check": None if self.check is None else self.check.to_json(),
+            "index": self.index.as_dict() if self.index else None,
+            "stages": {k: round(v, 2) for k, v in self.stages.items()},
+            "torch_axis": list(self.torch_axis),
+            "install": self.install_line(project) if indexed else None,
+            "installs": [i.to_json() for i in self.install_lines()] if indexed else [],
+            "variants": list(self.variants),
+            "install_variants": self.variants_line(project) if indexed else None,
+        }
+
     def variants_line(self, project: str, url: str | None = None) -> str | None:
         """The uv command that installs the variant for the machine (PEP 825), when variants
         were written; pip and uv without the flag install the plain wheel."""

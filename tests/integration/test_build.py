@@ -16,6 +16,7 @@ from cuship.machine import fingerprint
 from cuship.matrix import expand
 from tests.integration import clirun
 from tests.integration.plainc import offline_from, plain_c_sdists
+from tests.jsondocs import BUILD, schema_errors
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 
@@ -39,7 +40,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     out = tmp_path_factory.mktemp("wheelhouse")
     done = cuship("build", str(EXAMPLE), "--job", host_job_id(), "-o", str(out), "--json")
     assert done.returncode == 0, done.stderr[-3000:]
-    (outcome,) = json.loads(done.stdout)
+    document = json.loads(done.stdout)
+    assert schema_errors(BUILD, document) == []
+    (outcome,) = document
     return outcome  # type: ignore[no-any-return]
 
 
@@ -138,8 +141,9 @@ def test_a_packages_yml_entry_without_device_code_ships_a_cpu_wheel(tmp_path: Pa
     )
     env = offline_from(dist)
     done = cuship("build", str(tmp_path), "-o", str(tmp_path / "out"), "--json", env=env)
-    (outcome,) = json.loads(done.stdout)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert schema_errors(BUILD, json.loads(done.stdout)) == []
+    (outcome,) = json.loads(done.stdout)
     assert outcome["job"] == f"cplain-1.0-cp{python.replace('.', '')}-cpu"
     assert outcome["status"] == "built", outcome
     wheel = Path(outcome["wheel"])

@@ -20,6 +20,7 @@ from cuship.machine import fingerprint
 from tests.integration import clirun
 from tests.integration.plainc import offline_from, plain_c_sdists
 from tests.integration.venvs import make_venv
+from tests.jsondocs import SHIP, schema_errors
 
 PYPI = "https://pypi.org/simple"
 
@@ -53,6 +54,7 @@ def _ship(root: Path, dist: Path) -> dict[str, object]:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     shipped: dict[str, object] = json.loads(done.stdout)
+    assert schema_errors(SHIP, shipped) == []
     return shipped
 
 

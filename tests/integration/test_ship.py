@@ -12,6 +12,7 @@ from pathlib import Path
 from cuship.index import site_records
 from tests.integration.clirun import cuship
 from tests.integration.venvs import make_venv
+from tests.jsondocs import SHIP, schema_errors
 from tests.sitecheck import publish_problems
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
@@ -22,6 +23,7 @@ def test_ship_builds_indexes_and_the_install_line_works(tmp_path: Path) -> None:
     done = cuship("ship", str(EXAMPLE), "-o", str(out), "--json", timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
+    assert schema_errors(SHIP, report) == []
     built = [j for j in report["jobs"] if j["status"] == "built"]
     # one wheel per Python of the matrix this machine has (3.10-3.13: the running one and
     # pyenv's) x its nvcc's CUDA, labelled by CUDA alone (no torch axis), each smoke-tested by
@@ -133,6 +135,7 @@ def test_ship_without_nvcc_takes_the_cpu_only_path_and_says_so(tmp_path: Path) -
     assert "no nvcc on this host: CPU-only path" in done.stderr
     assert publish_problems(out / "site") == []
     report = json.loads(done.stdout)
+    assert schema_errors(SHIP, report) == []
     assert report["cpu_only"] is True
     built = [j for j in report["jobs"] if j["status"] == "built"]
     assert [Path(j["wheel"]).name for j in built] == ["cuvecops-0.1.0+cpu-py3-none-any.whl"]

@@ -24,7 +24,7 @@ def _published(repo_root: Path) -> dict[str, Any]:
     return {
         path.name: json.loads(path.read_text())
         for path in sorted(directory.glob("*.schema.json"))
-        if path.name != "cuship.schema.json"
+        if path.name.removesuffix(".schema.json") in FILES
     }
 
 

@@ -66,6 +66,17 @@ def test_the_schema_page_flattens_nested_keys() -> None:
     assert "check.quick.dtypes" in keys and "matrix.include[].cuda" in keys
 
 
+def test_the_schema_page_has_every_key_of_the_json_documents() -> None:
+    from cuship.schema.documents import build_schema, ship_schema
+
+    page = schemas.render()
+    assert "## cuship build --json" in page and "## cuship ship --json" in page
+    items = build_schema()["items"]
+    for key, _, _ in [*schemas.flatten(items, "[]"), *schemas.flatten(ship_schema())]:
+        assert f"| {_md.code(key)} |" in page, key
+    assert "`[].report.extensions[].sass`" in page and "`jobs[].wheel`" in page
+
+
 def test_the_pages_are_the_same_every_time() -> None:
     assert docs.render_pages() == docs.render_pages()
 

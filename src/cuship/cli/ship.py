@@ -87,7 +87,7 @@ def command(
     name = config.project.name or (lines[0].project if lines else "PROJECT")
     line = report.install_line(name)
     if as_json:
-        console.print_json(_as_json(report, line, name))
+        console.print_json(report.to_json(name))
     else:
         _render(console, report, line, per_project=bool(config.packages))
     _step_summary(console, report)
@@ -109,21 +109,6 @@ def _step_summary(console: Console, report: ShipReport) -> None:
     if report.index is not None:
         parts.append(index_markdown(report.index))
     write_step_summary(console, "\n\n".join(parts))
-
-
-def _as_json(report: ShipReport, line: str, project: str | None = None) -> dict[str, object]:
-    return {
-        "cpu_only": report.cpu_only,
-        "jobs": [{"wheel": None, **o.to_json()} for o in report.outcomes],
-        "check": None if report.check is None else report.check.to_json(),
-        "index": report.index.as_dict() if report.index else None,
-        "stages": {k: round(v, 2) for k, v in report.stages.items()},
-        "torch_axis": list(report.torch_axis),
-        "install": line if report.index else None,
-        "installs": [i.to_json() for i in report.install_lines()] if report.index else [],
-        "variants": list(report.variants),
-        "install_variants": (report.variants_line(project) if report.index and project else None),
-    }
 
 
 def _render(console: Console, report: ShipReport, line: str, *, per_project: bool = False) -> None:

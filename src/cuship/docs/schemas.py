@@ -1,9 +1,12 @@
 """The JSON Schemas cuship publishes, key by key: config/packages.yml
-(``cuship config --packages-schema``) and the shipped data files (``src/cuship/schema/``)."""
+(``cuship config --packages-schema``), the shipped data files and the ``--json`` documents of
+``cuship build`` and ``cuship ship`` (both read from their files in ``src/cuship/schema/``)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from cuship.docs._md import code, table, text
@@ -52,15 +55,32 @@ def flatten(
 
 
 def _keys(schema: Mapping[str, Any]) -> str:
+    """The table of every key under ``schema``; under a list's items (``[].key``) when the
+    document is a list."""
+    prefix = _step(schema) if schema.get("type") == "array" else ""
+    root = _object(schema) if prefix else schema
     rows = [
         [code(key), type_of(sub), "yes" if needed else "", text(str(sub.get("description", "")))]
-        for key, sub, needed in flatten(schema)
+        for key, sub, needed in flatten(root or {}, prefix)
     ]
     return table(["key", "type", "required", "meaning"], rows)
 
 
+def _documents() -> list[str]:
+    """A section per ``--json`` document, from its published schema file."""
+    from cuship.schema import documents
+
+    parts = []
+    for name in documents.document_schemas():
+        schema = json.loads((Path(documents.__file__).parent / name).read_text(encoding="utf-8"))
+        parts.append(f"## {schema['title']}\n")
+        parts.append(f"`src/cuship/schema/{name}`: {text(str(schema['description']))}\n")
+        parts.append(_keys(schema))
+    return parts
+
+
 def render() -> str:
-    """The page: packages.yml's schema, then each data file's."""
+    """The page: packages.yml's schema, each data file's, then each ``--json`` document's."""
     from cuship.config import packages_json_schema
     from cuship.schema.data import data_schemas
 
@@ -70,7 +90,8 @@ def render() -> str:
         "reads each file into, key by key (a key under a list is written `list[].key`, one "
         "under a table of named entries `table.<name>.key`). Point an editor at them for "
         "completion and checking. cuship.toml's own keys are on "
-        "[Configuration keys](config.md).\n",
+        "[Configuration keys](config.md). The last two sections, read from their schema files, "
+        "describe what `cuship build --json` and `cuship ship --json` print, for scripts.\n",
         "## config/packages.yml\n",
         "A community index's package list (`cuship config --packages-schema` prints the "
         "schema; the guide is [A community index](../community-index.md)).\n",
@@ -80,4 +101,4 @@ def render() -> str:
         parts.append(f"## data/{name.removesuffix('.schema.json')}.toml\n")
         parts.append(f"`src/cuship/schema/{name}`: {text(str(schema.get('description', '')))}\n")
         parts.append(_keys(schema))
-    return "\n".join(parts)
+    return "\n".join(parts + _documents())
