@@ -29,7 +29,7 @@ from cuship.events import Emit, Event
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-__all__ = ["JobBoard", "ProgressDisplay", "in_ci", "live_progress"]
+__all__ = ["JobBoard", "ProgressDisplay", "in_ci", "live_progress", "progress_display"]
 
 _FALSE = ("", "0", "false", "no", "off")
 
@@ -201,3 +201,9 @@ class ProgressDisplay:
                 completed=self.board.done,
                 count=f"{self.board.done}/{self.board.total}",
             )
+
+
+def progress_display(console: Console, *, as_json: bool = False) -> ProgressDisplay:
+    """The display a command's work reports through: live where :func:`live_progress` says so,
+    plain lines elsewhere."""
+    return ProgressDisplay(console, live=live_progress(console, as_json=as_json))
