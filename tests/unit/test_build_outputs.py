@@ -19,7 +19,7 @@ from cuship.builder.run.smoke import Smoke
 from cuship.cli import cli
 from cuship.cli._common import default_out, run_cli
 from cuship.cli._console import Console
-from cuship.cli._progress import BuildProgress, JobBoard, in_ci, live_progress
+from cuship.cli._progress import JobBoard, ProgressDisplay, in_ci, live_progress
 from cuship.compat import load
 from cuship.config import load_config
 from cuship.events import Event, collect
@@ -144,7 +144,7 @@ def _replay(events: Iterable[Event], *, tty: bool, github: bool = False) -> str:
     err = _Tty() if tty else io.StringIO()
     console = Console(github=github, out=io.StringIO(), err=err)
     live = live_progress(console, as_json=False, environ={})
-    with BuildProgress(console, live=live) as emit:
+    with ProgressDisplay(console, live=live) as emit:
         for event in events:
             emit(event)
     return err.getvalue()

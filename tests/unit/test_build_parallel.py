@@ -25,7 +25,7 @@ from cuship.builder.run.execute import JobResult
 from cuship.cli import cli
 from cuship.cli._common import run_cli
 from cuship.cli._console import Console
-from cuship.cli._progress import BuildProgress
+from cuship.cli._progress import ProgressDisplay
 from cuship.compat import load
 from cuship.config import Config, load_config
 from cuship.errors import ConfigError
@@ -313,7 +313,7 @@ def test_plain_lines_leave_out_the_live_step_events() -> None:
     err = io.StringIO()
     console = Console(github=True, out=io.StringIO(), err=err)
     step = {"job": "j", "step": "build-wheel"}
-    with BuildProgress(console, live=False) as emit:
+    with ProgressDisplay(console, live=False) as emit:
         emit(
             Event(
                 level="progress",

@@ -16,6 +16,7 @@ from packaging.version import Version
 from cuship.cli import main
 from cuship.compat import DATA_DIR
 from cuship.errors import CheckFailed, ConfigError, InputError, ToolMissing, UsageError
+from cuship.events import Event, collect
 from cuship.toolkit import InstallResult, cached, catalog, install, read_installed, toolkits_root
 from cuship.toolkit.catalog import DATA_FILE, read_catalog
 from cuship.toolkit.install import Probe
@@ -73,6 +74,28 @@ def test_install_lays_the_prefix_out_like_the_runfile(tmp_path: Path, index: str
         assert sha256(tmp_path / "index" / "files" / name) == digest
     assert result.downloaded_bytes == sum(w["size"] for w in manifest["wheels"])
     assert sorted(p.name for p in root.iterdir()) == [".13.0.2.lock", "13.0.2"]
+
+
+def test_each_wheel_fetched_is_one_progress_event(tmp_path: Path, index: str) -> None:
+    events: list[Event] = []
+    install(
+        RELEASE,
+        catalog=catalog(),
+        root=tmp_path / "toolkits",
+        index=index,
+        machine="x86_64",
+        probe=_probe,
+        emit=collect(events),
+    )
+    said = [e for e in events if e.level == "progress"]
+    total = len(RELEASE.wheels)
+    assert [e.data["done"] for e in said] == list(range(1, total + 1))
+    assert {e.data["total"] for e in said} == {total} and {e.topic for e in said} == {"toolkit"}
+    assert all(e.message.startswith(f"[{e.data['done']}/{total}] nvidia_") for e in said)
+    assert all(
+        ", sha256 verified, " in e.message and " files unpacked in " in e.message for e in said
+    )
+    assert not [e for e in events if e.level == "info" and e.message.startswith("downloaded ")]
 
 
 def test_a_cached_toolkit_is_reused_without_the_network(tmp_path: Path, index: str) -> None:

@@ -23,9 +23,16 @@ from cuship.bench.timers.measure import (
     measure_fixed,
     measure_interleaved,
 )
-from cuship.events import Emit, Event, discard
+from cuship.events import Emit, Event, discard, progress
 
-__all__ = ["Protocol", "checked", "run_interleaved", "run_point", "run_points"]
+__all__ = [
+    "Protocol",
+    "checked",
+    "point_progress",
+    "run_interleaved",
+    "run_point",
+    "run_points",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,7 +114,7 @@ def run_points(
     for index, point in enumerate(points, 1):
         result = run_point(point, timer_for(), protocol)
         results.append(result)
-        emit(_progress(index, len(points), result))
+        emit(point_progress(index, len(points), result))
     return checked(points, results, timer_for, emit)
 
 
@@ -151,13 +158,10 @@ def checked(
     return tuple(out)
 
 
-def _progress(index: int, total: int, result: PointResult) -> Event:
-    text = f"[{index}/{total}] {result.key}: {result.status}"
-    if result.error:
-        text += f" ({result.error})"
-    if result.status == "errored":
-        return Event(level="warning", topic="bench", message=text)
-    return Event(level="info", topic="bench", message=text)
+def point_progress(index: int, total: int, result: PointResult) -> Event:
+    """The progress event of point ``index`` of ``total`` (an errored point warns)."""
+    status = f"{result.status} ({result.error})" if result.error else result.status
+    return progress("bench", index, total, result.key, status, warn=result.status == "errored")
 
 
 def run_interleaved(
@@ -182,7 +186,7 @@ def run_interleaved(
         else:
             result = _interleave_one(point, other, timer, rule, partners)
         results.append(result)
-        emit(_progress(index, len(points), result))
+        emit(point_progress(index, len(points), result))
     final = checked(points, results, timer_for, emit, others)
     kept = {r.key for r in final if r.measurement is not None}
     return final, {key: samples for key, samples in partners.items() if key in kept}

@@ -16,7 +16,7 @@ from cuship.bench.peak import PeakShare, case_dtype, peak_share
 from cuship.bench.project import BenchProject, find_project
 from cuship.bench.registry import Case, Point, code_hash, discover, points
 from cuship.bench.results import BenchReport, PointResult
-from cuship.bench.runner import Protocol, run_interleaved, run_points
+from cuship.bench.runner import Protocol, point_progress, run_interleaved, run_points
 from cuship.bench.stats import compare, compare_exact
 from cuship.bench.timers.measure import StopRule, Timer, WallTimer
 from cuship.errors import NothingToDo, ToolMissing, UsageError
@@ -163,7 +163,7 @@ def _instructions(
 
     find_valgrind(os.environ)
     out = []
-    for point in selected:
+    for index, point in enumerate(selected, 1):
         try:
             m = instructions_per_call(
                 point, root=project.root, pythonpath=project.pythonpath, environ=os.environ
@@ -185,7 +185,7 @@ def _instructions(
                 measurement=None,
                 error=str(err),
             )
-        emit(Event(level="info", topic="bench", message=f"{point.key}: {result.status}"))
+        emit(point_progress(index, len(selected), result))
         out.append(result)
     return tuple(out)
 

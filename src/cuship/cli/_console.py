@@ -51,6 +51,7 @@ class Console:
         self._rich_out: RichConsole | None = None
         self._rich_err: RichConsole | None = None
         self._lock = threading.RLock()
+        self.live = False  # a live display holds the terminal: every line goes through rich
 
     @staticmethod
     def _width(stream: IO[str]) -> int | None:
@@ -98,7 +99,7 @@ class Console:
             self._group_end()
         elif event.level == "error":
             self.error(event.message)
-        elif event.level == "warning":
+        elif event.level == "warning" or (event.level == "progress" and event.data.get("warn")):
             self.warn(event.message)
         else:
             self._line(event.message, _STYLE.get(event.level, ""))
@@ -123,7 +124,7 @@ class Console:
         """A message on stderr, never broken at the console width (paths and commands stay
         whole, so logs can be searched); coloured only on a terminal."""
         isatty = getattr(self._err, "isatty", None)
-        if style and isatty is not None and isatty():
+        if (style or self.live) and isatty is not None and isatty():
             self.err.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
             return
         self._err.write(text + "\n")

@@ -1,8 +1,12 @@
-"""Progress across build jobs, from the events the builder emits (``cuship build``, ``ship``).
+"""Progress, from the progress events (:func:`cuship.events.progress`) every stage emits: jobs
+built, groups of cases checked, points timed, toolkit wheels fetched.
 
-On a terminal (and not in CI, not with ``--json``): a live rich display, one bar for the jobs
-(done / running / left, elapsed) and one line per running job with its current step and time;
-each finished job leaves one line above it. Elsewhere the same events are plain lines, as
+On a terminal (and not in CI, not with ``--json``): one live rich display. Builds get one bar
+for the jobs (done / running / left, elapsed) and one line per running job with its current
+step and time; each finished job leaves one line above it. Every other topic gets one
+self-overwriting line (per topic and stage: ``check``, ``bench``, ``bench ncu``), a bar of
+``done``/``total`` with its latest item; an item marked ``warn`` also leaves its line above.
+Elsewhere (CI logs, pipes, GitHub Actions) the same events are plain lines, one per event, as
 every other event: ``[2/4] job: Python 3.12.1 (pyenv: …)`` … ``[2/4] job: built in 41.0 s``.
 With jobs built at once the builder sends from several threads, one event at a time; the
 ``job-step`` events it adds then (a step of a job whose other events it holds until the job
@@ -25,7 +29,7 @@ from cuship.events import Emit, Event
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-__all__ = ["BuildProgress", "JobBoard", "in_ci", "live_progress"]
+__all__ = ["JobBoard", "ProgressDisplay", "in_ci", "live_progress", "progress_display"]
 
 _FALSE = ("", "0", "false", "no", "off")
 
@@ -80,8 +84,13 @@ class JobBoard:
         return f"jobs: {self.done} done · {len(self.running)} running · {self.left} left"
 
 
-class BuildProgress:
-    """An :data:`~cuship.events.Emit` that keeps the live display (``live``) or prints lines."""
+def _count(value: object) -> int:
+    return value if isinstance(value, int) else 0
+
+
+class ProgressDisplay:
+    """An :data:`~cuship.events.Emit` that keeps the live display (``live``) or prints lines;
+    a context manager around the work whose events it renders."""
 
     def __init__(self, console: Console, *, live: bool) -> None:
         self.console, self.live, self.board = console, live, JobBoard()
@@ -89,6 +98,7 @@ class BuildProgress:
         self._progress: Progress | None = None
         self._overall: TaskID | None = None
         self._tasks: dict[str, TaskID] = {}
+        self._lines: dict[tuple[str, str], TaskID] = {}  # (topic, stage) → its live line
 
     def __enter__(self) -> Emit:
         if self.live:
@@ -110,6 +120,7 @@ class BuildProgress:
                 transient=True,
             )
             self._progress.start()
+            self.console.live = True
         return self.emit
 
     def __exit__(
@@ -122,6 +133,7 @@ class BuildProgress:
             if self._progress is not None:
                 self._progress.stop()
                 self._progress = None
+                self.console.live = False
 
     def emit(self, event: Event) -> None:
         with self._lock:
@@ -135,7 +147,29 @@ class BuildProgress:
             return
         if event.topic == "build" and (event.level == "progress" or "step" in event.data):
             self._update(event)
-        elif event.level not in ("group-start", "group-end"):  # the display shows the jobs
+        elif event.level == "progress" and "done" in event.data:
+            self._line(event)
+        elif event.topic != "build" or event.level not in ("group-start", "group-end"):
+            self.console.emit(event)  # (the display shows the jobs, not their groups)
+
+    def _line(self, event: Event) -> None:
+        """One topic's live line moved to ``event``'s item; a ``warn`` item is also printed."""
+        from rich.markup import escape
+
+        progress = self._progress
+        assert progress is not None
+        data = event.data
+        stage = str(data.get("stage") or "")
+        name = f"{event.topic} {stage}".strip()
+        said = f"{data['item']}: {data['status']}" if data.get("status") else str(data["item"])
+        done, total = _count(data["done"]), _count(data["total"])
+        text, count = escape(f"{name}: {said}"), f"{done}/{total}"
+        task = self._lines.get((event.topic, stage))
+        if task is None:
+            task = progress.add_task(text, total=total, completed=done, count=count)
+            self._lines[event.topic, stage] = task
+        progress.update(task, description=text, total=total, completed=done, count=count)
+        if data.get("warn"):
             self.console.emit(event)
 
     def _update(self, event: Event) -> None:
@@ -167,3 +201,9 @@ class BuildProgress:
                 completed=self.board.done,
                 count=f"{self.board.done}/{self.board.total}",
             )
+
+
+def progress_display(console: Console, *, as_json: bool = False) -> ProgressDisplay:
+    """The display a command's work reports through: live where :func:`live_progress` says so,
+    plain lines elsewhere."""
+    return ProgressDisplay(console, live=live_progress(console, as_json=as_json))

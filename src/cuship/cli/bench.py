@@ -338,8 +338,10 @@ def run(path: Path, **options: Any) -> None:
         _burn_in(console, request, options)
         return
     from cuship.bench.session import run_bench
+    from cuship.cli._progress import progress_display
 
-    report = run_bench(request, environ=os.environ, emit=console.emit)
+    with progress_display(console, as_json=bool(options["as_json"])) as emit:
+        report = run_bench(request, environ=os.environ, emit=emit)
     if options["as_json"]:
         from cuship.bench.results import to_json
 

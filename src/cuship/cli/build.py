@@ -23,7 +23,7 @@ from cuship.cli._common import (
     verbose_option,
 )
 from cuship.cli._console import Console
-from cuship.cli._progress import BuildProgress, live_progress
+from cuship.cli._progress import ProgressDisplay, live_progress
 from cuship.cli._summary import build_markdown, write_step_summary
 from cuship.compat import load
 from cuship.config import load_config
@@ -113,7 +113,7 @@ def command(
     preflight(host, config, mode or "local")
     require_buildable(plans, "the matrix of " + repr(str(path)))
     stats = sccache_stats(host.sccache, zero=True) if host.sccache else None
-    with BuildProgress(console, live=live_progress(console, as_json=as_json)) as emit:
+    with ProgressDisplay(console, live=live_progress(console, as_json=as_json)) as emit:
         outcomes = build_all(plans, emit=emit, collapse=collapser, workers=workers, rebuild=rebuild)
     stats = sccache_stats(host.sccache) if host.sccache else None
     built = [o.result.wheel for o in outcomes if o.result is not None and o.status == "built"]

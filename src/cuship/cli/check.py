@@ -138,7 +138,10 @@ def command(path: Path, **options: object) -> None:
         sanitize=sanitize,
         force_ptx=bool(options["force_ptx"]),
     )
-    report = run_check(request, environ=os.environ, emit=console.emit)
+    from cuship.cli._progress import progress_display
+
+    with progress_display(console, as_json=options["fmt"] != "text") as emit:
+        report = run_check(request, environ=os.environ, emit=emit)
     _render(console, report, str(options["fmt"]), options["output"])  # type: ignore[arg-type]
     exit_with(report.exit_code)
 

@@ -59,7 +59,7 @@ def command(
 ) -> None:
     """Plan, build what this host can, repair/label/verify, quick-check, index, and summarise."""
     from cuship.builder.host.tools import detect_host, preflight
-    from cuship.cli._progress import BuildProgress, live_progress
+    from cuship.cli._progress import ProgressDisplay, live_progress
     from cuship.config import load_config
     from cuship.ship import matrix_pythons, ship
 
@@ -70,7 +70,7 @@ def command(
     )
     if host.nvcc is not None:
         preflight(host, config, "local")
-    with BuildProgress(console, live=live_progress(console, as_json=as_json)) as emit:
+    with ProgressDisplay(console, live=live_progress(console, as_json=as_json)) as emit:
         report = ship(
             path,
             (out_dir or default_out(config)).resolve(),

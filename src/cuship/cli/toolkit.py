@@ -72,10 +72,12 @@ def install_command(version: str, offline: bool, as_json: bool, verbose: bool) -
 
     Every wheel's sha256 is checked against the index; the prefix appears in one rename.
     """
+    from cuship.cli._progress import progress_display
     from cuship.toolkit import ensure
 
     console = make_console(verbose)
-    result = ensure(version, os.environ, offline=offline, emit=console.emit)
+    with progress_display(console, as_json=as_json) as emit:
+        result = ensure(version, os.environ, offline=offline, emit=emit)
     if as_json:
         console.print_json(result.to_json())
         return

@@ -396,11 +396,13 @@ def download(
     *,
     options: FetchOptions = DEFAULT_OPTIONS,
     emit: Emit = discard,
+    quiet: bool = False,
 ) -> Path:
     """Fetch ``candidate`` into ``dest`` (streamed, sha256 verified, renamed into place).
 
     A file already in ``dest`` with the right hash is reused. No sha256 in the index: an
     :class:`InputError` (cuship installs only verified files). Mismatch: :class:`CheckFailed`.
+    ``quiet``: the download is told at level ``debug`` (its caller reports its progress).
     """
     name = _safe_name(candidate.filename)
     if candidate.refused:
@@ -424,5 +426,5 @@ def download(
 
     path = with_retries("downloading", candidate.url, attempt, options=options, emit=emit)
     message = f"downloaded {name} (sha256 {candidate.sha256[:12]}… verified)"
-    emit(Event(level="info", topic="fetch", message=message))
+    emit(Event(level="debug" if quiet else "info", topic="fetch", message=message))
     return path

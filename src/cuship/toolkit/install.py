@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import threading
 import time
 import zipfile
 from collections.abc import Callable, Sequence
@@ -31,7 +32,7 @@ from cuship.errors import (
     ToolMissing,
     UsageError,
 )
-from cuship.events import Emit, Event, discard
+from cuship.events import Emit, Event, discard, progress
 from cuship.resolve.fetch import download, fetch_page
 from cuship.toolkit.cache import Installed, WheelFile, read_installed, toolkit_prefix
 from cuship.toolkit.catalog import Catalog, ToolkitRelease
@@ -170,15 +171,35 @@ def _fetch_all(
     and file writes release the GIL). The first failure is raised once all have stopped."""
     message = f"fetching CUDA {release.cuda} from {index}: {', '.join(release.pins())}"
     emit(Event(level="info", topic="toolkit", message=message))
+    count = _Count(len(release.wheels), emit)
 
     def one(package: str, version: Version) -> tuple[WheelFile, list[str]]:
+        start = time.perf_counter()
         path, record = _fetch_one(package, version, prefix / ".downloads", index, machine, emit)
-        return record, _unpack(path, prefix, release.cuda.major)
+        written = _unpack(path, prefix, release.cuda.major)
+        count.done(record, len(written), time.perf_counter() - start)
+        return record, written
 
     with ThreadPoolExecutor(max_workers=len(release.wheels)) as pool:
         futures = [pool.submit(one, package, v) for package, v in release.wheels.items()]
         wait(futures)
     return [future.result() for future in futures]
+
+
+class _Count:
+    """Counts the toolkit's wheels as they are fetched and unpacked, one progress event each."""
+
+    def __init__(self, total: int, emit: Emit) -> None:
+        self.total, self.emit, self.finished = total, emit, 0
+        self._lock = threading.Lock()
+
+    def done(self, wheel: WheelFile, files: int, seconds: float) -> None:
+        status = f"{wheel.size / 1e6:.1f} MB, sha256 verified, {files} files unpacked"
+        with self._lock:
+            self.finished += 1
+            self.emit(
+                progress("toolkit", self.finished, self.total, wheel.filename, status, seconds)
+            )
 
 
 def _no_overlap(groups: Sequence[Sequence[str]], release: ToolkitRelease) -> list[str]:
@@ -205,7 +226,7 @@ def _fetch_one(
         raise _fetch_failed(err, f"{package}=={version}", index) from err
     chosen = pick_file(page.candidates, package, version, machine)
     try:
-        path = download(chosen, into, emit=emit)
+        path = download(chosen, into, emit=emit, quiet=True)
     except CushipError as err:
         raise _fetch_failed(err, f"{package}=={version}", index) from err
     record = WheelFile(

@@ -35,7 +35,7 @@ from cuship.bench.ncu.profile import METRICS, NcuProfile, NcuSession, NcuSet, ag
 from cuship.bench.registry import Point
 from cuship.bench.results import PointResult
 from cuship.errors import TimedOut, ToolMissing, UsageError
-from cuship.events import Emit, Event, discard
+from cuship.events import Emit, Event, discard, progress
 
 __all__ = [
     "NCU_TIMEOUT",
@@ -258,12 +258,8 @@ def preflight(timer: str, environ: Mapping[str, str]) -> str:
 
 
 def _progress(index: int, total: int, key: str, profile: NcuProfile) -> Event:
-    text = f"[ncu {index}/{total}] {key}: "
-    if not profile.ok:
-        return Event(
-            level="warning", topic="bench", message=text + f"not profiled: {profile.error}"
-        )
-    return Event(level="info", topic="bench", message=text + profile.describe())
+    status = profile.describe() if profile.ok else f"not profiled: {profile.error}"
+    return progress("bench", index, total, key, status, stage="ncu", warn=not profile.ok)
 
 
 def profile_points(

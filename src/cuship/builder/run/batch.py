@@ -28,7 +28,7 @@ from cuship.builder.run.execute import JobResult, run_plan
 from cuship.builder.run.shared import Locks
 from cuship.builder.uptodate import remember, reused
 from cuship.errors import CushipError, NothingToDo
-from cuship.events import Emit, Event, discard
+from cuship.events import Emit, Event, discard, progress
 from cuship.matrix import BuildJob
 
 __all__ = [
@@ -259,30 +259,18 @@ class _Counter:
         share = ""
         if self.workers > 1 and plan.max_jobs is not None:
             share = f"; MAX_JOBS {plan.max_jobs}, its share with {self.workers} jobs at once"
-        self.emit(
-            Event(
-                level="progress",
-                topic="build",
-                message=f"[{number}/{self.total}] {plan.job.id}: {python}{share}",
-                data={
-                    "phase": "job-start",
-                    "job": plan.job.id,
-                    "python": python,
-                    "max_jobs": plan.max_jobs,
-                },
-            )
-        )
+        data = {
+            "phase": "job-start",
+            "job": plan.job.id,
+            "python": python,
+            "max_jobs": plan.max_jobs,
+        }
+        self.emit(progress("build", number, self.total, plan.job.id, python + share, data=data))
 
     def end(self, plan: BuildPlan, outcome: Outcome, seconds: float) -> None:
         number = self._numbers.get(plan.job.id, 0)
-        self.emit(
-            Event(
-                level="progress",
-                topic="build",
-                message=f"[{number}/{self.total}] {plan.job.id}: {outcome.status} in {seconds:.1f} s",
-                data={"phase": "job-end", "job": plan.job.id, "status": outcome.status},
-            )
-        )
+        status, data = outcome.status, {"phase": "job-end", "job": plan.job.id}
+        self.emit(progress("build", number, self.total, plan.job.id, status, seconds, data=data))
 
 
 def _up_to_date(plan: BuildPlan, wheel: Path, emit: Emit) -> Outcome:

@@ -25,7 +25,7 @@ from cuship.check.run.lanes import Lane, Pending, PlannedGroup, useful_lanes
 from cuship.check.run.workers import Worker, WorkerDied, WorkerSetup
 from cuship.config import CheckSection
 from cuship.errors import NothingToDo, UsageError
-from cuship.events import Emit, Event, discard
+from cuship.events import Emit, Event, discard, progress
 
 __all__ = [
     "CheckSettings",
@@ -312,6 +312,8 @@ class _Done:
         self.finished = threading.Event()
         self._sizes = {(g.op, g.engine, g.dtype): len(g.cases) for g in groups}
         self._left = chunks
+        self._groups = 0  # whose every case is in
+        self._total = sum(1 for size in self._sizes.values() if size)
         self._emit = emit
         self._lock = threading.Lock()
         if not chunks:
@@ -323,7 +325,9 @@ class _Done:
             group = self.results.setdefault(key, [])
             group.extend(results)
             if len(group) == self._sizes[key]:
-                self._emit(_progress(chunk, tuple(sorted(group, key=lambda r: r.case.index))))
+                self._groups += 1
+                results = tuple(sorted(group, key=lambda r: r.case.index))
+                self._emit(_progress(chunk, results, self._groups, self._total))
             self._left -= 1
             if not self._left:
                 self.finished.set()
@@ -395,15 +399,14 @@ def _collect(group: PlannedGroup, results: list[CaseResult] | None) -> GroupResu
     return _result(group, cases=tuple(sorted(results, key=lambda r: r.case.index)))
 
 
-def _progress(chunk: PlannedGroup, results: tuple[CaseResult, ...]) -> Event:
+def _progress(chunk: PlannedGroup, results: tuple[CaseResult, ...], done: int, total: int) -> Event:
     bad = sum(r.status in ("failed", "error") for r in results)
     key = f"{chunk.op}/{chunk.engine}/{chunk.dtype}"
     indexes = f"cases {results[0].case.index}-{results[-1].case.index}" if results else "no cases"
-    return Event(
-        level="progress",
-        topic="check",
-        message=f"{key} {indexes}: {bad or 'none'} bad ({sum(r.wall_s for r in results):.2f} s)",
-        data={"key": key, "bad": bad, "cases": len(results)},
+    seconds = sum(r.wall_s for r in results)
+    data = {"key": key, "bad": bad, "cases": len(results)}
+    return progress(
+        "check", done, total, key, f"{indexes}, {bad or 'none'} bad", seconds, data=data
     )
 
 

@@ -38,7 +38,7 @@ from cuship.check.sanitize.results import (
 )
 from cuship.check.sanitize.stream import MarkedStream
 from cuship.check.sanitize.tools import PRINT_LIMIT, SANITIZED_ENV, sanitizer_command
-from cuship.events import Emit, Event, discard
+from cuship.events import Emit, Event, discard, progress
 
 __all__ = ["TIMEOUT_FACTOR", "SanitizeSettings", "default_jobs", "sanitize", "sanitized_groups"]
 
@@ -201,15 +201,14 @@ def _case(
     )
 
 
-def _progress(tool: str, group: PlannedGroup, outcomes: Sequence[_Outcome]) -> Event:
+def _progress(
+    tool: str, group: PlannedGroup, outcomes: Sequence[_Outcome], done: int, total: int
+) -> Event:
     key = f"{group.op}/{group.engine}/{group.dtype}"
     took = sum(o.wall_s for o in outcomes)
-    return Event(
-        level="progress",
-        topic="check",
-        message=f"sanitize {tool} {key}: {len(outcomes)} cases ({took:.2f} s)",
-        data={"key": key, "tool": tool, "cases": len(outcomes)},
-    )
+    data = {"key": key, "tool": tool, "cases": len(outcomes)}
+    status = f"{len(outcomes)} cases"
+    return progress("check", done, total, key, status, took, stage=f"sanitize {tool}", data=data)
 
 
 def _pass(
@@ -229,10 +228,10 @@ def _pass(
     lane = _SanitizedLane(sanitized, stream, settings.timeout)
     outcomes: list[_Outcome] = []
     try:
-        for group in groups:
+        for number, group in enumerate(groups, 1):
             done = [lane.run(group, case) for case in group.cases]
             outcomes += done
-            emit(_progress(tool, group, done))
+            emit(_progress(tool, group, done, number, len(groups)))
     finally:
         lane.retire()
         stream.close()
