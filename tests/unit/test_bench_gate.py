@@ -13,7 +13,14 @@ import pytest
 from cuship.bench import case, case_key
 from cuship.bench.burnin import parse_duration, rss_bytes, trend
 from cuship.bench.env import cpu_model, machine_id
-from cuship.bench.gate import apply_floor, check_machine, floor_for, load_baseline, parse_floor
+from cuship.bench.gate import (
+    apply_floor,
+    check_machine,
+    floor_for,
+    floor_label,
+    load_baseline,
+    parse_floor,
+)
 from cuship.bench.registry import code_hash, points
 from cuship.bench.results import CSV_COLUMNS, BenchReport, PointResult, export_name, to_csv, to_json
 from cuship.bench.session import record
@@ -141,6 +148,9 @@ def test_assert_floors_that_asserted_nothing_is_exit_4_never_a_pass() -> None:
     assert (checked.unasserted, checked.verdict, checked.exit_code) == (False, "ok", 0)
     assert replace(timed, assert_floors=False).exit_code == 0  # not asked: nothing to refuse
     assert report.exit_code == 1  # an errored point outranks it
+    # the label the error tells the user to add, as a TOML key
+    assert (floor_label("NVIDIA H200"), floor_label(None)) == ("H200", "CPU")
+    assert floor_label("NVIDIA GeForce RTX 4090") == '"RTX 4090"'
 
 
 def test_store_rows_and_json_export_follow_the_contract(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ __all__ = [
     "TimingBaseline",
     "check_machine",
     "floor_for",
+    "floor_label",
     "load_baseline",
     "parse_floor",
 ]
@@ -85,6 +86,18 @@ def _same_gpu(label: str, gpu: str) -> bool:
     if mine is not None and theirs is not None:
         return mine.name == theirs.name
     return gpu_key(label) == gpu_key(gpu)
+
+
+def floor_label(gpu: str | None) -> str:
+    """How a floor names this machine, as a TOML key: its GPU's model as `cuship compat` knows
+    it (``H200``, ``"RTX 4090"``), else the name it reports; ``CPU`` without a GPU."""
+    from cuship.compat import load
+
+    if not gpu:
+        return "CPU"
+    known = load().find_gpu(gpu)
+    name = known.name if known is not None else gpu
+    return name if name.replace("-", "").replace("_", "").isalnum() else f'"{name}"'
 
 
 def floor_for(floors: Mapping[str, str], gpu: str | None) -> tuple[str, Floor] | None:

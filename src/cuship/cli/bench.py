@@ -355,26 +355,17 @@ def run(path: Path, **options: Any) -> None:
         for written in _export(report, options["export"], options["output"]):
             console.err.print(f"wrote {written}", markup=False)
     if report.unasserted:
-        machine = report.fingerprint.get("gpu") or "this machine (no GPU: the CPU entry)"
+        from cuship.bench.gate import floor_label
+
+        gpu = report.fingerprint.get("gpu")
+        machine = gpu or "this machine (no GPU: the CPU entry)"
         console.error(
             f"--assert-floors: no floor names {machine}, so nothing was asserted; add one to "
-            f'[bench.floors] or a case\'s floors ({_floor_label(report)} = "1e10 ops/s"), or '
+            f'[bench.floors] or a case\'s floors ({floor_label(gpu)} = "1e10 ops/s"), or '
             "drop --assert-floors on this runner"
         )
     console.err.print(_summary(report), markup=False)
     exit_with(report.exit_code)
-
-
-def _floor_label(report: Any) -> str:
-    """How a floor would name this machine: its GPU's model as `cuship compat` knows it."""
-    from cuship.compat import load
-
-    gpu = report.fingerprint.get("gpu")
-    if not gpu:
-        return "CPU"
-    known = load().find_gpu(str(gpu))
-    name = known.name if known is not None else str(gpu)
-    return name if name.replace("-", "").replace("_", "").isalnum() else f'"{name}"'
 
 
 def _profile_errors(console: Any, report: Any) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -204,20 +204,21 @@ def _outputs(op: Op, buffers: Mapping[str, Any], returned: Any) -> dict[str, Any
 
 
 def _reference_outputs(op: Op, reference: Mapping[str, Any], dtype: str) -> dict[str, Any]:
-    extra = {"dtype": dtype} if op.reference_takes_dtype else {}
-    return _by_output(op, op.reference(**reference, **extra))
+    return _by_output(op, op.reference, reference, dtype)
 
 
 def _scales(op: Op, reference: Mapping[str, Any], dtype: str) -> dict[str, Any]:
     """Each output's round-off yardstick from the op's ``scale`` (none: ``|reference|``)."""
-    if op.scale is None:
-        return {}
+    return {} if op.scale is None else _by_output(op, op.scale, reference, dtype)
+
+
+def _by_output(
+    op: Op, fn: Callable[..., Any], reference: Mapping[str, Any], dtype: str
+) -> dict[str, Any]:
+    """``fn`` (the reference, or the scale) called as the reference is, its result by output
+    name."""
     extra = {"dtype": dtype} if op.reference_takes_dtype else {}
-    return _by_output(op, op.scale(**reference, **extra))
-
-
-def _by_output(op: Op, result: Any) -> dict[str, Any]:
-    """What a reference (or scale) function returned, by output name."""
+    result = fn(**reference, **extra)
     if op.outputs:
         if len(op.outputs) == 1 and not isinstance(result, tuple | dict):
             result = (result,)

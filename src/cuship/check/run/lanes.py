@@ -49,6 +49,11 @@ class PlannedGroup:
     skip_reason: str | None = None
 
     @property
+    def key(self) -> str:
+        """``op/engine/dtype``, as its results are keyed."""
+        return f"{self.op}/{self.engine}/{self.dtype}"
+
+    @property
     def cost(self) -> float:
         """Estimated seconds to run its cases."""
         return len(self.cases) * _CASE_SECONDS.get(self.engine, 0.04)

@@ -401,7 +401,7 @@ def _collect(group: PlannedGroup, results: list[CaseResult] | None) -> GroupResu
 
 def _progress(chunk: PlannedGroup, results: tuple[CaseResult, ...], done: int, total: int) -> Event:
     bad = sum(r.status in ("failed", "error") for r in results)
-    key = f"{chunk.op}/{chunk.engine}/{chunk.dtype}"
+    key = chunk.key
     indexes = f"cases {results[0].case.index}-{results[-1].case.index}" if results else "no cases"
     seconds = sum(r.wall_s for r in results)
     data = {"key": key, "bad": bad, "cases": len(results)}

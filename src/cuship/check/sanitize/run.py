@@ -185,7 +185,7 @@ def _case(
 ) -> SanitizedCase:
     group, case = outcome.group, outcome.case
     findings = attribution.cases.get(outcome.token, ())
-    before = plain.get((f"{group.op}/{group.engine}/{group.dtype}", case.index))
+    before = plain.get((group.key, case.index))
     status = _status(outcome, len(findings), None if before is None else before.status)
     message = outcome.raw.get("message") if outcome.raw.get("status") != "passed" else None
     return SanitizedCase(
@@ -204,11 +204,11 @@ def _case(
 def _progress(
     tool: str, group: PlannedGroup, outcomes: Sequence[_Outcome], done: int, total: int
 ) -> Event:
-    key = f"{group.op}/{group.engine}/{group.dtype}"
     took = sum(o.wall_s for o in outcomes)
-    data = {"key": key, "tool": tool, "cases": len(outcomes)}
+    data = {"key": group.key, "tool": tool, "cases": len(outcomes)}
     status = f"{len(outcomes)} cases"
-    return progress("check", done, total, key, status, took, stage=f"sanitize {tool}", data=data)
+    stage = f"sanitize {tool}"
+    return progress("check", done, total, group.key, status, took, stage=stage, data=data)
 
 
 def _pass(
