@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema  # type: ignore[import-untyped]  # no stubs in [dev]
 
@@ -16,7 +15,7 @@ SHIP = "ship-json.schema.json"
 def schema_errors(name: str, document: object) -> list[str]:
     """What the published schema ``name`` finds wrong with ``document``, as ``path: message``
     (after a JSON round trip, as a reader of the printed document sees it)."""
-    schema = json.loads((Path(documents.__file__).parent / name).read_text(encoding="utf-8"))
+    schema = json.loads((documents.SCHEMA_DIR / name).read_text(encoding="utf-8"))
     validator = jsonschema.Draft202012Validator(schema)
     found = validator.iter_errors(json.loads(json.dumps(document)))
     return [f"{error.json_path}: {error.message}" for error in found]

@@ -67,13 +67,15 @@ def test_the_schema_page_flattens_nested_keys() -> None:
 
 
 def test_the_schema_page_has_every_key_of_the_json_documents() -> None:
-    from cuship.schema.documents import build_schema, ship_schema
+    from cuship.schema.documents import document_schemas
 
     page = schemas.render()
-    assert "## cuship build --json" in page and "## cuship ship --json" in page
-    items = build_schema()["items"]
-    for key, _, _ in [*schemas.flatten(items, "[]"), *schemas.flatten(ship_schema())]:
-        assert f"| {_md.code(key)} |" in page, key
+    for schema in document_schemas().values():
+        assert f"## {schema['title']}" in page
+        items = schema.get("items")
+        keys = schemas.flatten(items, "[]") if items is not None else schemas.flatten(schema)
+        for key, _, _ in keys:
+            assert f"| {_md.code(key)} |" in page, key
     assert "`[].report.extensions[].sass`" in page and "`jobs[].wheel`" in page
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from cuship.docs._md import code, table, text
@@ -72,7 +71,7 @@ def _documents() -> list[str]:
 
     parts = []
     for name in documents.document_schemas():
-        schema = json.loads((Path(documents.__file__).parent / name).read_text(encoding="utf-8"))
+        schema = json.loads((documents.SCHEMA_DIR / name).read_text(encoding="utf-8"))
         parts.append(f"## {schema['title']}\n")
         parts.append(f"`src/cuship/schema/{name}`: {text(str(schema['description']))}\n")
         parts.append(_keys(schema))
@@ -90,8 +89,8 @@ def render() -> str:
         "reads each file into, key by key (a key under a list is written `list[].key`, one "
         "under a table of named entries `table.<name>.key`). Point an editor at them for "
         "completion and checking. cuship.toml's own keys are on "
-        "[Configuration keys](config.md). The last two sections, read from their schema files, "
-        "describe what `cuship build --json` and `cuship ship --json` print, for scripts.\n",
+        "[Configuration keys](config.md). The last sections, read from their schema files, "
+        "describe what the commands print with `--json`, for scripts.\n",
         "## config/packages.yml\n",
         "A community index's package list (`cuship config --packages-schema` prints the "
         "schema; the guide is [A community index](../community-index.md)).\n",
