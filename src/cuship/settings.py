@@ -175,6 +175,14 @@ SIGNING_KEY = _setting(
     "user",
     "Generated GitHub workflow: the ed25519 key (a secret) that signs build attestations.",
 )
+PROGRESS_INTERVAL = _setting(
+    "CUSHIP_PROGRESS_INTERVAL",
+    "user",
+    "Off a terminal (CI logs, pipes): the fewest seconds between two progress lines of one "
+    "topic; its first and last item and any item that went wrong are always shown. `0` shows "
+    "every item.",
+    "5",
+)
 # -- set by cuship for the project it builds or tests --------------------------------------------
 CUDA_ARCHS = _setting(
     "CUSHIP_CUDA_ARCHS",

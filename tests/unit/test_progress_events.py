@@ -6,8 +6,15 @@ from __future__ import annotations
 import io
 
 from cuship.cli._console import Console
-from cuship.cli._progress import ProgressDisplay, live_progress
+from cuship.cli._progress import (
+    INTERVAL,
+    Cadence,
+    ProgressDisplay,
+    live_progress,
+    progress_display,
+)
 from cuship.events import Event, progress, progress_message
+from cuship.settings import PROGRESS_INTERVAL
 
 
 class _Tty(io.StringIO):
@@ -96,3 +103,85 @@ def test_the_live_line_is_per_topic_and_stage() -> None:
     shown = err.getvalue()
     assert "bench: b: ok" in shown and "bench ncu: a: 10 µs" in shown
     assert "bench: a: ok" not in shown.rsplit("\r", 1)[-1], "the line was overwritten"
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _plain(events: list[tuple[float, Event]], interval: float) -> list[str]:
+    """The lines a log shows of ``events``, each at its second on a fake clock."""
+    clock, err = _Clock(), io.StringIO()
+    console = Console(github=False, out=io.StringIO(), err=err)
+    display = ProgressDisplay(console, live=False, cadence=Cadence(interval, clock))
+    with display as emit:
+        for at, event in events:
+            clock.now = 100.0 + at
+            emit(event)
+    return err.getvalue().splitlines()
+
+
+def test_a_log_shows_a_topic_s_first_and_last_item_and_one_line_per_interval() -> None:
+    wheels = [
+        (i * 0.01, progress("index", i, 50_000, f"w{i}", stage="scan")) for i in range(1, 50_001)
+    ]
+    lines = _plain(wheels, interval=5.0)
+    # 500 s of work: the first item, one line each 5 s after it, the last
+    assert lines[0] == "[scan 1/50000] w1" and lines[-1] == "[scan 50000/50000] w50000"
+    assert lines[1] == "[scan 501/50000] w501" and len(lines) == 101
+
+
+def test_items_that_went_wrong_are_always_shown_and_other_topics_keep_their_own_pace() -> None:
+    events = [
+        (0.0, progress("check", 1, 9, "a", "none bad", data={"bad": 0})),
+        (0.1, progress("bench", 1, 9, "p")),
+        (0.2, progress("check", 2, 9, "b", "1 bad", data={"bad": 1})),
+        (0.3, progress("check", 3, 9, "c", "none bad", data={"bad": 0})),
+        (0.4, progress("bench", 2, 9, "q", "errored (boom)", warn=True)),
+        (0.5, progress("bench", 3, 9, "r", stage="ncu")),
+        (0.6, Event(level="info", topic="check", message="not progress: always shown")),
+    ]
+    assert _plain(events, interval=5.0) == [
+        "[1/9] a: none bad",
+        "[1/9] p",
+        "[2/9] b: 1 bad",
+        "warning: [2/9] q: errored (boom)",
+        "[ncu 3/9] r",
+        "not progress: always shown",
+        "[3/9] c: none bad",  # held back, then shown where the work stopped short
+    ]
+
+
+def test_a_build_job_s_start_and_end_are_never_held_back() -> None:
+    data = {"phase": "job-start", "job": "j"}
+    events = [(0.0, progress("build", i, 3, f"j{i}", "Python 3.12", data=data)) for i in (1, 2)]
+    assert len(_plain(events, interval=60.0)) == 2
+
+
+def test_interval_zero_shows_every_item() -> None:
+    events = [(0.0, progress("index", i, 5, f"w{i}")) for i in range(1, 6)]
+    assert len(_plain(events, interval=0.0)) == 5
+
+
+def test_the_interval_comes_from_the_environment_and_a_bad_one_is_a_warning() -> None:
+    err = io.StringIO()
+    console = Console(github=False, out=io.StringIO(), err=err)
+    assert progress_display(console, environ={PROGRESS_INTERVAL: "0.5"}).cadence.interval == 0.5
+    assert progress_display(console, environ={}).cadence.interval == INTERVAL
+    assert progress_display(console, environ={PROGRESS_INTERVAL: "soon"}).cadence.interval == 5
+    assert "CUSHIP_PROGRESS_INTERVAL='soon' is not a number of seconds" in err.getvalue()
+
+
+def test_a_live_display_without_a_redraw_thread_starts_none() -> None:
+    import threading
+
+    console = Console(github=False, out=io.StringIO(), err=_Tty())
+    before = threading.active_count()
+    with ProgressDisplay(console, live=True, redraw_thread=False) as emit:
+        emit(progress("index", 1, 2, "a", stage="scan"))
+        assert threading.active_count() == before, "forking needs a single thread"
+        emit(progress("index", 2, 2, "b", stage="scan"))

@@ -6,8 +6,14 @@ for the jobs (done / running / left, elapsed) and one line per running job with 
 step and time; each finished job leaves one line above it. Every other topic gets one
 self-overwriting line (per topic and stage: ``check``, ``bench``, ``bench ncu``), a bar of
 ``done``/``total`` with its latest item; an item marked ``warn`` also leaves its line above.
-Elsewhere (CI logs, pipes, GitHub Actions) the same events are plain lines, one per event, as
-every other event: ``[2/4] job: Python 3.12.1 (pyenv: …)`` … ``[2/4] job: built in 41.0 s``.
+Elsewhere (CI logs, pipes, GitHub Actions) the same events are plain lines, as every other
+event: ``[2/4] job: Python 3.12.1 (pyenv: …)`` … ``[2/4] job: built in 41.0 s``. A topic that
+reports thousands of items (the index's wheels, a download's bytes) must not flood a log, so
+:class:`Cadence` picks the lines: per topic and stage the first item, the last (``done`` equal to
+``total``), every item that went wrong (``warn``, ``bad``) and a build job's start and end, and
+otherwise at most one line every ``CUSHIP_PROGRESS_INTERVAL`` seconds (default
+:data:`INTERVAL`); the latest line held back is printed when the work ends short of its total.
+The live display draws every event.
 With jobs built at once the builder sends from several threads, one event at a time; the
 ``job-step`` events it adds then (a step of a job whose other events it holds until the job
 ends) move the live display and print nothing, since the held events tell the steps again.
@@ -18,20 +24,37 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from cuship import settings
 from cuship.cli._console import Console
 from cuship.events import Emit, Event
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-__all__ = ["JobBoard", "ProgressDisplay", "in_ci", "live_progress", "progress_display"]
+__all__ = [
+    "INTERVAL",
+    "Cadence",
+    "JobBoard",
+    "ProgressDisplay",
+    "in_ci",
+    "live_progress",
+    "progress_display",
+]
 
 _FALSE = ("", "0", "false", "no", "off")
+
+INTERVAL = 5.0
+"""Seconds between two plain progress lines of one topic: a job that works for an hour logs
+720 of them, not one per item (a 50,000-wheel index), and a CI that ends a job silent for some
+minutes (CircleCI's ``no_output_timeout``: 10) still sees it alive; work shorter than this shows
+its first and last line only."""
+
+_REDRAW = 0.1  # seconds between two redraws of a live display that has no thread of its own
 
 
 def in_ci(environ: Mapping[str, str] | None = None) -> bool:
@@ -88,12 +111,59 @@ def _count(value: object) -> int:
     return value if isinstance(value, int) else 0
 
 
-class ProgressDisplay:
-    """An :data:`~cuship.events.Emit` that keeps the live display (``live``) or prints lines;
-    a context manager around the work whose events it renders."""
+def _always(data: Mapping[str, object]) -> bool:
+    """An event every log shows: the last item, one that went wrong, a build job's start/end."""
+    done, total = _count(data.get("done")), _count(data.get("total"))
+    went_wrong = bool(data.get("warn")) or _count(data.get("bad")) > 0
+    return went_wrong or done >= total or "phase" in data
 
-    def __init__(self, console: Console, *, live: bool) -> None:
+
+@dataclass(slots=True)
+class Cadence:
+    """Which progress events a plain log shows (see the module's doc); ``clock`` in seconds."""
+
+    interval: float = INTERVAL
+    clock: Callable[[], float] = time.monotonic
+    _shown: dict[tuple[str, str], float] = field(default_factory=dict)
+    _held: dict[tuple[str, str], Event] = field(default_factory=dict)
+
+    def admit(self, event: Event) -> bool:
+        """Whether to print ``event`` now; one not printed is held until a later one is."""
+        key = (event.topic, str(event.data.get("stage") or ""))
+        now, last = self.clock(), self._shown.get(key)
+        if last is None or now - last >= self.interval or _always(event.data):
+            self._shown[key] = now
+            self._held.pop(key, None)
+            return True
+        self._held[key] = event
+        return False
+
+    def held(self) -> list[Event]:
+        """The latest event of each topic that was held back and not followed by a line."""
+        events = list(self._held.values())
+        self._held.clear()
+        return events
+
+
+class ProgressDisplay:
+    """An :data:`~cuship.events.Emit` that keeps the live display (``live``) or prints lines
+    (as ``cadence`` picks them); a context manager around the work whose events it renders.
+
+    ``redraw_thread``: the live display redraws itself on a thread of its own (its spinner and
+    times move while no event comes); without, it is redrawn as events come, at most ten times
+    a second, for work that forks (forking needs a single thread: see the index's pool)."""
+
+    def __init__(
+        self,
+        console: Console,
+        *,
+        live: bool,
+        cadence: Cadence | None = None,
+        redraw_thread: bool = True,
+    ) -> None:
         self.console, self.live, self.board = console, live, JobBoard()
+        self.cadence = Cadence() if cadence is None else cadence
+        self._redraw_thread, self._redrawn = redraw_thread, 0.0
         self._lock = threading.RLock()
         self._progress: Progress | None = None
         self._overall: TaskID | None = None
@@ -118,6 +188,7 @@ class ProgressDisplay:
                 TimeElapsedColumn(),
                 console=self.console.err,
                 transient=True,
+                auto_refresh=self._redraw_thread,
             )
             self._progress.start()
             self.console.live = True
@@ -134,6 +205,9 @@ class ProgressDisplay:
                 self._progress.stop()
                 self._progress = None
                 self.console.live = False
+            else:
+                for event in self.cadence.held():  # where the work stopped short
+                    self.console.emit(event)
 
     def emit(self, event: Event) -> None:
         with self._lock:
@@ -141,16 +215,33 @@ class ProgressDisplay:
 
     def _emit(self, event: Event) -> None:
         if self._progress is None:
-            self.board.apply(event)
-            if event.data.get("phase") != "job-step":
-                self.console.emit(event)
+            self._plain(event)
             return
         if event.topic == "build" and (event.level == "progress" or "step" in event.data):
             self._update(event)
+            self._redraw()
         elif event.level == "progress" and "done" in event.data:
             self._line(event)
+            self._redraw()
         elif event.topic != "build" or event.level not in ("group-start", "group-end"):
             self.console.emit(event)  # (the display shows the jobs, not their groups)
+
+    def _plain(self, event: Event) -> None:
+        self.board.apply(event)
+        if event.data.get("phase") == "job-step":
+            return
+        if event.level == "progress" and "done" in event.data and not self.cadence.admit(event):
+            return
+        self.console.emit(event)
+
+    def _redraw(self) -> None:
+        """Without a redraw thread, the display drawn again when it last was a while ago."""
+        if self._redraw_thread or self._progress is None:
+            return
+        now = self.cadence.clock()
+        if now - self._redrawn >= _REDRAW:
+            self._redrawn = now
+            self._progress.refresh()
 
     def _line(self, event: Event) -> None:
         """One topic's live line moved to ``event``'s item; a ``warn`` item is also printed."""
@@ -203,7 +294,30 @@ class ProgressDisplay:
             )
 
 
-def progress_display(console: Console, *, as_json: bool = False) -> ProgressDisplay:
+def progress_display(
+    console: Console,
+    *,
+    as_json: bool = False,
+    redraw_thread: bool = True,
+    environ: Mapping[str, str] | None = None,
+) -> ProgressDisplay:
     """The display a command's work reports through: live where :func:`live_progress` says so,
-    plain lines elsewhere."""
-    return ProgressDisplay(console, live=live_progress(console, as_json=as_json))
+    plain lines elsewhere, one a topic every ``CUSHIP_PROGRESS_INTERVAL`` seconds at most."""
+    env = os.environ if environ is None else environ
+    cadence = Cadence(interval=_interval(console, env.get(settings.PROGRESS_INTERVAL)))
+    live = live_progress(console, as_json=as_json, environ=env)
+    return ProgressDisplay(console, live=live, cadence=cadence, redraw_thread=redraw_thread)
+
+
+def _interval(console: Console, value: str | None) -> float:
+    if value is None or not value.strip():
+        return INTERVAL
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:  # (a NaN too)
+        name = settings.PROGRESS_INTERVAL
+        console.warn(f"{name}={value!r} is not a number of seconds: using {INTERVAL:g}")
+        return INTERVAL
+    return seconds
