@@ -80,6 +80,7 @@ def progress(
     *,
     stage: str | None = None,
     warn: bool = False,
+    failed: bool = False,
     data: Mapping[str, object] | None = None,
 ) -> Event:
     """A per-item progress event (level ``progress``): ``item`` is number ``done`` of ``total``
@@ -87,7 +88,7 @@ def progress(
 
     ``stage`` names a pass within the topic (``ncu``, ``sanitize memcheck``) and goes into the
     count; ``warn`` marks an item that went wrong in a way the reader should see (rendered as a
-    warning); ``data`` adds the stage's own fields. Renderers read ``data``; logs show
+    warning), ``failed`` one that failed what was asked (rendered as an error); ``data`` adds the stage's own fields. Renderers read ``data``; logs show
     ``message`` (:func:`progress_message`)."""
     fields: dict[str, object] = {**(data or {}), "done": done, "total": total, "item": item}
     for key, value in (("status", status), ("seconds", seconds), ("stage", stage)):
@@ -95,5 +96,7 @@ def progress(
             fields[key] = value
     if warn:
         fields["warn"] = True
+    if failed:
+        fields["failed"] = True
     message = progress_message(done, total, item, status, seconds, stage=stage)
     return Event(level="progress", topic=topic, message=message, data=fields)

@@ -190,3 +190,18 @@ def test_the_share_here_spreads_nothing_further_while_the_children_run(
     if _pool.workers_available() > 1:
         assert sum(map_spread(abs, [-1] * (MIN_ITEMS * 2))) == MIN_ITEMS * 2
         assert started == [1]
+
+
+def test_a_tally_counts_what_every_share_adds_in_this_process_and_its_children() -> None:
+    tally = _pool.Tally(3)
+
+    def count(slot: int) -> int:
+        tally.add(slot, slot + 1)
+        if slot == 0:  # here: the children's counts show while they run
+            deadline = time.monotonic() + 30
+            while tally.total() < 6 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return tally.total()
+
+    seen_here, *_ = fork_map(count, [0, 1, 2])
+    assert seen_here == tally.total() == 6

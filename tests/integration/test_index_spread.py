@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from cuship.events import Event
 from cuship.index import _pool, write
 from cuship.index._pool import MIN_ITEMS, map_spread, workers_available
 from cuship.index.describe import describe_wheel
@@ -99,8 +100,15 @@ def test_spread_run_writes_the_site_of_a_serial_run(
         return runs[-1]
 
     monkeypatch.setattr(simple, "_shares", counted_shares)
-    spread = write([wheels], tmp_path / "spread", describe=describe_wheel)
+    events: list[Event] = []
+    spread = write([wheels], tmp_path / "spread", describe=describe_wheel, emit=events.append)
     (dealt,) = runs
+    # how far the scan is, counted in every share, told here as this share's wheels are read
+    scan = [e for e in events if e.level == "progress" and e.data["stage"] == "scan"]
+    files = 4 * PROJECTS + 2
+    counts = [int(str(e.data["done"])) for e in scan]
+    assert counts == sorted(counts) and len(counts) > len(dealt[0].files) // 2
+    assert scan[-1].message.startswith(f"[scan {files}/{files}] wheels: {files - 1} read, ")
     # one share per core, each scanned, described and written start to end by one process
     # (each pure wheel described from the bytes read): the first here, the others in
     # forked children; no pool besides
@@ -129,8 +137,10 @@ def test_spread_run_writes_the_site_of_a_serial_run(
 
 def test_map_spread_keeps_order_on_workers(counted: type[_Counted]) -> None:
     items = list(range(MIN_ITEMS * 2))
-    assert map_spread(abs, [-i for i in items]) == items
+    told: list[int] = []
+    assert map_spread(abs, [-i for i in items], each=told.append) == items
     assert counted.started == 1
+    assert told == items  # each result told as it came back, in order
     assert map_spread(abs, [-i for i in items[: MIN_ITEMS - 1]]) == items[: MIN_ITEMS - 1]
     assert counted.started == 1  # too few to spread
 
@@ -179,8 +189,6 @@ def test_a_spread_rebuild_that_keeps_an_earlier_index_writes_the_serial_site(
     # project's share, a given wheel of a kept name replaces it there (with its warning), and
     # the projects given nothing keep all theirs.
     import shutil
-
-    from cuship.events import Event
 
     base = tmp_path / "base"
     write([wheels], base, describe=describe_wheel)

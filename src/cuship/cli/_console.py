@@ -97,7 +97,7 @@ class Console:
             self._group_start(event.message)
         elif event.level == "group-end":
             self._group_end()
-        elif event.level == "error":
+        elif event.level == "error" or (event.level == "progress" and event.data.get("failed")):
             self.error(event.message)
         elif event.level == "warning" or (event.level == "progress" and event.data.get("warn")):
             self.warn(event.message)

@@ -1,19 +1,23 @@
 """Progress, from the progress events (:func:`cuship.events.progress`) every stage emits: jobs
-built, groups of cases checked, points timed, toolkit wheels fetched.
+built, groups of cases checked, points timed, wheels indexed, toolkit wheels fetched, the
+stages of a GPU run.
 
 On a terminal (and not in CI, not with ``--json``): one live rich display. Builds get one bar
 for the jobs (done / running / left, elapsed) and one line per running job with its current
 step and time; each finished job leaves one line above it. Every other topic gets one
 self-overwriting line (per topic and stage: ``check``, ``bench``, ``bench ncu``), a bar of
-``done``/``total`` with its latest item; an item marked ``warn`` also leaves its line above.
+``done``/``total`` with its latest item; an item marked ``warn`` or ``failed`` also leaves its
+line above.
+
 Elsewhere (CI logs, pipes, GitHub Actions) the same events are plain lines, as every other
 event: ``[2/4] job: Python 3.12.1 (pyenv: …)`` … ``[2/4] job: built in 41.0 s``. A topic that
-reports thousands of items (the index's wheels, a download's bytes) must not flood a log, so
-:class:`Cadence` picks the lines: per topic and stage the first item, the last (``done`` equal to
-``total``), every item that went wrong (``warn``, ``bad``) and a build job's start and end, and
-otherwise at most one line every ``CUSHIP_PROGRESS_INTERVAL`` seconds (default
-:data:`INTERVAL`); the latest line held back is printed when the work ends short of its total.
-The live display draws every event.
+reports thousands of items (the index's wheels) must not flood a log, so :class:`Cadence`
+picks the lines: per topic and stage the first item, the last (``done`` equal to ``total``),
+every item that went wrong (``warn``, ``failed``, ``bad``) and the start and end of a build job
+or a GPU run's stage (events with a ``phase``), and otherwise at most one line every
+``CUSHIP_PROGRESS_INTERVAL`` seconds (default :data:`INTERVAL`); the latest line held back is
+printed when the work ends short of its total. The live display draws every event.
+
 With jobs built at once the builder sends from several threads, one event at a time; the
 ``job-step`` events it adds then (a step of a job whose other events it holds until the job
 ends) move the live display and print nothing, since the held events tell the steps again.
@@ -114,7 +118,7 @@ def _count(value: object) -> int:
 def _always(data: Mapping[str, object]) -> bool:
     """An event every log shows: the last item, one that went wrong, a build job's start/end."""
     done, total = _count(data.get("done")), _count(data.get("total"))
-    went_wrong = bool(data.get("warn")) or _count(data.get("bad")) > 0
+    went_wrong = bool(data.get("warn") or data.get("failed")) or _count(data.get("bad")) > 0
     return went_wrong or done >= total or "phase" in data
 
 
@@ -260,7 +264,7 @@ class ProgressDisplay:
             task = progress.add_task(text, total=total, completed=done, count=count)
             self._lines[event.topic, stage] = task
         progress.update(task, description=text, total=total, completed=done, count=count)
-        if data.get("warn"):
+        if data.get("warn") or data.get("failed"):
             self.console.emit(event)
 
     def _update(self, event: Event) -> None:

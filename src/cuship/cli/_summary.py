@@ -1,4 +1,5 @@
-"""GitHub's job summary: what build, ship, check and index did, as Markdown under the job.
+"""GitHub's job summary: what build, ship, check, index, bench and gpu-run did, as Markdown under
+the job.
 
 GitHub Actions names a file in ``GITHUB_STEP_SUMMARY`` for each step; what a step appends there
 is shown on the run's page, above the logs. Each command appends one section (a heading, its
@@ -17,11 +18,21 @@ from typing import TYPE_CHECKING
 from cuship.cli._console import Console, in_github_actions
 
 if TYPE_CHECKING:
+    from cuship.bench.results import BenchReport
     from cuship.builder.run.batch import Outcome
     from cuship.check.report.results import CheckReport
+    from cuship.gpurun.results import GpuRunReport
     from cuship.index.simple import IndexSummary
 
-__all__ = ["ROWS", "build_markdown", "check_markdown", "index_markdown", "write_step_summary"]
+__all__ = [
+    "ROWS",
+    "bench_markdown",
+    "build_markdown",
+    "check_markdown",
+    "gpu_run_markdown",
+    "index_markdown",
+    "write_step_summary",
+]
 
 ROWS = 50
 """Table rows shown at most; the rest are counted in a last line."""
@@ -79,6 +90,36 @@ def index_markdown(summary: IndexSummary) -> str:
     ]
     skipped = [(s.path.name, s.reason) for s in summary.skipped]
     return "\n".join([*lines, "", *_table(("left out", "reason"), skipped)] if skipped else lines)
+
+
+def bench_markdown(report: BenchReport, verdict: str) -> str:
+    """``verdict`` (the line the command ends with), then one row per point that did not
+    pass (errored, unsure, slower than the baseline, under its floor), all when none failed."""
+    from cuship.cli.bench import _row
+
+    wrong = {id(r) for r in (*report.slower, *report.floors_missed)}
+    points = [r for r in report.results if r.status != "ok" or id(r) in wrong]
+    rows = []
+    for result in points or report.results:
+        case, params, median, _hot, throughput, _n, _clock, stop, said = _row(result)
+        rows.append((case, params, median, throughput, stop, said))
+    gpu = report.fingerprint.get("gpu") or report.fingerprint.get("cpu_model")
+    lines = [f"### cuship bench {report.project} on {gpu}", "", _cell(verdict)]
+    header = ("case", "params", "median ± noise", "throughput", "stop", "verdict")
+    return "\n".join([*lines, "", *_table(header, rows)] if rows else lines)
+
+
+def gpu_run_markdown(report: GpuRunReport) -> str:
+    """The machine and the wheel, the run's exit, and one row per step (the install first)."""
+    gpus = ", ".join(f"{g['name']} ({g['cc']})" for g in report.machine.get("gpus", ()))
+    faked = " (faked)" if report.machine.get("gpu_faked") else ""
+    lines = [
+        f"### cuship gpu-run {report.name} on {gpus or 'no GPU'}{faked}",
+        "",
+        f"wheel {_cell(report.wheel.get('filename'))}: exit {report.exit_code} ({report.verdict})",
+    ]
+    header = ("step", "verdict", "exit", "time", "log / reason")
+    return "\n".join([*lines, "", *_table(header, report.rows())])
 
 
 def write_step_summary(

@@ -365,6 +365,9 @@ def run(path: Path, **options: Any) -> None:
             "drop --assert-floors on this runner"
         )
     console.err.print(_summary(report), markup=False)
+    from cuship.cli._summary import bench_markdown, write_step_summary
+
+    write_step_summary(console, bench_markdown(report, _summary(report)))
     exit_with(report.exit_code)
 
 

@@ -118,11 +118,17 @@ def command(
         skip_sanitize=skip_sanitize,
         skip_ptx=skip_ptx,
     )
-    report = gpu_run(request, environ=os.environ, emit=console.emit)
+    from cuship.cli._progress import progress_display
+
+    with progress_display(console, as_json=as_json) as emit:
+        report = gpu_run(request, environ=os.environ, emit=emit)
     if as_json:
         console.print_json(report.to_json())
     else:
         _render(console, report)
+    from cuship.cli._summary import gpu_run_markdown, write_step_summary
+
+    write_step_summary(console, gpu_run_markdown(report))
     exit_with(report.exit_code)
 
 

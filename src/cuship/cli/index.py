@@ -142,20 +142,23 @@ def command(
             hint="pass wheel files, directories or --wheels-dir (or --keep-existing with "
             "--yank/--unyank to change only yanks)",
         )
+    from cuship.cli._progress import progress_display
     from cuship.index.describe import describe_wheel
 
-    summary = write(
-        inputs,
-        out,
-        base_url=base_url,
-        yanked=yanked,
-        describe=describe_wheel,
-        keep_existing=keep_existing,
-        unyanked=unyanked,
-        rebuild=rebuild,
-        replace_published=replace_published,
-        emit=console.emit,
-    )
+    # The index forks its workers, which needs a single thread: a live display without its own
+    with progress_display(console, as_json=as_json, redraw_thread=False) as emit:
+        summary = write(
+            inputs,
+            out,
+            base_url=base_url,
+            yanked=yanked,
+            describe=describe_wheel,
+            keep_existing=keep_existing,
+            unyanked=unyanked,
+            rebuild=rebuild,
+            replace_published=replace_published,
+            emit=emit,
+        )
     if as_json:
         console.print_json(summary.as_dict())
     else:

@@ -1,7 +1,10 @@
 """Run a GPU run's plan: probe interpreters, install the wheel, run the stages, verify imports.
 
 Every command's output goes to a log file in the results directory; failures replay the log's
-tail as events. Nothing here decides what to run: that is :mod:`cuship.gpurun.plan`.
+tail as events. Each step (the install, then each stage) is told as progress events of topic
+``gpu-run``: ``[2/6] pytest: running (log …)`` as it starts, ``[2/6] pytest: passed (exit 0)
+in 12.3 s`` as it ends (``failed`` when it failed). Nothing here decides what to run: that is
+:mod:`cuship.gpurun.plan`.
 """
 
 from __future__ import annotations
@@ -10,19 +13,41 @@ import json
 import shlex
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cuship import process
 from cuship._fs import sha256_file, write_atomic
 from cuship.errors import CannotStart, ToolMissing
-from cuship.events import Emit, Event, Level, discard
+from cuship.events import Emit, Event, discard, progress
 from cuship.gpurun.plan import InstallPlan, StagePlan
 from cuship.gpurun.results import VERDICTS, InstallResult, StageResult, stage_code
 
-__all__ = ["install", "judge_origins", "probe", "run_stage"]
+__all__ = ["Step", "install", "judge_origins", "probe", "run_stage", "tell_unrun"]
 
 _TAIL = 40
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """Where a step stands in the run: number ``number`` of ``total`` (the install first)."""
+
+    number: int = 1
+    total: int = 1
+
+    def started(self, name: str, said: str, emit: Emit) -> None:
+        data = {"phase": "stage-start"}
+        emit(progress("gpu-run", self.number, self.total, name, said, data=data))
+
+    def ended(
+        self, name: str, said: str, seconds: float | None, emit: Emit, *, failed: bool = False
+    ) -> None:
+        data = {"phase": "stage-end"}
+        event = progress(
+            "gpu-run", self.number, self.total, name, said, seconds, failed=failed, data=data
+        )
+        emit(event)
 
 
 def _run(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, log: Path) -> int:
@@ -125,16 +150,18 @@ def install(
     cwd: Path,
     log: Path,
     emit: Emit = discard,
+    step: Step = Step(),
 ) -> InstallResult:
     """Install ``wheel`` as planned, then prove it: installed, imported from there, deps met."""
     started = time.monotonic()
     where = f"a venv at {plan.venv}" if plan.venv else plan.python
-    emit(Event(level="info", topic="gpu-run", message=f"install: {wheel.name} into {where}"))
+    step.started("install", f"{wheel.name} into {where}", emit)
     log.unlink(missing_ok=True)
     code, reason, dist = _installed(plan, name, env=env, cwd=cwd, log=log)
     if code:
         _replay(log, "install log (tail)", emit)
-        emit(Event(level="error", topic="gpu-run", message=f"install: {reason}"))
+    said = f"{VERDICTS[code]}: {reason}" if code else VERDICTS[code]
+    step.ended("install", said, time.monotonic() - started, emit, failed=bool(code))
     return InstallResult(
         mode=plan.mode,
         python=plan.python,
@@ -233,29 +260,39 @@ def unrun(stage: StagePlan, verdict: str, reason: str | None) -> StageResult:
     )
 
 
-def _tell(result: StageResult, emit: Emit) -> None:
+def tell_unrun(result: StageResult, step: Step, emit: Emit) -> None:
+    """A stage that did not run, told as its step's end: ``skipped (why)``, ``not-run (why)``."""
+    step.ended(result.name, f"{result.verdict} ({result.reason})", None, emit)
+
+
+def _tell(result: StageResult, step: Step, emit: Emit) -> None:
     """The stage's outcome as events: its log's tail when it failed, the verdict, the notes."""
     failed = bool(result.exit_code)
     if failed and result.log is not None:
         _replay(result.log, f"{result.name} log (tail)", emit)
-    level: Level = "error" if failed else "info"
-    message = f"{result.name}: {result.verdict} (exit {result.raw_exit_code}, "
-    message += f"{result.duration_s:.1f} s)" + (f": {result.reason}" if result.reason else "")
-    emit(Event(level=level, topic="gpu-run", message=message))
+    said = f"{result.verdict} (exit {result.raw_exit_code})"
+    said += f": {result.reason}" if result.reason else ""
+    step.ended(result.name, said, result.duration_s, emit, failed=failed)
     for note in result.notes:
         if note != result.reason:
             emit(Event(level="info", topic="gpu-run", message=f"{result.name}: {note}"))
 
 
 def run_stage(
-    stage: StagePlan, *, environ: Mapping[str, str], dist: Mapping[str, Any], emit: Emit = discard
+    stage: StagePlan,
+    *,
+    environ: Mapping[str, str],
+    dist: Mapping[str, Any],
+    emit: Emit = discard,
+    step: Step = Step(),
 ) -> StageResult:
-    """Run one stage (or record why it is skipped) and judge it."""
+    """Run one stage (or record why it is skipped) and judge it; ``step``: its place in the
+    run, for its progress events."""
     if stage.skipped is not None:
-        message = f"{stage.name}: skipped ({stage.skipped})"
-        emit(Event(level="info", topic="gpu-run", message=message))
-        return unrun(stage, "skipped", stage.skipped)
-    emit(Event(level="info", topic="gpu-run", message=f"{stage.name}: running (log {stage.log})"))
+        result = unrun(stage, "skipped", stage.skipped)
+        tell_unrun(result, step, emit)
+        return result
+    step.started(stage.name, f"running (log {stage.log})", emit)
     for stale in (stage.log, *stage.extra.values()):
         if stale.is_file():
             stale.unlink()
@@ -277,5 +314,5 @@ def run_stage(
         outputs=stage.outputs,
         notes=notes,
     )
-    _tell(result, emit)
+    _tell(result, step, emit)
     return result

@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,10 +25,11 @@ from cuship import settings
 from cuship._fs import write_atomic, write_json
 from cuship.errors import ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
-from cuship.gpurun.execute import install, probe, run_stage, unrun
+from cuship.gpurun.execute import Step, install, probe, run_stage, tell_unrun, unrun
 from cuship.gpurun.plan import (
     Interpreter,
     ProjectFacts,
+    StagePlan,
     plan_install,
     plan_stages,
     project_facts,
@@ -181,30 +182,43 @@ def _prepare(request: GpuRunRequest, environ: Mapping[str, str], emit: Emit) -> 
     )
 
 
+def _stages(
+    ready: _Ready, python: str, request: GpuRunRequest, environ: Mapping[str, str]
+) -> tuple[StagePlan, ...]:
+    return tuple(
+        plan_stages(
+            ready.project,
+            python,
+            ready.results,
+            environ=environ,
+            skip_bench=request.skip_bench,
+            profile=request.profile,
+            skip_sanitize=request.skip_sanitize,
+            gpu_faked=ready.fingerprint.gpu_source == "override",
+            skip_ptx=request.skip_ptx,
+            wheel=ready.choice.verdict.candidate.facts,
+        )
+    )
+
+
 def _run_stages(
-    ready: _Ready,
+    stages: Sequence[StagePlan],
     installed: InstallResult,
-    python: str,
-    request: GpuRunRequest,
     environ: Mapping[str, str],
     emit: Emit,
 ) -> tuple[StageResult, ...]:
-    stages = plan_stages(
-        ready.project,
-        python,
-        ready.results,
-        environ=environ,
-        skip_bench=request.skip_bench,
-        profile=request.profile,
-        skip_sanitize=request.skip_sanitize,
-        gpu_faked=ready.fingerprint.gpu_source == "override",
-        skip_ptx=request.skip_ptx,
-        wheel=ready.choice.verdict.candidate.facts,
-    )
-    if installed.exit_code:
-        return tuple(unrun(s, "not-run", f"the install step: {installed.verdict}") for s in stages)
+    """Each stage after the install, step 2 on of 1 + len(stages)."""
+    total, results = 1 + len(stages), []
     dist = installed.dist or {}
-    return tuple(run_stage(s, environ=environ, dist=dist, emit=emit) for s in stages)
+    for number, stage in enumerate(stages, start=2):
+        step = Step(number, total)
+        if installed.exit_code:
+            result = unrun(stage, "not-run", f"the install step: {installed.verdict}")
+            tell_unrun(result, step, emit)
+        else:
+            result = run_stage(stage, environ=environ, dist=dist, emit=emit, step=step)
+        results.append(result)
+    return tuple(results)
 
 
 def gpu_run(
@@ -215,6 +229,7 @@ def gpu_run(
     ready = _prepare(request, environ, emit)
     interpreter = _interpreter(ready.base)
     plan = plan_install(ready.choice.path, interpreter, in_place=request.in_place, venv=ready.venv)
+    stages = _stages(ready, plan.python, request, environ)
     installed = install(
         plan,
         ready.choice.path,
@@ -223,6 +238,7 @@ def gpu_run(
         cwd=ready.project.root,
         log=ready.results / "install.log",
         emit=emit,
+        step=Step(1, 1 + len(stages)),
     )
     report = GpuRunReport(
         project=ready.project.root,
@@ -231,7 +247,7 @@ def gpu_run(
         machine={**machine_json(ready.fingerprint), "python": ready.base["python"]},
         wheel=ready.choice.to_json(),
         install=installed,
-        stages=_run_stages(ready, installed, plan.python, request, environ, emit),
+        stages=_run_stages(stages, installed, environ, emit),
         started=started,
         duration_s=time.monotonic() - clock,
         notes=ready.notes,

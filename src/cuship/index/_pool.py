@@ -11,6 +11,10 @@ makes the shares). Only a run with many wheels pays the start-up, and only where
 safe (no other thread running in this process); everywhere else the work runs here, in order,
 as before. A child spreads nothing further.
 
+Progress comes back as the work goes: :func:`map_spread` tells of each result as its chunk
+comes back, and the shares of a :func:`fork_map` count their items in a :class:`Tally`, a few
+integers in memory every forked child shares with this process (no message, no pickling).
+
 Creating files is the other cost: :func:`write_trees` writes a site's pages a batch at a time,
 on a few threads when its process writes alone, with the modes every published file and folder
 has (:data:`FILE_MODE`, :data:`DIR_MODE`) whatever the umask.
@@ -21,8 +25,10 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import mmap
 import os
 import pickle
+import struct
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -40,6 +46,7 @@ __all__ = [
     "DIR_MODE",
     "FILE_MODE",
     "MIN_ITEMS",
+    "Tally",
     "deal",
     "fork_map",
     "in_child",
@@ -75,21 +82,57 @@ def _fork_safe() -> bool:
     return hasattr(os, "fork") and threading.active_count() == 1
 
 
-def map_spread(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = MIN_ITEMS) -> list[R]:
-    """``[fn(item) for item in items]``, on forked workers when there are enough items.
+def map_spread(
+    fn: Callable[[T], R],
+    items: Sequence[T],
+    *,
+    min_items: int = MIN_ITEMS,
+    each: Callable[[int], None] | None = None,
+) -> list[R]:
+    """``[fn(item) for item in items]``, on forked workers when there are enough items;
+    ``each(i)`` is called here as the result of ``items[i]`` comes back (from workers, a chunk
+    at a time, in order).
 
     ``fn`` must be a module-level function whose results pickle, and must not raise: return the
     failure as a value (exceptions with extra constructor arguments do not pickle back)."""
     workers = workers_available()
     if workers < 2 or len(items) < min_items or _IN_CHILD or _SHARING or not _fork_safe():
-        return [fn(item) for item in items]
+        return _told(map(fn, items), each)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     chunk = max(1, len(items) // (workers * _CHUNKS_PER_WORKER))
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        return list(pool.map(fn, items, chunksize=chunk))
+        return _told(pool.map(fn, items, chunksize=chunk), each)
+
+
+def _told(results: Iterable[R], each: Callable[[int], None] | None) -> list[R]:
+    if each is None:
+        return list(results)
+    done = []
+    for index, result in enumerate(results):
+        done.append(result)
+        each(index)
+    return done
+
+
+class Tally:
+    """``slots`` counts that this process and the children it forks afterwards share: each
+    share adds to its own slot (one writer each), and any process reads them all."""
+
+    _SLOT = struct.Struct("q")
+
+    def __init__(self, slots: int) -> None:
+        self._memory = mmap.mmap(-1, self._SLOT.size * max(1, slots))  # anonymous, shared
+
+    def add(self, slot: int, count: int) -> None:
+        at = slot * self._SLOT.size
+        (now,) = self._SLOT.unpack_from(self._memory, at)
+        self._SLOT.pack_into(self._memory, at, now + count)
+
+    def total(self) -> int:
+        return sum(count for (count,) in self._SLOT.iter_unpack(self._memory))
 
 
 def in_child() -> bool:

@@ -32,6 +32,7 @@ from cuship import __version__
 from cuship.errors import NothingToDo
 from cuship.events import Emit
 from cuship.index._cache import FileStamp, ProjectMark, ScanCache
+from cuship.index._progress import ScanProgress
 from cuship.index._shared import Options, describer_key, scan_describes
 from cuship.index.attached import ATTESTATION_SUFFIX
 from cuship.index.render import PROJECT_MANIFEST
@@ -275,7 +276,13 @@ def scan_update(
     cache.counted(len(quiet.keys))
     plans = look_up(quiet.leave(stated), cache)
     describes = scan_describes(options.describe)
-    scanned, skipped = scan_planned(plans, cache=cache, emit=emit, describe=describes)
+    scan = ScanProgress(len(stated), emit)
+    counted = scan.counter(0)
+    counted(len(stated) - len(plans), "the wheels of projects left as they are")
+    scanned, skipped = scan_planned(
+        plans, cache=cache, emit=emit, describe=describes, counted=counted
+    )
+    scan.finish(cache.misses, cache.hits)
     wheels = ready + list(scanned)
     if not wheels and given and not quiet.projects:
         raise NothingToDo(

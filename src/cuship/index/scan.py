@@ -36,6 +36,7 @@ from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, FileStamp, ScanCache
 from cuship.index._pool import map_spread
+from cuship.index._progress import Counted, uncounted
 from cuship.index.describe import describe_pure
 from cuship.wheel.read.filename import canonical_name, plain_project, tag_set
 from cuship.wheel.read.headers import header_fields
@@ -231,9 +232,11 @@ def scan_files(
     emit: Emit = discard,
     describe: bool = False,
     stats: Mapping[str, os.stat_result] | None = None,
+    counted: Counted = uncounted,
 ) -> tuple[tuple[IndexedWheel, ...], tuple[Skipped, ...]]:
     """:func:`scan_report` of files already listed (:func:`wheel_files`, with its ``stats``)."""
-    return scan_planned(plan_files(files, cache, stats), cache=cache, emit=emit, describe=describe)
+    plans = plan_files(files, cache, stats)
+    return scan_planned(plans, cache=cache, emit=emit, describe=describe, counted=counted)
 
 
 Planned = Union["CachedFile", "NewFile", "_Skip"]
@@ -287,15 +290,21 @@ def scan_planned(
     cache: ScanCache | None = None,
     emit: Emit = discard,
     describe: bool = False,
+    counted: Counted = uncounted,
 ) -> tuple[tuple[IndexedWheel, ...], tuple[Skipped, ...]]:
     """:func:`scan_report` of files planned (:func:`plan_files`): the new ones read (spread
-    over the cores when many), the cached ones made from the cache."""
+    over the cores when many), the cached ones made from the cache; ``counted`` is told of
+    the files as they are done (those not to be read at once, then each read)."""
     todo = [job for job in jobs if isinstance(job, NewFile)]
     if describe and todo:  # imported once, before any worker starts
         import cuship.wheel.audit  # noqa: F401
+    if len(todo) < len(jobs):
+        last = next(job for job in reversed(jobs) if not isinstance(job, NewFile))
+        counted(len(jobs) - len(todo), last.path.name if isinstance(last, _Skip) else last.filename)
     # To a worker, each job as (path, size, describe): a Path costs more to pickle and unpickle.
     sent = [(job.named, None if job.stamp is None else job.stamp.size, describe) for job in todo]
-    fresh = dict(zip((job.key for job in todo), map_spread(_read_fresh, sent), strict=True))
+    read = map_spread(_read_fresh, sent, each=lambda i: counted(1, todo[i].filename))
+    fresh = dict(zip((job.key for job in todo), read, strict=True))
     if cache is not None:
         cache.prefetch([job.key for job in jobs if isinstance(job, CachedFile)])
     wheels: dict[str, IndexedWheel] = {}

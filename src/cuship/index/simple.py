@@ -42,6 +42,7 @@ from cuship.index._pool import (
     workers_available,
     write_trees,
 )
+from cuship.index._progress import Counted, ScanProgress
 from cuship.index._shared import (
     DIR_MODE,
     FILE_MODE,
@@ -235,6 +236,7 @@ class _Share:
     ready: tuple[IndexedWheel, ...]
     kept: tuple[str, ...]
     pages_first: bool = False  # write the project pages before files/ (see _build)
+    slot: int = 0  # where it counts its files scanned (see ScanProgress)
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,11 +290,12 @@ def _build(
         import cuship.wheel.audit  # noqa: F401
 
     alone = len(shares) == 1
+    scan = ScanProgress(len(files), emit, shares=len(shares))
 
     def build(share: _Share) -> _Built:
         return _build_share(
             share, out, staging, options, cache, previous, kept, made, attached, emit,
-            alone=alone, stats=stats,
+            alone=alone, stats=stats, counted=scan.counter(share.slot),
         )  # fmt: skip
 
     built = fork_map(build, shares)
@@ -300,6 +303,7 @@ def _build(
         cache.absorb(part.delta)
         for event in part.events:
             emit(event)
+    scan.finish(cache.misses, cache.hits)
     skipped = _in_order((s for part in built for s in part.skipped), files)
     scanned = [key for part in built for key in part.scanned]
     if cache.preloaded:
@@ -353,15 +357,18 @@ def _build_share(
     *,
     alone: bool,
     stats: Mapping[str, os.stat_result],
+    counted: Counted,
 ) -> _Built:
     """One share of :func:`_build`, here or in a forked child; ``attached``: attestations in
     the folders listed (:func:`wheel_files`); ``alone``: no other share runs meanwhile (then
-    its files are written by a few threads); ``stats``: of the files given by name."""
+    its files are written by a few threads); ``stats``: of the files given by name;
+    ``counted``: told of its files as they are scanned."""
     forked = in_child()
     events: list[Event] = []
     say = events.append if forked else emit
+    describes = scan_describes(options.describe)
     scanned, skipped = scan_files(
-        share.files, cache=cache, emit=say, describe=scan_describes(options.describe), stats=stats
+        share.files, cache=cache, emit=say, describe=describes, stats=stats, counted=counted
     )
     wheels = [*share.ready, *scanned]
     described = describe_all(wheels, options.describe, cache, retain=False)
@@ -490,6 +497,7 @@ def _shares(
             ready=tuple(wheel for p in projects for wheel in ready_of.get(p, ())),
             kept=tuple(name for p in projects for name in kept_of.get(p, ())),
             pages_first=index % 2 == 1,
+            slot=index,
         )
         for index, projects in enumerate(deal(sizes, count))
     ]
