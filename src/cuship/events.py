@@ -8,21 +8,29 @@ kind of event, made by :func:`progress`: its ``data`` says how far (``done`` of 
 ``item``, its ``status``, ``seconds``), and its ``message`` is the one plain-text rendering
 (:func:`progress_message`) that logs show, so every stage reads alike:
 ``[2/4] saxpy/triton/float32: cases 0-75, none bad in 0.2 s``.
+
+A log (a CI's, a pipe's) shows the progress events a :class:`Cadence` admits, so a topic of
+thousands of items (the index's wheels, a download's megabytes) does not flood it.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = [
+    "INTERVAL",
+    "Cadence",
     "Emit",
     "Event",
     "Level",
     "collect",
     "discard",
     "progress",
+    "progress_interval",
     "progress_message",
 ]
 
@@ -100,3 +108,63 @@ def progress(
         fields["failed"] = True
     message = progress_message(done, total, item, status, seconds, stage=stage)
     return Event(level="progress", topic=topic, message=message, data=fields)
+
+
+INTERVAL = 5.0
+"""Seconds between two plain progress lines of one topic: a job that works for an hour logs
+720 of them, not one per item (a 50,000-wheel index), and a CI that ends a job silent for some
+minutes (CircleCI's ``no_output_timeout``: 10) still sees it alive; work shorter than this shows
+its first and last line only."""
+
+
+def progress_interval(value: str | None) -> float | None:
+    """``CUSHIP_PROGRESS_INTERVAL``'s seconds: :data:`INTERVAL` when unset or blank, None when
+    it is not a number of seconds (0 or more)."""
+    if value is None or not value.strip():
+        return INTERVAL
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _always(data: Mapping[str, object]) -> bool:
+    """An event every log shows: the last item, one that went wrong, the start or end of a
+    build's job or a GPU run's stage (a ``phase``)."""
+    done, total = _count(data.get("done")), _count(data.get("total"))
+    went_wrong = bool(data.get("warn") or data.get("failed")) or _count(data.get("bad")) > 0
+    return went_wrong or done >= total or "phase" in data
+
+
+@dataclass(slots=True)
+class Cadence:
+    """Which progress events a plain log shows: per topic and stage the first, the last
+    (``done`` equal to ``total``), each that went wrong (``warn``, ``failed``, ``bad``) or has a
+    ``phase``, and otherwise at most one every ``interval`` seconds of ``clock``."""
+
+    interval: float = INTERVAL
+    clock: Callable[[], float] = time.monotonic
+    _shown: dict[tuple[str, str], float] = field(default_factory=dict)
+    _held: dict[tuple[str, str], Event] = field(default_factory=dict)
+
+    def admit(self, event: Event) -> bool:
+        """Whether to print ``event`` now; one not printed is held until a later one is."""
+        key = (event.topic, str(event.data.get("stage") or ""))
+        now, last = self.clock(), self._shown.get(key)
+        if last is None or now - last >= self.interval or _always(event.data):
+            self._shown[key] = now
+            self._held.pop(key, None)
+            return True
+        self._held[key] = event
+        return False
+
+    def held(self) -> list[Event]:
+        """The latest event of each topic that was held back and not followed by a line."""
+        events = list(self._held.values())
+        self._held.clear()
+        return events

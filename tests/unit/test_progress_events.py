@@ -6,14 +6,8 @@ from __future__ import annotations
 import io
 
 from cuship.cli._console import Console
-from cuship.cli._progress import (
-    INTERVAL,
-    Cadence,
-    ProgressDisplay,
-    live_progress,
-    progress_display,
-)
-from cuship.events import Event, progress, progress_message
+from cuship.cli._progress import ProgressDisplay, live_progress, progress_display
+from cuship.events import INTERVAL, Cadence, Event, progress, progress_interval, progress_message
 from cuship.settings import PROGRESS_INTERVAL
 
 
@@ -185,3 +179,10 @@ def test_a_live_display_without_a_redraw_thread_starts_none() -> None:
         emit(progress("index", 1, 2, "a", stage="scan"))
         assert threading.active_count() == before, "forking needs a single thread"
         emit(progress("index", 2, 2, "b", stage="scan"))
+
+
+def test_the_interval_setting_is_seconds_zero_or_more() -> None:
+    assert progress_interval(None) == progress_interval(" ") == INTERVAL
+    assert progress_interval("0") == 0.0 and progress_interval("2.5") == 2.5
+    assert progress_interval("-1") is None and progress_interval("nan") is None
+    assert progress_interval("inf") is None and progress_interval("5s") is None

@@ -15,7 +15,7 @@ reports thousands of items (the index's wheels) must not flood a log, so :class:
 picks the lines: per topic and stage the first item, the last (``done`` equal to ``total``),
 every item that went wrong (``warn``, ``failed``, ``bad``) and the start and end of a build job
 or a GPU run's stage (events with a ``phase``), and otherwise at most one line every
-``CUSHIP_PROGRESS_INTERVAL`` seconds (default :data:`INTERVAL`); the latest line held back is
+``CUSHIP_PROGRESS_INTERVAL`` seconds (default :data:`~cuship.events.INTERVAL`); the latest line held back is
 printed when the work ends short of its total. The live display draws every event.
 
 With jobs built at once the builder sends from several threads, one event at a time; the
@@ -28,21 +28,19 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 from cuship import settings
 from cuship.cli._console import Console
-from cuship.events import Emit, Event
+from cuship.events import INTERVAL, Cadence, Emit, Event, progress_interval
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
 __all__ = [
-    "INTERVAL",
-    "Cadence",
     "JobBoard",
     "ProgressDisplay",
     "in_ci",
@@ -51,12 +49,6 @@ __all__ = [
 ]
 
 _FALSE = ("", "0", "false", "no", "off")
-
-INTERVAL = 5.0
-"""Seconds between two plain progress lines of one topic: a job that works for an hour logs
-720 of them, not one per item (a 50,000-wheel index), and a CI that ends a job silent for some
-minutes (CircleCI's ``no_output_timeout``: 10) still sees it alive; work shorter than this shows
-its first and last line only."""
 
 _REDRAW = 0.1  # seconds between two redraws of a live display that has no thread of its own
 
@@ -113,40 +105,6 @@ class JobBoard:
 
 def _count(value: object) -> int:
     return value if isinstance(value, int) else 0
-
-
-def _always(data: Mapping[str, object]) -> bool:
-    """An event every log shows: the last item, one that went wrong, a build job's start/end."""
-    done, total = _count(data.get("done")), _count(data.get("total"))
-    went_wrong = bool(data.get("warn") or data.get("failed")) or _count(data.get("bad")) > 0
-    return went_wrong or done >= total or "phase" in data
-
-
-@dataclass(slots=True)
-class Cadence:
-    """Which progress events a plain log shows (see the module's doc); ``clock`` in seconds."""
-
-    interval: float = INTERVAL
-    clock: Callable[[], float] = time.monotonic
-    _shown: dict[tuple[str, str], float] = field(default_factory=dict)
-    _held: dict[tuple[str, str], Event] = field(default_factory=dict)
-
-    def admit(self, event: Event) -> bool:
-        """Whether to print ``event`` now; one not printed is held until a later one is."""
-        key = (event.topic, str(event.data.get("stage") or ""))
-        now, last = self.clock(), self._shown.get(key)
-        if last is None or now - last >= self.interval or _always(event.data):
-            self._shown[key] = now
-            self._held.pop(key, None)
-            return True
-        self._held[key] = event
-        return False
-
-    def held(self) -> list[Event]:
-        """The latest event of each topic that was held back and not followed by a line."""
-        events = list(self._held.values())
-        self._held.clear()
-        return events
 
 
 class ProgressDisplay:
@@ -314,13 +272,8 @@ def progress_display(
 
 
 def _interval(console: Console, value: str | None) -> float:
-    if value is None or not value.strip():
-        return INTERVAL
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= 0:  # (a NaN too)
+    seconds = progress_interval(value)
+    if seconds is None:
         name = settings.PROGRESS_INTERVAL
         console.warn(f"{name}={value!r} is not a number of seconds: using {INTERVAL:g}")
         return INTERVAL
