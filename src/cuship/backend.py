@@ -18,8 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cuship import settings
 from cuship.errors import CushipError
-from cuship.events import Event
+from cuship.events import INTERVAL, Cadence, Emit, Event, progress_interval
 
 __all__ = [
     "build_editable",
@@ -35,12 +36,24 @@ __all__ = [
 _T = TypeVar("_T")
 
 
-def _stderr(event: Event) -> None:
-    # fetch's "downloaded … verified" is said again, with the URL and why, by the backend
-    quiet = event.level == "debug" or (event.topic == "fetch" and event.level == "info")
-    if not quiet:
+def _cadence() -> Cadence:
+    seconds = progress_interval(os.environ.get(settings.PROGRESS_INTERVAL))
+    return Cadence(INTERVAL if seconds is None else seconds)
+
+
+def _stderr(cadence: Cadence) -> Emit:
+    """Events as lines on stderr (the frontend shows them with -v); progress events as
+    ``cadence`` picks them (a large download's megabytes)."""
+
+    def emit(event: Event) -> None:
+        # fetch's "downloaded … verified" is said again, with the URL and why, by the backend
+        quiet = event.level == "debug" or (event.topic == "fetch" and event.level == "info")
+        if quiet or (event.level == "progress" and not cadence.admit(event)):
+            return
         sys.stderr.write(f"cuship.backend: {event.message}\n")
         sys.stderr.flush()
+
+    return emit
 
 
 def _hook(function: Callable[..., _T]) -> Callable[..., _T]:
@@ -66,7 +79,7 @@ def _hooks() -> Any:
     return Prebuilt(
         project=Path.cwd(),
         environ=os.environ,
-        emit=_stderr,
+        emit=_stderr(_cadence()),
         options=fetch_options(os.environ),
         frontend=frontend_key(os.getppid()),
     )

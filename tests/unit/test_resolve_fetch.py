@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from cuship.errors import CheckFailed, InputError
+from cuship.events import Event
 from cuship.index import write
-from cuship.resolve import Candidate
+from cuship.resolve import Candidate, fetch
 from cuship.resolve.fetch import (
     download,
     fetch_page,
@@ -167,6 +168,27 @@ def test_download_verifies_and_renames(tmp_path: Path) -> None:
     assert got == dest / wheel.name and got.read_bytes() == wheel.read_bytes()
     assert download(good, dest) == got  # verified copy reused
     assert sorted(p.name for p in dest.iterdir()) == [wheel.name]
+
+
+def test_a_large_download_is_told_by_megabytes_as_it_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fetch, "TOLD_FROM", 2_000_000)
+    big = tmp_path / "src" / "big-1.0-py3-none-any.whl"
+    big.parent.mkdir()
+    big.write_bytes(bytes(2_500_000))  # read 1 MiB at a time: three reads
+    sha = hashlib.sha256(big.read_bytes()).hexdigest()
+    events: list[Event] = []
+    candidate = Candidate(filename=big.name, url=big.as_uri(), sha256=sha, size=2_500_000)
+    download(candidate, tmp_path / "dest", emit=events.append)
+    told = [e.message for e in events if e.level == "progress"]
+    assert told == [f"[download {n}/3] {big.name}: MB" for n in (1, 2, 3)]
+    assert all(e.topic == "fetch" for e in events if e.level == "progress")
+    events.clear()
+    download(candidate, tmp_path / "quiet", emit=events.append, quiet=True)  # told by its caller
+    small = Candidate(filename=big.name, url=big.as_uri(), sha256=sha, size=None)
+    download(small, tmp_path / "unsized", emit=events.append)  # no size: none told as it goes
+    assert [e for e in events if e.level == "progress"] == []
 
 
 def test_download_refuses_a_mismatch_and_leaves_nothing(tmp_path: Path) -> None:

@@ -73,7 +73,10 @@ def command(
             console.print_text(f"download {plan.url} -> {plan.wheel} (sha256 {plan.sha256})")
             console.print_text(shlex.join(plan.command))
         return
-    output = run_install(plan, environ, options=options, emit=console.emit)
+    from cuship.cli._progress import progress_display
+
+    with progress_display(console, as_json=as_json) as emit:  # a large download's megabytes
+        output = run_install(plan, environ, options=options, emit=emit)
     if verbose:
         console.err.print(output, markup=False, highlight=False)
     chosen = resolution.chosen

@@ -20,7 +20,7 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from html.parser import HTMLParser
@@ -33,7 +33,7 @@ from packaging.utils import canonicalize_name
 from cuship import _json, settings
 from cuship._fs import sha256_file
 from cuship.errors import CheckFailed, InputError
-from cuship.events import Emit, Event, discard
+from cuship.events import Emit, Event, discard, progress
 from cuship.resolve._manifest import Records, find_manifest, manifest_urls
 from cuship.resolve.http import (
     DEFAULT_OPTIONS,
@@ -351,9 +351,12 @@ def _oversized(c: Candidate, limit: int) -> CheckFailed | TooLarge:
     )
 
 
-def _fetch_once(c: Candidate, dest: Path, options: FetchOptions) -> Path:
+def _fetch_once(
+    c: Candidate, dest: Path, options: FetchOptions, told: Callable[[int], None] | None
+) -> Path:
     """One try: at most the size the index declares (else ``options.max_download_bytes``)
-    is read, within the try's deadline (see :class:`FetchOptions`)."""
+    is read, within the try's deadline (see :class:`FetchOptions`); ``told``: of the bytes
+    read so far, after each chunk."""
     limit = options.max_download_bytes if c.size is None else c.size
     fd, temp = tempfile.mkstemp(dir=dest, prefix=f".{c.filename}.", suffix=".part")
     part = Path(temp)
@@ -368,6 +371,8 @@ def _fetch_once(c: Candidate, dest: Path, options: FetchOptions) -> Path:
                     raise _oversized(c, limit)
                 digest.update(chunk)
                 out.write(chunk)
+                if told is not None:
+                    told(read)
         if digest.hexdigest() != c.sha256:
             raise _mismatch(c, digest.hexdigest())
         target = dest / c.filename
@@ -390,6 +395,28 @@ def _sized(
         raise _oversized(c, limit) from err
 
 
+_MB = 10**6
+TOLD_FROM = 16 * _MB
+"""Bytes a download must have (by the index) to be told as it goes; a smaller one takes a
+few chunks, and its line when done says enough."""
+
+
+def _told_bytes(c: Candidate, name: str, emit: Emit) -> Callable[[int], None] | None:
+    """Progress events (``fetch``, stage ``download``) by megabytes read, for a download the
+    index says is large; the renderer picks which lines a log shows."""
+    size = c.size
+    if size is None or size < TOLD_FROM:
+        return None
+    total = -(-size // _MB)
+
+    def told(read: int) -> None:
+        done = total if read >= size else read // _MB
+        data = {"bytes": read, "size": size}
+        emit(progress("fetch", done, total, name, "MB", stage="download", data=data))
+
+    return told
+
+
 def download(
     candidate: Candidate,
     dest: Path,
@@ -402,7 +429,8 @@ def download(
 
     A file already in ``dest`` with the right hash is reused. No sha256 in the index: an
     :class:`InputError` (cuship installs only verified files). Mismatch: :class:`CheckFailed`.
-    ``quiet``: the download is told at level ``debug`` (its caller reports its progress).
+    ``quiet``: the download is told at level ``debug`` (its caller reports its progress);
+    else one of :data:`TOLD_FROM` bytes or more is told as it goes, by megabytes read.
     """
     name = _safe_name(candidate.filename)
     if candidate.refused:
@@ -421,8 +449,10 @@ def download(
         emit(Event(level="debug", topic="fetch", message=f"reusing verified {str(ready)!r}"))
         return ready
 
+    told = None if quiet else _told_bytes(candidate, name, emit)
+
     def attempt() -> Path:
-        return _fetch_once(candidate, dest, options)
+        return _fetch_once(candidate, dest, options, told)
 
     path = with_retries("downloading", candidate.url, attempt, options=options, emit=emit)
     message = f"downloaded {name} (sha256 {candidate.sha256[:12]}… verified)"
