@@ -249,19 +249,19 @@ def test_bench_attestation_carries_the_profile_and_old_exports_are_unchanged() -
 
 
 def test_the_text_table_and_summary_show_the_profile() -> None:
-    from cuship.cli.bench import _COLUMNS, _NCU_COLUMNS, _row, _summary
+    from cuship.cli._benchtable import COLUMNS, NCU_COLUMNS, point_row, summary_line
 
     failed = NcuProfile(error="ERR_NVGPUCTRPERM: counters restricted")
     report = dataclasses.replace(
         report_of(_result("saxpy", GOOD), _result("softmax", failed)), profile=SESSION
     )
-    good, bad = (_row(r, profiled=True) for r in report.results)
-    assert len(good) == len(_COLUMNS) + len(_NCU_COLUMNS)
+    good, bad = (point_row(r, profiled=True) for r in report.results)
+    assert len(good) == len(COLUMNS) + len(NCU_COLUMNS)
     assert good[-2] == "95 µs in 1 kernel, DRAM 2500 GB/s (75% of peak), occupancy 50%, SM 10%"
     assert good[-1] == "0.96x GB/s"
     assert bad[-2] == "NOT PROFILED (see notes)" and bad[-1] == ""
-    assert len(_row(report.results[0])) == len(_COLUMNS)  # unprofiled runs: the old table
-    assert "; ncu (basic): 1 of 2 profiled; verdict ok" in _summary(report)
+    assert len(point_row(report.results[0])) == len(COLUMNS)  # unprofiled runs: the old table
+    assert "; ncu (basic): 1 of 2 profiled; verdict ok" in summary_line(report)
 
 
 def test_each_reason_a_point_was_not_profiled_is_one_error_line() -> None:

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from cuship.events import Event, collect
 from cuship.index import write
-from cuship.index._pool import Tally, map_spread
-from cuship.index._progress import ScanProgress
+from cuship.index._pool import ScanProgress, Tally, map_spread
 from tests.wheel_factory import make_wheel
 
 

@@ -92,19 +92,19 @@ def index_markdown(summary: IndexSummary) -> str:
     return "\n".join([*lines, "", *_table(("left out", "reason"), skipped)] if skipped else lines)
 
 
-def bench_markdown(report: BenchReport, verdict: str) -> str:
-    """``verdict`` (the line the command ends with), then one row per point that did not
-    pass (errored, unsure, slower than the baseline, under its floor), all when none failed."""
-    from cuship.cli.bench import _row
+def bench_markdown(report: BenchReport) -> str:
+    """The line the command ends with, then one row per point that did not pass (errored,
+    unsure, slower than the baseline, under its floor), all of them when none failed."""
+    from cuship.cli._benchtable import point_row, summary_line
 
     wrong = {id(r) for r in (*report.slower, *report.floors_missed)}
     points = [r for r in report.results if r.status != "ok" or id(r) in wrong]
     rows = []
     for result in points or report.results:
-        case, params, median, _hot, throughput, _n, _clock, stop, said = _row(result)
+        case, params, median, _hot, throughput, _n, _clock, stop, said = point_row(result)
         rows.append((case, params, median, throughput, stop, said))
     gpu = report.fingerprint.get("gpu") or report.fingerprint.get("cpu_model")
-    lines = [f"### cuship bench {report.project} on {gpu}", "", _cell(verdict)]
+    lines = [f"### cuship bench {report.project} on {gpu}", "", _cell(summary_line(report))]
     header = ("case", "params", "median ± noise", "throughput", "stop", "verdict")
     return "\n".join([*lines, "", *_table(header, rows)] if rows else lines)
 

@@ -14,6 +14,11 @@ as before. A child spreads nothing further.
 Progress comes back as the work goes: :func:`map_spread` tells of each result as its chunk
 comes back, and the shares of a :func:`fork_map` count their items in a :class:`Tally`, a few
 integers in memory every forked child shares with this process (no message, no pickling).
+:class:`ScanProgress` makes the index's progress events of them: topic ``index``, stage
+``scan``, one per wheel scanned (read and hashed, found in the cache, or skipped); this
+process emits the count of all shares as its own share's wheels are scanned (a child only
+counts: its events would come back only when it ends), and the renderer picks the lines a
+log shows.
 
 Creating files is the other cost: :func:`write_trees` writes a site's pages a batch at a time,
 on a few threads when its process writes alone, with the modes every published file and folder
@@ -30,11 +35,13 @@ import os
 import pickle
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from cuship import _fs
+from cuship.events import Emit, progress
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -46,6 +53,8 @@ __all__ = [
     "DIR_MODE",
     "FILE_MODE",
     "MIN_ITEMS",
+    "Counted",
+    "ScanProgress",
     "Tally",
     "deal",
     "fork_map",
@@ -53,6 +62,7 @@ __all__ = [
     "make_folders",
     "map_spread",
     "umask_cuts",
+    "uncounted",
     "workers_available",
     "write_trees",
 ]
@@ -133,6 +143,49 @@ class Tally:
 
     def total(self) -> int:
         return sum(count for (count,) in self._SLOT.iter_unpack(self._memory))
+
+
+Counted = Callable[[int, str], None]
+"""Told that ``count`` more files were scanned, the last of them named ``item``."""
+
+
+def uncounted(count: int, item: str) -> None:
+    """A :data:`Counted` that keeps no count."""
+    del count, item
+
+
+class ScanProgress:
+    """The scan of ``total`` files, told to ``emit``, in ``shares`` processes at most."""
+
+    def __init__(self, total: int, emit: Emit, *, shares: int = 1) -> None:
+        self.total, self.emit = total, emit
+        self._tally = Tally(shares)
+        self._started = time.monotonic()
+
+    def counter(self, slot: int) -> Counted:
+        """What share ``slot`` tells of its files, called in the process that scans them."""
+        if in_child():
+            return lambda count, item: self._tally.add(slot, count)
+
+        def counted(count: int, item: str) -> None:
+            self._tally.add(slot, count)
+            done = self._tally.total()
+            if count and done < self.total:  # the last line is finish's
+                self._emit(done, item)
+
+        return counted
+
+    def finish(self, read: int, cached: int) -> None:
+        """The last line, once every share is done: how many files were read, how many not."""
+        seconds = time.monotonic() - self._started
+        status = f"{read} read, {cached} from the cache"
+        if self.total:
+            self._emit(self.total, "wheels", status, seconds)
+
+    def _emit(
+        self, done: int, item: str, status: str | None = None, seconds: float | None = None
+    ) -> None:
+        self.emit(progress("index", done, self.total, item, status, seconds, stage="scan"))
 
 
 def in_child() -> bool:

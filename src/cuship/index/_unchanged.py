@@ -32,7 +32,7 @@ from cuship import __version__
 from cuship.errors import NothingToDo
 from cuship.events import Emit
 from cuship.index._cache import FileStamp, ProjectMark, ScanCache
-from cuship.index._progress import ScanProgress
+from cuship.index._pool import ScanProgress
 from cuship.index._shared import Options, describer_key, scan_describes
 from cuship.index.attached import ATTESTATION_SUFFIX
 from cuship.index.render import PROJECT_MANIFEST

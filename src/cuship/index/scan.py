@@ -35,8 +35,7 @@ from cuship._fs import (
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, FileStamp, ScanCache
-from cuship.index._pool import map_spread
-from cuship.index._progress import Counted, uncounted
+from cuship.index._pool import Counted, map_spread, uncounted
 from cuship.index.describe import describe_pure
 from cuship.wheel.read.filename import canonical_name, plain_project, tag_set
 from cuship.wheel.read.headers import header_fields

@@ -34,6 +34,8 @@ from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheDelta, FileStamp, ProjectMark, ScanCache
 from cuship.index._pool import (
     MIN_ITEMS,
+    Counted,
+    ScanProgress,
     deal,
     fork_map,
     in_child,
@@ -42,7 +44,6 @@ from cuship.index._pool import (
     workers_available,
     write_trees,
 )
-from cuship.index._progress import Counted, ScanProgress
 from cuship.index._shared import (
     DIR_MODE,
     FILE_MODE,
