@@ -43,10 +43,17 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _serial(fn: object, items: list[object], *, min_items: int = 0) -> list[object]:
+def _serial(
+    fn: object, items: list[object], *, min_items: int = 0, each: Any = None
+) -> list[object]:
     del min_items
     assert callable(fn)
-    return [fn(item) for item in items]
+    results = []
+    for index, item in enumerate(items):
+        results.append(fn(item))
+        if each is not None:
+            each(index)
+    return results
 
 
 class _Counted(ProcessPoolExecutor):
