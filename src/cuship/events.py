@@ -96,8 +96,9 @@ def progress(
 
     ``stage`` names a pass within the topic (``ncu``, ``sanitize memcheck``) and goes into the
     count; ``warn`` marks an item that went wrong in a way the reader should see (rendered as a
-    warning), ``failed`` one that failed what was asked (rendered as an error); ``data`` adds the stage's own fields. Renderers read ``data``; logs show
-    ``message`` (:func:`progress_message`)."""
+    warning), ``failed`` one that failed what was asked (rendered as an error); ``data`` adds
+    the stage's own fields. Renderers read ``data``; logs show ``message``
+    (:func:`progress_message`)."""
     fields: dict[str, object] = {**(data or {}), "done": done, "total": total, "item": item}
     for key, value in (("status", status), ("seconds", seconds), ("stage", stage)):
         if value is not None:

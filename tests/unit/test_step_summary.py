@@ -104,9 +104,13 @@ def _point(key: str, status: str, median: float = 2e-6) -> PointResult:
         measurement = Measurement(samples=(median,) * 3, stop_reason="fixed", rel_noise=0.01)
     error = "ValueError: x" if status == "errored" else None
     return PointResult(
-        key=key, case=key.partition("[")[0], params={"n": 8}, status=status,  # type: ignore[arg-type]
-        measurement=measurement, error=error,
-    )  # fmt: skip
+        key=key,
+        case=key.partition("[")[0],
+        params={"n": 8},
+        status=status,  # type: ignore[arg-type]
+        measurement=measurement,
+        error=error,
+    )
 
 
 def test_a_bench_section_lists_the_points_that_went_wrong_or_all_when_none_did() -> None:

@@ -15,8 +15,9 @@ reports thousands of items (the index's wheels) must not flood a log, so :class:
 picks the lines: per topic and stage the first item, the last (``done`` equal to ``total``),
 every item that went wrong (``warn``, ``failed``, ``bad``) and the start and end of a build job
 or a GPU run's stage (events with a ``phase``), and otherwise at most one line every
-``CUSHIP_PROGRESS_INTERVAL`` seconds (default :data:`~cuship.events.INTERVAL`); the latest line held back is
-printed when the work ends short of its total. The live display draws every event.
+``CUSHIP_PROGRESS_INTERVAL`` seconds (default :data:`~cuship.events.INTERVAL`); the latest
+line held back is printed when the work ends short of its total. The live display draws every
+event.
 
 With jobs built at once the builder sends from several threads, one event at a time; the
 ``job-step`` events it adds then (a step of a job whose other events it holds until the job
@@ -40,13 +41,7 @@ from cuship.events import INTERVAL, Cadence, Emit, Event, progress_interval
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-__all__ = [
-    "JobBoard",
-    "ProgressDisplay",
-    "in_ci",
-    "live_progress",
-    "progress_display",
-]
+__all__ = ["JobBoard", "ProgressDisplay", "in_ci", "live_progress", "progress_display"]
 
 _FALSE = ("", "0", "false", "no", "off")
 
@@ -206,7 +201,8 @@ class ProgressDisplay:
             self._progress.refresh()
 
     def _line(self, event: Event) -> None:
-        """One topic's live line moved to ``event``'s item; a ``warn`` item is also printed."""
+        """One topic's live line moved to ``event``'s item; a ``warn`` or ``failed`` item is
+        also printed."""
         from rich.markup import escape
 
         progress = self._progress
