@@ -114,7 +114,7 @@ def test_spread_run_writes_the_site_of_a_serial_run(
     scan = [e for e in events if e.level == "progress" and e.data["stage"] == "scan"]
     files = 4 * PROJECTS + 2
     counts = [int(str(e.data["done"])) for e in scan]
-    assert counts == sorted(counts) and len(counts) > len(dealt[0].files) // 2
+    assert counts == sorted(set(counts)) and len(counts) > 10
     assert scan[-1].message.startswith(f"[scan {files}/{files}] wheels: {files - 1} read, ")
     # one share per core, each scanned, described and written start to end by one process
     # (each pure wheel described from the bytes read): the first here, the others in

@@ -1,5 +1,6 @@
-"""`cuship index` tells how far it is through the wheels given: one progress event per wheel
-scanned (read, found in the cache or skipped), and a last one with what was read."""
+"""`cuship index` tells how far it is through the wheels given: a progress event as wheels are
+scanned (read, found in the cache or skipped), each thousandth of them at most, and a last one
+with what was read."""
 
 from __future__ import annotations
 
@@ -71,3 +72,14 @@ def test_map_spread_tells_of_each_result_in_order() -> None:
     told: list[int] = []
     assert map_spread(abs, [-1, -2, -3], each=told.append) == [1, 2, 3]
     assert told == [0, 1, 2]
+
+
+def test_a_large_scan_is_told_each_thousandth() -> None:
+    events: list[Event] = []
+    scan = ScanProgress(50_000, collect(events))
+    counted = scan.counter(0)
+    for _ in range(50_000):
+        counted(1, "w.whl")
+    scan.finish(50_000, 0)
+    done = [int(str(e.data["done"])) for e in events]
+    assert done[:3] == [1, 51, 101] and done[-2:] == [49_951, 50_000] and len(done) == 1001

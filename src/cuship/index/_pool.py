@@ -15,7 +15,7 @@ Progress comes back as the work goes: :func:`map_spread` tells of each result as
 comes back, and the shares of a :func:`fork_map` count their items in a :class:`Tally`, a few
 integers in memory every forked child shares with this process (no message, no pickling).
 :class:`ScanProgress` makes the index's progress events of them: topic ``index``, stage
-``scan``, one per wheel scanned (read and hashed, found in the cache, or skipped); this
+``scan``, counting the wheels scanned (read and hashed, found in the cache, or skipped); this
 process emits the count of all shares as its own share's wheels are scanned (a child only
 counts: its events would come back only when it ends), and the renderer picks the lines a
 log shows.
@@ -154,13 +154,20 @@ def uncounted(count: int, item: str) -> None:
     del count, item
 
 
+_STEPS = 1000  # progress events in a scan at most: a bar has fewer columns than that
+
+
 class ScanProgress:
-    """The scan of ``total`` files, told to ``emit``, in ``shares`` processes at most."""
+    """The scan of ``total`` files, told to ``emit``, in ``shares`` processes at most: an event
+    each time another thousandth of the files is done (each file of a scan of up to 1,000; an
+    event costs this process about 10 µs, a wheel's read about 200 µs of a core)."""
 
     def __init__(self, total: int, emit: Emit, *, shares: int = 1) -> None:
         self.total, self.emit = total, emit
         self._tally = Tally(shares)
         self._started = time.monotonic()
+        self._step = max(1, total // _STEPS)
+        self._next = 1
 
     def counter(self, slot: int) -> Counted:
         """What share ``slot`` tells of its files, called in the process that scans them."""
@@ -170,7 +177,8 @@ class ScanProgress:
         def counted(count: int, item: str) -> None:
             self._tally.add(slot, count)
             done = self._tally.total()
-            if count and done < self.total:  # the last line is finish's
+            if self._next <= done < self.total:  # the last line is finish's
+                self._next = done + self._step
                 self._emit(done, item)
 
         return counted
