@@ -33,7 +33,6 @@ import itertools
 import mmap
 import os
 import pickle
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -131,18 +130,15 @@ class Tally:
     """``slots`` counts that this process and the children it forks afterwards share: each
     share adds to its own slot (one writer each), and any process reads them all."""
 
-    _SLOT = struct.Struct("q")
-
     def __init__(self, slots: int) -> None:
-        self._memory = mmap.mmap(-1, self._SLOT.size * max(1, slots))  # anonymous, shared
+        memory = mmap.mmap(-1, 8 * max(1, slots))  # anonymous, shared with children
+        self._counts = memoryview(memory).cast("q")  # 64-bit integers
 
     def add(self, slot: int, count: int) -> None:
-        at = slot * self._SLOT.size
-        (now,) = self._SLOT.unpack_from(self._memory, at)
-        self._SLOT.pack_into(self._memory, at, now + count)
+        self._counts[slot] += count
 
     def total(self) -> int:
-        return sum(count for (count,) in self._SLOT.iter_unpack(self._memory))
+        return sum(self._counts)
 
 
 Counted = Callable[[int, str], None]
