@@ -90,7 +90,7 @@ def _table(summary: dict[str, object]) -> str:
     "--rebuild",
     is_flag=True,
     help="Render every page and swap the whole site in at once, instead of rewriting only "
-    "the projects that change.",
+    "the projects that change (what it stops listing stays, unlisted, until the next run).",
 )
 @click.option(
     "--replace-published",

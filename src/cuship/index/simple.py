@@ -42,6 +42,7 @@ from cuship.index._pool import (
     workers_available,
     write_trees,
 )
+from cuship.index._retire import carry_over
 from cuship.index._shared import (
     DIR_MODE,
     FILE_MODE,
@@ -98,7 +99,8 @@ def write(
     an atomic rename, in an order that never shows a link to a file not yet there (see
     :mod:`cuship.index.update`). A new site, an older schema, or ``rebuild`` renders the whole
     tree beside ``out`` and swaps it in as one step. Either way a failure at any point leaves
-    an index that pip can read, and a rerun completes the work.
+    an index that pip can read, and a rerun completes the work, and what the index stops
+    listing stays published, unlisted, until the next run (``cuship-retired.json``).
 
     Without ``keep_existing`` the index lists exactly the given wheels; with it, the wheels it
     listed stay (at their earlier URLs and with their yanks; a given wheel of the same
@@ -174,6 +176,8 @@ def _rebuild(
     staging = _fs.staging_dir(out, mode=DIR_MODE)
     try:
         summary, scanned, marks = _build(given, out, staging, options, cache, emit)
+        if out.is_dir():
+            carry_over(out, staging)
         _fs.exchange(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
