@@ -152,6 +152,22 @@ def test_a_rebuild_keeps_what_it_stops_listing_until_the_next_run(
     assert not (site / RETIRED).exists()
 
 
+@pytest.mark.parametrize("rebuild", [False, True])
+def test_moving_the_wheels_to_a_base_url_retires_the_copies_the_site_held(
+    tmp_path: Path, wheels: dict[str, Path], rebuild: bool
+) -> None:
+    site = tmp_path / "site"
+    _first(wheels, site)
+    alpha = f"files/{wheels['a1'].name}"
+    given = [wheels[k] for k in ("a1", "a2", "b1", "c1")]
+    write(given, site, base_url="https://example.org/v1", rebuild=rebuild)
+    assert alpha in Retired.read(site).retired, "the site's own copy: unlisted, kept a run"
+    assert (site / alpha).is_file() and (site / f"{alpha}.metadata").is_file()
+    write([*given, wheels["a3"]], site, base_url="https://example.org/v1", rebuild=rebuild)
+    assert not (site / alpha).exists(), "deleted by the next run"
+    assert (site / f"{alpha}.metadata").is_file(), "PEP 658 metadata is still served here"
+
+
 def test_kept_wheels_keep_their_yank_until_unyanked(
     tmp_path: Path, wheels: dict[str, Path]
 ) -> None:
