@@ -9,9 +9,8 @@ from typing import get_args
 from cuship.builder.host.interpreters import Source
 from cuship.builder.run.batch import Status
 from cuship.builder.run.smoke import SmokeEnv
-from cuship.check.report.results import Status as CheckStatus
-from cuship.check.report.results import Verdict
 from cuship.schema.documents._parts import Schema, array, closed, enum, maybe, of
+from cuship.schema.documents.check import check_report
 from cuship.wheel.audit import ROLES
 from cuship.wheel.torchabi import TORCH_ABIS
 
@@ -205,40 +204,8 @@ def build_schema() -> Schema:
 
 
 def _check() -> Schema:
-    """The quick check's report at its top level; its lists hold ``cuship check``'s own
-    objects, left open here."""
-    counts = closed(
-        "Groups by status.",
-        {s: of("integer", f"Groups {s}.", minimum=0) for s in get_args(CheckStatus)},
-    )
-    open_items = {"type": "object"}
-    report = closed(
-        "The quick check's report (`cuship check --format json`).",
-        {
-            "target": of("string", "The project path the check ran on."),
-            "device": of("string", "The device it ran on (`cpu`)."),
-            "seed": of("integer", "The inputs' random seed."),
-            "quick": of("boolean", "Only each op's quick cases ran."),
-            "force_ptx": of("boolean", "The `cuda` engine ran with `CUDA_FORCE_PTX_JIT=1`."),
-            "jit": array("Which PTX each GPU JIT-compiled, for which shared object."),
-            "env": of(
-                "object", "The code variables the run had.", additionalProperties={"type": "string"}
-            ),
-            "started": of("number", "When it started (seconds since the epoch)."),
-            "finished": of("number", "When it finished (seconds since the epoch)."),
-            "verdict": enum(get_args(Verdict), "The outcome of the whole run."),
-            "exit_code": of("integer", "The exit code `cuship check` would give."),
-            "counts": counts,
-            "provenance": maybe(
-                {"type": "object"}, "Where the project's packages were imported from, if traced."
-            ),
-            "unavailable": array("Engines whose modules did not import.", open_items),
-            "groups": array("One result per op, engine and dtype, with its cases.", open_items),
-            "regressions": array("Groups worse than their baseline.", open_items),
-            "gate_regressions": of("boolean", "Regressions fail the run."),
-            "sanitize": array("One pass per compute-sanitizer tool.", open_items),
-        },
-    )
+    """The quick check's report, as ``cuship check --format json`` prints it."""
+    report = check_report("The quick check's report (`cuship check --format json`).")
     return maybe(report, report["description"] + " Null with `--no-check`.")
 
 
