@@ -135,16 +135,16 @@ def _version(python: Path, name: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("installer", "driver", "expected"),
+    ("installer", "driver_cuda", "expected"),
     [("pip", "12.8", "0.1.0+cu128"), ("uv", "13.0", "0.1.0+cu130")],
 )
 def test_install_takes_exactly_the_chosen_file(
-    server: IndexServer, workdir: Path, installer: str, driver: str, expected: str
+    server: IndexServer, workdir: Path, installer: str, driver_cuda: str, expected: str
 ) -> None:
     env = clean_env(
         workdir,
         CUSHIP_GPUS="H100",
-        CUSHIP_DRIVER_CUDA=driver,
+        CUSHIP_DRIVER_CUDA=driver_cuda,
         CUSHIP_TORCH="none",
         CUSHIP_CUDA_LIBS="12,13",
     )

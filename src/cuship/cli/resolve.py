@@ -85,10 +85,10 @@ def render(console: Console, resolution: Resolution) -> None:
 def _summary(resolution: Resolution) -> str:
     target = resolution.target
     gpus = ", ".join(f"{name} {cc}" for name, cc in target.gpus) or "no GPU"
-    driver = f"driver {target.driver or '?'}" + (
+    driver = f"driver {target.driver_version or '?'}" + (
         f" (CUDA {target.driver_cuda})" if target.driver_cuda else ""
     )
-    if target.driver is None and target.driver_cuda is None:
+    if target.driver_version is None and target.driver_cuda is None:
         driver = "driver unknown"
     torch = f", torch {target.torch}" if target.torch else ""
     return f"Python {target.python}, {gpus}, {driver}{torch}"
