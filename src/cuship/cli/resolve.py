@@ -126,9 +126,10 @@ def command(
     console = make_console(verbose)
     target = target_from_env(os.environ, tags_from_env=tags_from_env)
     options = fetch_options(os.environ, timeout=timeout, retries=retries)
-    page, resolution = resolve_index(requirement, index, target, options=options, emit=console.emit)
+    resolved = resolve_index(requirement, index, target, options=options, emit=console.emit)
+    resolution = resolved.resolution
     if as_json:
-        console.print_json({"index": page.url, "manifest": page.manifest, **resolution.to_json()})
+        console.print_json(resolved.to_json())
     else:
         render(console, resolution)
         if resolution.chosen is not None:
