@@ -12,11 +12,13 @@ import pytest
 
 from cuship.index import write
 from cuship.index.describe import describe_wheel
+from cuship.schema.documents import schema_file
 from cuship.serve.site import IndexServer, serve
 from tests.integration.clirun import cuship
 from tests.integration.cudawheel import relabel_for_cuda
 from tests.integration.indexsite import bad_server, clean_env
 from tests.integration.venvs import make_venv
+from tests.jsondocs import schema_errors
 from tests.wheel_factory import make_wheel
 
 # The example wheel is built by the interpreter running the tests.
@@ -56,7 +58,9 @@ def _resolve(server: IndexServer, workdir: Path, **env: str) -> tuple[int, dict[
         "--json",
         base=clean_env(workdir, **{"CUSHIP_TORCH": "none", "CUSHIP_CUDA_LIBS": "12,13", **env}),
     )
-    return done.returncode, json.loads(done.stdout)
+    doc = json.loads(done.stdout)
+    assert schema_errors(schema_file("resolve"), doc) == []
+    return done.returncode, doc
 
 
 def _chosen(doc: dict[str, object]) -> str | None:
