@@ -138,7 +138,7 @@ def machine_json(fp: Fingerprint) -> dict[str, Any]:
         ],
         "gpu_source": fp.gpu_source,
         "gpu_faked": fp.gpu_source == "override",
-        "driver": fp.driver_version,
+        "driver_version": fp.driver_version,
         "driver_cuda": fp.driver_cuda,
         "toolkit": fp.toolkit.version if fp.toolkit else None,
         "torch": fp.torch.version if fp.torch else None,
