@@ -309,7 +309,7 @@ def _attest(
             results=[results],
             environ=environ,
             machine=machine,
-        )
+        ).envelopes
         emit(Event(level="info", topic="ship", message=f"attested {wheel.name}: {written.name}"))
 
 
