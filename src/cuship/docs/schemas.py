@@ -1,6 +1,6 @@
 """The JSON Schemas cuship publishes, key by key: config/packages.yml
-(``cuship config --packages-schema``), the shipped data files and the ``--json`` documents of
-``cuship build`` and ``cuship ship`` (both read from their files in ``src/cuship/schema/``)."""
+(``cuship config --packages-schema``), the shipped data files and every ``--json`` document
+(each read from its file in ``src/cuship/schema/``)."""
 
 from __future__ import annotations
 
