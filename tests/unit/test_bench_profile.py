@@ -290,7 +290,7 @@ def test_a_profiled_export_is_attested_and_verifies(tmp_path: Path) -> None:
     pair = keygen(tmp_path / "key")
     (envelope,) = attest_files(
         [results], load_signing_key(pair.private), kind="bench", environ={}, machine=dict
-    )
+    ).envelopes
     checked = verify(envelope, key=load_verify_key(pair.public), files=[results])
     assert checked.problems == () and checked.predicate is not None
     assert checked.predicate["profile"]["set"] == "basic"

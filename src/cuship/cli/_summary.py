@@ -70,12 +70,11 @@ def check_markdown(report: CheckReport) -> str:
 
 def index_markdown(summary: IndexSummary) -> str:
     """The site, its counts, and every file left out with its reason."""
-    doc = summary.as_dict()
     lines = [
-        f"### cuship index {doc['site']}",
+        f"### cuship index {summary.site}",
         "",
-        f"{doc['wheels']} wheels, {doc['projects']} projects; "
-        f"read {doc['hashed']} files, {doc['cached']} from cache",
+        f"{summary.wheels} wheels, {summary.projects} projects; "
+        f"read {summary.hashed} files, {summary.cached} from cache",
     ]
     skipped = [(s.path.name, s.reason) for s in summary.skipped]
     return "\n".join([*lines, "", *_table(("left out", "reason"), skipped)] if skipped else lines)

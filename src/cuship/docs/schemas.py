@@ -1,7 +1,6 @@
 """The JSON Schemas cuship publishes, key by key: config/packages.yml
 (``cuship config --packages-schema``), the shipped data files and every ``--json`` document
-(``cuship build``, ``ship``, ``check``, ``gpu-run``, ``bench``...: each read from its file in
-``src/cuship/schema/``)."""
+(each read from its file in ``src/cuship/schema/``)."""
 
 from __future__ import annotations
 

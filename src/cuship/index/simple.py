@@ -160,7 +160,7 @@ def write(
         f"({how}; {summary.hashed} files read, {summary.cached} from cache, "
         f"{len(summary.variants)} variants)"
     )
-    emit(Event(level="info", topic="index", message=message, data=summary.as_dict()))
+    emit(Event(level="info", topic="index", message=message, data=summary.to_json()))
     return summary
 
 

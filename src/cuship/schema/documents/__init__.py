@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cuship._fs import write_json
-from cuship.schema.documents import bench, build, check, gpu_run, machine
+from cuship.schema.documents import bench, build, check, gpu_run, machine, packaging
 from cuship.schema.documents._parts import DRAFT, Schema
 
 __all__ = ["SCHEMA_DIR", "Schema", "document_schemas", "schema_file", "write_schemas"]
@@ -27,6 +27,7 @@ _FAMILIES: tuple[dict[str, tuple[str, Callable[[], Schema]]], ...] = (
     gpu_run.DOCUMENTS,
     bench.DOCUMENTS,
     machine.DOCUMENTS,
+    packaging.DOCUMENTS,
 )
 
 

@@ -12,6 +12,7 @@ from cuship.builder.run.smoke import SmokeEnv
 from cuship.schema.documents._parts import Schema, array, closed, enum, maybe, of
 from cuship.schema.documents._wheel import wheel_report
 from cuship.schema.documents.check import check_report
+from cuship.schema.documents.packaging import index_summary
 
 __all__ = ["DOCUMENTS", "build_schema", "ship_schema"]
 
@@ -110,34 +111,7 @@ def _check() -> Schema:
 
 
 def _index() -> Schema:
-    skipped = closed(
-        "A file given but not indexed.",
-        {
-            "path": of("string", "The file."),
-            "reason": of("string", "Why it was not indexed."),
-            "bad_wheel": of("boolean", "It is named like a wheel (a failure, not a note)."),
-        },
-    )
-    count = "integer"
-    summary = closed(
-        "What writing the index did.",
-        {
-            "site": of("string", "The index's directory."),
-            "wheels": of(count, "Wheels it lists.", minimum=0),
-            "projects": of(count, "Projects it lists.", minimum=0),
-            "variants": array("The local labels (variants) of its wheels."),
-            "skipped": array("Files given but not indexed.", skipped),
-            "hashed": of(count, "Wheels hashed by this run.", minimum=0),
-            "cached": of(count, "Wheels whose hashes were reused.", minimum=0),
-            "base_url": maybe(of("string", ""), "The URL the index is served at, if given."),
-            "kept": of(count, "Wheels kept from the index already there.", minimum=0),
-            "rewritten": maybe(
-                of(count, "", minimum=0),
-                "Projects an update in place rewrote; null when the whole tree was rendered.",
-            ),
-        },
-    )
-    return maybe(summary, "What writing the index did; null when no wheel was built.")
+    return maybe(index_summary(), "What writing the index did; null when no wheel was built.")
 
 
 def _install() -> Schema:
