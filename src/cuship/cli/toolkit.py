@@ -7,6 +7,7 @@ import os
 
 import click
 
+from cuship._format import size_text
 from cuship.cli._common import json_option, make_console, verbose_option
 
 __all__ = ["command"]
@@ -73,7 +74,7 @@ def install_command(version: str, offline: bool, as_json: bool, verbose: bool) -
     how = (
         "cached"
         if result.reused
-        else f"assembled from {result.downloaded_bytes / 1e6:.1f} MB of wheels"
+        else f"assembled from {size_text(result.downloaded_bytes)} of wheels"
     )
     console.print_text(
         f"CUDA {made.cuda} (nvcc {made.nvcc_version}) at {made.prefix}: {how} "
