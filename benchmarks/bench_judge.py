@@ -92,7 +92,7 @@ class Machine:
     name: str
     gpu: str  # CUSHIP_GPUS value
     cc: tuple[int, int] | None
-    driver: str | None
+    driver_version: str | None
     driver_major: int | None  # the newest CUDA major the driver runs
     torch: str | None  # "2.13.0"
     torch_cuda: str | None  # "13.0"; None: a CPU build
@@ -114,8 +114,8 @@ class Machine:
             "CUSHIP_CUDA_LIBS": ",".join(sorted(self.system_libs)) or "none",
             "PATH": os.environ.get("PATH", ""),
         }
-        if self.driver:
-            env["CUSHIP_CUDA_DRIVER_VERSION"] = self.driver
+        if self.driver_version:
+            env["CUSHIP_CUDA_DRIVER_VERSION"] = self.driver_version
         if self.torch:
             env["CUSHIP_TORCH_CUDA"] = self.torch_cuda or "none"
         return env
@@ -126,7 +126,7 @@ MACHINES = (
         name="H100 580 torch2.13 cu130",
         gpu="H100",
         cc=(9, 0),
-        driver="580.65.06",
+        driver_version="580.65.06",
         driver_major=13,
         torch="2.13.0",
         torch_cuda="13.0",
@@ -135,7 +135,7 @@ MACHINES = (
         name="H100 580 torch2.13 cpu",
         gpu="H100",
         cc=(9, 0),
-        driver="580.65.06",
+        driver_version="580.65.06",
         driver_major=13,
         torch="2.13.0+cpu",
         torch_cuda=None,
@@ -144,7 +144,7 @@ MACHINES = (
         name="A100 535 torch2.13 cu126",
         gpu="A100",
         cc=(8, 0),
-        driver="535.104.05",
+        driver_version="535.104.05",
         driver_major=12,
         torch="2.13.0+cu126",
         torch_cuda="12.6",
@@ -153,7 +153,7 @@ MACHINES = (
         name="A100 535 no torch, CUDA 12 libs",
         gpu="A100",
         cc=(8, 0),
-        driver="535.104.05",
+        driver_version="535.104.05",
         driver_major=12,
         torch=None,
         torch_cuda=None,
@@ -163,7 +163,7 @@ MACHINES = (
         name="B200 580 torch2.13 cu130",
         gpu="B200",
         cc=(10, 0),
-        driver="580.65.06",
+        driver_version="580.65.06",
         driver_major=13,
         torch="2.13.0",
         torch_cuda="13.0",
@@ -172,7 +172,7 @@ MACHINES = (
         name="RTX5090 575 torch2.13 cu126",
         gpu="RTX 5090",
         cc=(12, 0),
-        driver="575.57.08",
+        driver_version="575.57.08",
         driver_major=12,
         torch="2.13.0+cu126",
         torch_cuda="12.6",
@@ -181,7 +181,7 @@ MACHINES = (
         name="H100 580 torch2.11 cu130",
         gpu="H100",
         cc=(9, 0),
-        driver="580.65.06",
+        driver_version="580.65.06",
         driver_major=13,
         torch="2.11.0",
         torch_cuda="13.0",
@@ -190,7 +190,7 @@ MACHINES = (
         name="L4 550 torch2.13 cu126",
         gpu="L4",
         cc=(8, 9),
-        driver="550.54.15",
+        driver_version="550.54.15",
         driver_major=12,
         torch="2.13.0+cu126",
         torch_cuda="12.6",
@@ -199,7 +199,7 @@ MACHINES = (
         name="GB10 580 torch2.13 cu130",
         gpu="GB10:12.1",
         cc=(12, 1),
-        driver="580.65.06",
+        driver_version="580.65.06",
         driver_major=13,
         torch="2.13.0",
         torch_cuda="13.0",
@@ -208,7 +208,7 @@ MACHINES = (
         name="V100 580 torch2.13 cu130",
         gpu="V100",
         cc=(7, 0),
-        driver="580.65.06",
+        driver_version="580.65.06",
         driver_major=13,
         torch="2.13.0",
         torch_cuda="13.0",
@@ -217,7 +217,7 @@ MACHINES = (
         name="H100 580 torch2.13 cu130 + CUDA 12 libs",
         gpu="H100",
         cc=(9, 0),
-        driver="580.65.06",
+        driver_version="580.65.06",
         driver_major=13,
         torch="2.13.0",
         torch_cuda="13.0",
@@ -227,7 +227,7 @@ MACHINES = (
         name="Thor 580 torch2.13 cu130",
         gpu="Thor:11.0",
         cc=(11, 0),
-        driver="580.65.06",
+        driver_version="580.65.06",
         driver_major=13,
         torch="2.13.0",
         torch_cuda="13.0",

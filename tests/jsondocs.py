@@ -10,6 +10,11 @@ from cuship.schema import documents
 
 BUILD = "build-json.schema.json"
 SHIP = "ship-json.schema.json"
+CHECK = "check-json.schema.json"
+GPU_RUN = "gpu-run-json.schema.json"
+BENCH = "bench-json.schema.json"
+BURN_IN = "bench-burn-in-json.schema.json"
+BENCH_HISTORY = "bench-history-json.schema.json"
 
 
 def schema_errors(name: str, document: object) -> list[str]:

@@ -1,4 +1,5 @@
-"""``str.format`` templates from config files, limited to plain ``{field}`` placeholders.
+"""Text shared by cuship's messages: byte sizes (:func:`size_text`, one format everywhere), and
+``str.format`` templates from config files, limited to plain ``{field}`` placeholders.
 
 A template is user input that ``str.format`` would otherwise run as a small language:
 ``{cuda_short!r:>99999999}`` writes 100 MB, ``{torch[999]}`` indexes, ``{x.__class__}`` reads
@@ -11,9 +12,26 @@ from __future__ import annotations
 import string
 from collections.abc import Collection
 
-__all__ = ["MAX_TEMPLATE", "TemplateError", "template_fields"]
+__all__ = ["MAX_TEMPLATE", "TemplateError", "size_text", "template_fields"]
 
 MAX_TEMPLATE = 1024  # characters; a prebuilt wheel URL is the longest template in practice
+
+
+_UNITS = ("KiB", "MiB", "GiB", "TiB")
+
+
+def size_text(size: float) -> str:
+    """``size`` bytes as people read it: ``512 bytes``, ``1.5 KiB``, ``64 MiB``, ``2.3 GiB``
+    (binary units, one decimal, none when it is zero)."""
+    if size < 1024:
+        return "1 byte" if size == 1 else f"{size:.0f} bytes"
+    value = float(size)
+    for unit in _UNITS:
+        value /= 1024
+        if round(value, 1) < 1024 or unit == _UNITS[-1]:
+            break
+    shown = f"{value:.1f}".removesuffix(".0")
+    return f"{shown} {unit}"
 
 
 class TemplateError(ValueError):

@@ -129,6 +129,23 @@ class Matrix:
     considered: int
     notes: tuple[str, ...] = ()  # what happened to the torch axis, and why
 
+    def shard(self, index: int, count: int) -> Matrix:
+        """The matrix with only the ``index``-th of ``count`` even slices of its jobs."""
+        return dataclasses.replace(self, jobs=shard(self.jobs, index, count))
+
+    def to_json(self) -> dict[str, Any]:
+        """``cuship matrix --format json``: the jobs, and what was pruned or dropped and why."""
+        return {
+            "jobs": [j.to_json() for j in self.jobs],
+            "considered": self.considered,
+            "pruned": [
+                {"combination": dict(p.combination), "rule": p.rule, "reason": p.reason}
+                for p in self.pruned
+            ],
+            "arch_drops": [{"job": p.job, "reason": p.reason} for p in self.arch_drops],
+            "torch_axis": list(self.notes),
+        }
+
     def job(self, job_id: str) -> BuildJob:
         for job in self.jobs:
             if job.id == job_id:

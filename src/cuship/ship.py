@@ -109,7 +109,7 @@ class ShipReport:
             "cpu_only": self.cpu_only,
             "jobs": [{"wheel": None, **o.to_json()} for o in self.outcomes],
             "check": None if self.check is None else self.check.to_json(),
-            "index": self.index.as_dict() if self.index else None,
+            "index": self.index.to_json() if self.index else None,
             "stages": {k: round(v, 2) for k, v in self.stages.items()},
             "torch_axis": list(self.torch_axis),
             "install": self.install_line(project) if indexed else None,
@@ -309,7 +309,7 @@ def _attest(
             results=[results],
             environ=environ,
             machine=machine,
-        )
+        ).envelopes
         emit(Event(level="info", topic="ship", message=f"attested {wheel.name}: {written.name}"))
 
 

@@ -22,11 +22,13 @@ from urllib.parse import urljoin
 import pytest
 
 from cuship.index import site_records, write
+from cuship.schema.documents import schema_file
 from cuship.serve.site import serve
 from tests import wheel_factory
 from tests.integration import cudawheel
 from tests.integration.clirun import cuship
 from tests.integration.venvs import make_venv
+from tests.jsondocs import schema_errors
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -70,6 +72,7 @@ def attested(work: Path, wheel: Path) -> Path:
     key = work / "keys" / "release"
     _ok(cuship("keygen", "-o", str(key), base=_env(work)))
     out = _ok(cuship("attest", str(wheel), "--key", str(key), "--json", base=_env(work)))
+    assert schema_errors(schema_file("attest"), json.loads(out)) == []
     (envelope,) = json.loads(out)["envelopes"]
     return Path(envelope)
 

@@ -9,6 +9,7 @@ from functools import partial
 from pathlib import Path
 
 from tests.integration import clirun
+from tests.jsondocs import BENCH, schema_errors
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 QUICK = (
@@ -53,6 +54,7 @@ def test_planted_slowdown_fails_the_gate_with_slower(tmp_path: Path) -> None:
     proc = cuship("bench", str(EXAMPLE), *args, env=planted)
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
+    assert schema_errors(BENCH, doc) == []
     (result,) = doc["results"]
     assert result["comparison"]["verdict"] == "SLOWER" and doc["run"]["verdict"] == "regressed"
 

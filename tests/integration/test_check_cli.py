@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.integration import clirun
+from tests.jsondocs import CHECK, schema_errors
 
 cuship = partial(clirun.cuship, drop=("GITHUB_ACTIONS",))
 
@@ -110,6 +111,7 @@ def test_broken_kernel_is_caught_and_the_printed_command_reproduces_it(
         "--seed", "1234", "--format", "json", env=env,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
+    assert schema_errors(CHECK, json.loads(done.stdout)) == []
     (group,) = json.loads(done.stdout)["groups"]
     assert group["status"] == "failed"
     bad = [c for c in group["cases"] if c["status"] == "failed"]

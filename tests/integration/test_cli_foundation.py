@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from cuship.errors import ConfigError, NothingToDo, UsageError
+from cuship.schema.documents import schema_file
 from tests.integration import clirun
+from tests.jsondocs import schema_errors
 
 cuship = partial(clirun.cuship, timeout=120)
 
@@ -25,6 +27,8 @@ def test_env_json_on_this_machine_does_not_import_torch() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     doc = json.loads(done.stdout)
     assert doc["torch_imported"] is False
+    fingerprint = {k: v for k, v in doc.items() if k != "torch_imported"}
+    assert schema_errors(schema_file("env"), fingerprint) == []
     assert doc["python_tag"] == f"cp{sys.version_info.major}{sys.version_info.minor}"
     assert doc["glibc"]
     if Path("/usr/local/cuda/bin/nvcc").exists():
@@ -51,6 +55,7 @@ def test_env_json_under_overrides() -> None:
     )
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
+    assert schema_errors(schema_file("env"), doc) == []
     assert doc["gpu_source"] == "override"
     assert doc["compute_capabilities"] == ["9.0"]
     assert len(doc["gpus"]) == 2

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from cuship.schema.documents import schema_file
 from tests.integration.cudawheel import build_so
 from tests.integration.indexsite import clean_env
 from tests.integration.venvs import make_venv
+from tests.jsondocs import schema_errors
 from tests.wheel_factory import make_wheel
 
 TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -65,6 +67,7 @@ def test_a_gpu_without_a_kernel_image_fails_with_the_fix(venv: Path) -> None:
         CUSHIP_CUDA_LIBS="13",
     )
     assert done.returncode == 1, done.stderr
+    assert schema_errors(schema_file("doctor"), json.loads(done.stdout)) == []
     (package,) = json.loads(done.stdout)["packages"]
     assert package["location"].startswith(str(venv.parents[1]))
     assert (package["version"], package["provenance"]["variant"]) == ("1.0+cu130", "cu130")

@@ -21,6 +21,7 @@ import pytest
 from tests.integration import clirun
 from tests.integration.cudawheel import build_so
 from tests.integration.cudawheel import make_wheel as make_cuda_wheel
+from tests.jsondocs import GPU_RUN, schema_errors
 from tests.wheel_factory import make_wheel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -242,6 +243,7 @@ def test_source_shadowing_the_wheel_fails_the_stage_in_place(tmp_path: Path) -> 
     assert done.returncode == 3, done.stderr
     doc = json.loads(done.stdout)
     assert doc == _summary(tmp_path / "res")
+    assert schema_errors(GPU_RUN, doc) == []
     assert doc["install"]["mode"] == "in-place" and doc["install"]["python"] == str(python)
     pytest_stage = doc["stages"][0]
     assert pytest_stage["verdict"] == "failed"

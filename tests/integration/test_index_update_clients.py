@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 from pypi_simple import ACCEPT_HTML_ONLY, ACCEPT_JSON_ONLY, PyPISimple
 
+from cuship.schema.documents import schema_file
 from cuship.serve.site import IndexServer
 from tests.integration.clirun import cuship
 from tests.integration.indexsite import clean_env
 from tests.integration.venvs import make_venv
+from tests.jsondocs import schema_errors
 from tests.wheel_factory import make_wheel
 
 PROJECT = "cuship-update-demo"
@@ -80,6 +82,7 @@ def test_clients_follow_each_update(
     later = _wheel(workdir / "r2", "2.0")
     added = cuship("index", later, "--keep-existing", "-o", site, "--json", check=True)
     summary = json.loads(added.stdout)
+    assert schema_errors(schema_file("index"), summary) == []
     assert (summary["wheels"], summary["rewritten"], summary["kept"]) == (3, 1, 2)
     for tool in ("pip", "uv"):
         assert _install(tool, venv, index, workdir) == "2.0"

@@ -12,11 +12,13 @@ import pytest
 
 from cuship.index import write
 from cuship.index.describe import describe_wheel
+from cuship.schema.documents import schema_file
 from cuship.serve.site import IndexServer, serve
 from tests.integration.clirun import cuship
 from tests.integration.cudawheel import relabel_for_cuda
 from tests.integration.indexsite import bad_server, clean_env
 from tests.integration.venvs import make_venv
+from tests.jsondocs import schema_errors
 from tests.wheel_factory import make_wheel
 
 # The example wheel is built by the interpreter running the tests.
@@ -56,7 +58,9 @@ def _resolve(server: IndexServer, workdir: Path, **env: str) -> tuple[int, dict[
         "--json",
         base=clean_env(workdir, **{"CUSHIP_TORCH": "none", "CUSHIP_CUDA_LIBS": "12,13", **env}),
     )
-    return done.returncode, json.loads(done.stdout)
+    doc = json.loads(done.stdout)
+    assert schema_errors(schema_file("resolve"), doc) == []
+    return done.returncode, doc
 
 
 def _chosen(doc: dict[str, object]) -> str | None:
@@ -135,16 +139,16 @@ def _version(python: Path, name: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("installer", "driver", "expected"),
+    ("installer", "driver_cuda", "expected"),
     [("pip", "12.8", "0.1.0+cu128"), ("uv", "13.0", "0.1.0+cu130")],
 )
 def test_install_takes_exactly_the_chosen_file(
-    server: IndexServer, workdir: Path, installer: str, driver: str, expected: str
+    server: IndexServer, workdir: Path, installer: str, driver_cuda: str, expected: str
 ) -> None:
     env = clean_env(
         workdir,
         CUSHIP_GPUS="H100",
-        CUSHIP_DRIVER_CUDA=driver,
+        CUSHIP_DRIVER_CUDA=driver_cuda,
         CUSHIP_TORCH="none",
         CUSHIP_CUDA_LIBS="12,13",
     )

@@ -23,9 +23,11 @@ import pytest
 from packaging.version import Version
 
 from cuship.resolve.fetch import fetch_page
+from cuship.schema.documents import schema_file
 from cuship.toolkit import catalog, index_url
 from cuship.toolkit.layout import pick_file
 from tests.integration import clirun
+from tests.jsondocs import schema_errors
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 INDEX = index_url(os.environ)
@@ -83,6 +85,7 @@ def test_a_fetched_toolkit_compiles_sass_for_sm_90(toolkits: Path, tmp_path: Pat
     first = cuship("toolkit", "install", "13.0", "--json", env=env)
     assert first.returncode == 0, first.stderr[-3000:]
     made = json.loads(first.stdout)
+    assert schema_errors(schema_file("toolkit-install"), made) == []
     assert (made["cuda"], made["nvcc_version"], made["reused"]) == ("13.0.2", "13.0.88", False)
     assert made["downloaded_bytes"] > 50_000_000
     again = cuship("toolkit", "install", "13.0", "--offline", "--json", env=env)

@@ -14,12 +14,14 @@ import pytest
 
 from cuship.cli import main
 from cuship.events import Event, collect
+from cuship.schema.documents import schema_file
 from cuship.wheel.audit import ObjectReport, WheelReport, inspect_path
 from cuship.wheel.read.fatbin import fatbin_of_elf
 from cuship.wheel.write.repair import repair
 from cuship.wheel.write.retag import record_hash, retag
 from tests.integration.cudawheel import build_so, cuobjdump_arches, make_wheel
 from tests.integration.venvs import make_venv
+from tests.jsondocs import schema_errors
 
 
 @pytest.fixture(scope="session")
@@ -78,6 +80,7 @@ def test_inspect_wheel_json(raw_wheel: Path, capsys: pytest.CaptureFixture[str])
     code, out, _ = run_cli(["inspect", str(raw_wheel), "--json"], capsys)
     doc = json.loads(out)
     assert code == 0
+    assert schema_errors(schema_file("inspect"), doc) == []
     assert (doc["sass"], doc["ptx"], doc["tags"]) == (
         ["80", "90a", "100"],
         ["120"],
@@ -162,6 +165,7 @@ def test_verify_reports_missing_arches(raw_wheel: Path, capsys: pytest.CaptureFi
     )
     doc = json.loads(out)
     assert code == 1 and not doc["ok"]
+    assert schema_errors(schema_file("verify"), doc) == []
     assert doc["problems"] == ["missing SASS for sm_120 (found: 80, 90a, 100)"]
 
 

@@ -114,7 +114,7 @@ def test_an_envelope_past_the_size_cap_is_refused_unread(
     with envelope.open("wb") as sparse:
         sparse.truncate(2 << 30)  # 2 GiB of hole: nothing is written
     (problem,) = verify(envelope, key=keys[1]).problems
-    assert "larger than 64 MiB (2048 MiB)" in problem
+    assert "larger than 64 MiB (2 GiB)" in problem
     code, said = _cli(envelope, keys[2], capsys)
     assert code == 1 and "larger than 64 MiB" in said
     small = _signed(tmp_path, keys[0], b"{}")

@@ -23,7 +23,9 @@ from cuship.check.declare.inputs import CaseSpec
 from cuship.check.report.results import CaseResult, CheckReport, GroupResult
 from cuship.cli import main
 from cuship.errors import InputError
+from cuship.schema.documents import schema_file
 from cuship.wheel.audit import ObjectReport, WheelReport
+from tests.jsondocs import schema_errors
 
 WHEEL = "torchops-0.1.0+cu128torch2.8-cp311-cp311-linux_x86_64.whl"
 MATRIX_JOB = {
@@ -232,7 +234,9 @@ def test_commands_round_trip_and_exit_codes(
     capsys.readouterr()
     verify = ["verify-attestation", str(envelope), str(results), "--key", f"{key}.pub"]
     assert main([*verify, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["ok"] is True
+    verified = json.loads(capsys.readouterr().out)
+    assert verified["ok"] is True
+    assert schema_errors(schema_file("verify-attestation"), verified) == []
     results.write_text(json.dumps({**BENCH_EXPORT, "verdict": "failed"}))
     assert main(verify) == 1
     assert "the statement says" in capsys.readouterr().err

@@ -249,7 +249,7 @@ def test_bench_attestation_carries_the_profile_and_old_exports_are_unchanged() -
 
 
 def test_the_text_table_and_summary_show_the_profile() -> None:
-    from cuship.cli._benchtable import COLUMNS, NCU_COLUMNS, point_row, summary_line
+    from cuship.cli._benchtable import COLUMNS, NCU_COLUMNS, point_row
 
     failed = NcuProfile(error="ERR_NVGPUCTRPERM: counters restricted")
     report = dataclasses.replace(
@@ -261,12 +261,10 @@ def test_the_text_table_and_summary_show_the_profile() -> None:
     assert good[-1] == "0.96x GB/s"
     assert bad[-2] == "NOT PROFILED (see notes)" and bad[-1] == ""
     assert len(point_row(report.results[0])) == len(COLUMNS)  # unprofiled runs: the old table
-    assert "; ncu (basic): 1 of 2 profiled; verdict ok" in summary_line(report)
+    assert "; ncu (basic): 1 of 2 profiled; verdict ok" in report.summary_line()
 
 
 def test_each_reason_a_point_was_not_profiled_is_one_error_line() -> None:
-    from cuship.cli.bench import _profile_errors
-
     denied = NcuProfile(error="ERR_NVGPUCTRPERM: counters restricted")
     crashed = NcuProfile(error="ncu printed no metrics (exit 1): KeyError: 'x'")
     report = dataclasses.replace(
@@ -275,16 +273,7 @@ def test_each_reason_a_point_was_not_profiled_is_one_error_line() -> None:
         profile=SESSION,
     )  # fmt: skip
 
-    class Console:
-        def __init__(self) -> None:
-            self.errors: list[str] = []
-
-        def error(self, text: str) -> None:
-            self.errors.append(text)
-
-    console = Console()
-    _profile_errors(console, report)
-    assert console.errors == [
+    assert report.profile_errors() == [
         "a (and 2 more) not profiled: ERR_NVGPUCTRPERM: counters restricted",
         "e not profiled: ncu printed no metrics (exit 1): KeyError: 'x'",
     ]
@@ -301,7 +290,7 @@ def test_a_profiled_export_is_attested_and_verifies(tmp_path: Path) -> None:
     pair = keygen(tmp_path / "key")
     (envelope,) = attest_files(
         [results], load_signing_key(pair.private), kind="bench", environ={}, machine=dict
-    )
+    ).envelopes
     checked = verify(envelope, key=load_verify_key(pair.public), files=[results])
     assert checked.problems == () and checked.predicate is not None
     assert checked.predicate["profile"]["set"] == "basic"

@@ -7,10 +7,10 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from cuship.cli.gpu_run import _split
 from cuship.config import load_config
 from cuship.errors import ConfigError, UsageError
 from cuship.gpurun.execute import judge_origins
@@ -32,7 +32,7 @@ from cuship.gpurun.results import (
     overall_exit,
     stage_code,
 )
-from cuship.gpurun.session import interpreter_path
+from cuship.gpurun.session import GpuRunRequest, gpu_run_request, interpreter_path
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 RESULTS = Path("/ci/results")
@@ -264,14 +264,24 @@ def test_pytest_origins_decide_whether_the_wheel_was_tested(tmp_path: Path) -> N
     assert judge_origins(tmp_path / "missing.jsonl", dist)[0] == 0
 
 
+def _request(args: tuple[Path, ...], wheels: tuple[Path, ...], **more: Any) -> GpuRunRequest:
+    return gpu_run_request(args, wheels=wheels, results=Path("out"), **more)
+
+
 def test_the_command_line_takes_a_glob_after_wheels_and_one_path() -> None:
-    path, wheels = _split((Path("proj"), Path("w/b.whl")), (Path("w/a.whl"),))
-    assert (path, wheels) == (Path("proj"), (Path("w/a.whl"), Path("w/b.whl")))
-    assert _split((), (Path("w"),)) == (Path(), (Path("w"),))
+    request = _request((Path("proj"), Path("w/b.whl")), (Path("w/a.whl"),))
+    assert (request.path, request.wheels) == (Path("proj"), (Path("w/a.whl"), Path("w/b.whl")))
+    assert _request((), (Path("w"),)).path == Path()
     with pytest.raises(UsageError, match="one project PATH"):
-        _split((Path("a"), Path("b")), (Path("w"),))
+        _request((Path("a"), Path("b")), (Path("w"),))
     with pytest.raises(UsageError, match="--wheels is required"):
-        _split((Path("proj"),), ())
+        _request((Path("proj"),), ())
+
+
+def test_venv_and_in_place_exclude_each_other() -> None:
+    assert _request((), (Path("w"),), in_place=True).in_place
+    with pytest.raises(UsageError, match="--venv and --in-place exclude each other"):
+        _request((), (Path("w"),), in_place=True, venv=Path("v"))
 
 
 def test_python_must_name_an_interpreter() -> None:

@@ -21,6 +21,8 @@ from cuship.cli import main
 from cuship.errors import InputError
 from cuship.events import Event, collect
 from cuship.index import attached, site_records, write
+from cuship.schema.documents import schema_file
+from tests.jsondocs import schema_errors
 from tests.wheel_factory import make_wheel
 
 
@@ -176,3 +178,4 @@ def test_cli_keep_existing_flag(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["index", str(two), "-o", str(site), "--keep-existing", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert (summary["wheels"], summary["kept"]) == (2, 1)
+    assert schema_errors(schema_file("index"), summary) == []

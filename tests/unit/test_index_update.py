@@ -89,16 +89,23 @@ def _listed(site: Path, paths: list[str]) -> list[str]:
     return [p for p in paths if not any(p == r or p.startswith(f"{r}/") for r in retired)]
 
 
+def _covered(site: Path, tree: dict[str, bytes]) -> set[str]:
+    """The files of ``tree`` that ``site``'s record retires."""
+    return set(tree) - set(_listed(site, list(tree)))
+
+
 def _same_as_rebuild(site: Path, tmp_path: Path, run: Callable[[Path, bool], object]) -> None:
     """``run`` on ``site`` in place and on a copy with ``rebuild``: the same bytes and dirs,
-    but for what the update retired (a rebuild renders afresh)."""
+    what the update stops listing kept by both until the next run, the same files retired."""
     twin = tmp_path / f"twin-{len(list(tmp_path.glob('twin-*')))}"
     shutil.copytree(site, twin)
     run(site, False)
     run(twin, True)
-    tree = _tree(site)
-    assert {k: tree[k] for k in _listed(site, list(tree))} == _tree(twin)
-    assert _listed(site, _dirs(site)) == _dirs(twin)
+    tree, twin_tree = _tree(site), _tree(twin)
+    retired, twin_retired = tree.pop(RETIRED, None), twin_tree.pop(RETIRED, None)
+    assert tree == twin_tree and _dirs(site) == _dirs(twin)
+    assert (retired is None) == (twin_retired is None)
+    assert _covered(site, tree) == _covered(twin, twin_tree)
 
 
 def test_every_kind_of_update_gives_the_bytes_of_a_full_rebuild(
@@ -124,6 +131,41 @@ def test_every_kind_of_update_gives_the_bytes_of_a_full_rebuild(
     records = {r["filename"]: r for r in site_records(site)}
     assert set(records) == {w.name for w in wheels.values()}
     assert records[wheels["b1"].name]["yanked"] is None, "an exact run yanks what it is told"
+
+
+def test_a_rebuild_keeps_what_it_stops_listing_until_the_next_run(
+    tmp_path: Path, wheels: dict[str, Path]
+) -> None:
+    """A reader between a page and its files (pip, with the page of the run before) never
+    finds a file gone: a rebuild keeps what it drops, unlisted, as an update does."""
+    site = tmp_path / "site"
+    _first(wheels, site)
+    gamma = f"files/{wheels['c1'].name}"
+    write([wheels[k] for k in ("a1", "a2", "b1")], site, rebuild=True)
+    assert (site / gamma).read_bytes() == wheels["c1"].read_bytes()
+    assert (site / "simple/gamma/index.html").is_file(), "its old page too"
+    assert wheels["c1"].name not in {r["filename"] for r in site_records(site)}
+    assert "gamma" not in (site / "simple/index.html").read_text()
+    assert {"simple/gamma", gamma, "cu130/simple/gamma"} <= Retired.read(site).retired
+    write([wheels[k] for k in ("a1", "a2", "b1")], site, rebuild=True)  # its grace is over
+    assert not (site / gamma).exists() and not (site / "simple/gamma").exists()
+    assert not (site / RETIRED).exists()
+
+
+@pytest.mark.parametrize("rebuild", [False, True])
+def test_moving_the_wheels_to_a_base_url_retires_the_copies_the_site_held(
+    tmp_path: Path, wheels: dict[str, Path], rebuild: bool
+) -> None:
+    site = tmp_path / "site"
+    _first(wheels, site)
+    alpha = f"files/{wheels['a1'].name}"
+    given = [wheels[k] for k in ("a1", "a2", "b1", "c1")]
+    write(given, site, base_url="https://example.org/v1", rebuild=rebuild)
+    assert alpha in Retired.read(site).retired, "the site's own copy: unlisted, kept a run"
+    assert (site / alpha).is_file() and (site / f"{alpha}.metadata").is_file()
+    write([*given, wheels["a3"]], site, base_url="https://example.org/v1", rebuild=rebuild)
+    assert not (site / alpha).exists(), "deleted by the next run"
+    assert (site / f"{alpha}.metadata").is_file(), "PEP 658 metadata is still served here"
 
 
 def test_kept_wheels_keep_their_yank_until_unyanked(

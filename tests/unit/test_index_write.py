@@ -22,6 +22,8 @@ from cuship.index import (
     site_records,
     write,
 )
+from cuship.schema.documents import schema_file
+from tests.jsondocs import schema_errors
 from tests.wheel_factory import make_wheel
 
 
@@ -184,6 +186,7 @@ def test_cli_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 0
     summary = json.loads(captured.out)
     assert summary["wheels"] == 1 and summary["variants"] == ["cu128torch2.8"]
+    assert schema_errors(schema_file("index"), summary) == []
     assert "junk.txt" in captured.err
     (tmp_path / "empty").mkdir()
     assert main(["index", str(tmp_path / "empty"), "-o", str(tmp_path / "s2")]) == 4

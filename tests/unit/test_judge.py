@@ -273,7 +273,7 @@ def test_no_problem_only_when_every_check_ran() -> None:
     pkg = needs(ext(sass=("90",), libraries=("libcudart.so.13",)))
     assert judge(pkg, offer()).complete
     unknown = judge(
-        pkg, replace(offer(TORCH="none"), libraries=None, driver=None, driver_cuda=None)
+        pkg, replace(offer(TORCH="none"), libraries=None, driver_version=None, driver_cuda=None)
     )
     assert unknown.fits and not unknown.complete
     assert {c.area for c in unknown.caveats} == {"cuda", "libraries"}

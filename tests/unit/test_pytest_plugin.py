@@ -29,12 +29,14 @@ def gpu(name: str, cc: str | None, gib: float | None = None, index: int = 0) -> 
     return Gpu(index=index, name=name, cc=cc, memory_mib=memory)
 
 
-def box(*gpus: Gpu, driver_cuda: str | None = None, driver: str | None = None) -> GpuMachine:
+def box(
+    *gpus: Gpu, driver_cuda: str | None = None, driver_version: str | None = None
+) -> GpuMachine:
     return GpuMachine(
         gpus=gpus,
         devices=tuple(str(g.index) for g in gpus),
         source="nvml" if gpus else "none",
-        driver_version=driver,
+        driver_version=driver_version,
         driver_cuda=driver_cuda,
     )
 
@@ -224,7 +226,7 @@ def test_unmet_says_what_was_asked_and_found(
 
 
 @pytest.mark.parametrize(
-    ("driver_cuda", "driver", "reason"),
+    ("driver_cuda", "driver_version", "reason"),
     [
         ("12.8", "570.124.06", None),
         (
@@ -236,9 +238,9 @@ def test_unmet_says_what_was_asked_and_found(
     ],
 )
 def test_cuda_is_judged_on_what_the_driver_supports(
-    driver_cuda: str | None, driver: str | None, reason: str | None
+    driver_cuda: str | None, driver_version: str | None, reason: str | None
 ) -> None:
-    machine = box(H100, driver_cuda=driver_cuda, driver=driver)
+    machine = box(H100, driver_cuda=driver_cuda, driver_version=driver_version)
     assert unmet(parse(cuda=">=12.4"), machine, COMPAT.find_gpu) == reason
 
 

@@ -74,7 +74,7 @@ def test_a_page_past_the_cap_is_refused_while_streaming_and_memory_stays_bounded
 
 def test_a_page_announcing_2_gib_is_refused_before_its_body_is_read(server: FakeServer) -> None:
     server.stream(PAGE, b" " * (64 << 10), 32768, size=2 << 30)
-    with pytest.raises(InputError, match=r"2048 MiB, larger than 64 MiB") as caught:
+    with pytest.raises(InputError, match=r"2 GiB, larger than 64 MiB") as caught:
         fetch_page(INDEX, "pkg", options=QUICK)
     assert PAGE in str(caught.value)
     assert server.served[PAGE] == 0

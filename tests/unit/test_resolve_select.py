@@ -16,7 +16,7 @@ A10 = ("A10", "8.6")
 
 def target(
     gpus: tuple[tuple[str, str], ...] = (H100,),
-    driver: str | None = "570.124.06",
+    driver_version: str | None = "570.124.06",
     driver_cuda: str | None = "12.8",
     torch: str | None = None,
     cxx11abi: bool | None = None,
@@ -25,7 +25,7 @@ def target(
         tags=TAGS,
         python="3.11.7",
         gpus=gpus,
-        driver=driver,
+        driver_version=driver_version,
         driver_cuda=driver_cuda,
         torch=torch,
         cxx11abi=cxx11abi,
@@ -184,7 +184,7 @@ def test_ptx_jit_needs_the_toolkits_own_driver() -> None:
     """Minor-version compatibility covers SASS, not JIT of PTX from a newer toolkit."""
     sass = wheel("1.0+cu129s", cuda="12.9", sass=("90",))
     ptx = wheel("1.0+cu129p", cuda="12.9", sass=("80",), ptx=("80",))
-    res = select("pkg", [sass, ptx], target(driver="550.54.14", driver_cuda="12.4"))
+    res = select("pkg", [sass, ptx], target(driver_version="550.54.14", driver_cuda="12.4"))
     assert chosen(res) == sass.filename
     rule, why = reasons(res)[ptx.filename]
     assert rule == "cuda" and "must JIT compute_80 made by CUDA 12.9" in why
@@ -225,9 +225,9 @@ def test_version_beats_cuda_and_tag_beats_version() -> None:
 def test_no_gpu_prefers_cpu_wheels_and_says_cuda_ones_cannot_run() -> None:
     cuda = wheel("1.0+cu128")
     cpu = wheel("1.0", tag="py3-none-any", cuda=None, sass=())
-    res = select("pkg", [cuda, cpu], target(gpus=(), driver=None, driver_cuda=None))
+    res = select("pkg", [cuda, cpu], target(gpus=(), driver_version=None, driver_cuda=None))
     assert chosen(res) == cpu.filename
-    only_cuda = select("pkg", [cuda], target(gpus=(), driver=None, driver_cuda=None))
+    only_cuda = select("pkg", [cuda], target(gpus=(), driver_version=None, driver_cuda=None))
     assert only_cuda.chosen is not None
     assert only_cuda.chosen.coverage == "no-gpu"
     assert any("cannot run" in n for n in only_cuda.chosen.notes)
@@ -250,7 +250,9 @@ def test_without_manifest_the_label_decides_and_arches_are_unknown() -> None:
 
 
 def test_unknown_driver_is_a_note_not_a_rejection() -> None:
-    res = select("pkg", [wheel("1.0+cu130", cuda="13.0")], target(driver=None, driver_cuda=None))
+    res = select(
+        "pkg", [wheel("1.0+cu130", cuda="13.0")], target(driver_version=None, driver_cuda=None)
+    )
     assert res.chosen is not None
     assert (
         "not checked: the driver version is unknown: the CUDA 13 it needs was not checked"
@@ -260,7 +262,7 @@ def test_unknown_driver_is_a_note_not_a_rejection() -> None:
 
 def test_driver_cuda_alone_decides_when_no_driver_version() -> None:
     files = [wheel("1.0+cu130", cuda="13.0"), wheel("1.0+cu129", cuda="12.9")]
-    res = select("pkg", files, target(driver=None, driver_cuda="12.4"))
+    res = select("pkg", files, target(driver_version=None, driver_cuda="12.4"))
     assert chosen(res) == f"pkg-1.0+cu129-{CP311}.whl"
 
 

@@ -17,10 +17,12 @@ from cuship.cli import main
 from cuship.compat import DATA_DIR
 from cuship.errors import CheckFailed, ConfigError, InputError, ToolMissing, UsageError
 from cuship.events import Event, collect
+from cuship.schema.documents import schema_file
 from cuship.toolkit import InstallResult, cached, catalog, install, read_installed, toolkits_root
 from cuship.toolkit.catalog import DATA_FILE, read_catalog
 from cuship.toolkit.install import Probe
 from cuship.toolkit.layout import dev_links, layout_links, member_target, pick_file
+from tests.jsondocs import schema_errors
 from tests.toolkit_factory import make_index, sha256
 
 RELEASE = catalog().find("13.0.2")
@@ -347,9 +349,11 @@ def test_the_cli_lists_installs_and_prints_paths(
     assert capsys.readouterr().out.strip() == str(root / "13.0.2")
     assert main(["toolkit", "install", "13.0", "--offline", "--json"]) == 0
     done = json.loads(capsys.readouterr().out)
+    assert schema_errors(schema_file("toolkit-install"), done) == []
     assert done["reused"] is True and done["nvcc"] == str(root / "13.0.2" / "bin" / "nvcc")
     assert main(["toolkit", "list", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
+    assert schema_errors(schema_file("toolkit-list"), listed) == []
     by_cuda = {row["cuda"]: row["cached"] for row in listed["toolkits"]}
     assert by_cuda["13.0.2"] == str(root / "13.0.2") and by_cuda["13.1.1"] is None
     assert [u["major"] for u in listed["unavailable"]] == [12, 11]

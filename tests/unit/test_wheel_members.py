@@ -33,7 +33,7 @@ def test_the_size_limit_is_a_setting(tmp_path: Path, monkeypatch: pytest.MonkeyP
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("pkg/_C.so", elf)
     monkeypatch.setenv(settings.WHEEL_MEMBER_LIMIT, str(1 << 20))
-    with pytest.raises(UnsafeMember, match=r"declares 3\.\d MiB inflated, over the 1\.0 MiB"):
+    with pytest.raises(UnsafeMember, match=r"declares 3(\.\d)? MiB inflated, over the 1 MiB"):
         inspect_path(wheel)
     monkeypatch.setenv(settings.WHEEL_MEMBER_LIMIT, "lots")
     with pytest.raises(UsageError, match=r"CUSHIP_WHEEL_MEMBER_LIMIT=.lots."):

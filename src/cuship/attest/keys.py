@@ -45,6 +45,10 @@ class KeyPair:
     public: Path
     keyid: str
 
+    def to_json(self) -> dict[str, object]:
+        """``cuship keygen --json``."""
+        return {"private": str(self.private), "public": str(self.public), "keyid": self.keyid}
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SigningKey:

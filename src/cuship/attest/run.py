@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -28,7 +29,7 @@ from cuship.attest.predicates import (
 )
 from cuship.errors import InputError, UsageError
 
-__all__ = ["PredicateKind", "attest_files", "predicate_for", "read_results"]
+__all__ = ["Attested", "PredicateKind", "attest_files", "predicate_for", "read_results"]
 
 PredicateKind = Literal["build", "check", "bench"]
 Machine = Callable[[], Mapping[str, Any]]
@@ -121,6 +122,23 @@ def predicate_for(
     return BENCH_PREDICATE, bench_predicate(document, environment=environment)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attested:
+    """What :func:`attest_files` signed: the key, the kind of predicate and the envelopes."""
+
+    keyid: str
+    predicate: PredicateKind
+    envelopes: tuple[Path, ...]
+
+    def to_json(self) -> dict[str, object]:
+        """``cuship attest --json``."""
+        return {
+            "keyid": self.keyid,
+            "predicate": self.predicate,
+            "envelopes": [str(p) for p in self.envelopes],
+        }
+
+
 def attest_files(
     files: Sequence[Path],
     key: SigningKey,
@@ -130,8 +148,8 @@ def attest_files(
     out: Path | None = None,
     environ: Mapping[str, str],
     machine: Machine,
-) -> tuple[Path, ...]:
-    """Sign and write attestations; returns the envelope paths written."""
+) -> Attested:
+    """Sign and write attestations; what was signed, with the envelope paths written."""
     for path in files:
         if not path.is_file():
             raise InputError(f"no such file to attest: {str(path)!r}")
@@ -147,4 +165,4 @@ def attest_files(
         envelope = attest(group, key, predicate_type=predicate_type, predicate=predicate)
         target = out if out is not None else attestation_path(group[0])
         written.append(write_envelope(envelope, target))
-    return tuple(written)
+    return Attested(keyid=key.keyid, predicate=kind, envelopes=tuple(written))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cuship import _json
+from cuship._format import size_text
 from cuship.attest.dsse import (
     IN_TOTO_PAYLOAD_TYPE,
     STATEMENT_TYPE,
@@ -81,10 +82,6 @@ class Verification:
         }
 
 
-def _size_text(size: int) -> str:
-    return f"{size / (1 << 20):.0f} MiB" if size >= 1 << 20 else f"{size} bytes"
-
-
 def _read(path: Path, max_bytes: int) -> str:
     try:
         with path.open("rb") as stream:
@@ -97,8 +94,8 @@ def _read(path: Path, max_bytes: int) -> str:
         ) from err
     if size > max_bytes or len(data) > max_bytes:
         raise _Rejected(
-            f"not a DSSE envelope cuship reads: larger than {_size_text(max_bytes)}"
-            + (f" ({_size_text(size)})" if size > max_bytes else "")
+            f"not a DSSE envelope cuship reads: larger than {size_text(max_bytes)}"
+            + (f" ({size_text(size)})" if size > max_bytes else "")
         )
     try:
         return data.decode("utf-8")

@@ -100,6 +100,16 @@ def floor_label(gpu: str | None) -> str:
     return name if name.replace("-", "").replace("_", "").isalnum() else f'"{name}"'
 
 
+def unasserted_text(gpu: str | None) -> str:
+    """What ``--assert-floors`` says when no floor names this machine (``gpu``; None: none)."""
+    machine = gpu or "this machine (no GPU: the CPU entry)"
+    return (
+        f"--assert-floors: no floor names {machine}, so nothing was asserted; add one to "
+        f'[bench.floors] or a case\'s floors ({floor_label(gpu)} = "1e10 ops/s"), or '
+        "drop --assert-floors on this runner"
+    )
+
+
 def floor_for(floors: Mapping[str, str], gpu: str | None) -> tuple[str, Floor] | None:
     """The floor that applies on this machine: the entry naming its GPU model (matched as
     `cuship compat` matches names), or the ``CPU`` entry on a machine without a GPU."""

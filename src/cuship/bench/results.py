@@ -12,6 +12,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from cuship.bench import _facts
@@ -28,6 +29,7 @@ __all__ = [
     "BenchReport",
     "FloorCheck",
     "PointResult",
+    "export",
     "export_name",
     "sample_seed",
     "to_csv",
@@ -251,6 +253,44 @@ class BenchReport:
             return 4
         return 3 if self.unprofiled else 0
 
+    def summary_line(self) -> str:
+        """One line for the end of a run: points by status, samples dropped, the baseline's
+        SLOWER count, floors missed, what ncu profiled, the verdict and the stored run."""
+        counts = {s: sum(r.status == s for r in self.results) for s in ("ok", "unsure", "errored")}
+        text = f"{len(self.results)} points: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+        dropped = sum(r.measurement.dropped for r in self.results if r.measurement)
+        if dropped:
+            total = sum(len(r.samples) for r in self.results)
+            text += f"; --drop-throttled left {dropped} of {total} samples out"
+        if self.baseline:
+            text += f"; vs {self.baseline}: {len(self.slower)} SLOWER"
+        if self.floors_missed:
+            text += f"; {len(self.floors_missed)} floors missed"
+        text += self._profile_summary()
+        run = f", run {self.run_id}" if self.run_id is not None else ""
+        return f"{text}; verdict {self.verdict}{run}"
+
+    def _profile_summary(self) -> str:
+        if self.profile is None:
+            return ""
+        profiled = sum(r.profile is not None for r in self.results)
+        failed = len(self.unprofiled)
+        text = f"; ncu ({self.profile.metric_set}): {profiled - failed} of {profiled} profiled"
+        return text + (f", reports in {self.profile.reports}" if self.profile.reports else "")
+
+    def profile_errors(self) -> list[str]:
+        """One line per distinct reason points were not profiled (the first point's key, and
+        how many more share the reason)."""
+        reasons: dict[str, list[str]] = {}
+        for result in self.unprofiled:
+            assert result.profile is not None  # unprofiled: a profile with an error
+            reasons.setdefault(str(result.profile.error), []).append(result.key)
+        return [
+            f"{keys[0]}{f' (and {len(keys) - 1} more)' if len(keys) > 1 else ''} not profiled: "
+            f"{reason}"
+            for reason, keys in reasons.items()
+        ]
+
     def meta(self) -> dict[str, Any]:
         meta = {
             "format": FORMAT,
@@ -361,3 +401,18 @@ def to_csv(report: BenchReport) -> str:
             sample = (i, seed, repr(value), unit, int(i in throttled), clock, int(i not in dropped))
             writer.writerow((*row, *sample, *point))
     return out.getvalue()
+
+
+def export(report: BenchReport, directory: Path, *, csv_too: bool = False) -> list[Path]:
+    """Write :func:`to_json` (and with ``csv_too`` :func:`to_csv` beside it) into ``directory``
+    under :func:`export_name`, each file atomically; the paths written, the CSV first."""
+    from cuship._fs import write_atomic, write_json
+
+    directory.mkdir(parents=True, exist_ok=True)
+    json_path = directory / export_name(report.fingerprint, report.started, "json")
+    write_json(json_path, to_json(report), allow_nan=False, default=str)
+    if not csv_too:
+        return [json_path]
+    csv_path = json_path.with_suffix(".csv")
+    write_atomic(csv_path, to_csv(report).encode("utf-8"))
+    return [csv_path, json_path]

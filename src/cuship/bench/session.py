@@ -5,16 +5,17 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from cuship.bench.burnin import BurnIn
 from cuship.bench.gate import apply_floor, check_machine, load_baseline
-from cuship.bench.ncu.profile import NcuSession, NcuSet
+from cuship.bench.ncu.profile import NcuSession
 from cuship.bench.peak import PeakShare, case_dtype, peak_share
 from cuship.bench.project import BenchProject, find_project
 from cuship.bench.registry import Case, Point, code_hash, discover, points
+from cuship.bench.request import DEFAULT_OUTPUT, BenchRequest, TimerKind, bench_request
 from cuship.bench.results import BenchReport, PointResult
 from cuship.bench.runner import Protocol, point_progress, run_interleaved, run_points
 from cuship.bench.stats import compare, compare_exact
@@ -26,41 +27,13 @@ from cuship.provenance import Provenance, collect, require_built
 __all__ = [
     "BenchRequest",
     "TimerKind",
+    "bench_request",
     "record",
     "resolve_timer",
     "run_bench",
     "run_burn_in",
     "select",
 ]
-
-TimerKind = Literal["auto", "cuda", "wall", "instructions"]
-ProfileKind = Literal["ncu"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BenchRequest:
-    """What ``cuship bench`` was asked; None means "as configured"."""
-
-    path: Path
-    cases: tuple[str, ...] = ()
-    seeds: int | None = None
-    repeats: int | None = None
-    timer: TimerKind = "auto"
-    min_time: float | None = None
-    timeout: float | None = None
-    noise: float | None = None
-    baseline: str | None = None
-    fail_on_regression: bool = False
-    allow_cross_machine: bool = False
-    assert_floors: bool = False
-    compare_with: Path | None = None
-    label: str | None = None
-    store: bool = True
-    drop_throttled: bool | None = None
-    installed: bool = False  # import the project's package as installed, never from its source
-    profile: ProfileKind | None = None  # --profile ncu: each point's kernels, after the timing
-    ncu_set: NcuSet = "basic"
-    ncu_reports: Path | None = None  # keep each point's .ncu-rep here (None: not kept)
 
 
 def _discover(project: BenchProject) -> tuple[Case, ...]:
@@ -326,7 +299,7 @@ def _profile(
 
     reports = request.ncu_reports
     if reports is None and request.ncu_set == "full":
-        reports = Path("bench/results/ncu")  # the CLI's default -o, plus ncu/
+        reports = DEFAULT_OUTPUT / "ncu"  # as bench_request decides for the CLI's default -o
     options = NcuOptions(ncu=ncu, metric_set=request.ncu_set, reports=reports)
     return profile_run(
         results,

@@ -8,14 +8,28 @@ writes them atomically and refuses to overwrite without ``force``.
 from __future__ import annotations
 
 from cuship.ci.context import CiContext, context_for
-from cuship.ci.generate import PROVIDERS, GeneratedFile, Provider, generate, write_files
+from cuship.ci.generate import (
+    PROVIDERS,
+    CiPlan,
+    CiWritten,
+    GeneratedFile,
+    Provider,
+    generate,
+    plan_ci,
+    write_ci,
+    write_files,
+)
 
 __all__ = [
     "PROVIDERS",
     "CiContext",
+    "CiPlan",
+    "CiWritten",
     "GeneratedFile",
     "Provider",
     "context_for",
     "generate",
+    "plan_ci",
+    "write_ci",
     "write_files",
 ]

@@ -1,21 +1,38 @@
-"""From a config to CI files: :func:`generate` (pure) and :func:`write_files` (atomic, no clobber)."""
+"""From a config to CI files: :func:`generate` (pure) and :func:`write_files` (atomic, no clobber);
+``cuship ci init`` as :func:`plan_ci` then :func:`write_ci`."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Literal
 
 from cuship._fs import write_atomic
 from cuship.ci._yaml import dump
-from cuship.ci.context import CiContext
+from cuship.ci.context import CiContext, context_for
 from cuship.ci.github import ACTIONLINT_CONFIG, WORKFLOW, actionlint_config, github_workflow
 from cuship.ci.gitlab import GITLAB_CI, gitlab_ci
 from cuship.ci.skypilot import SKYPILOT_TASK, skypilot_header, skypilot_task
 from cuship.errors import InputError, UsageError
 
-__all__ = ["PROVIDERS", "RENDERERS", "GeneratedFile", "Provider", "generate", "write_files"]
+if TYPE_CHECKING:
+    from cuship.compat import Compat
+    from cuship.config import Config
+
+__all__ = [
+    "PROVIDERS",
+    "RENDERERS",
+    "CiPlan",
+    "CiWritten",
+    "GeneratedFile",
+    "Provider",
+    "generate",
+    "plan_ci",
+    "write_ci",
+    "write_files",
+]
 
 Provider = Literal["github", "gitlab", "skypilot"]
 PROVIDERS: tuple[Provider, ...] = ("github", "gitlab", "skypilot")
@@ -98,3 +115,48 @@ def write_files(
     for path, file in targets:
         write_atomic(path, file.text.encode("utf-8"))
     return tuple(path for path, _ in targets)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CiPlan:
+    """What ``cuship ci init`` writes: the files, the directory they go under (the repository
+    root) and the project directory as they name it."""
+
+    project: str
+    target: Path
+    files: tuple[GeneratedFile, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CiWritten:
+    """The files :func:`write_ci` wrote (``written[i]`` holds ``files[i]``)."""
+
+    project: str
+    files: tuple[GeneratedFile, ...]
+    written: tuple[Path, ...]
+
+    def to_json(self) -> dict[str, object]:
+        """``cuship ci init --json``."""
+        return {"written": [str(p) for p in self.written], "project": self.project}
+
+
+def _project_from(root: Path, target: Path) -> str:
+    """The project directory as the generated files name it: relative to where they go."""
+    return PurePath(os.path.relpath(root, target.resolve())).as_posix()
+
+
+def plan_ci(
+    config: Config, compat: Compat, providers: Sequence[Provider], *, out_dir: Path | None = None
+) -> CiPlan:
+    """The files of ``providers`` for the project of ``config``, to be written under
+    ``out_dir`` (default: the project directory)."""
+    target = config.root if out_dir is None else out_dir
+    project = _project_from(config.root, target)
+    ctx = context_for(config, compat, project=project)
+    return CiPlan(project=ctx.project, target=target, files=generate(ctx, providers))
+
+
+def write_ci(plan: CiPlan, *, force: bool = False) -> CiWritten:
+    """Write ``plan``'s files (see :func:`write_files`)."""
+    written = write_files(plan.files, plan.target, force=force)
+    return CiWritten(project=plan.project, files=plan.files, written=written)

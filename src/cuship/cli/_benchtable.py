@@ -1,11 +1,11 @@
-"""``cuship bench``'s tables: a point's cells as the terminal shows them, the closing line of a
-run (also the verdict of its GitHub step summary)."""
+"""``cuship bench``'s table: a point's cells as the terminal shows them (and GitHub's step
+summary)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["COLUMNS", "NCU_COLUMNS", "point_row", "summary_line"]
+__all__ = ["COLUMNS", "NCU_COLUMNS", "point_row"]
 
 
 def _fmt_time(seconds: float) -> str:
@@ -117,26 +117,3 @@ COLUMNS = (
     "verdict",
 )
 NCU_COLUMNS = ("ncu: kernel time, DRAM, occupancy, SM", "cuship BW / ncu DRAM")
-
-
-def summary_line(report: Any) -> str:
-    """``N points: …; verdict V``: the counts, what was compared, floored and profiled."""
-    counts = {s: sum(r.status == s for r in report.results) for s in ("ok", "unsure", "errored")}
-    text = f"{len(report.results)} points: " + ", ".join(f"{v} {k}" for k, v in counts.items())
-    dropped = sum(r.measurement.dropped for r in report.results if r.measurement)
-    if dropped:
-        total = sum(len(r.samples) for r in report.results)
-        text += f"; --drop-throttled left {dropped} of {total} samples out"
-    slower = len(report.slower)
-    if report.baseline:
-        text += f"; vs {report.baseline}: {slower} SLOWER"
-    if report.floors_missed:
-        text += f"; {len(report.floors_missed)} floors missed"
-    if report.profile is not None:
-        profiled = sum(r.profile is not None for r in report.results)
-        failed = len(report.unprofiled)
-        text += f"; ncu ({report.profile.metric_set}): {profiled - failed} of {profiled} profiled"
-        if report.profile.reports:
-            text += f", reports in {report.profile.reports}"
-    run = f", run {report.run_id}" if report.run_id is not None else ""
-    return f"{text}; verdict {report.verdict}{run}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cuship._format import size_text
 from cuship.builder.run.batch import Outcome
 from cuship.builder.run.execute import JobResult
 from cuship.cli._console import Console
@@ -45,7 +46,7 @@ def render_build_summary(
             smoke = item.result.smoke.summary().splitlines() if item.result.smoke else []
             row += [
                 python_label(item.result),
-                f"{item.result.report.size / 1024:.0f} KiB",
+                size_text(item.result.report.size),
                 ",".join(sorted({sm for x in ext for sm in x.sass}, key=sm_key)),
                 ",".join(sorted({sm for x in ext for sm in x.ptx}, key=sm_key)),
                 escape(smoke[-1]) if smoke else "",

@@ -81,12 +81,11 @@ def check_markdown(report: CheckReport) -> str:
 
 def index_markdown(summary: IndexSummary) -> str:
     """The site, its counts, and every file left out with its reason."""
-    doc = summary.as_dict()
     lines = [
-        f"### cuship index {doc['site']}",
+        f"### cuship index {summary.site}",
         "",
-        f"{doc['wheels']} wheels, {doc['projects']} projects; "
-        f"read {doc['hashed']} files, {doc['cached']} from cache",
+        f"{summary.wheels} wheels, {summary.projects} projects; "
+        f"read {summary.hashed} files, {summary.cached} from cache",
     ]
     skipped = [(s.path.name, s.reason) for s in summary.skipped]
     return "\n".join([*lines, "", *_table(("left out", "reason"), skipped)] if skipped else lines)
@@ -95,7 +94,7 @@ def index_markdown(summary: IndexSummary) -> str:
 def bench_markdown(report: BenchReport) -> str:
     """The line the command ends with, then one row per point that did not pass (errored,
     unsure, slower than the baseline, under its floor), all of them when none failed."""
-    from cuship.cli._benchtable import point_row, summary_line
+    from cuship.cli._benchtable import point_row
 
     wrong = {id(r) for r in (*report.slower, *report.floors_missed)}
     points = [r for r in report.results if r.status != "ok" or id(r) in wrong]
@@ -104,7 +103,7 @@ def bench_markdown(report: BenchReport) -> str:
         case, params, median, _hot, throughput, _n, _clock, stop, said = point_row(result)
         rows.append((case, params, median, throughput, stop, said))
     gpu = report.fingerprint.get("gpu") or report.fingerprint.get("cpu_model")
-    lines = [f"### cuship bench {report.project} on {gpu}", "", _cell(summary_line(report))]
+    lines = [f"### cuship bench {report.project} on {gpu}", "", _cell(report.summary_line())]
     header = ("case", "params", "median ± noise", "throughput", "stop", "verdict")
     return "\n".join([*lines, "", *_table(header, rows)] if rows else lines)
 

@@ -63,7 +63,7 @@ def command(
     from cuship.attest.run import attest_files
 
     key = load_signing_key(key_path)
-    written = attest_files(
+    done = attest_files(
         files,
         key,
         kind=kind,  # type: ignore[arg-type]  # click.Choice above
@@ -74,8 +74,7 @@ def command(
     )
     console = make_console()
     if as_json:
-        console.print_json(
-            {"keyid": key.keyid, "predicate": kind, "envelopes": [str(p) for p in written]}
-        )
+        console.print_json(done.to_json())
         return
-    console.print_text("\n".join(f"wrote {p} ({kind}, key id {key.keyid[:16]}…)" for p in written))
+    short, kind = done.keyid[:16], done.predicate
+    console.print_text("\n".join(f"wrote {p} ({kind}, key id {short}…)" for p in done.envelopes))

@@ -13,7 +13,8 @@ from typing import Any
 
 import click
 
-from cuship.cli._benchtable import COLUMNS, NCU_COLUMNS, point_row, summary_line
+from cuship.bench.request import DEFAULT_OUTPUT
+from cuship.cli._benchtable import COLUMNS, NCU_COLUMNS, point_row
 from cuship.cli._common import exit_with, make_console, verbose_option
 
 _SUBCOMMANDS = {"run": "Run the benchmarks (the default).", "history": "Stored bench history."}
@@ -69,64 +70,12 @@ def _render(console: Any, report: Any) -> None:
         console.out.print("\n".join(lines), markup=False)
 
 
-def _export(report: Any, fmt: str, directory: Path) -> list[Path]:
-    from cuship._fs import write_atomic, write_json
-    from cuship.bench.results import export_name, to_csv, to_json
-
-    directory.mkdir(parents=True, exist_ok=True)
-    json_path = directory / export_name(report.fingerprint, report.started, "json")
-    write_json(json_path, to_json(report), allow_nan=False, default=str)
-    written = [json_path]
-    if fmt == "csv":
-        csv_path = json_path.with_suffix(".csv")
-        write_atomic(csv_path, to_csv(report).encode("utf-8"))
-        written.insert(0, csv_path)
-    return written
-
-
 def _request(path: Path, options: dict[str, Any]) -> Any:
-    from cuship.bench.session import BenchRequest
-    from cuship.errors import UsageError
+    from cuship.bench.request import bench_request
 
-    if options["interleave"] and options["compare_with"] is None:
-        raise UsageError("--interleave needs --compare-with PATH2", hint="name the other build")
-    if (options["seeds"] is None) != (options["repeats"] is None):
-        raise UsageError("--seeds and --repeats go together", hint="e.g. --seeds 5 --repeats 50")
-    profile = options["profile"]
-    for flag, value in (
-        ("--ncu-set", options["ncu_set"]),
-        ("--ncu-reports", options["ncu_reports"]),
-    ):
-        if value is not None and profile != "ncu":
-            raise UsageError(f"{flag} needs --profile ncu", hint="add --profile ncu")
-    if profile is not None and options["burn_in"]:
-        raise UsageError("--profile profiles timed runs, not --burn-in", hint="pick one")
-    ncu_set: Any = options["ncu_set"] or "basic"
-    reports = options["ncu_reports"]
-    if reports is None and ncu_set == "full":
-        reports = options["output"] / "ncu"
-    return BenchRequest(
-        path=path,
-        cases=tuple(options["cases"]),
-        seeds=options["seeds"],
-        repeats=options["repeats"],
-        timer=options["timer"],
-        min_time=options["min_time"],
-        timeout=options["timeout"],
-        noise=options["noise"],
-        baseline=options["baseline"],
-        fail_on_regression=options["fail_on_regression"],
-        allow_cross_machine=options["allow_cross_machine"],
-        assert_floors=options["assert_floors"],
-        compare_with=options["compare_with"],
-        label=options["label"],
-        store=not options["no_store"],
-        drop_throttled=True if options["drop_throttled"] else None,
-        installed=options["installed"],
-        profile=profile,
-        ncu_set=ncu_set,
-        ncu_reports=reports,
-    )
+    left_out = ("as_json", "export")
+    chosen = {k: v for k, v in options.items() if k not in left_out}
+    return bench_request(path, **{**chosen, "burn_in": bool(options["burn_in"])})
 
 
 _pos = click.FloatRange(min=0, min_open=True)
@@ -169,7 +118,7 @@ _pos = click.FloatRange(min=0, min_open=True)
     "-o",
     "--output",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path("bench/results"),
+    default=DEFAULT_OUTPUT,
     show_default=True,
     help="Directory for --export (and, under ncu/, the reports of --ncu-set full).",
 )
@@ -219,35 +168,23 @@ def run(path: Path, **options: Any) -> None:
         _render(console, report)
     for result in report.errored:
         console.error(f"{result.key} errored: {result.error}")
-    _profile_errors(console, report)
+    for line in report.profile_errors():
+        console.error(line)
     if options["export"]:
-        for written in _export(report, options["export"], options["output"]):
+        from cuship.bench.results import export
+
+        csv_too = options["export"] == "csv"
+        for written in export(report, options["output"], csv_too=csv_too):
             console.err.print(f"wrote {written}", markup=False)
     if report.unasserted:
-        from cuship.bench.gate import floor_label
+        from cuship.bench.gate import unasserted_text
 
-        gpu = report.fingerprint.get("gpu")
-        machine = gpu or "this machine (no GPU: the CPU entry)"
-        console.error(
-            f"--assert-floors: no floor names {machine}, so nothing was asserted; add one to "
-            f'[bench.floors] or a case\'s floors ({floor_label(gpu)} = "1e10 ops/s"), or '
-            "drop --assert-floors on this runner"
-        )
-    console.err.print(summary_line(report), markup=False)
+        console.error(unasserted_text(report.fingerprint.get("gpu")))
+    console.err.print(report.summary_line(), markup=False)
     from cuship.cli._summary import bench_markdown, write_step_summary
 
     write_step_summary(console, bench_markdown(report))
     exit_with(report.exit_code)
-
-
-def _profile_errors(console: Any, report: Any) -> None:
-    """One error line per distinct reason a point was not profiled (the rest share it)."""
-    reasons: dict[str, list[str]] = {}
-    for result in report.unprofiled:
-        reasons.setdefault(result.profile.error, []).append(result.key)
-    for reason, keys in reasons.items():
-        others = f" (and {len(keys) - 1} more)" if len(keys) > 1 else ""
-        console.error(f"{keys[0]}{others} not profiled: {reason}")
 
 
 def _burn_in(console: Any, request: Any, options: dict[str, Any]) -> None:

@@ -60,21 +60,12 @@ def command(
     path: Path, store: Path | None, case: str | None, machine: str | None, seed: int, as_json: bool
 ) -> None:
     """Find step changes in the stored bench history of the project at PATH, and the first run after each."""
-    from cuship.bench.history.changepoints import histories
-    from cuship.errors import NothingToDo
-    from cuship.store.read import load_bench_runs, store_for
+    from cuship.bench.history.report import bench_history
 
     console = make_console()
-    where = store_for(path, store, "bench")
-    found = histories(load_bench_runs(where), case=case, machine=machine, seed=seed)
-    if not found:
-        raise NothingToDo(
-            f"no bench results in {str(where)!r} match case {case!r} and machine {machine!r}",
-            hint="drop --case / --machine, or list what is stored with `cuship report --kind bench`",
-        )
+    report = bench_history(path, store, case=case, machine=machine, seed=seed)
     if as_json:
-        console.print_json({"store": str(where), "series": [h.to_json() for h in found]})
+        console.print_json(report.to_json())
         return
-    console.out.print(_table(found))
-    count = sum(len(h.steps) for h in found)
-    console.err.print(f"{count} steps in {len(found)} series from {where}", markup=False)
+    console.out.print(_table(report.series))
+    console.err.print(report.summary_line(), markup=False)

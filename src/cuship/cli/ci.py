@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path, PurePath
+from pathlib import Path
 
 import click
 
@@ -14,11 +13,6 @@ from cuship.cli._common import json_option, make_console
 @click.group("ci")
 def command() -> None:
     """Generated CI: GitHub Actions, GitLab CI, SkyPilot spot GPU tasks."""
-
-
-def _project_arg(root: Path, out_dir: Path) -> str:
-    """The project directory as the generated files name it: relative to where they are written."""
-    return PurePath(os.path.relpath(root, out_dir.resolve())).as_posix()
 
 
 @command.command("init")
@@ -50,24 +44,26 @@ def init(
     as_json: bool,
 ) -> None:
     """Write CI files for the project at PATH (its cuship.toml, [ci] section included)."""
-    from cuship.ci import context_for, generate, write_files
+    from cuship.ci import plan_ci, write_ci
     from cuship.compat import load
     from cuship.config import load_config
 
     console = make_console()
-    config = load_config(path)
-    target = config.root if out_dir is None else out_dir
-    ctx = context_for(config, load(), project=_project_arg(config.root, target))
-    files = generate(ctx, providers or ("github",))  # type: ignore[arg-type]
+    plan = plan_ci(
+        load_config(path),
+        load(),
+        providers or ("github",),  # type: ignore[arg-type]  # click.Choice above
+        out_dir=out_dir,
+    )
     if to_stdout:
-        for file in files:
-            if len(files) > 1:
+        for file in plan.files:
+            if len(plan.files) > 1:
                 console.print_text(f"# ---- {file.path}")
             console.print_text(file.text.rstrip("\n"))
         return
-    written = write_files(files, target, force=force)
+    done = write_ci(plan, force=force)
     if as_json:
-        console.print_json({"written": [str(p) for p in written], "project": ctx.project})
+        console.print_json(done.to_json())
         return
-    for file, written_path in zip(files, written, strict=True):
+    for file, written_path in zip(done.files, done.written, strict=True):
         console.print_text(f"wrote {written_path} ({file.provider})")

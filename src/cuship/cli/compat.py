@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import click
@@ -12,7 +11,7 @@ from cuship.cli._common import json_option, make_console
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from cuship.compat import Compat, CudaToolkit, GpuModel, TorchRelease
+    from cuship.compat import Compat
 
 __all__ = ["command"]
 
@@ -75,27 +74,15 @@ def command(as_json: bool, show_cuda: bool, show_torch: bool, show_gpus: bool) -
 
     With no section flag, all three sections are shown. Every row carries its source (in --json).
     """
-    from cuship.compat import load
+    from cuship.compat import SECTIONS, load
 
     data = load()
-    everything = not (show_cuda or show_torch or show_gpus)
-    wanted = {
-        "cuda": everything or show_cuda,
-        "torch": everything or show_torch,
-        "gpus": everything or show_gpus,
-    }
+    chosen = {"cuda": show_cuda, "torch": show_torch, "gpus": show_gpus}
+    sections = [name for name in SECTIONS if chosen[name] or not any(chosen.values())]
     console = make_console()
     if as_json:
-        rows: dict[str, Sequence[CudaToolkit | TorchRelease | GpuModel]] = {
-            "cuda": data.toolkits,
-            "torch": data.torch,
-            "gpus": data.gpus,
-        }
-        console.print_json(
-            {name: [row.to_json() for row in rows[name]] for name in wanted if wanted[name]}
-        )
+        console.print_json(data.to_json(sections))
         return
     renderers = {"cuda": _cuda_table, "torch": _torch_table, "gpus": _gpu_table}
-    for name, render in renderers.items():
-        if wanted[name]:
-            console.out.print(render(data))
+    for name in sections:
+        console.out.print(renderers[name](data))

@@ -51,7 +51,7 @@ def render(report: DoctorReport, *, detailed: bool = False) -> str:
 
 def _machine(machine: Machine) -> str:
     gpus = ", ".join(f"{name} ({cc or '?'})" for name, cc in dict.fromkeys(machine.gpus))
-    driver = machine.driver or "unknown"
+    driver = machine.driver_version or "unknown"
     if machine.driver_cuda:
         driver += f" (CUDA {machine.driver_cuda})"
     torch = machine.torch_build or "torch not installed"

@@ -9,25 +9,10 @@ from typing import TYPE_CHECKING
 import click
 
 from cuship.cli._common import exit_with, json_option, make_console, verbose_option
-from cuship.errors import UsageError
 
 if TYPE_CHECKING:
     from cuship.cli._console import Console
     from cuship.gpurun.results import GpuRunReport
-
-
-def _split(args: tuple[Path, ...], wheels: tuple[Path, ...]) -> tuple[Path, tuple[Path, ...]]:
-    """PATH and the wheels: extra ``.whl`` arguments are wheels (``--wheels dist/*.whl``)."""
-    more = tuple(a for a in args if a.name.endswith(".whl"))
-    paths = [a for a in args if not a.name.endswith(".whl")]
-    if len(paths) > 1:
-        shown = ", ".join(repr(str(p)) for p in paths)
-        raise UsageError(f"one project PATH, got {shown}", hint="cuship gpu-run PATH --wheels DIR")
-    if not wheels:
-        raise UsageError(
-            "--wheels is required", hint="cuship gpu-run PATH --wheels DIR (or wheel files)"
-        )
-    return (paths[0] if paths else Path()), wheels + more
 
 
 @click.command("gpu-run")
@@ -100,15 +85,11 @@ def command(
     Exit 0 when every stage that ran passed; otherwise the most serious stage code, in the
     order 2 (usage/config) > 3 (tool or GPU missing) > 1 (failed) > 4 (nothing checked).
     """
-    from cuship.gpurun.session import GpuRunRequest, gpu_run
+    from cuship.gpurun.session import gpu_run, gpu_run_request
 
-    if in_place and venv is not None:
-        raise UsageError("--venv and --in-place exclude each other", hint="pick one")
-    path, wheel_inputs = _split(args, wheels)
-    console = make_console(verbose)
-    request = GpuRunRequest(
-        path=path,
-        wheels=wheel_inputs,
+    request = gpu_run_request(
+        args,
+        wheels=wheels,
         results=results,
         in_place=in_place,
         python=python,
@@ -118,6 +99,7 @@ def command(
         skip_sanitize=skip_sanitize,
         skip_ptx=skip_ptx,
     )
+    console = make_console(verbose)
     from cuship.cli._progress import progress_display
 
     with progress_display(console, as_json=as_json) as emit:

@@ -8,32 +8,31 @@ unless ``--skip-bad`` says skipping is expected.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from cuship.cli._common import json_option, make_console, verbose_option
-from cuship.errors import CheckFailed, UsageError
+
+if TYPE_CHECKING:
+    from cuship.index.simple import IndexSummary
 
 
-def _table(summary: dict[str, object]) -> str:
-    variants = summary["variants"]
-    assert isinstance(variants, list)
-    site = summary["site"]
+def _table(summary: IndexSummary) -> str:
+    site = summary.site
+    rewrote = (
+        f"rewrote {summary.rewritten} of {summary.projects} projects; "
+        if summary.rewritten is not None
+        else ""
+    )
+    kept = f"; kept {summary.kept} wheels of the earlier index" if summary.kept else ""
     lines = [
-        f"index   {site}/simple/   ({summary['wheels']} wheels, {summary['projects']} projects)",
-        *(f"variant {site}/{label}/simple/" for label in variants),
-        (
-            f"rewrote {summary['rewritten']} of {summary['projects']} projects; "
-            if summary.get("rewritten") is not None
-            else ""
-        )
-        + f"read {summary['hashed']} files, {summary['cached']} from cache"
-        + (f"; kept {summary['kept']} wheels of the earlier index" if summary.get("kept") else ""),
+        f"index   {site}/simple/   ({summary.wheels} wheels, {summary.projects} projects)",
+        *(f"variant {site}/{label}/simple/" for label in summary.variants),
+        f"{rewrote}read {summary.hashed} files, {summary.cached} from cache{kept}",
     ]
-    skipped = summary["skipped"]
-    assert isinstance(skipped, list)
-    if skipped:
-        lines.append(f"skipped {len(skipped)} files (see warnings)")
+    if summary.skipped:
+        lines.append(f"skipped {len(summary.skipped)} files (see warnings)")
     return "\n".join(lines)
 
 
@@ -90,7 +89,7 @@ def _table(summary: dict[str, object]) -> str:
     "--rebuild",
     is_flag=True,
     help="Render every page and swap the whole site in at once, instead of rewriting only "
-    "the projects that change.",
+    "the projects that change (what it stops listing stays, unlisted, until the next run).",
 )
 @click.option(
     "--replace-published",
@@ -121,57 +120,40 @@ def command(
     verbose: bool,
 ) -> None:
     """Write a static package index of WHEELS (files or directories) to SITE."""
-    from cuship.index import parse_yank_lines, read_yank_file, write
+    from cuship.index import write
+    from cuship.index.describe import describe_wheel
+    from cuship.index.yank import index_request
 
     console = make_console(verbose)
-    inputs = [*wheels, *wheel_dirs]
-    yanked = parse_yank_lines((y.replace(":", " ", 1) for y in yanks), source="--yank")
-    if yank_file is not None:
-        yanked.update(read_yank_file(yank_file))
-    unyanked = set(parse_yank_lines(unyanks, source="--unyank"))
-    if unyanked and not keep_existing:
-        raise UsageError(
-            "--unyank changes the yanks of kept wheels: it needs --keep-existing",
-            hint="without --keep-existing a yank lasts while --yank/--yank-file names it",
-        )
-    if both := sorted(unyanked & set(yanked)):
-        raise UsageError(f"{both[0]!r} is both yanked and unyanked", hint="name it once")
-    if not inputs and not (keep_existing and (yanked or unyanked)):
-        raise UsageError(
-            "no wheels given",
-            hint="pass wheel files, directories or --wheels-dir (or --keep-existing with "
-            "--yank/--unyank to change only yanks)",
-        )
+    request = index_request(
+        [*wheels, *wheel_dirs],
+        yanks=yanks,
+        yank_file=yank_file,
+        unyanks=unyanks,
+        keep_existing=keep_existing,
+    )
     from cuship.cli._progress import progress_display
-    from cuship.index.describe import describe_wheel
 
     # The index forks its workers, which needs a single thread: a live display without its own
     with progress_display(console, as_json=as_json, redraw_thread=False) as emit:
         summary = write(
-            inputs,
+            request.inputs,
             out,
             base_url=base_url,
-            yanked=yanked,
+            yanked=request.yanked,
             describe=describe_wheel,
-            keep_existing=keep_existing,
-            unyanked=unyanked,
+            keep_existing=request.keep_existing,
+            unyanked=request.unyanked,
             rebuild=rebuild,
             replace_published=replace_published,
             emit=emit,
         )
     if as_json:
-        console.print_json(summary.as_dict())
+        console.print_json(summary.to_json())
     else:
-        console.print_text(_table(summary.as_dict()))
+        console.print_text(_table(summary))
     from cuship.cli._summary import index_markdown, write_step_summary
 
     write_step_summary(console, index_markdown(summary))
-    bad = [s for s in summary.skipped if s.bad_wheel]
-    if bad and not skip_bad:
-        raise CheckFailed(
-            f"{len(bad)} wheel(s) could not be indexed: "
-            + ", ".join(f"{s.path.name!r} ({s.reason})" for s in bad[:5])
-            + (" ..." if len(bad) > 5 else "")
-            + "; the index was written without them",
-            hint="fix or remove them, or pass --skip-bad to accept an index without them",
-        )
+    if not skip_bad:
+        summary.check_bad_wheels()

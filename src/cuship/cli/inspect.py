@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from cuship._format import size_text
 from cuship.cli._common import json_option, make_console
 from cuship.cli._console import Console
 from cuship.wheel.audit import ObjectReport, WheelReport, inspect_path
@@ -29,7 +30,7 @@ def command(target: Path, as_json: bool) -> None:
 
 def _render_wheel(console: Console, report: WheelReport) -> None:
     console.print_text(
-        f"{report.filename}  ({_size(report.size)})\n"
+        f"{report.filename}  ({size_text(report.size)})\n"
         f"  name {report.name}  version {report.version}  local {report.local or '-'}\n"
         f"  tags {', '.join(report.tags)}\n"
         f"  SASS {_join(report.sass)}   PTX {_join(report.ptx)}   (its own objects, as the runtime "
@@ -70,7 +71,7 @@ def _render_objects(console: Console, objects: tuple[ObjectReport, ...]) -> None
         table.add_row(
             obj.path,
             obj.role,
-            _size(obj.size),
+            size_text(obj.size),
             _join(obj.sass),
             _join(obj.ptx) + (f" (LTO {_join(obj.lto)})" if obj.lto else ""),
             "yes" if obj.ptx_compressed else "no",
@@ -90,14 +91,3 @@ def _render_objects(console: Console, objects: tuple[ObjectReport, ...]) -> None
 
 def _join(items: tuple[str, ...]) -> str:
     return " ".join(items) if items else "-"
-
-
-def _size(size: int) -> str:
-    if size < 1024:
-        return f"{size} B"
-    value = size / 1024
-    for unit in ("KiB", "MiB"):
-        if value < 1024:
-            return f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"

@@ -65,9 +65,10 @@ def command(
         python=python or sys.executable,
         index=index,
         dest=download_dir or default_dir(environ),
+        dry_run=dry_run,
     )
     if as_json:
-        console.print_json({**plan.to_json(), "dry_run": dry_run})
+        console.print_json(plan.to_json())
     if dry_run:
         if not as_json:
             console.print_text(f"download {plan.url} -> {plan.wheel} (sha256 {plan.sha256})")

@@ -24,10 +24,9 @@ def command(out: Path, as_json: bool) -> None:
     from cuship.attest import keygen
 
     pair = keygen(out)
-    doc = {"private": str(pair.private), "public": str(pair.public), "keyid": pair.keyid}
     console = make_console()
     if as_json:
-        console.print_json(doc)
+        console.print_json(pair.to_json())
         return
     console.print_text(
         f"private key {pair.private} (mode 0600: keep it secret, e.g. as a CI secret)\n"

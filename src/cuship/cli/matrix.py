@@ -13,7 +13,7 @@ from cuship.cli._console import Console
 from cuship.compat import load
 from cuship.config import load_config
 from cuship.errors import NothingToDo
-from cuship.matrix import BuildJob, Matrix, expand_all, parse_shard, shard, to_github, to_gitlab
+from cuship.matrix import BuildJob, Matrix, expand_all, parse_shard, to_github, to_gitlab
 
 
 def _table(console: Console, jobs: tuple[BuildJob, ...]) -> None:
@@ -71,8 +71,7 @@ def command(path: Path, fmt: str, explain: bool, shard_spec: str | None) -> None
     console = make_console()
     config = load_config(path)
     matrix = expand_all(config, load(), torch_abi=read_record(config.root))
-    jobs = matrix.jobs
-    if not jobs:
+    if not matrix.jobs:
         reasons = sorted({p.reason for p in matrix.pruned})
         raise NothingToDo(
             f"the matrix of {str(path)!r} is empty after pruning {matrix.considered} combinations:\n  "
@@ -80,20 +79,10 @@ def command(path: Path, fmt: str, explain: bool, shard_spec: str | None) -> None
             hint="widen [matrix] (more CUDA or torch versions) or loosen the exclude rules",
         )
     if shard_spec is not None:
-        jobs = shard(jobs, *parse_shard(shard_spec))
+        matrix = matrix.shard(*parse_shard(shard_spec))
+    jobs = matrix.jobs
     if fmt == "json":
-        console.print_json(
-            {
-                "jobs": [j.to_json() for j in jobs],
-                "considered": matrix.considered,
-                "pruned": [
-                    {"combination": dict(p.combination), "rule": p.rule, "reason": p.reason}
-                    for p in matrix.pruned
-                ],
-                "arch_drops": [{"job": p.job, "reason": p.reason} for p in matrix.arch_drops],
-                "torch_axis": list(matrix.notes),
-            }
-        )
+        console.print_json(matrix.to_json())
     elif fmt == "github":
         console.print_text(json.dumps(to_github(jobs), separators=(",", ":")))
     elif fmt == "gitlab":

@@ -29,15 +29,6 @@ def command(wheel: Path, out_dir: Path, plat: str | None, as_json: bool) -> None
     console = make_console()
     result = repair(wheel, out_dir=out_dir, env=dict(os.environ), plat=plat, emit=console.emit)
     if as_json:
-        console.print_json(
-            {
-                "input": str(wheel),
-                "output": str(result.output),
-                "tags": list(result.report.tags),
-                "excluded_needed": list(result.excluded_needed),
-                "bundled_libs": list(result.report.bundled_libs),
-                "bundled_cuda_libs": list(result.report.bundled_cuda_libs),
-            }
-        )
+        console.print_json(result.to_json())
     else:
         console.print_text(str(result.output))

@@ -85,10 +85,10 @@ def render(console: Console, resolution: Resolution) -> None:
 def _summary(resolution: Resolution) -> str:
     target = resolution.target
     gpus = ", ".join(f"{name} {cc}" for name, cc in target.gpus) or "no GPU"
-    driver = f"driver {target.driver or '?'}" + (
+    driver = f"driver {target.driver_version or '?'}" + (
         f" (CUDA {target.driver_cuda})" if target.driver_cuda else ""
     )
-    if target.driver is None and target.driver_cuda is None:
+    if target.driver_version is None and target.driver_cuda is None:
         driver = "driver unknown"
     torch = f", torch {target.torch}" if target.torch else ""
     return f"Python {target.python}, {gpus}, {driver}{torch}"
@@ -126,9 +126,10 @@ def command(
     console = make_console(verbose)
     target = target_from_env(os.environ, tags_from_env=tags_from_env)
     options = fetch_options(os.environ, timeout=timeout, retries=retries)
-    page, resolution = resolve_index(requirement, index, target, options=options, emit=console.emit)
+    resolved = resolve_index(requirement, index, target, options=options, emit=console.emit)
+    resolution = resolved.resolution
     if as_json:
-        console.print_json({"index": page.url, "manifest": page.manifest, **resolution.to_json()})
+        console.print_json(resolved.to_json())
     else:
         render(console, resolution)
         if resolution.chosen is not None:

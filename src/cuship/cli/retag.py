@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from cuship.cli._common import json_option, make_console
-from cuship.wheel.write.retag import retag
+from cuship.wheel.write.retag import retag_file
 
 
 @click.command("retag")
@@ -25,12 +25,8 @@ from cuship.wheel.write.retag import retag
 def command(wheel: Path, local: str, out_dir: Path | None, as_json: bool) -> None:
     """Write a copy of WHEEL whose version carries +LABEL."""
     console = make_console()
-    if not wheel.is_file():
-        from cuship.errors import InputError
-
-        raise InputError(f"{str(wheel)!r} does not exist", hint="pass a .whl file")
-    target = retag(wheel, local=local, out_dir=out_dir, emit=console.emit)
+    done = retag_file(wheel, local=local, out_dir=out_dir, emit=console.emit)
     if as_json:
-        console.print_json({"input": str(wheel), "output": str(target)})
+        console.print_json(done.to_json())
     else:
-        console.print_text(str(target))
+        console.print_text(str(done.output))

@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import resource
 from pathlib import Path
 
 import click
 
 from cuship.cli._common import make_console, verbose_option
-
-
-def _more_descriptors(wanted: int) -> None:
-    """Raise this process's open-file limit toward ``wanted`` (each connection holds one)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY or soft >= wanted:
-        return
-    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
-    with contextlib.suppress(ValueError, OSError):  # serve() keeps within the limit there is
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 @click.command(name="serve")
@@ -50,14 +38,14 @@ def command(
     site: Path, host: str, port: int, idle_timeout: float, workers: int, verbose: bool
 ) -> None:
     """Serve SITE; the first line on stdout is the server's URL (with the real port)."""
-    from cuship.serve.site import ServeLimits, serve
+    from cuship.serve import ServeLimits, descriptors_wanted, more_descriptors, serve, site_labels
 
     console = make_console(verbose)
     limits = ServeLimits(workers=workers, idle_timeout=idle_timeout)
-    _more_descriptors(limits.max_connections + workers + 64)
+    more_descriptors(descriptors_wanted(limits))
     server = serve(site, host, port, limits=limits, emit=console.emit)
     console.print_text(server.url)
-    labels = sorted(p.parent.name for p in site.glob("*/simple") if p.parent.name != "files")
+    labels = site_labels(site)
     console.err.print(f"index: {server.url}simple/", markup=False, highlight=False)
     for label in labels:
         console.err.print(f"variant {label}: {server.url}{label}/simple/", markup=False)

@@ -7,6 +7,7 @@ import os
 
 import click
 
+from cuship._format import size_text
 from cuship.cli._common import json_option, make_console, verbose_option
 
 __all__ = ["command"]
@@ -27,35 +28,23 @@ def list_command(as_json: bool) -> None:
     """The CUDA releases cuship can assemble, and the ones already in the cache."""
     from rich.table import Table
 
-    from cuship.toolkit import cached, catalog, toolkits_root
+    from cuship.toolkit import list_toolkits
 
-    rows = catalog()
-    root = toolkits_root(os.environ)
-    have = {i.cuda: i for i in cached(root, rows.components)}
+    found = list_toolkits(os.environ)
     console = make_console()
     if as_json:
-        console.print_json(
-            {
-                "cache": str(root),
-                "toolkits": [
-                    {**r.to_json(), "cached": str(have[str(r.cuda)].prefix)}
-                    if str(r.cuda) in have
-                    else {**r.to_json(), "cached": None}
-                    for r in rows.releases
-                ],
-                "unavailable": [u.to_json() for u in rows.unavailable],
-            }
-        )
+        console.print_json(found.to_json())
         return
-    table = Table(title=f"CUDA toolkits from PyPI (cache: {root})", title_justify="left")
+    table = Table(title=f"CUDA toolkits from PyPI (cache: {found.cache})", title_justify="left")
     for column in ("CUDA", "nvcc", "wheels", "cached"):
         table.add_column(column)
-    for r in rows.releases:
-        found = have.get(str(r.cuda))
+    for row in found.toolkits:
+        r = row.release
         wheels = " ".join(f"{name.removeprefix('nvidia-')} {v}" for name, v in r.wheels.items())
-        table.add_row(str(r.cuda), str(r.nvcc), wheels, str(found.prefix) if found else "-")
+        prefix = str(row.cached.prefix) if row.cached else "-"
+        table.add_row(str(r.cuda), str(r.nvcc), wheels, prefix)
     console.out.print(table)
-    for gap in rows.unavailable:
+    for gap in found.unavailable:
         console.print_text(
             f"CUDA {gap.major}.x: not from PyPI ({gap.reason}); build those jobs on a runner "
             f"with the CUDA {gap.major} toolkit or in an nvidia/cuda:{gap.major}.x-devel image."
@@ -85,7 +74,7 @@ def install_command(version: str, offline: bool, as_json: bool, verbose: bool) -
     how = (
         "cached"
         if result.reused
-        else f"assembled from {result.downloaded_bytes / 1e6:.1f} MB of wheels"
+        else f"assembled from {size_text(result.downloaded_bytes)} of wheels"
     )
     console.print_text(
         f"CUDA {made.cuda} (nvcc {made.nvcc_version}) at {made.prefix}: {how} "

@@ -10,9 +10,7 @@ from pathlib import Path
 import click
 
 from cuship.cli._common import json_option, make_console
-from cuship.errors import InputError
-from cuship.judge.variants import make_variant
-from cuship.wheel.variant import read_wheel_variant
+from cuship.judge.variants import variant_file
 
 
 @click.command("variant")
@@ -36,15 +34,12 @@ def command(
 ) -> None:
     """Write the variant twin of WHEEL into DIR and print its name and properties."""
     console = make_console()
-    if not wheel.is_file():
-        raise InputError(f"{str(wheel)!r} is not a file", hint="pass a .whl file")
-    target = make_variant(wheel, out_dir=out_dir, label=label, null=null, upper_bound=upper_bound)
-    document = read_wheel_variant(target) or {}
+    done = variant_file(wheel, out_dir=out_dir, label=label, null=null, upper_bound=upper_bound)
     if as_json:
-        console.print_json({"input": str(wheel), "output": str(target), "variant": document})
+        console.print_json(done.to_json())
         return
-    console.print_text(str(target))
-    for label_, entry in document.get("variants", {}).items():
+    console.print_text(str(done.output))
+    for label_, entry in done.variant.get("variants", {}).items():
         for namespace, features in entry.items():
             for feature, values in features.items():
                 console.print_text(f"  {label_}: {namespace} :: {feature} :: {', '.join(values)}")

@@ -12,9 +12,10 @@ import bisect
 import difflib
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
@@ -26,16 +27,21 @@ from cuship.errors import UsageError
 
 __all__ = [
     "DATA_DIR",
+    "SECTIONS",
     "Compat",
     "CudaToolkit",
     "GpuModel",
     "GpuPeak",
+    "Section",
     "TorchRelease",
     "format_driver",
     "load",
 ]
 
 DATA_DIR = Path(__file__).parent.parent / "data"
+
+Section = Literal["cuda", "torch", "gpus"]
+SECTIONS: tuple[Section, ...] = ("cuda", "torch", "gpus")
 
 _CU_LABEL = re.compile(r"^cu(\d{2,3})$")
 _VENDOR_WORDS = frozenset({"nvidia", "geforce", "tesla"})
@@ -84,6 +90,16 @@ class Compat:
     torch: tuple[TorchRelease, ...]
     gpus: tuple[GpuModel, ...]
     peaks: tuple[GpuPeak, ...] = ()
+
+    def to_json(self, sections: Iterable[Section] = SECTIONS) -> dict[str, list[dict[str, object]]]:
+        """``cuship compat --json``: the rows of each of ``sections``, each with its source."""
+        rows: dict[Section, Sequence[CudaToolkit | TorchRelease | GpuModel]] = {
+            "cuda": self.toolkits,
+            "torch": self.torch,
+            "gpus": self.gpus,
+        }
+        wanted = set(sections)
+        return {name: [row.to_json() for row in rows[name]] for name in SECTIONS if name in wanted}
 
     def peak(self, name: str) -> GpuPeak | None:
         """The datasheet peaks of the variant NVML calls ``name`` (exact name, normalised), or

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from cuship._format import size_text
 from cuship._json import shown
 from cuship.errors import ConfigError
 
@@ -42,7 +43,7 @@ def read_text(path: Path) -> str:
         raise ConfigError(str(path), None, f"cannot read: {err.strerror}") from err
     if max(size, len(data)) > MAX_CONFIG_BYTES:
         raise ConfigError(
-            str(path), None, f"larger than {MAX_CONFIG_BYTES >> 20} MiB: not a config file"
+            str(path), None, f"larger than {size_text(MAX_CONFIG_BYTES)}: not a config file"
         )
     try:
         return data.decode("utf-8")

@@ -23,6 +23,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "reference/exit-codes.md": exits.render,
     "reference/compatibility.md": compat.render,
     "reference/schemas.md": schemas.render,
+    "reference/json.md": schemas.render_documents,
     "reference/faq.md": faq.render,
 }
 """Each generated page by its path under the docs directory, and the function that makes it."""

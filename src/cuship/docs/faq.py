@@ -24,7 +24,7 @@ def _machine(**changes: Any) -> Offer:
     """An H100 with a CUDA 13.0 driver, CUDA 13 torch 2.13.0 and CUDA 13 libraries, changed."""
     base = Offer(
         gpus=(("H100", "9.0"),),
-        driver="580.65.06",
+        driver_version="580.65.06",
         driver_cuda="13.0",
         torch=TorchBuild(version="2.13.0", flavour="cuda", cuda="13.0", cxx11abi=True),
         libraries=parse_override("13"),
@@ -63,7 +63,7 @@ QUESTIONS: tuple[Question, ...] = (
         error="CUDA driver version is insufficient for CUDA runtime version",
         situation="a CUDA 13 wheel on a driver that runs CUDA 12.4",
         package=_package(_ext(sass=("90",), libraries=("libcudart.so.13",))),
-        machine=_machine(driver="550.54.14", driver_cuda="12.4"),
+        machine=_machine(driver_version="550.54.14", driver_cuda="12.4"),
     ),
     Question(
         error="libcudart.so.12: cannot open shared object file: No such file or directory",

@@ -1,6 +1,7 @@
 """The JSON Schemas cuship publishes, key by key: config/packages.yml
-(``cuship config --packages-schema``), the shipped data files and the ``--json`` documents of
-``cuship build`` and ``cuship ship`` (both read from their files in ``src/cuship/schema/``)."""
+(``cuship config --packages-schema``), the shipped data files and every ``--json`` document
+(each read from its file in ``src/cuship/schema/``; :func:`render_documents`, a page of
+their own)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from cuship.docs._md import code, table, text
 from cuship.docs.config import type_of
 
-__all__ = ["flatten", "render"]
+__all__ = ["flatten", "render", "render_documents"]
 
 
 def _object(schema: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -65,17 +66,25 @@ def _keys(schema: Mapping[str, Any]) -> str:
     return table(["key", "type", "required", "meaning"], rows)
 
 
-def _documents() -> list[str]:
-    """A section per ``--json`` document, from its published schema file."""
+def render_documents() -> str:
+    """The page of the ``--json`` documents: a section per document, from its published
+    schema file."""
     from cuship.schema import documents
 
-    parts = []
+    parts = [
+        "# JSON output\n",
+        "What each command prints with `--json` (`cuship check --format json`), for scripts: "
+        "the key tables below are read from the published JSON Schemas in "
+        "`src/cuship/schema/` (draft 2020-12; every object closed, so a key not listed here "
+        "is never printed, and a value that may be null says so). A key under a list is "
+        "written `list[].key`.\n",
+    ]
     for name in documents.document_schemas():
         schema = json.loads((documents.SCHEMA_DIR / name).read_text(encoding="utf-8"))
         parts.append(f"## {schema['title']}\n")
         parts.append(f"`src/cuship/schema/{name}`: {text(str(schema['description']))}\n")
         parts.append(_keys(schema))
-    return parts
+    return "\n".join(parts)
 
 
 def render() -> str:
@@ -89,8 +98,8 @@ def render() -> str:
         "reads each file into, key by key (a key under a list is written `list[].key`, one "
         "under a table of named entries `table.<name>.key`). Point an editor at them for "
         "completion and checking. cuship.toml's own keys are on "
-        "[Configuration keys](config.md). The last sections, read from their schema files, "
-        "describe what the commands print with `--json`, for scripts.\n",
+        "[Configuration keys](config.md); what commands print with `--json` is on "
+        "[JSON output](json.md).\n",
         "## config/packages.yml\n",
         "A community index's package list (`cuship config --packages-schema` prints the "
         "schema; the guide is [A community index](../community-index.md)).\n",
@@ -100,4 +109,4 @@ def render() -> str:
         parts.append(f"## data/{name.removesuffix('.schema.json')}.toml\n")
         parts.append(f"`src/cuship/schema/{name}`: {text(str(schema.get('description', '')))}\n")
         parts.append(_keys(schema))
-    return "\n".join(parts + _documents())
+    return "\n".join(parts)

@@ -60,7 +60,7 @@ def machine_of(fp: Fingerprint) -> Machine:
         offer=offer_of(fp),
         gpus=tuple((gpu.name, gpu.cc) for gpu in fp.gpus),
         gpu_source=fp.gpu_source,
-        driver=fp.driver_version,
+        driver_version=fp.driver_version,
         driver_cuda=fp.driver_cuda,
         torch=fp.torch.version if fp.torch is not None else None,
         torch_cxx11abi=fp.torch.cxx11abi if fp.torch is not None else None,

@@ -84,7 +84,7 @@ class Machine:
 
     gpus: tuple[tuple[str, str | None], ...]  # (name, compute capability)
     gpu_source: str
-    driver: str | None
+    driver_version: str | None
     driver_cuda: str | None
     torch: str | None
     torch_cxx11abi: bool | None
@@ -100,7 +100,7 @@ class Machine:
         return {
             "gpus": [{"name": name, "cc": cc} for name, cc in self.gpus],
             "gpu_source": self.gpu_source,
-            "driver": self.driver,
+            "driver_version": self.driver_version,
             "driver_cuda": self.driver_cuda,
             "torch": self.torch,
             "torch_cxx11abi": self.torch_cxx11abi,

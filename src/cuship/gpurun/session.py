@@ -39,7 +39,7 @@ from cuship.gpurun.results import GpuRunReport, InstallResult, StageResult
 from cuship.gpurun.wheels import LocalWheels, WheelChoice, choose, read_wheels
 from cuship.machine import Fingerprint
 
-__all__ = ["GpuRunRequest", "gpu_run", "machine_json", "require_gpu"]
+__all__ = ["GpuRunRequest", "gpu_run", "gpu_run_request", "machine_json", "require_gpu"]
 
 SUMMARY = "gpu-run.json"
 
@@ -58,6 +58,53 @@ class GpuRunRequest:
     profile: str | None = None  # "ncu": the bench stage runs with --profile ncu
     skip_sanitize: bool = False
     skip_ptx: bool = False  # no check-ptx stage (the quick check under CUDA_FORCE_PTX_JIT=1)
+
+
+def _split(args: Sequence[Path], wheels: Sequence[Path]) -> tuple[Path, tuple[Path, ...]]:
+    """PATH and the wheels: extra ``.whl`` arguments are wheels (``--wheels dist/*.whl``)."""
+    more = tuple(a for a in args if a.name.endswith(".whl"))
+    paths = [a for a in args if not a.name.endswith(".whl")]
+    if len(paths) > 1:
+        shown = ", ".join(repr(str(p)) for p in paths)
+        raise UsageError(f"one project PATH, got {shown}", hint="cuship gpu-run PATH --wheels DIR")
+    if not wheels:
+        raise UsageError(
+            "--wheels is required", hint="cuship gpu-run PATH --wheels DIR (or wheel files)"
+        )
+    return (paths[0] if paths else Path()), (*wheels, *more)
+
+
+def gpu_run_request(
+    args: Sequence[Path],
+    *,
+    wheels: Sequence[Path],
+    results: Path,
+    in_place: bool = False,
+    python: str | None = None,
+    venv: Path | None = None,
+    skip_bench: bool = False,
+    profile: str | None = None,
+    skip_sanitize: bool = False,
+    skip_ptx: bool = False,
+) -> GpuRunRequest:
+    """The request ``cuship gpu-run ARGS`` makes, or a UsageError: one project PATH among
+    ``args`` (the ``.whl`` files among them join ``wheels``), ``--wheels`` given, and
+    ``--venv`` and ``--in-place`` not both."""
+    if in_place and venv is not None:
+        raise UsageError("--venv and --in-place exclude each other", hint="pick one")
+    path, wheel_inputs = _split(args, wheels)
+    return GpuRunRequest(
+        path=path,
+        wheels=wheel_inputs,
+        results=results,
+        in_place=in_place,
+        python=python,
+        venv=venv,
+        skip_bench=skip_bench,
+        profile=profile,
+        skip_sanitize=skip_sanitize,
+        skip_ptx=skip_ptx,
+    )
 
 
 def interpreter_path(python: str | None) -> str:
@@ -92,7 +139,7 @@ def machine_json(fp: Fingerprint) -> dict[str, Any]:
         ],
         "gpu_source": fp.gpu_source,
         "gpu_faked": fp.gpu_source == "override",
-        "driver": fp.driver_version,
+        "driver_version": fp.driver_version,
         "driver_cuda": fp.driver_cuda,
         "toolkit": fp.toolkit.version if fp.toolkit else None,
         "torch": fp.torch.version if fp.torch else None,

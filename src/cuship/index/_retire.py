@@ -8,16 +8,22 @@ records its own. Before its first change an update writes the record *in progres
 will delete (``previous``) and what it retires (``retired``). A run killed after that is
 completed by the rerun, which finds the record in progress and carries its ``retired`` on, so
 it ends with the bytes of a run never killed; a run that changes nothing writes nothing.
+
+A rebuild (the whole tree rendered anew and swapped in) gives the same grace:
+:func:`carry_over` links into the new tree what the old one published and the new one no
+longer has, and records it as retired, so the next run deletes it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["RETIRED", "Retired"]
+__all__ = ["RETIRED", "Retired", "carry_over"]
 
 RETIRED = "cuship-retired.json"
 
@@ -81,3 +87,53 @@ def _paths(value: object) -> list[str]:
         raise TypeError("a list of paths")
     # Only paths inside the site: nothing absolute, no part that climbs out or is hidden
     return [p for p in value if p and not p.startswith("/") and ".." not in p.split("/")]
+
+
+def _files(root: Path) -> Iterable[str]:
+    """The files and symbolic links under ``root``, as paths relative to it."""
+    for top, dirs, files in os.walk(root):
+        rel = os.path.relpath(top, root)
+        for name in (*files, *(d for d in dirs if (Path(top) / d).is_symlink())):
+            yield name if rel == "." else f"{rel}/{name}"
+
+
+def _gone_root(rel: str, new: Path) -> str:
+    """The topmost part of ``rel`` that the new tree lacks: a whole page's or sub-index's
+    folder is retired as one path, as an update retires it."""
+    parts = rel.split("/")
+    for depth in range(1, len(parts)):
+        head = "/".join(parts[:depth])
+        if not os.path.lexists(new / head):
+            return head
+    return rel
+
+
+def _link(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if source.is_symlink():
+        target.symlink_to(source.readlink())
+        return
+    try:
+        os.link(source, target)
+    except OSError:  # another filesystem, or links not allowed: a copy keeps the bytes
+        shutil.copy2(source, target)
+
+
+def carry_over(old: Path, new: Path) -> frozenset[str]:
+    """Link into ``new`` every file of the published tree ``old`` that ``new`` lacks (but what
+    ``old``'s record had already retired: its grace is over), write the record of them in
+    ``new``, and return the retired paths."""
+    due = Retired.read(old).due
+    missing = [
+        rel
+        for rel in _files(old)
+        if rel != RETIRED
+        and not any(rel == d or rel.startswith(f"{d}/") for d in due)
+        and not os.path.lexists(new / rel)
+    ]
+    retired = {_gone_root(rel, new) for rel in missing}  # before any link makes folders
+    for rel in missing:
+        _link(old / rel, new / rel)
+    if retired:
+        (new / RETIRED).write_bytes(Retired(retired=frozenset(retired)).encoded())
+    return frozenset(retired)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuship.errors import InputError
+from cuship.errors import CheckFailed, InputError
 from cuship.events import Emit, Event
 from cuship.index._cache import FileStamp, ScanCache, record_text
 from cuship.index._pool import DIR_MODE, FILE_MODE, map_spread
@@ -48,6 +48,8 @@ Describe = Callable[[Path], Mapping[str, object]]
 # Why os.link may fail where a copy still works: another filesystem, a filesystem without hard
 # links or a protected source, too many links, a file gone meanwhile (the copy words that)
 _LINK_REFUSED = frozenset({errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOENT, errno.EACCES})
+
+_NAMED = 5  # bad wheels named in the error; the rest are in the warnings
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,7 +90,26 @@ class IndexSummary:
     kept: int = 0
     rewritten: int | None = None
 
-    def as_dict(self) -> dict[str, object]:
+    @property
+    def bad_wheels(self) -> tuple[Skipped, ...]:
+        """The files skipped that are named like wheels (a failure, not a note)."""
+        return tuple(s for s in self.skipped if s.bad_wheel)
+
+    def check_bad_wheels(self) -> None:
+        """Raise :class:`CheckFailed` when a file named like a wheel could not be indexed: the
+        index was written without it, and a release job must not pass unnoticed."""
+        bad = self.bad_wheels
+        if not bad:
+            return
+        named = ", ".join(f"{s.path.name!r} ({s.reason})" for s in bad[:_NAMED])
+        raise CheckFailed(
+            f"{len(bad)} wheel(s) could not be indexed: {named}"
+            + (" ..." if len(bad) > _NAMED else "")
+            + "; the index was written without them",
+            hint="fix or remove them, or pass --skip-bad to accept an index without them",
+        )
+
+    def to_json(self) -> dict[str, object]:
         return {
             "site": str(self.site),
             "wheels": self.wheels,

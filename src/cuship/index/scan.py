@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple, Union, cast
 
 from packaging.version import InvalidVersion, Version
 
+from cuship._format import size_text
 from cuship._fs import (
     NotRegular,
     file_kind,
@@ -727,7 +728,7 @@ def _read_fd(fd: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
-_LIMIT_TEXT = f"{METADATA_LIMIT // (1024 * 1024)} MiB"
+_LIMIT_TEXT = size_text(METADATA_LIMIT)
 
 
 def _metadata_from(

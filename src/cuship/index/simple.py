@@ -44,6 +44,7 @@ from cuship.index._pool import (
     workers_available,
     write_trees,
 )
+from cuship.index._retire import carry_over
 from cuship.index._shared import (
     DIR_MODE,
     FILE_MODE,
@@ -100,7 +101,8 @@ def write(
     an atomic rename, in an order that never shows a link to a file not yet there (see
     :mod:`cuship.index.update`). A new site, an older schema, or ``rebuild`` renders the whole
     tree beside ``out`` and swaps it in as one step. Either way a failure at any point leaves
-    an index that pip can read, and a rerun completes the work.
+    an index that pip can read, and a rerun completes the work, and what the index stops
+    listing stays published, unlisted, until the next run (``cuship-retired.json``).
 
     Without ``keep_existing`` the index lists exactly the given wheels; with it, the wheels it
     listed stay (at their earlier URLs and with their yanks; a given wheel of the same
@@ -160,7 +162,7 @@ def write(
         f"({how}; {summary.hashed} files read, {summary.cached} from cache, "
         f"{len(summary.variants)} variants)"
     )
-    emit(Event(level="info", topic="index", message=message, data=summary.as_dict()))
+    emit(Event(level="info", topic="index", message=message, data=summary.to_json()))
     return summary
 
 
@@ -176,6 +178,8 @@ def _rebuild(
     staging = _fs.staging_dir(out, mode=DIR_MODE)
     try:
         summary, scanned, marks = _build(given, out, staging, options, cache, emit)
+        if out.is_dir():
+            carry_over(out, staging)
         _fs.exchange(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

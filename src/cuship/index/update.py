@@ -294,7 +294,8 @@ class _Plan:
 
 def _removed(out: Path, plans: Sequence[_Plan], gone: Iterable[str]) -> set[str]:
     """What this run stops listing, as paths of the site: wheels and their files, the pages of
-    projects dropped from an index, the sub-indexes no longer there."""
+    projects dropped from an index, the sub-indexes no longer there, and the wheel file of one
+    the index now links at a ``--base-url`` (its metadata stays: the site still serves it)."""
     found: set[str] = set(gone)
     for plan in plans:
         labels_now = set(variant_labels(plan.rows))
@@ -303,10 +304,15 @@ def _removed(out: Path, plans: Sequence[_Plan], gone: Iterable[str]) -> set[str]
         found.update(
             f"{label}/simple/{plan.project}" for label in set(variant_labels(plan.old)) - labels_now
         )
-        listed = {row.filename for row in plan.rows}
+        listed = {row.filename: row for row in plan.rows}
         for row in plan.old:
-            if row.filename not in listed and row.base is None:
+            now = listed.get(row.filename)
+            if row.base is not None:
+                continue
+            if now is None:
                 found.update(_wheel_files(row))
+            elif now.base is not None:
+                found.add(f"files/{row.filename}")
     return {rel for rel in found if os.path.lexists(out / rel)}
 
 

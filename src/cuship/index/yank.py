@@ -3,19 +3,31 @@
 A yank entry names either a wheel filename (``pkg-1.0-py3-none-any.whl``) or a release
 (``pkg==1.0``, every file of that version). A yank file holds one entry per line, optionally
 followed by whitespace and a reason; blank lines and ``#`` comments are ignored.
+
+:func:`index_request` checks what a ``cuship index`` run asks for (wheels, yanks set and
+lifted) before anything is read or written.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from cuship.errors import InputError
+from cuship.errors import InputError, UsageError
 from cuship.wheel.read.filename import canonical_name
 
-__all__ = ["kept_yank", "parse_yank_lines", "read_yank_file", "spec_project", "yank_reason"]
+__all__ = [
+    "IndexRequest",
+    "index_request",
+    "kept_yank",
+    "parse_yank_lines",
+    "read_yank_file",
+    "spec_project",
+    "yank_reason",
+]
 
 
 def _key(spec: str, source: str) -> str:
@@ -100,3 +112,52 @@ def kept_yank(
     if filename in unyanks or f"{project}=={version}" in unyanks:
         return None
     return stored
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexRequest:
+    """The inputs of :func:`~cuship.index.write`: files and directories given, normalised yank
+    entries (spec → reason), the entries whose yank is lifted, and whether to keep what the
+    index already lists."""
+
+    inputs: tuple[Path, ...]
+    yanked: Mapping[str, str]
+    unyanked: frozenset[str]
+    keep_existing: bool
+
+
+def _yanks(yanks: Iterable[str], yank_file: Path | None) -> dict[str, str]:
+    """``--yank SPEC[:REASON]`` entries, then the yank file's (a spec holds no ``:``)."""
+    found = parse_yank_lines((y.replace(":", " ", 1) for y in yanks), source="--yank")
+    if yank_file is not None:
+        found.update(read_yank_file(yank_file))
+    return found
+
+
+def index_request(
+    inputs: Iterable[Path],
+    *,
+    yanks: Iterable[str] = (),
+    yank_file: Path | None = None,
+    unyanks: Iterable[str] = (),
+    keep_existing: bool = False,
+) -> IndexRequest:
+    """The request of ``cuship index``; :class:`UsageError` when it asks nothing, lifts a yank
+    without keeping the wheels it is on, or both yanks and lifts one entry."""
+    given = tuple(inputs)
+    yanked = _yanks(yanks, yank_file)
+    unyanked = frozenset(parse_yank_lines(unyanks, source="--unyank"))
+    if unyanked and not keep_existing:
+        raise UsageError(
+            "--unyank changes the yanks of kept wheels: it needs --keep-existing",
+            hint="without --keep-existing a yank lasts while --yank/--yank-file names it",
+        )
+    if both := sorted(unyanked & set(yanked)):
+        raise UsageError(f"{both[0]!r} is both yanked and unyanked", hint="name it once")
+    if not given and not (keep_existing and (yanked or unyanked)):
+        raise UsageError(
+            "no wheels given",
+            hint="pass wheel files, directories or --wheels-dir (or --keep-existing with "
+            "--yank/--unyank to change only yanks)",
+        )
+    return IndexRequest(inputs=given, yanked=yanked, unyanked=unyanked, keep_existing=keep_existing)

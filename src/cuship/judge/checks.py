@@ -317,7 +317,7 @@ def cuda(j: Judging) -> None:
                 "checked against one",
             )
         return
-    if j.offer.driver is None and j.offer.driver_cuda is None:
+    if j.offer.driver_version is None and j.offer.driver_cuda is None:
         first = next(iter(needs))
         j.add(
             "cuda",
@@ -352,7 +352,7 @@ def jit_driver(j: Judging) -> None:
         return
     runs = driver_runs(
         cuda,
-        driver=j.offer.driver,
+        driver_version=j.offer.driver_version,
         driver_cuda=j.offer.driver_cuda,
         jit=True,
         compat=j.compat,

@@ -75,7 +75,7 @@ def gpu_coverage(
 def driver_runs(
     cuda: Version,
     *,
-    driver: str | None,
+    driver_version: str | None,
     driver_cuda: str | None,
     jit: bool,
     compat: Compat,
@@ -86,9 +86,9 @@ def driver_runs(
     minimum; otherwise minor-version compatibility within the major applies.
     """
     wanted = f"{cuda.major}.{cuda.minor}"
-    if driver is not None:
+    if driver_version is not None:
         try:
-            return compat.driver_supports(driver, wanted, minor_compat=not jit)
+            return compat.driver_supports(driver_version, wanted, minor_compat=not jit)
         except UsageError:
             pass  # a toolkit or driver the data does not know: fall back to the CUDA version
     if driver_cuda is None:

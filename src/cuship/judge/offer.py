@@ -53,7 +53,7 @@ class Offer:
     library checks are then said not to have run)."""
 
     gpus: tuple[tuple[str, str | None], ...] = ()  # (name, compute capability)
-    driver: str | None = None
+    driver_version: str | None = None
     driver_cuda: str | None = None
     torch: TorchBuild | None = None
     libraries: CudaLibraries | None = None
@@ -63,13 +63,13 @@ class Offer:
     @property
     def has_driver(self) -> bool:
         """Whether an NVIDIA driver (libcuda) is here: a GPU or a driver version is known."""
-        return bool(self.gpus) or self.driver is not None or self.driver_cuda is not None
+        return bool(self.gpus) or self.driver_version is not None or self.driver_cuda is not None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "gpus": [{"name": name, "cc": cc} for name, cc in self.gpus],
             "gpu_source": self.gpu_source,
-            "driver": self.driver,
+            "driver_version": self.driver_version,
             "driver_cuda": self.driver_cuda,
             "torch": None if self.torch is None else self.torch.to_json(),
             "libraries": None if self.libraries is None else self.libraries.to_json(),
@@ -90,7 +90,7 @@ def offer_of(fp: Fingerprint) -> Offer:
         )
     return Offer(
         gpus=tuple((gpu.name, gpu.cc) for gpu in fp.gpus),
-        driver=fp.driver_version,
+        driver_version=fp.driver_version,
         driver_cuda=fp.driver_cuda,
         torch=torch,
         libraries=fp.cuda_libs,

@@ -60,7 +60,7 @@ class Judging:
     def runs_major(self, major: int) -> bool | None:
         return driver_runs(
             Version(str(major)),
-            driver=self.offer.driver,
+            driver_version=self.offer.driver_version,
             driver_cuda=self.offer.driver_cuda,
             jit=False,
             compat=self.compat,
@@ -72,10 +72,10 @@ class Judging:
 
     def driver_text(self) -> str:
         offer = self.offer
-        if offer.driver and offer.driver_cuda:
-            return f"driver {offer.driver} runs CUDA {offer.driver_cuda} at most"
-        if offer.driver:
-            return f"driver {offer.driver} is too old"
+        if offer.driver_version and offer.driver_cuda:
+            return f"driver {offer.driver_version} runs CUDA {offer.driver_cuda} at most"
+        if offer.driver_version:
+            return f"driver {offer.driver_version} is too old"
         return f"the driver runs CUDA {offer.driver_cuda} at most"
 
     def family_minimum(self, major: int) -> str | None:

@@ -12,8 +12,8 @@ PTX serves; ``cuda_version_lower_bound`` the oldest CUDA major of the runtimes i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from cuship.wheel.variant import (
     check_label,
     default_label,
     dumps,
+    read_wheel_variant,
     split_variant,
     variant_document,
 )
@@ -33,7 +34,14 @@ from cuship.wheel.variant import (
 if TYPE_CHECKING:
     from cuship.config import VariantsSection
 
-__all__ = ["make_variant", "properties", "publish_configured", "publish_variants"]
+__all__ = [
+    "VariantWheel",
+    "make_variant",
+    "properties",
+    "publish_configured",
+    "publish_variants",
+    "variant_file",
+]
 
 
 def _runs(device: Sequence[tuple[tuple[str, ...], tuple[str, ...]]], cc: str) -> bool:
@@ -134,6 +142,35 @@ def make_variant(
         replace(plan, extra=((VARIANT_JSON, dumps(document)),)),
         out_dir=out_dir,
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VariantWheel:
+    """The wheel given, its variant twin, and the ``variant.json`` the twin carries."""
+
+    input: Path
+    output: Path
+    variant: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, object]:
+        """``cuship variant --json``."""
+        return {"input": str(self.input), "output": str(self.output), "variant": self.variant}
+
+
+def variant_file(
+    wheel: Path,
+    *,
+    out_dir: Path,
+    label: str | None = None,
+    null: bool = False,
+    upper_bound: bool = False,
+) -> VariantWheel:
+    """:func:`make_variant` of a wheel file someone named (:class:`InputError` when there is
+    none), with the ``variant.json`` read back from the twin written."""
+    if not wheel.is_file():
+        raise InputError(f"{str(wheel)!r} is not a file", hint="pass a .whl file")
+    twin = make_variant(wheel, out_dir=out_dir, label=label, null=null, upper_bound=upper_bound)
+    return VariantWheel(input=wheel, output=twin, variant=read_wheel_variant(twin) or {})
 
 
 def publish_variants(

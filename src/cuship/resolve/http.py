@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 from cuship import __version__, _json, settings
+from cuship._format import size_text
 from cuship.errors import InputError, UsageError
 from cuship.events import Emit, Event, discard
 
@@ -147,14 +148,10 @@ def _user_agent() -> str:
     return f"cuship/{__version__}"
 
 
-def _size_text(size: int) -> str:
-    return f"{size / _MiB:g} MiB" if size >= _MiB else f"{size} bytes"
-
-
 def _too_large(url: str, limit: int, size: int | None = None) -> TooLarge:
-    found = f"is {_size_text(size)}, larger than" if size is not None else "is larger than"
+    found = f"is {size_text(size)}, larger than" if size is not None else "is larger than"
     return TooLarge(
-        f"{url!r} {found} {_size_text(limit)}, the most cuship reads from an index; "
+        f"{url!r} {found} {size_text(limit)}, the most cuship reads from an index; "
         "refusing it (nothing past that was read)",
         hint="a simple index page or cuship manifest is never this large; check --index",
     )

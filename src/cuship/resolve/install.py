@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import packaging
 
@@ -25,6 +25,7 @@ from cuship.resolve.select import Resolution, Target, parse_requirement, select,
 from cuship.tools import find_tool
 
 __all__ = [
+    "IndexResolution",
     "InstallPlan",
     "Installer",
     "download_dir",
@@ -95,6 +96,21 @@ def interpreter_target(python: str, environ: Mapping[str, str]) -> tuple[str, tu
         ) from err
 
 
+class IndexResolution(NamedTuple):
+    """The project page an index answered and the resolution of its files
+    (``cuship resolve --json``)."""
+
+    page: IndexPage
+    resolution: Resolution
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "index": self.page.url,
+            "manifest": self.page.manifest,
+            **self.resolution.to_json(),
+        }
+
+
 def resolve_index(
     requirement: str,
     index: str,
@@ -102,11 +118,11 @@ def resolve_index(
     *,
     options: FetchOptions = DEFAULT_OPTIONS,
     emit: Emit = discard,
-) -> tuple[IndexPage, Resolution]:
+) -> IndexResolution:
     """Fetch the project page of ``requirement`` from ``index`` and judge its files."""
     req = parse_requirement(requirement)
     page = fetch_page(index, req.name, options=options, emit=emit)
-    return page, select(req, page.candidates, target, variants=page.variants)
+    return IndexResolution(page, select(req, page.candidates, target, variants=page.variants))
 
 
 def download_dir(environ: Mapping[str, str]) -> Path:
@@ -117,13 +133,15 @@ def download_dir(environ: Mapping[str, str]) -> Path:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InstallPlan:
-    """What ``cuship install`` will do: download ``url`` to ``wheel``, then run ``command``."""
+    """What ``cuship install`` will do: download ``url`` to ``wheel``, then run ``command``
+    (unless ``dry_run``: then it only says so)."""
 
     resolution: Resolution
     url: str
     sha256: str
     wheel: Path
     command: tuple[str, ...]
+    dry_run: bool = False
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -132,6 +150,7 @@ class InstallPlan:
             "sha256": self.sha256,
             "wheel": str(self.wheel),
             "command": list(self.command),
+            "dry_run": self.dry_run,
         }
 
 
@@ -160,6 +179,7 @@ def plan_install(
     python: str,
     index: str,
     dest: Path,
+    dry_run: bool = False,
 ) -> InstallPlan:
     """The plan for the chosen file; nothing chosen is :class:`CheckFailed`."""
     chosen = resolution.chosen
@@ -180,7 +200,12 @@ def plan_install(
         index=index,
     )
     return InstallPlan(
-        resolution=resolution, url=chosen.candidate.url, sha256=sha, wheel=wheel, command=command
+        resolution=resolution,
+        url=chosen.candidate.url,
+        sha256=sha,
+        wheel=wheel,
+        command=command,
+        dry_run=dry_run,
     )
 
 

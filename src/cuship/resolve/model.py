@@ -197,7 +197,7 @@ class Target:
     tags: tuple[str, ...]
     python: str
     gpus: tuple[tuple[str, str], ...] = ()  # (name, compute capability)
-    driver: str | None = None
+    driver_version: str | None = None
     driver_cuda: str | None = None
     torch: str | None = None
     cxx11abi: bool | None = None
@@ -218,7 +218,7 @@ class Target:
             )
         return Offer(
             gpus=tuple(self.gpus),
-            driver=self.driver,
+            driver_version=self.driver_version,
             driver_cuda=self.driver_cuda,
             torch=torch,
             libraries=self.libraries,
@@ -231,7 +231,7 @@ class Target:
             "tags": list(self.tags[:6]),
             "tag_count": len(self.tags),
             "gpus": [{"name": n, "cc": cc} for n, cc in self.gpus],
-            "driver": self.driver,
+            "driver_version": self.driver_version,
             "driver_cuda": self.driver_cuda,
             "torch": self.torch,
             "cxx11abi": self.cxx11abi,
@@ -250,7 +250,7 @@ def target_of(
         tags=tuple(tags) if tags is not None else fp.tags,
         python=python or fp.python,
         gpus=tuple((g.name, g.cc) for g in fp.gpus if g.cc),
-        driver=fp.driver_version,
+        driver_version=fp.driver_version,
         driver_cuda=fp.driver_cuda,
         torch=fp.torch.version if fp.torch else None,
         cxx11abi=fp.torch.cxx11abi if fp.torch else None,

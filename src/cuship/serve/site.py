@@ -18,7 +18,6 @@ import http.server
 import io
 import ipaddress
 import os
-import resource
 import threading
 from dataclasses import dataclass, field
 from functools import partial
@@ -32,8 +31,9 @@ from cuship.errors import InputError
 from cuship.events import Emit, Event, Level, discard
 from cuship.serve._negotiate import HTML, JSON, LEGACY_HTML, choose
 from cuship.serve._server import MAX_HEAD, Address, BoundedServer, Reply, ServeLimits
+from cuship.serve.descriptors import within_descriptors
 
-__all__ = ["IndexServer", "RequestLog", "ServeLimits", "serve"]
+__all__ = ["IndexServer", "RequestLog", "ServeLimits", "serve", "site_labels"]
 
 _TYPES = {
     ".whl": "application/zip",
@@ -311,20 +311,10 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-def _within_descriptors(limits: ServeLimits, emit: Emit) -> ServeLimits:
-    """``limits`` with ``max_connections`` lowered to what this process may open."""
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    room = soft - limits.workers - 64 if soft != resource.RLIM_INFINITY else limits.max_connections
-    if limits.max_connections <= room:
-        return limits
-    message = f"serving at most {max(room, 1)} connections at once (open file limit {soft})"
-    emit(Event(level="debug", topic="serve", message=message))
-    return ServeLimits(
-        workers=limits.workers,
-        idle_timeout=limits.idle_timeout,
-        max_connections=max(room, 1),
-        backlog=limits.backlog,
-    )
+def site_labels(site: Path) -> tuple[str, ...]:
+    """The variant labels ``site`` has a sub-index for (``LABEL/simple/``), sorted."""
+    found = (p.parent.name for p in site.glob("*/simple") if p.parent.name != "files")
+    return tuple(sorted(found))
 
 
 def serve(
@@ -346,7 +336,7 @@ def serve(
     if not _is_loopback(host):
         message = f"serving {str(site)!r} on {host!r}, reachable beyond this machine"
         emit(Event(level="warning", topic="serve", message=message))
-    limits = _within_descriptors(limits or ServeLimits(), emit)
+    limits = within_descriptors(limits or ServeLimits(), emit)
     shared = _Shared(emit=emit, root=site.resolve(), limits=limits)
     respond = partial(_respond, shared)
     try:

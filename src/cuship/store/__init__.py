@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cuship import _json, settings
+from cuship._format import size_text
 from cuship.errors import InputError
 
 __all__ = ["DEFAULT_PATH", "ResultRow", "RunRecord", "Store", "store_path"]
@@ -211,8 +212,7 @@ class Store:
         if not isinstance(text, str | bytes):
             raise _bad_row(self.path, where, f"{column!r} is not text")
         if len(text) > MAX_FIELD:
-            size = f"{len(text) / (1 << 20):.1f} MiB"
-            limit = f"{MAX_FIELD >> 20} MiB"
+            size, limit = size_text(len(text)), size_text(MAX_FIELD)
             raise _bad_row(self.path, where, f"{column!r} is {size}, more than the {limit} read")
         try:
             value = _json.loads(text)

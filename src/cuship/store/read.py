@@ -43,6 +43,30 @@ class StoredRun:
     run: RunRecord
     results: tuple[ResultRow, ...]
 
+    def to_json(self) -> dict[str, object]:
+        """One run of ``cuship report --format json``: the run and every result row."""
+        r = self.run
+        return {
+            "id": r.id,
+            "kind": r.kind,
+            "started": r.started,
+            "finished": r.finished,
+            "project": r.project,
+            "verdict": r.verdict,
+            "cuship_version": r.cuship_version,
+            "meta": dict(r.meta),
+            "fingerprint": dict(r.fingerprint),
+            "results": [
+                {
+                    "key": row.key,
+                    "status": row.status,
+                    "numbers": dict(row.numbers),
+                    "payload": dict(row.payload),
+                }
+                for row in self.results
+            ],
+        }
+
     def counts(self) -> Mapping[str, int]:
         out: dict[str, int] = {}
         for row in self.results:

@@ -6,7 +6,6 @@ import datetime as dt
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from typing import Any
 
 from cuship.check.report.render import render_junit
 from cuship.check.report.results import CheckReport, GroupResult
@@ -55,30 +54,7 @@ def _text(runs: Sequence[StoredRun]) -> str:
 
 
 def _json(runs: Sequence[StoredRun]) -> str:
-    document: list[dict[str, Any]] = [
-        {
-            "id": s.run.id,
-            "kind": s.run.kind,
-            "started": s.run.started,
-            "finished": s.run.finished,
-            "project": s.run.project,
-            "verdict": s.run.verdict,
-            "cuship_version": s.run.cuship_version,
-            "meta": dict(s.run.meta),
-            "fingerprint": dict(s.run.fingerprint),
-            "results": [
-                {
-                    "key": r.key,
-                    "status": r.status,
-                    "numbers": dict(r.numbers),
-                    "payload": dict(r.payload),
-                }
-                for r in s.results
-            ],
-        }
-        for s in runs
-    ]
-    return json.dumps(document, indent=2) + "\n"
+    return json.dumps([s.to_json() for s in runs], indent=2) + "\n"
 
 
 def _junit(runs: Sequence[StoredRun]) -> str:

@@ -15,9 +15,12 @@ from collections.abc import Mapping
 from cuship.events import Emit, discard
 from cuship.toolkit.cache import (
     Installed,
+    Listed,
+    Listing,
     WheelFile,
     cached,
     index_url,
+    listing,
     read_installed,
     toolkit_prefix,
     toolkits_root,
@@ -36,6 +39,8 @@ __all__ = [
     "Catalog",
     "InstallResult",
     "Installed",
+    "Listed",
+    "Listing",
     "ToolkitRelease",
     "Unavailable",
     "WheelComponent",
@@ -45,12 +50,19 @@ __all__ = [
     "ensure",
     "index_url",
     "install",
+    "list_toolkits",
     "nvcc_version",
     "read_installed",
     "runner_hint",
     "toolkit_prefix",
     "toolkits_root",
 ]
+
+
+def list_toolkits(environ: Mapping[str, str]) -> Listing:
+    """The releases cuship can assemble and the toolkits in the cache of ``environ``
+    (:func:`toolkits_root`)."""
+    return listing(catalog(), toolkits_root(environ))
 
 
 def ensure(

@@ -12,15 +12,18 @@ from typing import Any
 from packaging.version import Version
 
 from cuship import settings
-from cuship.toolkit.catalog import ToolkitRelease, WheelComponent
+from cuship.toolkit.catalog import Catalog, ToolkitRelease, Unavailable, WheelComponent
 from cuship.toolkit.layout import MANIFEST
 
 __all__ = [
     "DEFAULT_INDEX",
     "Installed",
+    "Listed",
+    "Listing",
     "WheelFile",
     "cached",
     "index_url",
+    "listing",
     "read_installed",
     "toolkit_prefix",
     "toolkits_root",
@@ -135,3 +138,40 @@ def cached(root: Path, components: Sequence[WheelComponent] = ()) -> tuple[Insta
         return ()
     found = [read_installed(p, components) for p in root.iterdir() if p.is_dir()]
     return tuple(sorted((i for i in found if i is not None), key=lambda i: Version(i.cuda)))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Listed:
+    """A release cuship can assemble, and its toolkit in the cache when there is one."""
+
+    release: ToolkitRelease
+    cached: Installed | None
+
+    def to_json(self) -> dict[str, object]:
+        prefix = None if self.cached is None else str(self.cached.prefix)
+        return {**self.release.to_json(), "cached": prefix}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Listing:
+    """``cuship toolkit list``: the cache, every release PyPI supplies (cached or not), and
+    the CUDA majors it cannot."""
+
+    cache: Path
+    toolkits: tuple[Listed, ...]
+    unavailable: tuple[Unavailable, ...]
+
+    def to_json(self) -> dict[str, object]:
+        """``cuship toolkit list --json``."""
+        return {
+            "cache": str(self.cache),
+            "toolkits": [t.to_json() for t in self.toolkits],
+            "unavailable": [u.to_json() for u in self.unavailable],
+        }
+
+
+def listing(rows: Catalog, root: Path) -> Listing:
+    """The releases of ``rows`` with the toolkits cached under ``root``."""
+    have = {i.cuda: i for i in cached(root, rows.components)}
+    toolkits = tuple(Listed(release=r, cached=have.get(str(r.cuda))) for r in rows.releases)
+    return Listing(cache=root, toolkits=toolkits, unavailable=rows.unavailable)

@@ -23,6 +23,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from cuship import process, settings
+from cuship._format import size_text
 from cuship._fs import exchange, locked, recover, staging_dir
 from cuship.errors import (
     CheckFailed,
@@ -194,7 +195,7 @@ class _Count:
         self._lock = threading.Lock()
 
     def done(self, wheel: WheelFile, files: int, seconds: float) -> None:
-        status = f"{wheel.size / 1e6:.1f} MB, sha256 verified, {files} files unpacked"
+        status = f"{size_text(wheel.size)}, sha256 verified, {files} files unpacked"
         with self._lock:
             self.finished += 1
             self.emit(

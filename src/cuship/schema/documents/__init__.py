@@ -15,13 +15,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cuship._fs import write_json
-from cuship.schema.documents import build
+from cuship.schema.documents import bench, build, check, gpu_run, machine, packaging
 from cuship.schema.documents._parts import DRAFT, Schema
 
 __all__ = ["SCHEMA_DIR", "Schema", "document_schemas", "schema_file", "write_schemas"]
 
 SCHEMA_DIR = Path(__file__).parent.parent  # cuship/schema/, where the files are published
-_FAMILIES: tuple[dict[str, tuple[str, Callable[[], Schema]]], ...] = (build.DOCUMENTS,)
+_FAMILIES: tuple[dict[str, tuple[str, Callable[[], Schema]]], ...] = (
+    build.DOCUMENTS,
+    check.DOCUMENTS,
+    gpu_run.DOCUMENTS,
+    bench.DOCUMENTS,
+    machine.DOCUMENTS,
+    packaging.DOCUMENTS,
+)
 
 
 def schema_file(stem: str) -> str:

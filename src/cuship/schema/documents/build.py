@@ -9,11 +9,10 @@ from typing import get_args
 from cuship.builder.host.interpreters import Source
 from cuship.builder.run.batch import Status
 from cuship.builder.run.smoke import SmokeEnv
-from cuship.check.report.results import Status as CheckStatus
-from cuship.check.report.results import Verdict
 from cuship.schema.documents._parts import Schema, array, closed, enum, maybe, of
-from cuship.wheel.audit import ROLES
-from cuship.wheel.torchabi import TORCH_ABIS
+from cuship.schema.documents._wheel import wheel_report
+from cuship.schema.documents.check import check_report
+from cuship.schema.documents.packaging import index_summary
 
 __all__ = ["DOCUMENTS", "build_schema", "ship_schema"]
 
@@ -47,110 +46,11 @@ def _nvcc() -> Schema:
     return maybe(calls, "What cuship's nvcc compiled; null when the build did not use it.")
 
 
-def _torch_facts() -> Schema:
-    return closed(
-        "The torch ABI of the object and the evidence for it.",
-        {
-            "abi": enum(TORCH_ABIS, "What it asks of torch: `none`, `stable` or `exact`."),
-            "libraries": array("The libtorch*/libc10* libraries it needs (DT_NEEDED)."),
-            "cxx_symbols": of("integer", "Undefined c10/at/torch/caffe2 C++ symbols.", minimum=0),
-            "shim_symbols": of("integer", "Undefined symbols of torch's stable C shim.", minimum=0),
-            "example": maybe(of("string", ""), "One symbol that decided the ABI."),
-            "reason": of("string", "Why, in one line."),
-            "cxx11": maybe(
-                of("boolean", ""), "true: it imports `std::__cxx11` names; null: not known."
-            ),
-        },
-    )
-
-
-def _version_need() -> Schema:
-    return closed(
-        "The symbols imported at one version of one library.",
-        {
-            "library": of("string", "The library (`libc.so.6`)."),
-            "version": of("string", "The version (`GLIBC_2.34`)."),
-            "symbols": array("The symbols imported at that version."),
-        },
-    )
-
-
-def _shared_object() -> Schema:
-    return closed(
-        "One ELF shared object in the wheel.",
-        {
-            "path": of("string", "Its path inside the wheel."),
-            "role": enum(ROLES, "What it is to the package (`vendor`: a bundled NVIDIA library)."),
-            "size": of("integer", "Its size in bytes.", minimum=0),
-            "machine": of("string", "Its ELF machine (`EM_X86_64`)."),
-            "soname": maybe(of("string", ""), "Its DT_SONAME; null when it has none."),
-            "needed": array("Its DT_NEEDED libraries."),
-            "sass": array("The SASS archs the CUDA runtime loads from it (`90`, `100a`)."),
-            "ptx": array("The PTX archs the CUDA runtime loads from it."),
-            "lto": array("The LTO-IR archs in its fatbinary."),
-            "ptx_compressed": of("boolean", "Its PTX is compressed."),
-            "sass_compressed": of("boolean", "Its SASS is compressed."),
-            "fatbin_size": of("integer", "Bytes of its `.nv_fatbin` section.", minimum=0),
-            "entries": of("integer", "Fatbinary entries.", minimum=0),
-            "containers": of("integer", "Fatbinary containers.", minimum=0),
-            "torch_abi": enum(TORCH_ABIS, "Its torch ABI (`torch.abi`)."),
-            "torch": _torch_facts(),
-            "versions": array("The symbol versions it needs.", _version_need()),
-            "relocatable": array("Relocatable device code kept for a device link (`sm_90`)."),
-        },
-    )
-
-
-def _torch_pin() -> Schema:
-    pin = closed(
-        "What the wheel's torch requirement admits.",
-        {
-            "requirement": of("string", "The requirement as written (`torch==2.13.*`)."),
-            "exact": maybe(of("string", ""), "The one torch X.Y it admits, if only one."),
-            "minimum": maybe(of("string", ""), "The lowest torch X.Y it admits, if it names one."),
-        },
-    )
-    return maybe(pin, "Its Requires-Dist on torch; null when it has none.")
-
-
-def _wheel_report() -> Schema:
-    variant = of("object", "", additionalProperties={"type": "object"})
-    return closed(
-        "The wheel's inspection (`cuship inspect WHEEL --json`).",
-        {
-            "path": of("string", "The wheel's path."),
-            "filename": of("string", "The wheel's file name."),
-            "name": of("string", "The project name, as in the file name."),
-            "version": of("string", "The version, local label included."),
-            "local": maybe(of("string", ""), "The local version label (`cu130`), if any."),
-            "tags": array("Its compatibility tags, sorted."),
-            "size": of("integer", "The wheel's size in bytes.", minimum=0),
-            "sass": array("The SASS archs of its own objects (not bundled NVIDIA libraries)."),
-            "ptx": array("The PTX archs of its own objects."),
-            "extensions": array("Every shared object in it.", _shared_object()),
-            "bundled_libs": array(
-                "Its shared libraries that are not extension modules (in `*.libs/` or named "
-                "`lib*.so*`), by path."
-            ),
-            "bundled_cuda_libs": array("Those of them that are CUDA libraries."),
-            "torch_abi": enum(TORCH_ABIS, "The strictest torch ABI of its shared objects."),
-            "torch_requirement": _torch_pin(),
-            "torch_built": maybe(
-                of("string", ""), "The torch X.Y it was built against, when known."
-            ),
-            "nvidia_requirements": array(
-                "Its Requires-Dist entries that install NVIDIA libraries."
-            ),
-            "variant": maybe(variant, "A variant wheel's variants (label: properties); else null."),
-        },
-    )
-
-
 def _result() -> dict[str, Schema]:
     """The keys a job has when it made a wheel (:meth:`JobResult.to_json`)."""
     return {
         "wheel": of("string", "The wheel's path (under `failed/` when the job failed)."),
-        "report": _wheel_report(),
+        "report": wheel_report(),
         "seconds": of("number", "How long the job took, in seconds.", minimum=0),
         "python": _python(),
         "smoke": maybe(
@@ -205,72 +105,13 @@ def build_schema() -> Schema:
 
 
 def _check() -> Schema:
-    """The quick check's report at its top level; its lists hold ``cuship check``'s own
-    objects, left open here."""
-    counts = closed(
-        "Groups by status.",
-        {s: of("integer", f"Groups {s}.", minimum=0) for s in get_args(CheckStatus)},
-    )
-    open_items = {"type": "object"}
-    report = closed(
-        "The quick check's report (`cuship check --format json`).",
-        {
-            "target": of("string", "The project path the check ran on."),
-            "device": of("string", "The device it ran on (`cpu`)."),
-            "seed": of("integer", "The inputs' random seed."),
-            "quick": of("boolean", "Only each op's quick cases ran."),
-            "force_ptx": of("boolean", "The `cuda` engine ran with `CUDA_FORCE_PTX_JIT=1`."),
-            "jit": array("Which PTX each GPU JIT-compiled, for which shared object."),
-            "env": of(
-                "object", "The code variables the run had.", additionalProperties={"type": "string"}
-            ),
-            "started": of("number", "When it started (seconds since the epoch)."),
-            "finished": of("number", "When it finished (seconds since the epoch)."),
-            "verdict": enum(get_args(Verdict), "The outcome of the whole run."),
-            "exit_code": of("integer", "The exit code `cuship check` would give."),
-            "counts": counts,
-            "provenance": maybe(
-                {"type": "object"}, "Where the project's packages were imported from, if traced."
-            ),
-            "unavailable": array("Engines whose modules did not import.", open_items),
-            "groups": array("One result per op, engine and dtype, with its cases.", open_items),
-            "regressions": array("Groups worse than their baseline.", open_items),
-            "gate_regressions": of("boolean", "Regressions fail the run."),
-            "sanitize": array("One pass per compute-sanitizer tool.", open_items),
-        },
-    )
+    """The quick check's report, as ``cuship check --format json`` prints it."""
+    report = check_report("The quick check's report (`cuship check --format json`).")
     return maybe(report, report["description"] + " Null with `--no-check`.")
 
 
 def _index() -> Schema:
-    skipped = closed(
-        "A file given but not indexed.",
-        {
-            "path": of("string", "The file."),
-            "reason": of("string", "Why it was not indexed."),
-            "bad_wheel": of("boolean", "It is named like a wheel (a failure, not a note)."),
-        },
-    )
-    count = "integer"
-    summary = closed(
-        "What writing the index did.",
-        {
-            "site": of("string", "The index's directory."),
-            "wheels": of(count, "Wheels it lists.", minimum=0),
-            "projects": of(count, "Projects it lists.", minimum=0),
-            "variants": array("The local labels (variants) of its wheels."),
-            "skipped": array("Files given but not indexed.", skipped),
-            "hashed": of(count, "Wheels hashed by this run.", minimum=0),
-            "cached": of(count, "Wheels whose hashes were reused.", minimum=0),
-            "base_url": maybe(of("string", ""), "The URL the index is served at, if given."),
-            "kept": of(count, "Wheels kept from the index already there.", minimum=0),
-            "rewritten": maybe(
-                of(count, "", minimum=0),
-                "Projects an update in place rewrote; null when the whole tree was rendered.",
-            ),
-        },
-    )
-    return maybe(summary, "What writing the index did; null when no wheel was built.")
+    return maybe(index_summary(), "What writing the index did; null when no wheel was built.")
 
 
 def _install() -> Schema:

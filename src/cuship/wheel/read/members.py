@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     import hashlib
 
 from cuship import settings
+from cuship._format import size_text
 from cuship.errors import InputError
 
 __all__ = [
@@ -108,10 +109,6 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-def _size_text(size: int) -> str:
-    return f"{size / _MiB:.1f} MiB" if size >= _MiB else f"{size} bytes"
-
-
 def check_member(info: zipfile.ZipInfo, source: str, limits: MemberLimits) -> None:
     """Refuse ``info`` (of the wheel ``source``) when its name escapes or its declared size or
     ratio is over ``limits``: :class:`UnsafeMember`, before anything is inflated."""
@@ -125,15 +122,15 @@ def check_member(info: zipfile.ZipInfo, source: str, limits: MemberLimits) -> No
         )
     if info.file_size > limits.size:
         raise UnsafeMember(
-            f"{where!r} declares {_size_text(info.file_size)} inflated, over the "
-            f"{_size_text(limits.size)} a wheel member may have; refused, nothing inflated",
+            f"{where!r} declares {size_text(info.file_size)} inflated, over the "
+            f"{size_text(limits.size)} a wheel member may have; refused, nothing inflated",
             hint=f"a real shared object is smaller; {settings.WHEEL_MEMBER_LIMIT} raises the limit",
         )
     compressed = max(info.compress_size, 1)
     if info.file_size > _RATIO_FLOOR and info.file_size > limits.ratio * compressed:
         raise UnsafeMember(
             f"{where!r} inflates {info.file_size // compressed} times "
-            f"({_size_text(info.compress_size)} to {_size_text(info.file_size)}), over the "
+            f"({size_text(info.compress_size)} to {size_text(info.file_size)}), over the "
             f"{limits.ratio}:1 a real file reaches (a zip bomb); refused, nothing inflated",
             hint="rebuild the wheel; real shared objects compress a few times at most",
         )
@@ -147,7 +144,7 @@ def check_members(infos: Iterable[zipfile.ZipInfo], source: str, limits: MemberL
 
 def _overflow(where: str, bound: int) -> UnsafeMember:
     return UnsafeMember(
-        f"{where!r} inflates past {_size_text(bound)}, more than its central directory "
+        f"{where!r} inflates past {size_text(bound)}, more than its central directory "
         "declares (or the limit); refused, stopped there",
         hint="the wheel is damaged or hostile; fetch or build it again",
     )
@@ -214,8 +211,8 @@ def read_member(
     (a METADATA, a RECORD: read whole, so bounded tighter than a shared object)."""
     if info.file_size > most:
         raise UnsafeMember(
-            f"{source}:{info.filename!r} declares {_size_text(info.file_size)}, more than the "
-            f"{_size_text(most)} cuship reads of such a file; refused",
+            f"{source}:{info.filename!r} declares {size_text(info.file_size)}, more than the "
+            f"{size_text(most)} cuship reads of such a file; refused",
             hint="rebuild the wheel with a standard build backend",
         )
     return b"".join(_chunks(archive, info, source, limits))

@@ -49,11 +49,23 @@ class RepairPlan:
 class RepairResult:
     """The repaired wheel, its report, and the excluded libraries its extensions link to."""
 
+    wheel: Path  # the wheel given
     output: Path
     report: WheelReport
     excluded_needed: tuple[str, ...]
     log: str
     reused: Path | None = None  # the kept repair it copied, when it ran no auditwheel
+
+    def to_json(self) -> dict[str, object]:
+        """``cuship repair --json``: the wheel given, the one written, its tags and libraries."""
+        return {
+            "input": str(self.wheel),
+            "output": str(self.output),
+            "tags": list(self.report.tags),
+            "excluded_needed": list(self.excluded_needed),
+            "bundled_libs": list(self.report.bundled_libs),
+            "bundled_cuda_libs": list(self.report.bundled_cuda_libs),
+        }
 
 
 def plan_repair(
@@ -165,7 +177,7 @@ def repair(
     if cache is not None and reused is None and not after.bundled_libs:
         _keep(cache, key, output)
     return RepairResult(
-        output=output, report=after, excluded_needed=excluded, log=log, reused=reused
+        wheel=wheel, output=output, report=after, excluded_needed=excluded, log=log, reused=reused
     )
 
 

@@ -34,11 +34,13 @@ from cuship.wheel.record import record_hash
 
 __all__ = [
     "RetagPlan",
+    "Retagged",
     "find_dist_info",
     "plan_retag",
     "public_plan",
     "record_hash",
     "retag",
+    "retag_file",
     "rewrite",
     "strip_label",
 ]
@@ -144,6 +146,27 @@ def retag(
         raise
     emit(Event(level="info", topic="retag", message=f"wrote {target}", data={"path": str(target)}))
     return target
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Retagged:
+    """The wheel given and the labelled copy :func:`retag_file` wrote of it."""
+
+    input: Path
+    output: Path
+
+    def to_json(self) -> dict[str, object]:
+        """``cuship retag --json``."""
+        return {"input": str(self.input), "output": str(self.output)}
+
+
+def retag_file(
+    wheel: Path, *, local: str, out_dir: Path | None = None, emit: Emit = discard
+) -> Retagged:
+    """:func:`retag` of a wheel file someone named (:class:`InputError` when there is none)."""
+    if not wheel.is_file():
+        raise InputError(f"{str(wheel)!r} does not exist", hint="pass a .whl file")
+    return Retagged(input=wheel, output=retag(wheel, local=local, out_dir=out_dir, emit=emit))
 
 
 def strip_label(wheel: Path, *, out_dir: Path, emit: Emit = discard) -> Path:
