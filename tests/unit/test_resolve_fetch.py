@@ -182,7 +182,7 @@ def test_a_large_download_is_told_by_megabytes_as_it_goes(
     candidate = Candidate(filename=big.name, url=big.as_uri(), sha256=sha, size=2_500_000)
     download(candidate, tmp_path / "dest", emit=events.append)
     told = [e.message for e in events if e.level == "progress"]
-    assert told == [f"[download {n}/3] {big.name}: MB" for n in (1, 2, 3)]
+    assert told == [f"[download {n}/3] {big.name}: MiB" for n in (1, 2, 3)]
     assert all(e.topic == "fetch" for e in events if e.level == "progress")
     events.clear()
     download(candidate, tmp_path / "quiet", emit=events.append, quiet=True)  # told by its caller

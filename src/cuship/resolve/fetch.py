@@ -395,24 +395,24 @@ def _sized(
         raise _oversized(c, limit) from err
 
 
-_MB = 10**6
-TOLD_FROM = 16 * _MB
+_MiB = 1 << 20
+TOLD_FROM = 16 * _MiB
 """Bytes a download must have (by the index) to be told as it goes; a smaller one takes a
 few chunks, and its line when done says enough."""
 
 
 def _told_bytes(c: Candidate, name: str, emit: Emit) -> Callable[[int], None] | None:
-    """Progress events (``fetch``, stage ``download``) by megabytes read, for a download the
+    """Progress events (``fetch``, stage ``download``) by MiB read, for a download the
     index says is large; the renderer picks which lines a log shows."""
     size = c.size
     if size is None or size < TOLD_FROM:
         return None
-    total = -(-size // _MB)
+    total = -(-size // _MiB)
 
     def told(read: int) -> None:
-        done = total if read >= size else read // _MB
+        done = total if read >= size else read // _MiB
         data = {"bytes": read, "size": size}
-        emit(progress("fetch", done, total, name, "MB", stage="download", data=data))
+        emit(progress("fetch", done, total, name, "MiB", stage="download", data=data))
 
     return told
 
@@ -430,7 +430,7 @@ def download(
     A file already in ``dest`` with the right hash is reused. No sha256 in the index: an
     :class:`InputError` (cuship installs only verified files). Mismatch: :class:`CheckFailed`.
     ``quiet``: the download is told at level ``debug`` (its caller reports its progress);
-    else one of :data:`TOLD_FROM` bytes or more is told as it goes, by megabytes read.
+    else one of :data:`TOLD_FROM` bytes or more is told as it goes, by MiB read.
     """
     name = _safe_name(candidate.filename)
     if candidate.refused:
