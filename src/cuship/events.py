@@ -28,6 +28,7 @@ __all__ = [
     "Event",
     "Level",
     "collect",
+    "count_of",
     "discard",
     "progress",
     "progress_interval",
@@ -130,15 +131,16 @@ def progress_interval(value: str | None) -> float | None:
     return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
-def _count(value: object) -> int:
+def count_of(value: object) -> int:
+    """A progress event's ``done``/``total``/``bad`` as a count (0 when it is not one)."""
     return value if isinstance(value, int) else 0
 
 
 def _always(data: Mapping[str, object]) -> bool:
     """An event every log shows: the last item, one that went wrong, the start or end of a
     build's job or a GPU run's stage (a ``phase``)."""
-    done, total = _count(data.get("done")), _count(data.get("total"))
-    went_wrong = bool(data.get("warn") or data.get("failed")) or _count(data.get("bad")) > 0
+    done, total = count_of(data.get("done")), count_of(data.get("total"))
+    went_wrong = bool(data.get("warn") or data.get("failed")) or count_of(data.get("bad")) > 0
     return went_wrong or done >= total or "phase" in data
 
 

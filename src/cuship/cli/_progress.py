@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from cuship import settings
 from cuship.cli._console import Console
-from cuship.events import INTERVAL, Cadence, Emit, Event, progress_interval
+from cuship.events import INTERVAL, Cadence, Emit, Event, count_of, progress_interval
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -96,10 +96,6 @@ class JobBoard:
 
     def summary(self) -> str:
         return f"jobs: {self.done} done · {len(self.running)} running · {self.left} left"
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) else 0
 
 
 class ProgressDisplay:
@@ -211,7 +207,7 @@ class ProgressDisplay:
         stage = str(data.get("stage") or "")
         name = f"{event.topic} {stage}".strip()
         said = f"{data['item']}: {data['status']}" if data.get("status") else str(data["item"])
-        done, total = _count(data["done"]), _count(data["total"])
+        done, total = count_of(data["done"]), count_of(data["total"])
         text, count = escape(f"{name}: {said}"), f"{done}/{total}"
         task = self._lines.get((event.topic, stage))
         if task is None:
