@@ -97,6 +97,12 @@ def _files(root: Path) -> Iterable[str]:
             yield name if rel == "." else f"{rel}/{name}"
 
 
+def _within(rel: str, paths: frozenset[str]) -> bool:
+    """``rel`` is one of ``paths`` or inside one of them (a look-up per part of ``rel``)."""
+    parts = rel.split("/")
+    return any("/".join(parts[:depth]) in paths for depth in range(1, len(parts) + 1))
+
+
 def _gone_root(rel: str, new: Path) -> str:
     """The topmost part of ``rel`` that the new tree lacks: a whole page's or sub-index's
     folder is retired as one path, as an update retires it."""
@@ -127,9 +133,7 @@ def carry_over(old: Path, new: Path) -> frozenset[str]:
     missing = [
         rel
         for rel in _files(old)
-        if rel != RETIRED
-        and not any(rel == d or rel.startswith(f"{d}/") for d in due)
-        and not os.path.lexists(new / rel)
+        if rel != RETIRED and not _within(rel, due) and not os.path.lexists(new / rel)
     ]
     retired = {_gone_root(rel, new) for rel in missing}  # before any link makes folders
     for rel in missing:
