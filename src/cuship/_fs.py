@@ -16,26 +16,19 @@ import hashlib
 import json
 import os
 import shutil
-import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from cuship.errors import InputError
+from cuship import _read
 from cuship.events import Emit, Event, discard
 
 __all__ = [
-    "NotRegular",
     "exchange",
     "file_identity",
-    "file_kind",
     "locked",
-    "open_regular",
-    "open_stated",
-    "read_regular",
     "recover",
-    "regular_problem",
     "sha256_file",
     "staging_dir",
     "umask",
@@ -50,100 +43,14 @@ def umask() -> int:
     """The process's umask, left as it is (Linux says it in /proc/self/status; elsewhere it is
     set and put back, which a thread creating files at that moment could see)."""
     try:
-        with open("/proc/self/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
+        for line in _read.read_bytes("/proc/self/status", _read.SYSTEM_FILE).splitlines():
+            if line.startswith(b"Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError, _read.Refused):
         pass
     old = os.umask(0o022)
     os.umask(old)
     return old
-
-
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-class NotRegular(InputError):
-    """A path cuship reads as a file (a wheel, a RECORD, an ELF object, a config) that is not a
-    regular file: reading a FIFO or a device could block forever or never end."""
-
-
-def file_kind(mode: int) -> str:
-    """What ``mode`` (``st_mode``) says the file is: ``a regular file``, ``a FIFO (named
-    pipe)``, ``a directory``, a device, a socket."""
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
-
-
-def regular_problem(path: Path | str) -> str | None:
-    """Why the file at ``path`` cannot be read as a file, or None: it does not exist, is a
-    dangling symlink or a symlink loop, or is a FIFO, device, socket or directory (said as
-    such; a FIFO is never opened)."""
-    where = Path(path)
-    try:
-        mode = where.stat().st_mode
-    except FileNotFoundError:
-        return "is a dangling symlink" if where.is_symlink() else "does not exist"
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            return "is a symlink loop"
-        return f"cannot be read: {err.strerror or err}"
-    if stat.S_ISREG(mode):
-        return None
-    return f"is {file_kind(mode)}, not a regular file"
-
-
-def open_regular(path: Path | str, what: str = "file") -> int:
-    """A read-only descriptor of the regular file at ``path``; anything else (a FIFO, a
-    device, a directory) is :class:`NotRegular` naming its kind. Opened without blocking, so
-    a FIFO with no writer is refused at once, never waited on."""
-    return open_stated(path, what)[0]
-
-
-def open_stated(path: Path | str, what: str = "file") -> tuple[int, os.stat_result]:
-    """:func:`open_regular`, and the file's stat taken on the descriptor (one fstat, where a
-    caller that needs the stat would take a second)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise  # the caller says what a missing file means
-    except OSError as err:
-        problem = regular_problem(path) or f"cannot be opened: {err.strerror or err}"
-        raise NotRegular(f"the {what} {str(path)!r} {problem}") from err
-    found = os.fstat(fd)
-    if not stat.S_ISREG(found.st_mode):
-        os.close(fd)
-        raise NotRegular(
-            f"the {what} {str(path)!r} is {file_kind(found.st_mode)}, not a regular file; refused",
-            hint=f"pass a regular {what}",
-        )
-    os.set_blocking(fd, True)
-    return fd, found
-
-
-def read_regular(path: Path | str, what: str, limit: int) -> bytes:
-    """The bytes of the regular file at ``path`` (:func:`open_regular`), at most ``limit``:
-    a larger file is an :class:`~cuship.errors.InputError` (nothing past the limit is read)."""
-    fd = open_regular(path, what)
-    try:
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(limit + 1)
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise InputError(
-            f"the {what} {str(path)!r} is larger than {limit} bytes, the most cuship reads of it",
-            hint=f"pass a smaller {what}",
-        )
-    return data
 
 
 def file_identity(path: Path | str | None) -> str:
@@ -160,9 +67,10 @@ def file_identity(path: Path | str | None) -> str:
 
 
 def sha256_file(path: Path) -> str:
-    """Hex sha256 of the file at ``path``, read in 1 MiB chunks (OSError propagates)."""
+    """Hex sha256 of the regular file at ``path``, read in 1 MiB chunks (a FIFO or a device is
+    :class:`~cuship._read.NotRegular`; OSError propagates)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with _read.reader(path, _read.HASHED) as handle:
         while block := handle.read(_CHUNK):
             digest.update(block)
     return digest.hexdigest()

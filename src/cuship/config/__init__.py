@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from cuship import _json
+from cuship import _read
 from cuship import schema as typed
 from cuship.config import files, values
 from cuship.config.ci import CiSection
@@ -575,7 +575,7 @@ def _backend(pyproject: Mapping[str, Any], source: Path) -> tuple[str | None, st
         raise ConfigError(
             str(source),
             "build-system.build-backend",
-            f"expected a string, got {_json.shown(backend)}",
+            f"expected a string, got {_read.shown(backend)}",
             hint='name one backend module, e.g. "setuptools.build_meta"',
         )
     skbuild = files.table(files.table(pyproject, "tool", source), "tool.scikit-build", source)

@@ -10,12 +10,11 @@ import shlex
 from collections.abc import Callable, Collection, Mapping
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import InvalidName, canonicalize_name
-from packaging.version import InvalidVersion, Version
 
+from cuship import _names
 from cuship._format import TemplateError, template_fields
 from cuship.arch import parse_arch_list
-from cuship.errors import CushipError
+from cuship.errors import CushipError, UsageError
 from cuship.wheel.names import check_template
 
 __all__ = [
@@ -112,9 +111,10 @@ def torch_index_template(value: str) -> None:
 
 
 def version(item: str) -> None:
+    """A PEP 440 version (:func:`cuship._names.version`)."""
     try:
-        Version(item)
-    except (InvalidVersion, ValueError):  # ValueError: digits past int()'s limit
+        _names.version(item)
+    except UsageError:
         raise ValueError(f"{item[:60]!r} is not a version") from None
 
 
@@ -196,9 +196,10 @@ def shell_words(value: str) -> None:
 
 
 def project_name(value: str) -> None:
+    """A PEP 508 project name (:func:`cuship._names.project`)."""
     try:
-        canonicalize_name(value, validate=True)
-    except InvalidName:
+        _names.project(value)
+    except UsageError:
         raise ValueError(f"{value[:60]!r} is not a valid project name") from None
 
 

@@ -25,14 +25,8 @@ from typing import TYPE_CHECKING, NamedTuple, Union, cast
 from packaging.version import InvalidVersion, Version
 
 from cuship._format import size_text
-from cuship._fs import (
-    NotRegular,
-    file_kind,
-    open_regular,
-    open_stated,
-    regular_problem,
-    sha256_file,
-)
+from cuship._fs import sha256_file
+from cuship._read import NotRegular, file_kind, open_regular, open_stated, regular_problem
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, FileStamp, ScanCache

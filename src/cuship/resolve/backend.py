@@ -35,7 +35,6 @@ compiling, ``CUSHIP_PREBUILT_INDEX`` replaces the index.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 import re
@@ -43,7 +42,6 @@ import shutil
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,7 +49,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import parse_wheel_filename
 
 import cuship
-from cuship import settings
+from cuship import _read, settings
+from cuship._fs import sha256_file
 from cuship.errors import CheckFailed, InputError, ToolMissing, UsageError
 from cuship.events import Emit, Event, Level, discard
 from cuship.resolve.decide import (
@@ -93,22 +92,13 @@ def unmet(requirements: Iterable[str]) -> list[str]:
             continue  # the real backend's own business: it will say so itself
         if req.marker is not None and not req.marker.evaluate():
             continue
-        try:
-            version = metadata.version(req.name)
-        except metadata.PackageNotFoundError:
+        version = _read.installed_version(req.name)
+        if version is None:
             missing.append(text)
             continue
         if not req.specifier.contains(version, prereleases=True):
             missing.append(text)
     return missing
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -290,7 +280,7 @@ class Prebuilt:
         shutil.rmtree(into / "download", ignore_errors=True)
         shutil.rmtree(into / "public", ignore_errors=True)
         self._say(f"handing over {final.name} (its provenance in .dist-info/{FILENAME})")
-        return Choice(provenance=provenance, wheel=final.name, wheel_sha256=_sha256(final))
+        return Choice(provenance=provenance, wheel=final.name, wheel_sha256=sha256_file(final))
 
     def _source_choice(self, config: PrebuiltConfig, decision: Decision) -> Choice:
         why = decision.why
@@ -346,7 +336,7 @@ class Prebuilt:
         if choice.wheel is None:
             return None
         wheel = stash.dir / choice.wheel
-        if _sha256(wheel) != choice.wheel_sha256:
+        if sha256_file(wheel) != choice.wheel_sha256:
             raise CheckFailed(
                 f"{str(wheel)!r} changed after cuship.backend verified it; refusing it",
                 hint="something else writes into the build directory; rerun the install",
@@ -389,7 +379,7 @@ class Prebuilt:
         provenance = replace(choice.provenance, version=str(parse_wheel_filename(name)[1]))
         final = add_to_wheel(out / name, provenance, out_dir=stash.dir)
         shutil.rmtree(out, ignore_errors=True)
-        stash.save(replace(choice, wheel=final.name, wheel_sha256=_sha256(final)))
+        stash.save(replace(choice, wheel=final.name, wheel_sha256=sha256_file(final)))
         return final
 
     def build_wheel(

@@ -20,7 +20,7 @@ from typing import IO, Any, TypeVar
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from cuship import __version__, _json, settings
+from cuship import __version__, _read, settings
 from cuship._format import size_text
 from cuship.errors import InputError, UsageError
 from cuship.events import Emit, Event, discard
@@ -140,7 +140,7 @@ def outside_scheme(index: str, url: str, what: str) -> str | None:
     kinds = f"{', '.join(others)} or {last}"
     return (
         f"{article} {family} index may link only {kinds} {what}, not "
-        f"{scheme or 'a path'!r} ({_json.shown(url, 80)}); refused, nothing read"
+        f"{scheme or 'a path'!r} ({_read.shown(url, 80)}); refused, nothing read"
     )
 
 

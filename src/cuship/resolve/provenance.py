@@ -21,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
+from cuship import _read
 from cuship.errors import InputError, UsageError
 from cuship.wheel.read.members import check_members, copy_into, member_limits, read_member
 from cuship.wheel.write.retag import find_dist_info, record_hash
@@ -128,14 +129,14 @@ def _rewrite(wheel: Path, dest: Path, provenance: Handover) -> None:
 
 def read_dist(dist: metadata.Distribution) -> Handover | None:
     """The provenance an installed distribution carries; None when cuship did not hand it over."""
-    text = dist.read_text(FILENAME)
+    text = _read.dist_text(dist, FILENAME)
     if text is None:
         return None
-    source = f"{dist.metadata['Name']} {dist.version}: {FILENAME}"
+    source = f"{_read.dist_field(dist, 'Name')} {_read.dist_field(dist, 'Version')}: {FILENAME}"
     try:
-        doc = json.loads(text)
-    except ValueError as err:
-        raise InputError(f"{source!r} is not JSON: {err}", hint="reinstall the package") from err
+        doc = _read.loads(text)
+    except _read.JsonRefused as err:
+        raise InputError(f"{source!r} {err.problem}", hint="reinstall the package") from err
     return Handover.from_json(doc, source)
 
 

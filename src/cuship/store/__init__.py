@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from cuship import _json, settings
+from cuship import _read, settings
 from cuship._format import size_text
 from cuship.errors import InputError
 
@@ -215,7 +215,7 @@ class Store:
             size, limit = size_text(len(text)), size_text(MAX_FIELD)
             raise _bad_row(self.path, where, f"{column!r} is {size}, more than the {limit} read")
         try:
-            value = _json.loads(text)
+            value = _read.loads(text)
         except ValueError as err:
             raise _bad_row(
                 self.path, where, f"{column!r} is not JSON cuship reads ({err})"
@@ -231,7 +231,7 @@ class Store:
         )
         out = []
         for r in rows:
-            where = f"run {run_id}, result {_json.shown(r[0])}"
+            where = f"run {run_id}, result {_read.shown(r[0])}"
             numbers = self._json(r[3], where, "numbers")
             if not all(isinstance(v, int | float) for v in numbers.values()):
                 raise _bad_row(self.path, where, "'numbers' holds a value that is no number")
