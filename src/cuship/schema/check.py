@@ -2,7 +2,7 @@
 
 The subset of JSON Schema (draft 2020-12) the input schemas of :mod:`cuship.schema.inputs` are
 written in: ``type``, ``properties``, ``required``, ``additionalProperties``, ``propertyNames``,
-``items``, ``enum``, ``const``, ``pattern``, ``minLength``/``maxLength``,
+``prefixItems``, ``items``, ``enum``, ``const``, ``pattern``, ``minLength``/``maxLength``,
 ``minItems``/``maxItems``, ``minProperties``/``maxProperties``, ``minimum``/``maximum`` and
 ``anyOf``. ``tests/unit/test_input_schemas.py`` holds it to the ``jsonschema`` library on the
 published files. Two choices are stricter than the standard, on purpose: ``true`` and
@@ -119,12 +119,15 @@ def _array(value: list[Any], schema: Schema, where: str) -> tuple[str, str] | No
         return where, f"a list of {len(value)} items, fewer than {schema['minItems']}"
     if "maxItems" in schema and len(value) > schema["maxItems"]:
         return where, f"a list of {len(value):,} items, more than {schema['maxItems']:,}"
+    first = schema.get("prefixItems", ())
     items = schema.get("items")
-    if items is not None:
-        for index, item in enumerate(value):
-            found = _problem(item, items, f"{where}[{index}]")
-            if found is not None:
-                return found
+    if not first and items is None:
+        return None
+    for index, item in enumerate(value):
+        sub = first[index] if index < len(first) else items
+        found = None if sub is None else _problem(item, sub, f"{where}[{index}]")
+        if found is not None:
+            return found
     return None
 
 
