@@ -22,16 +22,23 @@ from pathlib import Path
 from typing import Any
 
 from cuship import _read
+from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 
 __all__ = [
+    "PathEscape",
     "exchange",
     "file_identity",
     "locked",
+    "move",
     "recover",
+    "remove_dir",
+    "remove_file",
+    "remove_tree",
     "sha256_file",
     "staging_dir",
     "umask",
+    "under",
     "write_atomic",
     "write_json",
 ]
@@ -51,6 +58,91 @@ def umask() -> int:
     old = os.umask(0o022)
     os.umask(old)
     return old
+
+
+class PathEscape(InputError):
+    """A path built from input that would leave the directory it belongs under."""
+
+
+def under(root: Path | str, *parts: str | os.PathLike[str]) -> Path:
+    """``root`` joined with ``parts``, proven to stay under ``root`` before anything is written
+    or deleted there: no part is ``..`` or an absolute path outside ``root``, none holds a NUL
+    or a backslash, the result is not ``root`` itself, and on disk the deepest part that exists
+    lies under ``root``'s real path (a symlink inside ``root`` that leads out is caught).
+    :class:`PathEscape` (exit 2) otherwise. Every delete and replace of cuship goes through it
+    (:func:`remove_tree`, :func:`remove_file`, :func:`move`; ``tests/unit/test_one_reader.py``
+    walks the code)."""
+    base = Path(os.path.normpath(Path(root).absolute()))
+    path = base
+    for part in parts:
+        text = os.fspath(part)
+        if not text or "\0" in text or "\\" in text:
+            raise _escape(base, text, "is not a path")
+        piece = Path(text)
+        if piece.is_absolute():
+            piece = _relative(base, piece)
+        if ".." in piece.parts:
+            raise _escape(base, text, "climbs out with '..'")
+        path = path / piece
+    if path == base:
+        raise _escape(base, "", "is the directory itself")
+    _held_on_disk(base, path)
+    return path
+
+
+def _relative(base: Path, piece: Path) -> Path:
+    try:
+        return Path(os.path.normpath(piece)).relative_to(base)
+    except ValueError:
+        raise _escape(base, str(piece), "lies elsewhere") from None
+
+
+def _held_on_disk(base: Path, path: Path) -> None:
+    """The deepest existing ancestor of ``path`` (``path`` itself a link is not followed)
+    resolves under ``base``'s real path."""
+    real_base = os.path.realpath(base)
+    probe = path.parent
+    while not os.path.lexists(probe) and probe != base and base in probe.parents:
+        probe = probe.parent
+    real = os.path.realpath(probe)
+    if real != real_base and not real.startswith(real_base.rstrip(os.sep) + os.sep):
+        raise _escape(base, str(path.relative_to(base)), f"leads to {real!r} through a link")
+
+
+def _escape(base: Path, part: str, problem: str) -> PathEscape:
+    return PathEscape(
+        f"refusing the path {part!r} under {str(base)!r}: it {problem}",
+        hint="a name from input (a config, a wheel, an index) must stay a plain name",
+    )
+
+
+def remove_tree(root: Path | str, *parts: str | os.PathLike[str]) -> None:
+    """Delete the tree at :func:`under` ``(root, *parts)`` (a link there is removed, not
+    followed); nothing when it is absent."""
+    path = under(root, *parts)
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_file(root: Path | str, *parts: str | os.PathLike[str]) -> None:
+    """Delete the file (or link) at :func:`under` ``(root, *parts)``; nothing when absent."""
+    under(root, *parts).unlink(missing_ok=True)
+
+
+def remove_dir(root: Path | str, *parts: str | os.PathLike[str]) -> None:
+    """Remove the empty directory at :func:`under` ``(root, *parts)`` (OSError when it is not
+    empty, as :meth:`Path.rmdir`)."""
+    under(root, *parts).rmdir()
+
+
+def move(source: Path, root: Path | str, *parts: str | os.PathLike[str]) -> Path:
+    """Rename ``source`` to :func:`under` ``(root, *parts)`` in one step, replacing what is
+    there; the target."""
+    target = under(root, *parts)
+    source.replace(target)
+    return target
 
 
 def file_identity(path: Path | str | None) -> str:

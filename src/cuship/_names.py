@@ -22,10 +22,12 @@ from cuship.errors import UsageError
 __all__ = [
     "MAX_NAME",
     "NULL_LABEL",
+    "base_url",
     "dist_name",
     "file_name",
     "local_label",
     "project",
+    "requirement",
     "variant_label",
     "version",
     "wheel_stem",
@@ -117,6 +119,62 @@ def file_name(name: str, what: str = "file name") -> str:
             hint="letters, digits and '._+-', starting with a letter or digit",
         )
     return name
+
+
+_URL_UNSAFE = re.compile(r"[\x00-\x20\x7f\"'<>\\`^{|}]")
+
+
+def base_url(url: str, what: str = "--base-url") -> str:
+    """``url`` without trailing slashes when it is a plain http(s) URL a file name can follow:
+    a host, no query, no fragment, no credentials, nothing that is not a printable URL
+    character (a newline, a space or a quote would reach the index's HTML and the shells that
+    read it); a UsageError otherwise."""
+    from urllib.parse import urlsplit
+
+    problem = None
+    if not isinstance(url, str) or len(url) > 2048 or _URL_UNSAFE.search(url):
+        problem = "holds a character a URL may not (a space, a line break, a quote, <, >)"
+    else:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            problem = "is not an http(s) URL"
+        elif parts.query or parts.fragment or "?" in url or "#" in url:
+            problem = "has a query or a fragment, which a file name cannot follow"
+        elif parts.username is not None or parts.password is not None:
+            problem = "holds credentials"
+    if problem is not None:
+        raise UsageError(
+            f"{what} {_cut(url)} {problem}",
+            hint="e.g. https://github.com/OWNER/REPO/releases/download/TAG",
+        )
+    return url.rstrip("/")
+
+
+def requirement(text: str, what: str = "requirement") -> str:
+    """``text`` when it is a PEP 508 requirement pip can take as one argument and nothing else:
+    a name with extras, versions and markers, or ``name @ https://…``. A pip option
+    (``--index-url=…``, ``-e.``), a path (``./x``, ``file:``) or anything packaging refuses is a
+    UsageError: these reach pip's command line, where each would change what pip does."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    if not isinstance(text, str) or len(text) > 4096 or text.lstrip().startswith("-"):
+        raise UsageError(
+            f"{what} {_cut(text)} is a pip option, not a requirement",
+            hint='write requirements only, e.g. "torch==2.13.0"; pip options go in build_args',
+        )
+    try:
+        parsed = Requirement(text)
+    except InvalidRequirement as err:
+        raise UsageError(
+            f"{what} {_cut(text)} is not a PEP 508 requirement ({str(err).splitlines()[0]})",
+            hint='e.g. "numpy>=1.26" or "pkg @ https://host/pkg-1.0.tar.gz"; not a path',
+        ) from None
+    if parsed.url is not None and not parsed.url.startswith("https://"):
+        raise UsageError(
+            f"{what} {_cut(text)} points at {_cut(parsed.url)}: only https:// URLs",
+            hint="a local path or another scheme reaches outside the build; publish it first",
+        )
+    return text
 
 
 def wheel_stem(name: str, version_text: str) -> str:

@@ -199,7 +199,11 @@ class BuildSection:
         "unchanged raw wheel, each keyed on what decides it; false: every build starts clean.",
         default=True,
     )
-    extra_deps: tuple[str, ...] = field_doc("Installed before building.", default=())
+    extra_deps: tuple[str, ...] = field_doc(
+        "Installed before building (PEP 508 requirements; no pip option, no path).",
+        default=(),
+        validate=values.requirement,
+    )
     build_args: tuple[str, ...] = field_doc("Extra arguments for the build frontend.", default=())
     test_import: str | None = field_doc("Module imported by the smoke test.", default=None)
     image: str = field_doc(

@@ -34,6 +34,7 @@ __all__ = [
     "positive",
     "project_name",
     "python_version",
+    "requirement",
     "shape",
     "shell_words",
     "specifier",
@@ -193,6 +194,14 @@ def shell_words(value: str) -> None:
         shlex.split(value)
     except ValueError as err:
         raise ValueError(f"{value[:60]!r} is not shell words ({err})") from None
+
+
+def requirement(item: str) -> None:
+    """A PEP 508 requirement, never a pip option or a path (:func:`cuship._names.requirement`)."""
+    try:
+        _names.requirement(item)
+    except UsageError as err:
+        raise ValueError(err.message) from None
 
 
 def project_name(value: str) -> None:

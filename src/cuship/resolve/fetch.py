@@ -31,7 +31,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 from packaging.utils import canonicalize_name
 
 from cuship import _read, settings
-from cuship._fs import sha256_file
+from cuship._fs import move, remove_file, sha256_file
 from cuship.errors import CheckFailed, InputError
 from cuship.events import Emit, Event, discard, progress
 from cuship.resolve._manifest import Records, find_manifest, manifest_urls
@@ -377,11 +377,9 @@ def _fetch_once(
                     told(read)
         if digest.hexdigest() != c.sha256:
             raise _mismatch(c, digest.hexdigest())
-        target = dest / c.filename
-        part.replace(target)
-        return target
+        return move(part, dest, c.filename)
     finally:
-        part.unlink(missing_ok=True)
+        remove_file(dest, part)
 
 
 @contextmanager

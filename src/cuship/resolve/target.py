@@ -57,9 +57,9 @@ def _from_uv(parent: int) -> tuple[str, str] | None:
     """The interpreter uv (the process ``parent``) installs into: its ``--python`` argument,
     else its ``VIRTUAL_ENV``."""
     try:
-        argv = Path(f"/proc/{parent}/cmdline").read_bytes().split(b"\0")
-        environ = Path(f"/proc/{parent}/environ").read_bytes().split(b"\0")
-    except OSError:
+        argv = _read.read_bytes(f"/proc/{parent}/cmdline", _read.SYSTEM_FILE).split(b"\0")
+        environ = _read.read_bytes(f"/proc/{parent}/environ", _read.SYSTEM_FILE).split(b"\0")
+    except (OSError, _read.Refused):
         return None
     args = [a.decode(errors="replace") for a in argv if a]
     for index, arg in enumerate(args):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from packaging.version import Version
 
+from cuship import _read
 from cuship._read import NotRegular, open_regular, regular_problem
 from cuship.errors import CushipError, InputError
 from cuship.wheel.names import parse_label
@@ -420,7 +421,7 @@ def _scan_zip(
         return (), (), small
     limits = member_limits()
     try:
-        with zipfile.ZipFile(path) as archive, open(path, "rb") as handle:
+        with _read.archive(path) as archive, _read.reader(path, _read.ARCHIVE) as handle:
             check_members(archive.infolist(), path.name, limits)
             rows = _record_rows(archive, path, limits) if record else None
             objects = list(_shared_objects(archive, path, limits, handle, rows))
@@ -442,8 +443,8 @@ def _scan_small(path: Path) -> tuple[str, ...] | None:
     try:
         if path.stat().st_size > _SMALL:
             return None
-        data = path.read_bytes()
-    except OSError:
+        data = _read.read_bytes(path, _read.ARCHIVE, limit=_SMALL)
+    except (OSError, _read.Refused):
         return None  # the zipfile path words the error
     return _small_requirements(data)
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cuship import _names
+from cuship import _names, _read
 from cuship.errors import InputError
 
 __all__ = [
@@ -145,9 +145,8 @@ def default_label(local: str | None) -> str | None:
 
 def read_wheel_variant(wheel: Path) -> dict[str, Any] | None:
     """The ``variant.json`` inside a wheel (checked), or None for a plain wheel."""
-    import zipfile
 
-    with zipfile.ZipFile(wheel) as archive:
+    with _read.archive(wheel) as archive:
         members = variant_members(archive.namelist())
         if not members:
             return None
