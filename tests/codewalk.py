@@ -55,6 +55,8 @@ def _writes(call: ast.Call, name: str) -> bool:
         flags = {n.attr for n in ast.walk(call) if isinstance(n, ast.Attribute)}
         return bool(flags & _WRITE_FLAGS)
     position = {"open": 1, "os.fdopen": 1, "zipfile.ZipFile": 1, "ZipFile": 1}.get(name, 0)
+    if name == ".open" and call.args and not isinstance(call.args[0], ast.Constant):
+        return False  # archive.open(info): a member, read
     mode = _mode(call, position)
     return mode is not None and any(c in mode for c in "wax") and "+" not in mode
 
@@ -81,7 +83,7 @@ def read_call(call: ast.Call) -> tuple[str, bool] | None:
             name = f"{owner}.{func.attr}"
         elif func.attr in _READ_METHODS:
             module = owner if owner in ("os", "io", "mmap", "zipfile") else None
-            name = f"{module}.{func.attr}" if module else func.attr
+            name = f"{module}.{func.attr}" if module else f".{func.attr}"  # a method
         else:
             name = None
     else:
