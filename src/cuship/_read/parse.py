@@ -36,7 +36,8 @@ _RAW_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _no_constant(name: str) -> Any:
-    raise JsonRefused(f"holds {name}, which is not a JSON number", problem=f"holds {name}")
+    problem = f"holds {name}, which is not a JSON number"
+    raise JsonRefused(problem, problem=problem)
 
 
 def _float(text: str) -> float:

@@ -69,7 +69,8 @@ class SystemProbe:
         return done.stdout if done.returncode == 0 else None
 
     def read(self, path: str) -> str | None:
-        data = self._read(path, _read.SYSTEM_FILE)
+        kind = _read.TORCH_VERSION if path.endswith("/torch/version.py") else _read.SYSTEM_FILE
+        data = self._read(path, kind)
         return None if data is None else data.decode("utf-8", errors="replace")
 
     def read_bytes(self, path: str) -> bytes | None:

@@ -78,7 +78,7 @@ class _Reader:
             limit=self.options.max_manifest_bytes,
         )
         document = _read.loads(answer.body)
-        check_input(document, "manifest", "it")
+        check_input(document, "manifest", "the document")
         return answer.url, document
 
     def ignore(self, url: str, err: InputError | ValueError) -> None:

@@ -311,7 +311,7 @@ def _variants(
         try:
             answer = get(c.url, options=options, emit=emit, limit=options.max_manifest_bytes)
             document = _read.loads(answer.body)
-            check_input(document, "variants", "it")
+            check_input(document, "variants", "the document")
             variants = document["variants"]
         except (InputError, ValueError) as err:
             problem = err.message if isinstance(err, InputError) else str(err)
