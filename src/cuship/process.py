@@ -25,7 +25,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -189,6 +189,7 @@ def run(
     name: str | None = None,
     hint: str | None = None,
     keep: int = KEEP,
+    stop_past_keep: bool = False,
 ) -> Result:
     """Run ``argv`` to its end in a process group of its own and return what it did.
 
@@ -198,7 +199,9 @@ def run(
     stdout and stderr go to that open file instead. Past ``timeout`` seconds the group is
     killed and :class:`TimedOut` raised; on any exception while waiting (Ctrl-C) the group is
     killed and the exception re-raised. ``check``: an exit code other than 0 is
-    :class:`CheckFailed` quoting the tail of its stderr.
+    :class:`CheckFailed` quoting the tail of its stderr. ``stop_past_keep``: a process that
+    prints more than ``keep`` is ended there (a probe whose answer is a few KiB: past the bound
+    the answer is no answer, and reading 3 GB to throw it away takes time).
     """
     captured = log is None
     child = start(
@@ -212,7 +215,7 @@ def run(
         name=name,
         hint=hint,
     )
-    streams = _Streams(child, keep, input) if captured else None
+    streams = _Streams(child, keep, input, stop=stop_past_keep) if captured else None
     try:
         code = _wait(child, streams, timeout)
     except TimeoutError as expired:
@@ -263,10 +266,11 @@ class _Kept:
 class _Streams:
     """Threads that feed ``input`` to a child and drain its stdout and stderr, bounded."""
 
-    def __init__(self, child: Child, keep: int, input: str | None) -> None:
+    def __init__(self, child: Child, keep: int, input: str | None, *, stop: bool) -> None:
         self.kept = (_Kept(keep), _Kept(keep))
+        over = child.kill if stop else None
         self.threads = [
-            threading.Thread(target=_drain, args=(pipe, kept), daemon=True)
+            threading.Thread(target=_drain, args=(pipe, kept, over), daemon=True)
             for pipe, kept in zip((child.stdout, child.stderr), self.kept, strict=True)
         ]
         if input is not None:
@@ -287,12 +291,15 @@ class _Streams:
         return out.text(), err.text(), bool(out.tail or err.tail)
 
 
-def _drain(pipe: IO[bytes] | None, kept: _Kept) -> None:
+def _drain(pipe: IO[bytes] | None, kept: _Kept, over: Callable[[], None] | None) -> None:
     if pipe is None:
         return
     with contextlib.suppress(OSError, ValueError):
         while chunk := pipe.read1(1 << 16):  # type: ignore[attr-defined]
             kept.add(chunk)
+            if over is not None and kept.tail:  # past the bound: end it, read what is left
+                over()
+                over = None
     with contextlib.suppress(OSError):
         pipe.close()
 

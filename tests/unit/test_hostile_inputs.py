@@ -258,7 +258,7 @@ def test_a_target_that_prints_past_the_bound_is_said(monkeypatch: pytest.MonkeyP
     from cuship.process import Result
 
     def run(argv: list[str], **kwargs: object) -> Result:
-        assert kwargs["keep"] == 1 << 20  # the runner keeps that much of it, no more
+        assert kwargs["keep"] == 1 << 20 and kwargs["stop_past_keep"]  # kept to 1 MiB, then ended
         return Result(argv=tuple(argv), returncode=0, stdout="x" * 10, cut=True)
 
     monkeypatch.setattr("cuship.process.run", run)

@@ -115,7 +115,8 @@ def _probe(python: str, how: str, packaging_site: str) -> TargetEnv | str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     code = _PROBE.format(site=packaging_site)
     try:
-        done = process.run([python, "-I", "-c", code], env=env, timeout=_TIMEOUT, keep=_KEEP)
+        argv = [python, "-I", "-c", code]
+        done = process.run(argv, env=env, timeout=_TIMEOUT, keep=_KEEP, stop_past_keep=True)
     except (ToolMissing, TimedOut) as err:
         return f"{how} ({python}) did not answer: {err}"
     if done.cut:
