@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 
-from packaging.utils import InvalidName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from cuship.errors import UsageError
@@ -49,6 +48,8 @@ def project(name: str, what: str = "project name") -> str:
     """``name`` normalized (PEP 503: lower case, runs of ``-_.`` as one ``-``) when it is a
     valid project name (PEP 508: letters, digits, ``-_.``, starting and ending with a letter or
     digit); a UsageError otherwise."""
+    from packaging.utils import InvalidName, canonicalize_name  # its tags weigh on start-up
+
     if not isinstance(name, str) or len(name) > MAX_NAME:
         raise UsageError(f"{_cut(name)} is not a valid {what}")
     try:

@@ -30,9 +30,9 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from packaging.utils import canonicalize_name
 
-from cuship import _read, settings
+from cuship import _names, _read, settings
 from cuship._fs import move, remove_file, sha256_file
-from cuship.errors import CheckFailed, InputError
+from cuship.errors import CheckFailed, InputError, UsageError
 from cuship.events import Emit, Event, discard, progress
 from cuship.resolve._manifest import Records, find_manifest, manifest_urls
 from cuship.resolve.http import (
@@ -323,12 +323,15 @@ def _variants(
 
 
 def _safe_name(filename: str) -> str:
-    if Path(filename).name != filename or filename.startswith(".") or "\\" in filename:
+    """``filename`` when it is a plain file name (:func:`cuship._names.file_name`): what the
+    index lists reaches a path here."""
+    try:
+        return _names.file_name(filename)
+    except UsageError:
         raise InputError(
-            f"refusing the file name {filename!r}: it is not a plain file name",
+            f"refusing the file name {_read.shown(filename)}: it is not a plain file name",
             hint="the index lists a path, not a file; fix the index",
-        )
-    return filename
+        ) from None
 
 
 def _mismatch(c: Candidate, got: str) -> CheckFailed:
