@@ -378,7 +378,7 @@ def nvcc(argv: list[str], mode: str, options: str | None = None) -> Callable[[Pa
             "if expand: args = expand(args, s._read_options_file)\n"
             f"new, record = s.plan_call(args, ['-gencode', 'arch=compute_80,code=sm_80'], {mode!r})\n"
             "print(record['action'], new)\n"
-            "if new is None or '-O2' not in new: print('error: ', record, file=sys.stderr); sys.exit(2)"
+            "sys.exit(2 if new is None else 0)"
         )
         return ["-c", code], {}
 
@@ -389,11 +389,13 @@ def ld_library_path(root: Path) -> Built:
     lib = root / "lib"
     lib.mkdir()
     (lib / "libcudart.so.13").write_bytes(b"")
-    dirs = [str(root / f"none{i}") for i in range(10_000)] + [str(lib)]
+    dirs = [f"/n/{i}" for i in range(10_000)] + [str(lib)]  # short: an environment string's
+    (root / "path").write_text(":".join(dirs))  # limit is 128 KiB
     code = (
         "from cuship.machine.libraries import cuda_libraries\n"
         "from cuship.machine.probe import SystemProbe\n"
-        f"libs = cuda_libraries({{'LD_LIBRARY_PATH': {':'.join(dirs)!r}}}, SystemProbe(), [])\n"
+        f"path = open({str(root / 'path')!r}).read()\n"
+        "libs = cuda_libraries({'LD_LIBRARY_PATH': path}, SystemProbe(), [])\n"
         "import sys\nwhere = libs.where('libcudart.so.13')\nprint('libcudart.so.13:', where)\n"
         "sys.exit(0 if where else 1)"
     )
@@ -415,7 +417,7 @@ def report_store(root: Path) -> Built:
         f"store = {str(root / 'store.sqlite')!r}\n"
         "done = subprocess.run([sys.executable, '-m', 'cuship', 'report', '--store', store])\n"
         "left = [n for n in os.listdir(os.path.dirname(store)) if n.startswith('store.sqlite-')]\n"
-        "print('beside the store:', left)\n"
+        "print(f'error: made beside the store it only read: {left}' if left else 'nothing made beside it')\n"
         "sys.exit(1 if left else done.returncode)"
     )
     return ["-c", script], {}
