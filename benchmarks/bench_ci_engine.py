@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.integration.ci_engine import (  # noqa: E402
+from tests.integration.ci_engine import (
     as_json,
     build_cuship_wheel,
     install_engine,
