@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cuship.errors import ConfigError, NothingToDo, UsageError
-from cuship.schema.documents import schema_file
+from cuship.docs.documents import schema_file
 from tests.integration import clirun
 from tests.jsondocs import schema_errors
 

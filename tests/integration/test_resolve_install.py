@@ -12,7 +12,7 @@ import pytest
 
 from cuship.index import write
 from cuship.index.describe import describe_wheel
-from cuship.schema.documents import schema_file
+from cuship.docs.documents import schema_file
 from cuship.serve.site import IndexServer, serve
 from tests.integration.clirun import cuship
 from tests.integration.cudawheel import relabel_for_cuda

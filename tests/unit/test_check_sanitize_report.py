@@ -26,7 +26,7 @@ from cuship.check.sanitize.results import (
     summarise,
 )
 from cuship.store.read import load_runs
-from cuship.store.report import as_check_report
+from cuship.check.report.history import as_check_report
 
 H100 = Path(__file__).resolve().parents[1] / "fixtures" / "h100"
 

@@ -14,9 +14,9 @@ import pytest
 from cuship.compat import DATA_DIR, load
 from cuship.errors import ConfigError
 from cuship.schema import read_toml
-from cuship.schema.data import FILES, data_schemas
+from cuship.docs.dataschemas import FILES, data_schemas
 
-REGENERATE = "run: python -c 'import cuship.schema.data as d; d.write_schemas()'"
+REGENERATE = "run: python -c 'import cuship.docs.dataschemas as d; d.write_schemas()'"
 
 
 def _published(repo_root: Path) -> dict[str, Any]:

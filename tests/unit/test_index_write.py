@@ -22,7 +22,7 @@ from cuship.index import (
     site_records,
     write,
 )
-from cuship.schema.documents import schema_file
+from cuship.docs.documents import schema_file
 from tests.jsondocs import schema_errors
 from tests.wheel_factory import make_wheel
 

@@ -20,7 +20,7 @@ from cuship.gpurun.wheels import choose, read_wheels
 from cuship.machine import fingerprint
 from cuship.provenance import Extension, PackageOrigin, Provenance
 from cuship.resolve.model import target_of
-from cuship.schema.documents import document_schemas
+from cuship.docs.documents import document_schemas
 from tests.jsondocs import CHECK, GPU_RUN, SHIP, schema_errors
 from tests.unit.test_gpurun_wheels import H100
 from tests.unit.test_json_documents import _objects, _ship

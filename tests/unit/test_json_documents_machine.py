@@ -19,9 +19,9 @@ from cuship.index.describe import describe_wheel
 from cuship.machine import Fingerprint, Toolkit, fingerprint
 from cuship.matrix import expand
 from cuship.resolve.install import IndexResolution, plan_install, resolve_index, target_from_env
-from cuship.schema.documents import document_schemas, schema_file
+from cuship.docs.documents import document_schemas, schema_file
 from cuship.wheel.audit import inspect_path
-from cuship.wheel.verify import verify
+from cuship.judge.verify import verify
 from tests.elf_factory import cuda_elf, make_elf
 from tests.jsondocs import schema_errors
 from tests.site_factory import install

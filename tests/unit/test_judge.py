@@ -28,7 +28,7 @@ from cuship.resolve.settings import PrebuiltConfig
 from cuship.wheel.audit import inspect_object, inspect_wheel, role_of
 from cuship.wheel.cudalibs import cuda_major_of, is_cuda_lib, library_stem
 from cuship.wheel.torchabi import TorchPin
-from cuship.wheel.verify import verify
+from cuship.judge.verify import verify
 from tests.elf_factory import cuda_elf, fatbin, make_elf
 from tests.site_factory import install
 from tests.unit.test_machine import FakeProbe

@@ -20,7 +20,7 @@ from cuship.resolve import Candidate, Target, WheelFacts, select
 from cuship.resolve.variants import UvMachine, fits, uv_label
 from cuship.wheel.audit import inspect_wheel
 from cuship.wheel.variant import merged, read_wheel_variant, split_variant, variant_document
-from cuship.wheel.verify import verify
+from cuship.judge.verify import verify
 from tests.elf_factory import cuda_elf
 from tests.wheel_factory import make_wheel
 

@@ -137,7 +137,7 @@ def finish_wheel(
     import time
 
     from cuship.wheel.audit import inspect_wheel
-    from cuship.wheel.verify import verify
+    from cuship.judge.verify import verify
     from cuship.wheel.write.repair import repair
     from cuship.wheel.write.retag import retag
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from cuship.errors import InputError, ToolMissing
 from cuship.provenance import Provenance
 from cuship.wheel.audit import ObjectReport, scan_object, sm_key
-from cuship.wheel.ptx import jit_arch
+from cuship.judge.ptx import jit_arch
 
 __all__ = [
     "FORCED_ENGINES",
