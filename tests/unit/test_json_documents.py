@@ -18,8 +18,8 @@ from cuship.builder.run.batch import Outcome
 from cuship.builder.run.execute import JobResult
 from cuship.builder.run.smoke import Smoke
 from cuship.check.report.results import CheckReport, GroupResult
-from cuship.provenance import PackageOrigin, Provenance
 from cuship.docs.documents import document_schemas
+from cuship.provenance import PackageOrigin, Provenance
 from cuship.ship import ShipReport
 from cuship.wheel.audit import inspect_wheel
 from tests.elf_factory import cuda_elf, fatbin, make_elf

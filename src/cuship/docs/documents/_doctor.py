@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import get_args
 
-from cuship.doctor.model import Area, Runs
 from cuship.docs.documents._judge import (
     check,
     cuda_libraries,
@@ -14,6 +13,7 @@ from cuship.docs.documents._judge import (
     torch_build,
 )
 from cuship.docs.documents._parts import Schema, array, closed, enum, of
+from cuship.doctor.model import Area, Runs
 from cuship.wheel.torchabi import TORCH_ABIS
 
 __all__ = ["doctor_schema"]

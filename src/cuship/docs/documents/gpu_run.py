@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from cuship.gpurun.results import PRECEDENCE, VERDICTS
 from cuship.docs.documents._parts import Schema, array, closed, enum, maybe, of
+from cuship.gpurun.results import PRECEDENCE, VERDICTS
 
 __all__ = ["DOCUMENTS", "gpu_run_schema"]
 
