@@ -56,4 +56,3 @@ def test_how_a_process_ended_is_said_one_way() -> None:
         if path != RUNNER and any(w in path.read_text(encoding="utf-8") for w in wordings)
     ]
     assert elsewhere == [], "say how a process ended with cuship.process.ended"
-

@@ -13,7 +13,7 @@ from cuship.bench.burnin import BurnIn
 from cuship.bench.gate import apply_floor, check_machine, load_baseline
 from cuship.bench.ncu.profile import NcuSession
 from cuship.bench.peak import PeakShare, case_dtype, peak_share
-from cuship.bench.project import BenchProject, find_project
+from cuship.bench.project import BenchProject, find_project, point_floors, point_threshold
 from cuship.bench.registry import Case, Point, code_hash, discover, points
 from cuship.bench.request import DEFAULT_OUTPUT, BenchRequest, TimerKind, bench_request
 from cuship.bench.results import BenchReport, PointResult
@@ -196,13 +196,13 @@ def _gate(
             continue
         r = replace(r, peak=_peak(r, cases.get(r.key), gpu_peak))
         theirs = (baseline or {}).get(r.key)
-        threshold = project.threshold(r.case, r.key)
+        threshold = point_threshold(project.config, r.case, r.key)
         comparison = None
         if theirs and m.unit == "instructions":
             comparison = compare_exact(r.kept[0], theirs[0], threshold)
         elif theirs:
             comparison = compare(r.kept, theirs, threshold)
-        floors = project.floors(r.case, r.key)
+        floors = point_floors(project.config, r.case, r.key)
         floor = apply_floor(floors, fingerprint.get("gpu"), r.numbers()) if floors else None
         out.append(replace(r, comparison=comparison, floor=floor))
     return tuple(out)
