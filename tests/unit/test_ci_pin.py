@@ -40,7 +40,7 @@ def test_each_pep_610_origin_and_its_requirement() -> None:
     "document", ['{"dir_info": {}}', '{"url": "x"}', "[]", '{"url": "a\\nb", "dir_info": {}}']
 )
 def test_a_record_that_is_not_pep_610_is_refused(document: str) -> None:
-    with pytest.raises(ValueError, match="direct_url.json"):
+    with pytest.raises(ValueError, match=r"direct_url\.json"):
         _parse(document)
 
 
