@@ -140,6 +140,7 @@ def test_prepare_step_really_produces_the_matrix(generated: Path, tmp_path: Path
     output = tmp_path / "github_output"
     env = {
         **os.environ,
+        **doc["env"],  # the workflow's env: the project path, never pasted into the script
         "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}",
         "PYTHONPATH": str(REPO / "src"),
         "GITHUB_OUTPUT": str(output),
