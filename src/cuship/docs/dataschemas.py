@@ -9,6 +9,7 @@ from typing import Any
 
 from cuship import schema
 from cuship._fs import write_json
+from cuship.compat.actions import ActionsFile
 from cuship.compat.files import CudaFile, GpusFile, TorchFile
 from cuship.toolkit.catalog import ToolkitsFile
 from cuship.wheel.cudalibs import CudaLibsFile
@@ -22,6 +23,7 @@ FILES: dict[str, type] = {
     "gpus": GpusFile,
     "cuda_libs": CudaLibsFile,
     "toolkits": ToolkitsFile,
+    "actions": ActionsFile,
 }
 
 
