@@ -34,16 +34,16 @@ def _matrix(jobs: Sequence[BuildJob]) -> list[dict[str, str]]:
 
 def _install() -> list[str]:
     """Shell lines: uv, a virtual environment of ``$PYTHON`` on PATH (a fresh directory: jobs
-    of a shell runner share /tmp), and ``$CUSHIP_REQUIREMENTS`` in it."""
+    of a shell runner share /tmp), and ``$PINNED_CUSHIP`` in it."""
     return [
         "command -v python3 >/dev/null || "
         "(apt-get update -qq && apt-get install -y -qq python3-pip >/dev/null)",
         "python3 -m pip install -q uv || python3 -m pip install -q --break-system-packages uv",
-        'CUSHIP_VENV="$(mktemp -d)/venv"',
-        'python3 -m uv venv --python "$PYTHON" "$CUSHIP_VENV"',
-        'export PATH="$CUSHIP_VENV/bin:$PATH" VIRTUAL_ENV="$CUSHIP_VENV"',
-        'printf \'%s\\n\' "$CUSHIP_REQUIREMENTS" > "$CUSHIP_VENV/cuship-requirements.txt"',
-        'python3 -m uv pip install pip -r "$CUSHIP_VENV/cuship-requirements.txt"',
+        'JOB_VENV="$(mktemp -d)/venv"',
+        'python3 -m uv venv --python "$PYTHON" "$JOB_VENV"',
+        'export PATH="$JOB_VENV/bin:$PATH" VIRTUAL_ENV="$JOB_VENV"',
+        'printf \'%s\\n\' "$PINNED_CUSHIP" > "$JOB_VENV/cuship-requirements.txt"',
+        'python3 -m uv pip install pip -r "$JOB_VENV/cuship-requirements.txt"',
     ]
 
 
@@ -86,11 +86,11 @@ def _drift(ctx: CiContext) -> Job:
             "while IFS= read -r requirement; do",
             '  set -- "$@" --cuship "$requirement"',
             "done <<EOF",
-            "$CUSHIP_REQUIREMENTS",
+            "$PINNED_CUSHIP",
             "EOF",
-            'cuship ci init "$PROJECT" --provider gitlab --print -o . "$@" > "$CUSHIP_VENV/regenerated.yml"',
-            f"grep -v '^#' {GITLAB_CI} > \"$CUSHIP_VENV/committed.yml\"",
-            'grep -v \'^#\' "$CUSHIP_VENV/regenerated.yml" | diff -u "$CUSHIP_VENV/committed.yml" -',
+            'cuship ci init "$PROJECT" --provider gitlab --print -o . "$@" > "$JOB_VENV/regenerated.yml"',
+            f"grep -v '^#' {GITLAB_CI} > \"$JOB_VENV/committed.yml\"",
+            'grep -v \'^#\' "$JOB_VENV/regenerated.yml" | diff -u "$JOB_VENV/committed.yml" -',
         ]
     )
     return {"stage": ".pre", **_python_job(ctx, ctx.ci.python), "script": [script]}
@@ -207,7 +207,7 @@ def _gpu(ctx: CiContext, name: str, tags: tuple[str, ...]) -> Job:
         # The wheel's dependencies (and pytest) come from the network into cuship's venv;
         # gpu-run installs the wheel itself into a fresh venv layered on it, without deps.
         "python3 -m uv pip install pytest wheelhouse/*.whl",
-        'cuship gpu-run "$PROJECT" --wheels wheelhouse -o "$OUT" --venv "$CUSHIP_VENV-gpu"',
+        'cuship gpu-run "$PROJECT" --wheels wheelhouse -o "$OUT" --venv "$JOB_VENV-gpu"',
     ]
     needs: list[Any] = []
     if gpu_job is not None:
