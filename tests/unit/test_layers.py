@@ -59,7 +59,17 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     (
         "ground",
         frozenset(
-            {"_format", "_fs", "_json", "errors", "events", "process", "settings", "tools", "version"}
+            {
+                "_format",
+                "_fs",
+                "_json",
+                "errors",
+                "events",
+                "process",
+                "settings",
+                "tools",
+                "version",
+            }
         ),
     ),
 )
