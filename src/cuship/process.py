@@ -33,7 +33,7 @@ from cuship import _read
 from cuship._format import size_text
 from cuship.errors import CannotStart, CheckFailed, TimedOut
 
-__all__ = ["DEVNULL", "KEEP", "PIPE", "Child", "Result", "run", "start", "tail"]
+__all__ = ["DEVNULL", "KEEP", "PIPE", "Child", "Result", "ended", "run", "start", "tail"]
 
 PIPE = subprocess.PIPE
 DEVNULL = subprocess.DEVNULL
@@ -41,6 +41,17 @@ _STDOUT = subprocess.STDOUT
 _REAP = 10.0  # seconds to collect a killed group's output before leaving it
 KEEP = _read.CHILD_OUTPUT.limit  # bytes of each stream :func:`run` keeps by default
 _TAIL = 64 << 10  # bytes kept from the end of a stream past ``keep``
+
+
+def ended(code: int) -> str:
+    """How a process ended, from its exit code (negative: the signal that killed it), in the one
+    wording every message uses: ``exited with status 3``, ``killed by SIGSEGV``."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
 
 
 def tail(text: str, lines: int = 15) -> str:

@@ -33,12 +33,13 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from cuship import __version__, _read
+from cuship import _read
 from cuship._fs import file_identity, remove_file, remove_tree, sha256_file, write_json
 from cuship.builder.model import BuildDir, BuildPlan, Step, requirement_name
 from cuship.builder.uptodate import digest, steps_document
 from cuship.config import Config
 from cuship.tools import find_tool
+from cuship.version import __version__
 
 __all__ = [
     "BUILD_DIRS",

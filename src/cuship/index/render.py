@@ -25,7 +25,7 @@ from json.encoder import encode_basestring_ascii as _string
 
 from packaging.version import Version
 
-from cuship import __version__, _names
+from cuship import _names
 from cuship.index._pages import (
     FileLink,
     landing_html,
@@ -38,6 +38,7 @@ from cuship.index._row import PROJECT_DEPTH, Row, base_of, file_href
 from cuship.index.attached import ATTESTATION_SUFFIX, AttestationRef
 from cuship.index.scan import IndexedWheel
 from cuship.index.yank import yank_reason
+from cuship.version import __version__
 from cuship.wheel.variant import dumps, merged, split_variant, variants_json_name
 
 __all__ = [

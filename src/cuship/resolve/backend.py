@@ -47,7 +47,6 @@ from typing import Any, Literal
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import parse_wheel_filename
 
-import cuship
 from cuship import _read, settings
 from cuship._fs import remove_tree, sha256_file, under
 from cuship.errors import CheckFailed, InputError, ToolMissing, UsageError
@@ -65,6 +64,7 @@ from cuship.resolve.http import DEFAULT_OPTIONS, FetchOptions
 from cuship.resolve.provenance import FILENAME, Handover, add_to_wheel
 from cuship.resolve.settings import PrebuiltConfig, read_config
 from cuship.resolve.stash import STASH, Choice, Stash, stash_for
+from cuship.version import __version__
 from cuship.wheel.read.members import check_members, member_limits, read_member
 from cuship.wheel.write.retag import strip_label
 
@@ -274,7 +274,7 @@ class Prebuilt:
             url=candidate.url,
             index=decision.index,
             label=label,
-            cuship=cuship.__version__,
+            cuship=__version__,
         )
         final = add_to_wheel(path, provenance, out_dir=into)
         remove_tree(into, "download")
@@ -294,7 +294,7 @@ class Prebuilt:
             why=why,
             index=decision.index,
             backend=config.backend,
-            cuship=cuship.__version__,
+            cuship=__version__,
         )
         return Choice(provenance=provenance)
 

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuship import __version__, _read
+from cuship import _read
 from cuship._fs import write_json
 from cuship._read import shown
 from cuship.check.report.results import CheckReport, GroupResult, Regression, json_number
 from cuship.errors import InputError, UsageError
 from cuship.schema.inputs import check_input
+from cuship.version import __version__
 
 __all__ = [
     "FORMAT_VERSION",
