@@ -42,6 +42,7 @@ REGRESSIONS: list[tuple[str, Any]] = [
     ("check baseline", b'{"format": 1, "device": "caf\xe9", "entries": {}}'),
     ("check baseline", b'{"format": 1, "entries": {"k": {"status": "passed", "cases": 1e300}}}'),
     ("bench baseline", b'{"format": 3, "run": {"fingerprint": []}, "results": [{"key": 1}]}'),
+    ("RECORD", b",,\xc2\xb2"),  # a size of "²": str.isdigit says yes, int() says no
     ("torch version.py", "cuda = '²'"),
     ("nvcc argv", (["-c", "x.cu", "-Xptxas", "-arch=sm_90", "-O2"], "rewrite")),
 ]  # fmt: skip
