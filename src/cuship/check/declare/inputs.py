@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from cuship.check.declare.registry import Op, Scalar, Tensor
+from cuship.check.declare.registry import Op, Scalar, Tensor, edge_sizes
 
 __all__ = [
     "CaseSpec",
@@ -69,12 +69,6 @@ class CaseSpec:
         dims = ",".join(f"{k}={v}" for k, v in self.sizes)
         scalars = "".join(f" {k}={v!r}" for k, v in self.scalars)
         return f"{dims} {self.distribution}{scalars}"
-
-
-def edge_sizes(block: int, *, limit: int | None = None) -> tuple[int, ...]:
-    """Sizes that break kernels: 1, small primes, just under/at/over the block, a prime past it."""
-    sizes = (1, 2, 7, 31, block - 1, block, block + 1, 3 * block + 7)
-    return tuple(s for s in dict.fromkeys(sizes) if s >= 1 and (limit is None or s <= limit))
 
 
 def case_seed(seed: int, op: str, dtype: str, index: int) -> int:
@@ -189,7 +183,10 @@ class Inputs:
 def bf16_round(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """Round float32 values to the nearest bfloat16 (ties to even), kept as float32."""
     bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    sixteen = np.uint64(16)  # NumPy 1.x: a 0-d uint64 with a Python int becomes float64
+    rounded = (
+        (bits + np.uint64(0x7FFF) + ((bits >> sixteen) & np.uint64(1))) >> sixteen
+    ) << sixteen
     out = rounded.astype(np.uint32).view(np.float32)
     nan = np.isnan(x)
     out[nan] = np.float32("nan")

@@ -29,6 +29,7 @@ __all__ = [
     "Scalar",
     "Tensor",
     "discover",
+    "edge_sizes",
     "load_module",
 ]
 
@@ -57,6 +58,12 @@ def _require(what: str, value: str, valid: Sequence[str], owner: str) -> None:
 
 
 Shape = Mapping[str, int]
+
+
+def edge_sizes(block: int, *, limit: int | None = None) -> tuple[int, ...]:
+    """Sizes that break kernels: 1, small primes, just under/at/over the block, a prime past it."""
+    sizes = (1, 2, 7, 31, block - 1, block, block + 1, 3 * block + 7)
+    return tuple(s for s in dict.fromkeys(sizes) if s >= 1 and (limit is None or s <= limit))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,7 +13,13 @@ from typing import Any
 
 from cuship.provenance import one_line
 
-__all__ = ["Unavailable", "import_problem", "unavailable", "unavailable_after_death"]
+__all__ = [
+    "Unavailable",
+    "import_problem",
+    "require_numpy",
+    "unavailable",
+    "unavailable_after_death",
+]
 
 _TORCH_CPU = (
     "pip install torch --index-url https://download.pytorch.org/whl/cpu (the CPU build is "
@@ -37,6 +43,22 @@ _BROKEN_FIX: Mapping[str, str] = {
     "numba_cuda": "install numba and numba-cuda releases that support the installed NumPy "
     "(pip install -U numba numba-cuda), or pin numpy to a version they support",
 }
+
+
+def require_numpy() -> None:
+    """``cuship check`` plans each case's values with NumPy: without it, exit 3 with the install
+    line (never a traceback from the first import of it)."""
+    import importlib.util
+    import sys
+
+    from cuship.errors import ToolMissing
+
+    if importlib.util.find_spec("numpy") is None:
+        raise ToolMissing(
+            f"cuship check needs NumPy, and {sys.executable} has none",
+            hint=f"{sys.executable} -m pip install 'cuship[check]' (numpy, triton, numba), and "
+            "for the Triton interpreter torch's CPU build: " + _TORCH_CPU,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

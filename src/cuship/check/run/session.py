@@ -59,6 +59,9 @@ class CheckRequest:
     force_ptx: bool = False  # run the extension's PTX under CUDA_FORCE_PTX_JIT=1
     # Fail (exit 3) when an engine the selected ops need cannot run; None: when ``CI`` is set.
     require_engines: bool | None = None
+    # The user's working directory: the workers run there (a relative PYTHONPATH entry is read
+    # against it); None: the project root.
+    cwd: Path | None = None
 
 
 def run_check(
@@ -170,7 +173,8 @@ def _execute(
 ) -> CheckReport:
     """Probe (provenance on one worker, engines once each, on as many workers as the run will
     fork from), then run the plan on those workers or forks of them."""
-    setup = _setup(request, project, environ)
+    interpret = any(g.engine == "triton-interpret" for g in the_plan.runnable)
+    setup = _setup(request, project, environ, interpret=interpret)
     jit: tuple[str, ...] = ()
     parallel = project.config.parallel if request.parallel is None else request.parallel
     spread = lane_count(the_plan, parallel, forked=setup.fork)
@@ -240,7 +244,13 @@ def _require_jit(
     return gate.lines()
 
 
-def _setup(request: CheckRequest, project: CheckProject, environ: Mapping[str, str]) -> WorkerSetup:
+def _setup(
+    request: CheckRequest,
+    project: CheckProject,
+    environ: Mapping[str, str],
+    *,
+    interpret: bool = False,
+) -> WorkerSetup:
     return setup_for(
         modules=project.config.modules,
         root=project.root,
@@ -249,6 +259,8 @@ def _setup(request: CheckRequest, project: CheckProject, environ: Mapping[str, s
         environ=environ,
         packages=project.packages,
         force_ptx=request.force_ptx,
+        interpret=interpret,
+        cwd=request.cwd,
     )
 
 
