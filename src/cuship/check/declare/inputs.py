@@ -104,6 +104,17 @@ def _crossing_shape(op: Op) -> tuple[tuple[str, int], ...] | None:
     return None if shape == tuple(dict(op.shapes[0]).items()) else shape
 
 
+def _crossing_thresholds(op: Op, *, extended: bool) -> list[tuple[tuple[str, int], ...]]:
+    """The first shape with each declared threshold's dimension one past it (and, thorough, at
+    it)."""
+    shapes = []
+    for dim, sizes in op.crosses.items():
+        for size in sizes:
+            for value in (size, size + 1) if extended else (size + 1,):
+                shapes.append(tuple({**dict(op.shapes[0]), dim: value}.items()))
+    return list(dict.fromkeys(shapes))
+
+
 def _scalar_plan(op: Op, count: int, *, exhaustive: bool, seed: int, dtype: str) -> list[Any]:
     """Scalar values for ``count`` cases: every combination in turn (exhaustive; the list grows
     to hold them all), else one seeded pick per case."""
@@ -137,10 +148,12 @@ def plan_cases(
     """Cases for one (op, dtype): each shape with each distribution, then ``fuzz`` random ones.
 
     A quick run (not ``extended``) adds one shape crossing a block boundary (see
-    :func:`crossing_size`); an extended run covers every combination of scalar values."""
+    :func:`crossing_size`) and one past each of ``op.crosses``; an extended run takes each of
+    those at and past it, and covers every combination of scalar values."""
     crossing = None if extended else _crossing_shape(op)
     shapes = [*op.shapes, *extra_shapes, *(op.extended_shapes if extended else ())]
     unique = list(dict.fromkeys(tuple(dict(s).items()) for s in shapes))
+    unique += [s for s in _crossing_thresholds(op, extended=extended) if s not in unique]
     unique += [crossing] if crossing is not None and crossing not in unique else []
     dists = op.distributions if all_distributions else op.distributions[:1]
     grid = [(sizes, dist) for dist in dists for sizes in unique]
