@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["Compiled", "jit_class", "pick_timings"]
+__all__ = ["Compiled", "hashed_references", "jit_class", "pick_timings"]
 
 _CLASSES: dict[type, type] = {}
 
@@ -127,3 +127,18 @@ def pick_timings(
     index = next((i for i, c in enumerate(configs) if c is config), configs.index(config))
     distance = float((index - pick) % len(configs))
     return [distance, distance, distance]
+
+
+def hashed_references(original: Callable[..., Any], plain: type) -> Callable[..., Any]:
+    """``DependenciesFinder.record_reference`` (what ``cache_key`` hashes) taking an interpreted
+    function made before the adaptation (Triton's own ``tl.zeros``, ``tl.sigmoid``) as compiled
+    Triton takes a jit function: hashed by its code, not refused as an "unsupported function"."""
+
+    def record_reference(self: Any, val: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(val, plain) and not hasattr(val, "params"):
+            code = val.fn.__code__
+            self.hasher.update(f"{val.fn.__qualname__}:{code.co_code.hex()}".encode())
+            return None
+        return original(self, val, *args, **kwargs)
+
+    return record_reference

@@ -12,11 +12,17 @@
   ``dtype.value``): compiled Triton wraps it in ``tl.constexpr``, whose ``.value`` is the dtype;
   the interpreter passes the dtype, so ``.value`` must be the dtype itself.
 
+- A kernel argument that is not a torch tensor but has ``data_ptr()`` and ``dtype`` (a
+  library's strided buffer over a tensor's memory): compiled Triton takes the pointer; the
+  interpreter copies each argument's torch storage to the host and back, and fails on it. On the
+  CPU its memory is the host's already: it is passed as it is.
+
 Used by :mod:`cuship.check.interpret.adapt` only.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -63,10 +69,53 @@ def _dtype_value(self: Any) -> Any:
     return self
 
 
+def _foreign(value: Any) -> bool:
+    """A pointer argument the interpreter cannot copy (``data_ptr()``, not a torch tensor), in
+    host memory."""
+    if not hasattr(value, "data_ptr"):
+        return False
+    from triton.runtime.jit import TensorWrapper
+
+    torch = sys.modules.get("torch")
+    if isinstance(value, TensorWrapper) or (torch is not None and isinstance(value, torch.Tensor)):
+        return False
+    return getattr(getattr(value, "device", None), "type", "cpu") == "cpu"
+
+
+def _without_foreign(args: Any, kwargs: Any) -> tuple[list[Any], dict[str, Any]]:
+    return (
+        [None if _foreign(a) else a for a in args],
+        {k: None if _foreign(v) else v for k, v in kwargs.items()},
+    )
+
+
+def _host_arguments(original: Callable[..., Any]) -> Callable[..., Any]:
+    def init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
+        args_hst, kwargs_hst = original(self, *_without_foreign(args_dev, kwargs))
+        args_hst = [a if _foreign(a) else h for a, h in zip(args_dev, args_hst, strict=True)]
+        kwargs_hst = {k: v if _foreign(v) else kwargs_hst[k] for k, v in kwargs.items()}
+        return args_hst, kwargs_hst
+
+    return init_args_hst
+
+
+def _restored_arguments(original: Callable[..., Any]) -> Callable[..., Any]:
+    def restore_args_dev(self: Any, args_dev: Any, args_hst: Any, kwargs: Any, hst: Any) -> Any:
+        dev, kw_dev = _without_foreign(args_dev, kwargs)
+        host, kw_host = _without_foreign(args_hst, hst)
+        return original(self, dev, host, kw_dev, kw_host)
+
+    return restore_args_dev
+
+
 def apply(interpreter: ModuleType, patches: Patches) -> None:
-    """Scalar indices, ``triton.language`` through ``triton``, and dtypes' ``.value``."""
+    """Scalar indices, ``triton.language`` through ``triton``, dtypes' ``.value``, pointer
+    arguments that are not torch tensors."""
     import triton.language as tl
 
+    executor = interpreter.GridExecutor
+    patches.attr(executor, "_init_args_hst", _host_arguments(executor._init_args_hst))
+    patches.attr(executor, "_restore_args_dev", _restored_arguments(executor._restore_args_dev))
     patches.attr(tl.tensor, "__index__", _scalar_index)
     original = interpreter._patch_lang_tensor
     patches.attr(interpreter, "_patch_lang_tensor", _patch_lang_tensor(original, tl))

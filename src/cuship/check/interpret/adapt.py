@@ -182,9 +182,11 @@ def _rewrites(interpreter: ModuleType, plain: type, patches: Patches) -> None:
 
 
 def _jit_functions(interpreter: ModuleType, plain: type, patches: Patches) -> None:
-    from triton.runtime.jit import JITFunction
+    from triton.runtime.jit import DependenciesFinder, JITFunction
 
     patches.attr(interpreter, "InterpretedFunction", _kernels.jit_class(plain, JITFunction))
+    record = DependenciesFinder.record_reference
+    patches.attr(DependenciesFinder, "record_reference", _kernels.hashed_references(record, plain))
 
 
 def _autotune(patches: Patches) -> None:
