@@ -215,3 +215,37 @@ def test_the_pick_is_a_stable_hash_of_the_launch() -> None:
     pick = zlib.crc32(b"X=(5, 3):float32|n=7") % 3
     assert timings.index(0.0) == pick
     assert sorted(timings) == [0.0, 1.0, 2.0]
+
+
+def test_a_range_loop_variable_is_a_tensor(interpreting: ModuleType) -> None:
+    y = torch.zeros(6)
+    interpreting.steps[(1,)](y, 4)
+    assert y.tolist() == [0, 2, 4, 6, 0.5, 1.5]
+
+
+class _Strided:
+    """A library's buffer over a tensor's memory: data_ptr and dtype, no torch storage."""
+
+    def __init__(self, base: Any) -> None:
+        self.base = base
+        self.dtype = base.dtype
+        self.device = base.device
+
+    def data_ptr(self) -> int:
+        return int(self.base.data_ptr())
+
+
+def test_a_pointer_argument_that_is_not_a_tensor(interpreting: ModuleType) -> None:
+    x = torch.arange(4, dtype=torch.float32)
+    y = torch.zeros(4)
+    interpreting.triple[(1,)](_Strided(x), _Strided(y), 4, BLOCK=4)
+    assert y.tolist() == [0, 3, 6, 9]
+
+
+def test_cache_key_hashes_triton_s_own_functions_and_libdevice(interpreting: ModuleType) -> None:
+    assert interpreting.running_sum.cache_key  # references tl.zeros, interpreted before us
+    assert interpreting.erf_of.cache_key  # references libdevice.erf, emulated
+    x = torch.tensor([0.0, 0.5, -1.0, 2.0])
+    y = torch.zeros(4)
+    interpreting.erf_of[(1,)](x, y, BLOCK=4)
+    torch.testing.assert_close(y, torch.erf(x))

@@ -136,8 +136,8 @@ def hashed_references(original: Callable[..., Any], plain: type) -> Callable[...
 
     def record_reference(self: Any, val: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(val, plain) and not hasattr(val, "params"):
-            code = val.fn.__code__
-            self.hasher.update(f"{val.fn.__qualname__}:{code.co_code.hex()}".encode())
+            fn: Any = getattr(val, "fn", None)
+            self.hasher.update(f"{fn.__qualname__}:{fn.__code__.co_code.hex()}".encode())
             return None
         return original(self, val, *args, **kwargs)
 

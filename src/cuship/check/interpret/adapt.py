@@ -13,7 +13,7 @@ gives them the compiler's meaning:
   the bits; the adaptation computes them in float32 and rounds to bfloat16 (nearest even), and
   makes bf16 constants (``0.5 * x``) where Triton 3.5 cannot (:mod:`._bf16`);
 - ``a and b``, ``a or b`` and ``not a`` on tensors are logical operations, not Python's
-  (:mod:`._boolops`);
+  (:mod:`._rewrite`);
 - a grid's dimensions past the third are ignored, a scalar tensor is an index under NumPy 2.4,
   a module that imports only ``triton`` reaches ``triton.language``, a dtype passed as a
   constexpr has ``.value`` (:mod:`._launch`);
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from cuship.check.interpret import _boolops, _kernels, _launch
+from cuship.check.interpret import _kernels, _launch, _rewrite
 from cuship.check.interpret._libdevice import emulation
 from cuship.check.interpret._patches import Patches
 
@@ -167,13 +167,13 @@ def _rewrites(interpreter: ModuleType, plain: type, patches: Patches) -> None:
     the helpers it calls go into the kernel module's globals, as the interpreter's own do."""
     rewriter = interpreter.FunctionRewriter
     own = rewriter.ast_transformer
-    while isinstance(own, _boolops.Chained):
+    while isinstance(own, _rewrite.Chained):
         own = own.then
-    patches.attr(rewriter, "ast_transformer", _boolops.Chained(own))
+    patches.attr(rewriter, "ast_transformer", _rewrite.Chained(own))
     compile_and_exec = rewriter._compile_and_exec
 
     def with_helpers(self: Any, transformed: Any) -> Any:
-        for name, helper in _boolops.HELPERS.items():
+        for name, helper in _rewrite.HELPERS.items():
             self.fn.__globals__.setdefault(name, helper)
         return compile_and_exec(self, transformed)
 
