@@ -116,9 +116,10 @@ OPS = (
             "layer_norm", lambda x, w, b, eps: _gems("layer_norm")(x, [x.shape[1]], w, b, eps)[0]
         ),
         inputs=(X, W, B, EPS),
-        shapes=ROWS[1:],
+        shapes=({"rows": 3, "cols": 100},),
         extended_shapes=WIDE,
         fuzz_dims={"cols": (2, 300)},
+        crosses={"cols": (128, 4096)},  # three kernels: N <= 128, <= 4096, looped above
         dtypes=DTYPES,
         tolerances={"float32": (1e-5, 1e-5)},
     ),
