@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import select
-import signal
 import sys
 import tempfile
 import time
@@ -17,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import cuship
 from cuship import process
+from cuship.process import ended
+from cuship.version import IMPORT_ROOT
 
 __all__ = ["Worker", "WorkerDied", "WorkerSetup", "stderr_section", "worker_argv"]
 
@@ -75,7 +75,7 @@ def worker_argv(setup: WorkerSetup) -> list[str]:
     then taken off): the rest of ``sys.path`` is what the user's Python has (``PYTHONPATH`` as
     given, then site-packages), so the project's packages come from where the user's Python
     imports them, never from a site directory that holds cuship."""
-    home = str(Path(cuship.__file__).resolve().parents[1])
+    home = str(IMPORT_ROOT)
     boot = (
         f"import sys; sys.path.insert(0, {home!r}); "
         "from cuship.check.run import _worker; "
@@ -196,11 +196,7 @@ class Worker:
         except TimeoutError:
             self.kill()
             code = self.proc.wait()
-        if code < 0:
-            how = f"killed by {signal.Signals(-code).name}"
-        else:
-            how = f"exited with status {code}"
-        return f"worker process {how} while {what}" + self._stderr_tail()
+        return f"worker process {ended(code)} while {what}" + self._stderr_tail()
 
     def _stderr_tail(self) -> str:
         try:
