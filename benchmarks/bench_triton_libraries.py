@@ -17,7 +17,7 @@ for one CPU device). For each library:
 
 Not run by CI (downloads, minutes). Usage:
   python benchmarks/bench_triton_libraries.py [--library flaggems|fla]... [--venvs DIR]
-      [--flaggems-tests DIR] [--fla-tests DIR] [--no-thorough] [--json OUT]
+      [--flaggems-tests DIR] [--fla-tests DIR] [--no-thorough] [--only BUG]... [--json OUT]
 """
 
 from __future__ import annotations
@@ -311,7 +311,7 @@ def run_library(lib: Library, args: argparse.Namespace) -> dict[str, Any]:
     src = str(REPO / "src")
     result: dict[str, Any] = {"library": lib.title, "shim_lines": _shim_lines(lib)}
     for mode, extra in (("quick", ["--quick"]), ("thorough", [])):
-        if mode == "thorough" and args.no_thorough:
+        if args.only or (mode == "thorough" and args.no_thorough):
             continue
         code, seconds, report = _check(python, lib, extra, src)
         result[mode] = {"exit": code, "seconds": round(seconds, 1), "ops": _per_op(report)}
@@ -319,7 +319,7 @@ def run_library(lib: Library, args: argparse.Namespace) -> dict[str, Any]:
     source = _package_dir(python, lib.package)
     bugs = []
     with tempfile.TemporaryDirectory() as tmp:
-        for bug in lib.bugs:
+        for bug in (b for b in lib.bugs if not args.only or b.name in args.only):
             first = str(_planted(bug, source, Path(tmp), lib.package))
             path = os.pathsep.join((first, src))
             row: dict[str, Any] = {"bug": bug.name, "op": bug.op}
@@ -333,6 +333,15 @@ def run_library(lib: Library, args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def _verdict(run: dict[str, Any]) -> str:
+    """caught / missed, or why the library's tests did not run (exit 2-5: pytest's own)."""
+    if run["caught"]:
+        return f"caught ({run['seconds']} s)"
+    if run["exit"] in (0,):
+        return f"missed ({run['seconds']} s)"
+    return f"did not run (exit {run['exit']})"
+
+
 def _table(result: dict[str, Any]) -> str:
     lines = [
         f"## {result['library']}",
@@ -340,7 +349,7 @@ def _table(result: dict[str, Any]) -> str:
         "| op | quick | s | thorough | s |",
         "|---|---|---|---|---|",
     ]
-    quick = result["quick"]["ops"]
+    quick = result.get("quick", {}).get("ops", {})
     thorough = result.get("thorough", {}).get("ops", {})
     for op, q in quick.items():
         t = thorough.get(op, {})
@@ -355,11 +364,7 @@ def _table(result: dict[str, Any]) -> str:
     ]
     for bug in result["bugs"]:
         tests = bug["library_tests"]
-        said = (
-            "-"
-            if tests is None
-            else f"{'caught' if tests['caught'] else 'missed'} ({tests['seconds']} s)"
-        )
+        said = "-" if tests is None else _verdict(tests)
         lines.append(
             f"| {bug['bug']} | {bug['op']} | "
             + " | ".join(
@@ -379,6 +384,7 @@ def main() -> None:
     parser.add_argument("--flaggems-tests", type=Path, help="FlagGems' repository checkout")
     parser.add_argument("--fla-tests", type=Path, help="flash-linear-attention's checkout")
     parser.add_argument("--no-thorough", action="store_true")
+    parser.add_argument("--only", action="append", help="planted bugs to run (no suite runs)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     results = [run_library(LIBRARIES[key], args) for key in args.library or sorted(LIBRARIES)]

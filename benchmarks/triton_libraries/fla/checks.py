@@ -151,6 +151,7 @@ OPS = (
         extended_shapes=WIDE,
         fuzz_dims={"cols": (1, 300)},
         dtypes=DTYPES,
+        distributions=("normal", "uniform", "small"),  # "small": where its eps matters
         tolerances={"float32": (1e-5, 1e-5)},
     ),
     Op(
