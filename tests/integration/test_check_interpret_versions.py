@@ -1,7 +1,7 @@
 """The interpreter adaptation on other Triton x NumPy pairs than this interpreter's, each in a venv
 of its own over this one: the unit tests of every construct, and the idiom kernels' quick check.
 
-Opt-in, since each pair downloads Triton (about 200 MB): ``CUSHIP_TEST_TRITON_PAIRS`` lists
+Opt-in, since each pair downloads Triton (about 200 MB): ``TEST_TRITON_PAIRS`` lists
 ``triton/numpy`` pairs (``3.5.1/1.26.4,3.5.1/2.4.6``) or ``all`` (:data:`PAIRS`, the CI matrix of
 docs/kernel-checks.md); the venvs are kept under ``CUSHIP_TEST_CACHE`` (build/test-cache). The
 pair this interpreter has is tested by tests/unit/test_check_interpret.py itself.
@@ -31,7 +31,7 @@ PAIRS = (
     ("3.7.1", "2.2.6"),
     ("3.8.0", "2.4.6"),
 )
-_VARIABLE = "CUSHIP_TEST_TRITON_PAIRS"
+_VARIABLE = "TEST_TRITON_PAIRS"
 UNIT = "tests/unit/test_check_interpret.py"
 _QUICK = ("--quick", "--device", "cpu", "--no-store", "--parallel", "1")
 
