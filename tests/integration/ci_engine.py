@@ -351,6 +351,14 @@ def run_gitlab_job(
     return JobRun(name=name, exit_code=done.returncode, seconds=time.monotonic() - start, tail=tail)
 
 
+def _clear_venvs(variables: Mapping[str, str]) -> None:
+    """The job's venvs (``mktemp -d`` under its TMPDIR): a shell runner keeps them, and each
+    holds cuship[all] (torch too, in the check job); later jobs make their own."""
+    tmp = variables.get("TMPDIR")
+    for made in Path(tmp).glob("tmp.*") if tmp else ():
+        shutil.rmtree(made, ignore_errors=True)
+
+
 def run_gitlab(
     engine: Path, root: Path, variables: Mapping[str, str], *, timeout: float = 1800
 ) -> PipelineRun:
@@ -366,6 +374,7 @@ def run_gitlab(
             outcome[job.name] = "not run"
             continue
         run = run_gitlab_job(engine, root, job.name, variables, timeout)
+        _clear_venvs(variables)
         result.runs.append(run)
         outcome[job.name] = "passed" if run.exit_code == 0 else "failed"
     return result

@@ -271,6 +271,7 @@ class StandIn:
             k: text_of(substitute(str(v), contexts)) for k, v in (job.get("outputs") or {}).items()
         }
         code = 0 if state.status == "success" else 1
+        shutil.rmtree(root, ignore_errors=True)  # its venv and workspace; artifacts are kept
         tail = "\n".join(state.log)[-20000:]
         run = GhaJob(
             name=name,

@@ -101,9 +101,14 @@ def test_gitlab_pipeline_under_gitlab_ci_local(
         assert "saxpy" in check.tail, check.tail
     else:
         assert ran[-3:] == ["check-quick", "index", "pages"]
-        page = (published / "simple" / "cuvecops" / "index.html").read_text(encoding="utf-8")
+        # the index job's site as pages published it: the plain wheel on the project page,
+        # the labelled build in its label's sub-index (docs/variants.md)
         python_tag, cuda_label = _shard().rsplit("-", 2)[1:]
-        assert f"cuvecops-0.1.0+{cuda_label}-{python_tag}-{python_tag}-manylinux" in page
+        page = (published / "simple" / "cuvecops" / "index.html").read_text(encoding="utf-8")
+        assert f"cuvecops-0.1.0-{python_tag}-{python_tag}-manylinux" in page
+        sub = published / cuda_label / "simple" / "cuvecops" / "index.html"
+        labelled = f"cuvecops-0.1.0+{cuda_label}-{python_tag}-{python_tag}-manylinux"
+        assert labelled in sub.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("case", list(CASES))

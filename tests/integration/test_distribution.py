@@ -43,8 +43,16 @@ def _version() -> str:
     return found.group(1)
 
 
-def _run(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, check=False, **kwargs)  # type: ignore[call-overload, no-any-return]
+def _run(
+    argv: list[str],
+    *,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv, capture_output=True, text=True, check=False, cwd=cwd, env=env, timeout=timeout
+    )
 
 
 def test_twine_check_strict_and_check_wheel_contents_pass(cuship_dist: Path) -> None:
@@ -142,4 +150,6 @@ def test_the_installed_wheel_runs_the_main_job_from_a_bare_venv(
     assert "CPU-only path" in out
     wheels = sorted((example / "dist" / "cuship" / "wheels").glob("cuvecops-*+cpu-*.whl"))
     assert wheels, out
-    assert (example / "dist" / "cuship" / "simple" / "cuvecops" / "index.html").is_file(), out
+    assert (
+        example / "dist" / "cuship" / "site" / "simple" / "cuvecops" / "index.html"
+    ).is_file(), out
