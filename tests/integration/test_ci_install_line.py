@@ -3,7 +3,7 @@
 A cuship is installed the way a maintainer would have it (from a git URL: a local bare clone,
 ``git+file://…@COMMIT``; from a wheel folder, by name through ``--find-links``); that cuship
 runs ``ci init`` with no ``--cuship``, so the pin is its own reading of its PEP 610 record. The
-pin is read back from the generated ``.gitlab-ci.yml`` (its ``CUSHIP_REQUIREMENTS`` variable)
+pin is read back from the generated ``.gitlab-ci.yml`` (its ``PINNED_CUSHIP`` variable)
 and installed by the generated job's own install lines, run as the job runs them, into the
 fresh venv they make; ``cuship --version`` there must name the commit, or the wheel's files
 must be the ones installed.
@@ -66,7 +66,7 @@ def _install_with_the_job_lines(doc: dict[str, Any], env: dict[str, str]) -> Pat
     variables, as GitLab would; the fresh venv they made."""
     lines: list[str] = doc["index"]["before_script"]
     last = next(i for i, line in enumerate(lines) if line.startswith("export PATH="))
-    script = "\n".join([*lines[: last + 1], 'echo "made: $CUSHIP_VENV"'])
+    script = "\n".join([*lines[: last + 1], 'echo "made: $JOB_VENV"'])
     variables = {k: v["value"] for k, v in doc["variables"].items()}
     variables["PYTHON"] = doc["index"]["variables"]["PYTHON"]["value"]
     out = _run(["bash", "-e", "-c", script], env | variables)
@@ -74,7 +74,7 @@ def _install_with_the_job_lines(doc: dict[str, Any], env: dict[str, str]) -> Pat
 
 
 def _requirement(doc: dict[str, Any]) -> str:
-    value: str = doc["variables"]["CUSHIP_REQUIREMENTS"]["value"]
+    value: str = doc["variables"]["PINNED_CUSHIP"]["value"]
     assert "\n" not in value
     return value
 

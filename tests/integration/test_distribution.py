@@ -37,7 +37,8 @@ def _one(dist: Path, pattern: str) -> Path:
 
 
 def _version() -> str:
-    text = (SRC / "__init__.py").read_text(encoding="utf-8")
+    """The one source of cuship's version (pyproject reads it there, without importing)."""
+    text = (SRC / "version.py").read_text(encoding="utf-8")
     found = re.search(r'^__version__ = "([^"]+)"$', text, re.MULTILINE)
     assert found is not None
     return found.group(1)

@@ -217,7 +217,7 @@ def test_gitlab_matrix_tags_and_rules() -> None:
     assert doc["gpu-h100"]["tags"] == ["gpu", "h100"]
     assert doc["gpu-h100"]["script"] == [
         "python3 -m uv pip install pytest wheelhouse/*+*.whl",
-        'cuship gpu-run "$PROJECT" --wheels wheelhouse -o "$OUT" --venv "$CUSHIP_VENV-gpu"',
+        'cuship gpu-run "$PROJECT" --wheels wheelhouse -o "$OUT" --venv "$JOB_VENV-gpu"',
     ]
     assert doc["gpu-h100"]["variables"]["OUT"] == {"value": "gpu-h100", "expand": False}
     assert doc["gpu-h100"]["artifacts"] == {
@@ -243,10 +243,10 @@ def test_gitlab_jobs_put_uv_in_their_venv_before_the_venv_goes_on_path() -> None
         into_venv = [
             line
             for line in lines[:on_path]
-            if line.startswith('python3 -m uv pip install --python "$CUSHIP_VENV/bin/python" uv ')
+            if line.startswith('python3 -m uv pip install --python "$JOB_VENV/bin/python" uv ')
         ]
         assert into_venv, name
-        assert '-r "$CUSHIP_VENV/cuship-requirements.txt"' in into_venv[0]
+        assert '-r "$JOB_VENV/cuship-requirements.txt"' in into_venv[0]
 
 
 def test_check_and_gpu_jobs_install_only_the_wheels_the_build_labelled() -> None:
@@ -351,7 +351,7 @@ def test_check_jobs_install_what_the_engines_need_and_require_them() -> None:
 def test_ci_install_settings_are_lists_of_single_requirements() -> None:
     pin = CushipPin(requirements=("cuship[all]", "torch"), why="test")
     doc = _docs(_ctx(pin=pin), "github")
-    assert doc["env"]["CUSHIP_REQUIREMENTS"].splitlines() == ["cuship[all]", "torch"]
+    assert doc["env"]["PINNED_CUSHIP"].splitlines() == ["cuship[all]", "torch"]
 
 
 @pytest.mark.parametrize("value", ['"cuship[all] torch"', '["cuship[all] torch"]'])

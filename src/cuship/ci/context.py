@@ -81,7 +81,7 @@ class CiContext:
         """Every config value a job script reads, by variable name. Scripts read them from the
         environment (GitHub ``env:``, GitLab ``variables:``, SkyPilot ``envs:``), quoted: a
         value is never pasted into a script's text, so no name or path can run as code."""
-        values = {"PROJECT": self.project, "CUSHIP_REQUIREMENTS": self.pin.text}
+        values = {"PROJECT": self.project, "PINNED_CUSHIP": self.pin.text}
         if self.has_checks:
             values["TORCH_INDEX"] = self.ci.torch_index
             values["CHECK_REQUIREMENTS"] = "\n".join(self.ci.check_install)

@@ -53,14 +53,14 @@ def literal(value: str) -> str:
 
 
 def _install_script() -> str:
-    """A venv of ``$PYTHON`` on PATH and the requirements of ``$CUSHIP_REQUIREMENTS`` in it."""
+    """A venv of ``$PYTHON`` on PATH and the requirements of ``$PINNED_CUSHIP`` in it."""
     return "\n".join(
         [
             f'uv venv --python "$PYTHON" {_VENV}',
             'echo "$RUNNER_TEMP/venv/bin" >> "$GITHUB_PATH"',
             'echo "VIRTUAL_ENV=$RUNNER_TEMP/venv" >> "$GITHUB_ENV"',
             "# one requirement a line; installed as a requirements file, never as script text",
-            'printf \'%s\\n\' "$CUSHIP_REQUIREMENTS" > "$RUNNER_TEMP/cuship-requirements.txt"',
+            'printf \'%s\\n\' "$PINNED_CUSHIP" > "$RUNNER_TEMP/cuship-requirements.txt"',
             'uv pip install --python "$RUNNER_TEMP/venv/bin/python" pip '
             '-r "$RUNNER_TEMP/cuship-requirements.txt"',
         ]
@@ -71,7 +71,7 @@ def _python(ctx: CiContext, version: str) -> list[Step]:
     """A virtual environment of ``version`` on PATH, and cuship in it: cuship's own action when
     the pin names its commit on GitHub, else uv and a run step."""
     if ctx.pin.action is not None:
-        inputs = {"python": version, "cuship": "${{ env.CUSHIP_REQUIREMENTS }}"}
+        inputs = {"python": version, "cuship": "${{ env.PINNED_CUSHIP }}"}
         return [{"name": "Python with cuship", "uses": ctx.pin.action, "with": inputs}]
     return [
         # no uv cache: this workflow publishes what it builds (zizmor's cache-poisoning audit)
@@ -148,7 +148,7 @@ def _build_steps(ctx: CiContext, cache_steps: list[Step]) -> list[Step]:
                 "path": "${{ env.PROJECT }}",
                 "args": "--job ${{ matrix.job }} -o wheelhouse",
                 "python": "${{ matrix.python }}",
-                "cuship": "${{ env.CUSHIP_REQUIREMENTS }}",
+                "cuship": "${{ env.PINNED_CUSHIP }}",
             },
         }
         return [*cache_steps, build]

@@ -34,19 +34,19 @@ def _matrix(jobs: Sequence[BuildJob]) -> list[dict[str, str]]:
 
 def _install() -> list[str]:
     """Shell lines: uv, a virtual environment of ``$PYTHON`` (a fresh directory: jobs of a
-    shell runner share /tmp) holding uv, pip and ``$CUSHIP_REQUIREMENTS``, then on PATH. uv
+    shell runner share /tmp) holding uv, pip and ``$PINNED_CUSHIP``, then on PATH. uv
     goes into the venv too: once the venv is on PATH, ``python3`` is the venv's, and the
     later ``python3 -m uv`` lines need it there (gitlab-ci-local's run found this)."""
     return [
         "command -v python3 >/dev/null || "
         "(apt-get update -qq && apt-get install -y -qq python3-pip >/dev/null)",
         "python3 -m pip install -q uv || python3 -m pip install -q --break-system-packages uv",
-        'CUSHIP_VENV="$(mktemp -d)/venv"',
-        'python3 -m uv venv --python "$PYTHON" "$CUSHIP_VENV"',
-        'printf \'%s\\n\' "$CUSHIP_REQUIREMENTS" > "$CUSHIP_VENV/cuship-requirements.txt"',
-        'python3 -m uv pip install --python "$CUSHIP_VENV/bin/python" uv pip '
-        '-r "$CUSHIP_VENV/cuship-requirements.txt"',
-        'export PATH="$CUSHIP_VENV/bin:$PATH" VIRTUAL_ENV="$CUSHIP_VENV"',
+        'JOB_VENV="$(mktemp -d)/venv"',
+        'python3 -m uv venv --python "$PYTHON" "$JOB_VENV"',
+        'printf \'%s\\n\' "$PINNED_CUSHIP" > "$JOB_VENV/cuship-requirements.txt"',
+        'python3 -m uv pip install --python "$JOB_VENV/bin/python" uv pip '
+        '-r "$JOB_VENV/cuship-requirements.txt"',
+        'export PATH="$JOB_VENV/bin:$PATH" VIRTUAL_ENV="$JOB_VENV"',
     ]
 
 
@@ -89,11 +89,11 @@ def _drift(ctx: CiContext) -> Job:
             "while IFS= read -r requirement; do",
             '  set -- "$@" --cuship "$requirement"',
             "done <<EOF",
-            "$CUSHIP_REQUIREMENTS",
+            "$PINNED_CUSHIP",
             "EOF",
-            'cuship ci init "$PROJECT" --provider gitlab --print -o . "$@" > "$CUSHIP_VENV/regenerated.yml"',
-            f"grep -v '^#' {GITLAB_CI} > \"$CUSHIP_VENV/committed.yml\"",
-            'grep -v \'^#\' "$CUSHIP_VENV/regenerated.yml" | diff -u "$CUSHIP_VENV/committed.yml" -',
+            'cuship ci init "$PROJECT" --provider gitlab --print -o . "$@" > "$JOB_VENV/regenerated.yml"',
+            f"grep -v '^#' {GITLAB_CI} > \"$JOB_VENV/committed.yml\"",
+            'grep -v \'^#\' "$JOB_VENV/regenerated.yml" | diff -u "$JOB_VENV/committed.yml" -',
         ]
     )
     return {"stage": ".pre", **_python_job(ctx, ctx.ci.python), "script": [script]}
@@ -214,7 +214,7 @@ def _gpu(ctx: CiContext, name: str, tags: tuple[str, ...]) -> Job:
         # The wheel's dependencies (and pytest) come from the network into cuship's venv;
         # gpu-run installs the wheel itself into a fresh venv layered on it, without deps.
         f"python3 -m uv pip install pytest {BUILT_WHEELS}",
-        'cuship gpu-run "$PROJECT" --wheels wheelhouse -o "$OUT" --venv "$CUSHIP_VENV-gpu"',
+        'cuship gpu-run "$PROJECT" --wheels wheelhouse -o "$OUT" --venv "$JOB_VENV-gpu"',
     ]
     needs: list[Any] = []
     if gpu_job is not None:

@@ -31,7 +31,7 @@ def _setup(python: str) -> str:
             "python3 -m pip install -q uv || python3 -m pip install -q --break-system-packages uv",
             f'python3 -m uv venv --python "{python}" ~/cuship-venv',
             "# cuship, pytest and the wheel's dependencies; gpu-run installs the wheel itself",
-            "printf '%s\\n' \"$CUSHIP_REQUIREMENTS\" > ~/cuship-requirements.txt",
+            "printf '%s\\n' \"$PINNED_CUSHIP\" > ~/cuship-requirements.txt",
             "python3 -m uv pip install --python ~/cuship-venv/bin/python pytest "
             f"-r ~/cuship-requirements.txt ~/{BUILT_WHEELS}",
         ]
@@ -64,7 +64,7 @@ def skypilot_task(ctx: CiContext) -> dict[str, Any]:
         },
         "workdir": ".",
         "file_mounts": mounts,
-        "envs": {k: variables[k] for k in ("PROJECT", "CUSHIP_REQUIREMENTS")},
+        "envs": {k: variables[k] for k in ("PROJECT", "PINNED_CUSHIP")},
         "setup": _setup(python),
         "run": _run(ctx),
     }
