@@ -34,12 +34,12 @@ from tests.integration.ci_engine import (
 
 OPT_IN = (
     "runs the example's generated pipelines under gitlab-ci-local and the GitHub stand-in "
-    "(about 15 minutes of nvcc, npm and PyPI): set CUSHIP_CI_ENGINE=1 to run it"
+    "(about 15 minutes of nvcc, npm and PyPI): set TEST_CI_ENGINE=1 to run it"
 )
 pytestmark = [
     pytest.mark.ci_engine,
     pytest.mark.network,
-    pytest.mark.skipif(os.environ.get("CUSHIP_CI_ENGINE") != "1", reason=OPT_IN),
+    pytest.mark.skipif(os.environ.get("TEST_CI_ENGINE") != "1", reason=OPT_IN),
 ]
 CASES = {"example": False, "planted": True}
 
