@@ -27,9 +27,12 @@ __all__ = [
     "read_calls",
     "shim_env",
     "shim_step",
+    "wheels_env",
+    "wheels_step",
 ]
 
 _LOG = "nvcc-calls.jsonl"
+_WHEELS = "cuda-wheels"
 _MAX_LOG = 64 << 20  # a build of thousands of compiles writes a few MB
 
 
@@ -67,6 +70,27 @@ def shim_step(job: BuildJob, config: Config, cuda_home: str, raw_dir: Path, pyth
         description=f"a CUDA_HOME whose nvcc compiles {job.arch.torch} only ({what} other arch flags)",
         argv=argv,
     )
+
+
+def wheels_step(raw_dir: Path, site: str, python: str) -> Step:
+    """The step that links the job venv's NVIDIA wheel headers and libraries into one folder
+    (see :func:`~cuship.builder.run.nvcc_shim.gather_wheels`), once its torch is installed."""
+    argv = (python, "-I", str(Path(nvcc_shim.__file__).resolve()), "wheels", "--site", site)
+    return Step(
+        name="cuda-wheels",
+        description="the headers and libraries of the job venv's NVIDIA wheels (cuBLAS, "
+        "cuSPARSE ...) on CPATH and LIBRARY_PATH",
+        argv=(*argv, "--into", str(raw_dir / _WHEELS)),
+    )
+
+
+def wheels_env(raw_dir: Path) -> dict[str, str]:
+    """``CPATH`` and ``LIBRARY_PATH`` naming what :func:`wheels_step` links: the compiler (gcc,
+    and nvcc through it) finds cusparse.h and libcublas.so there after the toolkit's own."""
+    return {
+        "CPATH": str(raw_dir / _WHEELS / "include"),
+        "LIBRARY_PATH": str(raw_dir / _WHEELS / "lib64"),
+    }
 
 
 def shim_env(raw_dir: Path) -> dict[str, str]:

@@ -18,6 +18,7 @@ from cuship.config import files, values
 from cuship.config.ci import CiSection
 from cuship.config.packages import PackageSpec, load_packages, packages_schema
 from cuship.config.script import BuildScript, read_build_script
+from cuship.config.sources import Sdist, read_pkg_info
 from cuship.config.values import between
 from cuship.errors import ConfigError
 from cuship.schema import field_doc
@@ -36,6 +37,7 @@ __all__ = [
     "MatrixSection",
     "PackageSpec",
     "ProjectSection",
+    "Sdist",
     "VariantsSection",
     "has_config",
     "json_schema",
@@ -491,6 +493,10 @@ class Config:
     bench: BenchSection = dataclasses.field(default_factory=BenchSection)
     variants: VariantsSection = dataclasses.field(default_factory=VariantsSection)
     script: BuildScript = dataclasses.field(default_factory=BuildScript)  # setup.py, read
+    matrix_keys: frozenset[str] = frozenset()  # the [matrix] keys the file gives
+    found: tuple[str, ...] = ()  # what cuship found out rather than was told (said by the plan)
+    sdists: Mapping[str, Sdist] = dataclasses.field(default_factory=dict)  # by requirement
+    sdist: Sdist | None = None  # a packages.yml entry's: the released sdist it builds
 
     @property
     def source_dir(self) -> Path:
@@ -523,9 +529,24 @@ def _package_config(config: Config, spec: PackageSpec, version: str) -> Config:
         env={**config.build.env, **spec.env},
     )
     project = replace(config.project, name=spec.name, version=version, requires_python=None)
-    matrix = replace(config.matrix, **spec.matrix.given())
+    given = spec.matrix.given()
+    requirement = f"{spec.name}=={version}"
+    sdist = config.sdists.get(requirement)
+    found = config.found
+    if sdist is not None and "device_code" not in given and "device_code" not in config.matrix_keys:
+        given["device_code"] = sdist.device.found
+        said = "one +cpu job per Python" if not sdist.device.found else "CUDA jobs"
+        found += (f"{requirement}: {sdist.device.describe()}, read from its sdist: {said}",)
+    matrix = replace(config.matrix, **given)
     return replace(
-        config, project=project, build=build, matrix=matrix, requirement=f"{spec.name}=={version}"
+        config,
+        project=project,
+        build=build,
+        matrix=matrix,
+        requirement=requirement,
+        sdist=sdist,
+        script=sdist.script if sdist is not None else config.script,
+        found=found,
     )
 
 
@@ -661,10 +682,11 @@ def load_config(path: str | Path = ".") -> Config:
         build_requires = _build_requires(pyproject, pyproject_path)
         backend = _backend(pyproject, pyproject_path)
     script = read_build_script(root) if packages_path is None or toml_path else BuildScript()
+    released = read_pkg_info(root) if packages_path is None else (None, None)
     project = replace(
         project,
-        name=project.name or script.name,
-        version=project.version or (script.version if script.name else None),
+        name=project.name or released[0] or script.name,
+        version=project.version or released[1] or (script.version if script.name else None),
     )
     return Config(
         source=toml_path or packages_path or path,
@@ -682,4 +704,7 @@ def load_config(path: str | Path = ".") -> Config:
         bench=file.bench,
         variants=file.variants,
         script=script,
+        matrix_keys=frozenset(raw.get("matrix", {}))
+        if isinstance(raw.get("matrix"), Mapping)
+        else frozenset(),
     )

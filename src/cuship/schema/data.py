@@ -10,6 +10,7 @@ from typing import Any
 from cuship import schema
 from cuship._fs import write_json
 from cuship.compat.files import CudaFile, GpusFile, TorchFile
+from cuship.config.script import BuildSwitchesFile
 from cuship.toolkit.catalog import ToolkitsFile
 from cuship.wheel.cudalibs import CudaLibsFile
 
@@ -22,6 +23,7 @@ FILES: dict[str, type] = {
     "gpus": GpusFile,
     "cuda_libs": CudaLibsFile,
     "toolkits": ToolkitsFile,
+    "build_switches": BuildSwitchesFile,
 }
 
 
