@@ -24,6 +24,7 @@ __all__ = [
     "arch_control",
     "describe",
     "log_path",
+    "no_device_code",
     "read_calls",
     "shim_env",
     "shim_step",
@@ -192,3 +193,20 @@ def describe(calls: NvccCalls) -> str:
         else ""
     )
     return f"{calls.device} device compile(s) for {done}{replaced}"
+
+
+def no_device_code(job_id: str, gate: tuple[str, ...]) -> str:
+    """Why a CUDA job whose build compiled no device code is stopped, and the ways out in order
+    of likelihood: the project's CUDA gate, ``[build] env``, ``device_code``."""
+    opened = f"cuship set {' '.join(gate)}" if gate else "cuship set no gate switch"
+    return (
+        f"{job_id}: the build compiled no CUDA device code (cuship's nvcc saw no device compile "
+        "and the wheel holds no SASS or PTX); stopped before repair. In order of likelihood: "
+        "1. the CUDA gate: its setup.py compiles CUDA only when torch.cuda.is_available() (never "
+        f"on a machine without a GPU) or a variable says so ({opened}; "
+        "data/build_switches.toml lists the spellings cuship knows); "
+        "2. [build] env: set the project's own switch (packages.yml: the entry's env:, e.g. "
+        "{MY_PROJECT_WITH_CUDA: '1'}); "
+        "3. device_code: a package with no device code at all is a CPU wheel, "
+        "[matrix] device_code = false (packages.yml: its entry's matrix: {device_code: false})"
+    )

@@ -58,6 +58,7 @@ class Host:
     engine: str | None = None
     torch: str | None = None  # the installed torch's version ("2.13.0+cpu"), if any
     toolkits_root: str | None = None  # where toolkits from PyPI are cached (cuship toolkit)
+    wheel_cache: str | None = None  # where a job's torch is downloaded once for every -o
     # every CPython found for the matrix's Python versions; None: only the running one
     interpreters: Interpreters | None = None
     workers: int = 1  # jobs built at once here: each gets its share of MAX_JOBS
@@ -121,6 +122,7 @@ class Step:
     creates: str | None = None
     stamp: bool = False
     holds: tuple[str, ...] = ()
+    watch: tuple[str, ...] = ()  # folders whose growth is told while it runs (a download)
 
     def without_compiler_cache(self) -> Step:
         """The step with no compiler launcher (sccache) in its environment or CMake arguments,

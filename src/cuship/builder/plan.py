@@ -7,6 +7,7 @@ host can build a job locally is decided here too, with the reason when it cannot
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -121,16 +122,39 @@ def _torch_blocker(job: BuildJob, config: Config, host: Host) -> str | None:
     )
 
 
-def _deps_step(job: BuildJob, config: Config, python: str) -> Step | None:
+def _deps_steps(
+    job: BuildJob, config: Config, python: str, host: Host, raw_dir: Path
+) -> tuple[Step, ...]:
+    """Install the job's build dependencies; a job that installs its own torch first downloads
+    them once into the host's wheel cache (every output directory shares it; the download is
+    told as it grows) and installs from there."""
     deps = job_deps(job, config, config.build.extra_deps)
     if not deps:
-        return None
-    argv = (python, "-m", "pip", "install", *deps)
-    return Step(name="build-deps", description="install build dependencies", argv=argv)
+        return ()
+    install = Step(
+        name="build-deps",
+        description="install build dependencies",
+        argv=(python, "-m", "pip", "install", *deps),
+    )
+    if host.wheel_cache is None or job.torch_version is None or not names_torch(deps):
+        return (install,)
+    cache = host.wheel_cache
+    key = hashlib.sha256("\0".join((python, *deps)).encode()).hexdigest()[:16]
+    download = Step(
+        name="torch-download",
+        description=f"download torch {job.torch_version} ({job.torch_variant}) and the other "
+        f"build dependencies once, into {cache}",
+        argv=(python, "-m", "pip", "download", "--dest", cache, *deps),
+        creates=str(Path(cache) / f".cuship-{key}"),
+        stamp=True,
+        watch=(cache, str(raw_dir / "tmp")),
+    )
+    offline = (python, "-m", "pip", "install", "--no-index", "--find-links", cache, *deps)
+    return download, dataclasses.replace(install, argv=offline)
 
 
 def _build_holds(
-    config: Config, exe: str, env_dir: Path | None, deps: Step | None
+    config: Config, exe: str, env_dir: Path | None, deps: bool
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What the deps step and the wheel step keep from other jobs built at once (see
     :mod:`~cuship.builder.run.shared`): the env the deps go into, until the wheel is built; the
@@ -157,15 +181,15 @@ def _local_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> Mo
     setup, exe, env_dir = (
         build_env(config, python, raw_dir.parent.parent, runner, torch) if python else none
     )
-    deps = _deps_step(job, config, exe)
-    deps_holds, wheel_holds = _build_holds(config, exe, env_dir, deps)
+    deps = _deps_steps(job, config, exe, host, raw_dir)
+    deps_holds, wheel_holds = _build_holds(config, exe, env_dir, bool(deps))
     check = _torch_check(job, runner, env_dir, python) if torch else None
     wheels = None
     if torch and env_dir is not None and python is not None and not job.cpu:
         wheels = wheels_step(raw_dir, env_site(env_dir, python), runner)
         env.update(wheels_env(raw_dir))
     build = (
-        *((dataclasses.replace(deps, holds=deps_holds),) if deps else ()),
+        *(dataclasses.replace(step, holds=deps_holds) for step in deps),
         *((dataclasses.replace(check, holds=deps_holds),) if check else ()),
         *((dataclasses.replace(wheels, holds=deps_holds),) if wheels else ()),
         dataclasses.replace(wheel_step(job.id, config, exe, raw_dir), holds=wheel_holds),

@@ -144,6 +144,8 @@ def _render(console: Console, report: ShipReport, line: str, *, per_project: boo
         console.out.print("install with (pip, then uv):", markup=False)
         for each in lines:
             console.out.print(f"  {each.pip}\n  {each.uv}", markup=False)
+        for note in report.torch_notes():
+            console.out.print(f"note: {note}", markup=False, highlight=False)
     else:
         console.out.print(f"install with:\n  {line}", markup=False)
     uv_line = report.variants_line(line.split()[2])

@@ -139,7 +139,8 @@ def detect_host(
         engine=find_engine(env, config.build.engine),
         interpreters=find_interpreters(pythons, search, emit),
     )
-    return dataclasses.replace(host, toolkits_root=str(toolkits_root(env)))
+    cache = toolkits_root(env).parent / "wheels"  # beside the toolkits: $XDG_CACHE_HOME/cuship
+    return dataclasses.replace(host, toolkits_root=str(toolkits_root(env)), wheel_cache=str(cache))
 
 
 def preflight(host: Host, config: Config, mode: str) -> None:
