@@ -139,7 +139,7 @@ def _deps_steps(
     if host.wheel_cache is None or job.torch_version is None or not names_torch(deps):
         return (install,)
     cache = host.wheel_cache
-    key = hashlib.sha256("\0".join((python, *deps)).encode()).hexdigest()[:16]
+    key = hashlib.sha256("\0".join((job.python_tag, *deps)).encode()).hexdigest()[:16]
     download = Step(
         name="torch-download",
         description=f"download torch {job.torch_version} ({job.torch_variant}) and the other "
