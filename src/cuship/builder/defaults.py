@@ -98,7 +98,8 @@ def prepare(
     Each finding is told as an event of topic ``plan``."""
     from cuship.builder.sdists import fetch_sdists, parse_pip_config, sdist_cache
 
-    config = with_cuda_default(config, find_toolkit(environ), load())
+    if not config.matrix.cuda:  # nvcc --version only when its answer is needed
+        config = with_cuda_default(config, find_toolkit(environ), load())
     if sdists and config.packages:
         pip = parse_pip_config(_pip_config_list(environ))
         config = fetch_sdists(config, pip, cache=sdist_cache(environ), emit=emit)

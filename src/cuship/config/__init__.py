@@ -85,7 +85,9 @@ class MatrixSection:
         schema={"minItems": 1},
     )
     cuda: tuple[str, ...] = field_doc(
-        "CUDA toolkits ('12.8.1', or '12.8' for the newest 12.8.x); default: the newest known.",
+        "CUDA toolkits ('12.8.1', or '12.8' for the newest 12.8.x); default: what this host "
+        "builds (its nvcc's CUDA; with no nvcc and [build] toolkits = 'fetch', the newest from "
+        "PyPI; else the newest known), said by the plan.",
         default=(),
         validate=values.version,
         not_empty_when_given=True,
