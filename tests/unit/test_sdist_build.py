@@ -77,6 +77,17 @@ def test_a_matrix_with_no_cuda_takes_this_host_s_and_says_so(tmp_path: Path) -> 
     assert defaults.with_cuda_default(given, NVCC, load()) == given
 
 
+def test_the_default_torch_is_the_newest_with_a_build_for_the_plan_s_cuda(
+    tmp_path: Path,
+) -> None:
+    config = _index(tmp_path, '{python: ["3.11"], cuda: ["13.0"], arch: ["9.0"]}')
+    newest = next(r for r in reversed(load().torch) if "13.0" in r.cuda)
+    assert defaults.torch_default(config, load()).torch_default == newest.minor
+    old = _index(tmp_path / "o", '{python: ["3.11"], cuda: ["11.8"], arch: ["8.0"]}')
+    eleven = next(r for r in reversed(load().torch) if any(c.startswith("11.") for c in r.cuda))
+    assert defaults.torch_default(old, load()).torch_default == eleven.minor
+
+
 def test_with_no_nvcc_the_default_is_what_fetch_brings_else_the_newest_known(
     tmp_path: Path,
 ) -> None:

@@ -193,3 +193,35 @@ def test_an_sdist_member_that_leaves_its_folder_is_refused(tmp_path: Path) -> No
     with pytest.raises(tarfile.TarError):
         unpack(path, tmp_path / "into")
     assert not (tmp_path / "outside.txt").exists()
+
+
+def test_a_torch_extension_s_sdist_builds_against_a_torch_with_no_key_given(
+    tmp_path: Path,
+) -> None:
+    """packages, versions and python alone: a setup.py that builds with torch's cpp_extension
+    gets the plan's torch (the newest with a build for its CUDA) in its own venv, without
+    build isolation; an entry that names its own extra_deps or build_args keeps them."""
+    import dataclasses
+
+    dist = tmp_path / "dist"
+    _sdist(dist, "knnlike", "1.0.3", {"setup.py": TORCH_SETUP, "knn.cu": ""})
+    _sdist(dist, "told", "1.0", {"setup.py": TORCH_SETUP, "knn.cu": ""})
+    root = tmp_path / "index"
+    _packages(
+        root,
+        "  knnlike: {versions: ['1.0.3']}\n"
+        "  told: {versions: ['1.0'], extra_deps: ['torch==2.13.*']}\n",
+        '{python: ["3.11"], cuda: ["13.0"], arch: ["9.0"]}',
+    )
+    pip = {"no-index": "1", "find-links": str(dist)}
+    config = fetch_sdists(load_config(root), pip, cache=tmp_path / "cache")
+    config = dataclasses.replace(config, torch_default="2.13")
+    by_name = {cfg.project.name: cfg for cfg in package_configs(config)}
+    knn = by_name["knnlike"]
+    assert knn.matrix.torch == ("2.13",)
+    assert knn.build.extra_deps == ("torch",) and not knn.build.isolation
+    assert any("a torch extension (setup.py builds against torch)" in n for n in knn.found)
+    told = by_name["told"]
+    assert told.build.extra_deps == ("torch==2.13.*",) and told.build.isolation
+    ids = [job.id for _, job in jobs_with_configs(config, load())]
+    assert "knnlike-1.0.3-cp311-cu130-torch2.13" in ids

@@ -86,6 +86,24 @@ def with_cuda_default(config: Config, toolkit: Toolkit | None, compat: Compat) -
     return dataclasses.replace(config, matrix=matrix, found=found)
 
 
+def torch_default(config: Config, compat: Compat) -> Config:
+    """``config`` with the torch a torch extension's sdist builds against when its entry names
+    none: the newest torch release with a build for the first CUDA of the axis (its major, no
+    newer minor: the build the matrix pairs with it)."""
+    if not config.packages or not config.matrix.cuda:
+        return config
+    try:
+        toolkit = compat.cuda(config.matrix.cuda[0])
+    except CushipError:
+        return config
+    mine = Version(toolkit.major_minor)
+    for release in reversed(compat.torch):
+        builds = [Version(c) for c in release.cuda]
+        if any(b.major == mine.major and b <= mine for b in builds):
+            return dataclasses.replace(config, torch_default=release.minor)
+    return config
+
+
 def prepare(
     config: Config,
     environ: Mapping[str, str],
@@ -100,6 +118,7 @@ def prepare(
 
     if not config.matrix.cuda:  # nvcc --version only when its answer is needed
         config = with_cuda_default(config, find_toolkit(environ), load())
+    config = torch_default(config, load())
     if sdists and config.packages:
         pip = parse_pip_config(_pip_config_list(environ))
         config = fetch_sdists(config, pip, cache=sdist_cache(environ), emit=emit)

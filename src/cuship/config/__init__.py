@@ -499,6 +499,7 @@ class Config:
     found: tuple[str, ...] = ()  # what cuship found out rather than was told (said by the plan)
     sdists: Mapping[str, Sdist] = dataclasses.field(default_factory=dict)  # by requirement
     sdist: Sdist | None = None  # a packages.yml entry's: the released sdist it builds
+    torch_default: str | None = None  # the torch a torch extension's sdist builds against
 
     @property
     def source_dir(self) -> Path:
@@ -535,10 +536,9 @@ def _package_config(config: Config, spec: PackageSpec, version: str) -> Config:
     requirement = f"{spec.name}=={version}"
     sdist = config.sdists.get(requirement)
     found = config.found
-    if sdist is not None and "device_code" not in given and "device_code" not in config.matrix_keys:
-        given["device_code"] = sdist.device.found
-        said = "one +cpu job per Python" if not sdist.device.found else "CUDA jobs"
-        found += (f"{requirement}: {sdist.device.describe()}, read from its sdist: {said}",)
+    if sdist is not None:
+        build, said = _from_sdist(config, spec, sdist, given, build)
+        found += said
     matrix = replace(config.matrix, **given)
     return replace(
         config,
@@ -548,8 +548,37 @@ def _package_config(config: Config, spec: PackageSpec, version: str) -> Config:
         requirement=requirement,
         sdist=sdist,
         script=sdist.script if sdist is not None else config.script,
+        build_requires=sdist.requires if sdist is not None else config.build_requires,
         found=found,
     )
+
+
+def _from_sdist(
+    config: Config, spec: PackageSpec, sdist: Sdist, given: dict[str, Any], build: BuildSection
+) -> tuple[BuildSection, tuple[str, ...]]:
+    """What reading an entry's sdist decides where its entry and the file say nothing: whether
+    it has device code (``given``, updated), and for a torch extension the torch it builds
+    against, installed in its own venv without build isolation. (its build section, notes)"""
+    said: list[str] = []
+    keys = config.matrix_keys
+    if "device_code" not in given and "device_code" not in keys:
+        given["device_code"] = sdist.device.found
+        jobs = "one +cpu job per Python" if not sdist.device.found else "CUDA jobs"
+        said.append(f"{sdist.requirement}: {sdist.device.describe()}, read from its sdist: {jobs}")
+    if not sdist.torch_extension:
+        return build, tuple(said)
+    torch = given.get("torch") or config.matrix.torch
+    if "torch" not in given and "torch" not in keys and config.torch_default:
+        torch = given["torch"] = (config.torch_default,)
+    if torch and not spec.extra_deps and not config.build.extra_deps and not spec.build_args:
+        build = replace(build, extra_deps=("torch",), isolation=False)
+        said.append(
+            f"{sdist.requirement}: a torch extension ({sdist.script.file or 'pyproject.toml'} "
+            f"builds against torch): built against torch {', '.join(torch) or '(none given)'} "
+            "installed in its own venv, without build isolation ([build] extra_deps and "
+            "build_args in its entry say otherwise)"
+        )
+    return build, tuple(said)
 
 
 def packages_json_schema() -> dict[str, Any]:

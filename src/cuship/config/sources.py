@@ -119,11 +119,36 @@ class Sdist:
     sha256: str
     device: DeviceCode
     script: BuildScript = field(default_factory=BuildScript)
+    requires: tuple[str, ...] = ()  # its pyproject.toml's [build-system] requires
+
+    @property
+    def torch_extension(self) -> bool:
+        """Whether it builds against torch: its setup.py uses torch's cpp_extension, or its
+        build requirements name torch."""
+        named = any(re.split(r"[\s=<>!~;\[@]", r.strip(), maxsplit=1)[0].lower() == "torch"
+                    for r in self.requires)  # fmt: skip
+        return self.script.torch_extension or named
+
+
+def _build_requires(root: Path) -> tuple[str, ...]:
+    import tomllib
+
+    try:
+        document = tomllib.loads(read_text(root / "pyproject.toml", 1 << 18))
+    except tomllib.TOMLDecodeError:
+        return ()
+    system = document.get("build-system")
+    requires = system.get("requires") if isinstance(system, dict) else None
+    if not isinstance(requires, list):
+        return ()
+    return tuple(r for r in requires if isinstance(r, str))
 
 
 def read_sdist(requirement: str, archive: Path, root: Path, sha256: str) -> Sdist:
-    """What the unpacked sdist at ``root`` says (its device code and its build script)."""
+    """What the unpacked sdist at ``root`` says (its device code, its build script and its
+    build requirements)."""
     return Sdist(
+        requires=_build_requires(root),
         requirement=requirement,
         archive=archive,
         root=root,
