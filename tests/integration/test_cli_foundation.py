@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from cuship.docs.documents import schema_file
 from cuship.errors import ConfigError, NothingToDo, UsageError
-from cuship.schema.documents import schema_file
 from tests.integration import clirun
 from tests.jsondocs import schema_errors
 

@@ -315,8 +315,9 @@ def test_a_community_index_gets_no_check_jobs_and_release_notes_name_every_packa
     assert not ctx.has_checks and ctx.projects == ("torchsort", "bottleneck")
     github = _docs(ctx, "github")
     assert not {"check", "nightly"} & set(github["jobs"])
-    release = "\n".join(s.get("run", "") for s in github["jobs"]["release"]["steps"])
-    assert "Wheels of torchsort, bottleneck built by cuship" in release
+    step = next(s for s in github["jobs"]["release"]["steps"] if s.get("id") == "release")
+    assert "Wheels of torchsort, bottleneck built by cuship" in step["env"]["RELEASE_NOTES"]
+    assert '--notes "$RELEASE_NOTES"' in step["run"] and "torchsort" not in step["run"]
     gitlab = _docs(ctx, "gitlab")
     assert not {"check-quick", "check-nightly"} & set(gitlab) and "check" not in gitlab["stages"]
     with_checks = _docs(_ctx(), "github")

@@ -17,8 +17,8 @@ from cuship.attest.run import attest_files
 from cuship.ci import plan_ci, write_ci
 from cuship.compat import load
 from cuship.config import load_config
+from cuship.docs.documents import document_schemas, packaging, schema_file
 from cuship.judge.variants import variant_file
-from cuship.schema.documents import document_schemas, packaging, schema_file
 from cuship.store import ResultRow, RunRecord, Store
 from cuship.store.read import load_runs
 from cuship.toolkit import Installed, InstallResult, WheelFile, catalog
