@@ -663,6 +663,16 @@ def _find(path: Path) -> tuple[Path | None, Path | None]:
     return toml, packages if packages.is_file() else None
 
 
+def _canonical(name: str | None) -> str | None:
+    """A PKG-INFO name as a job names it (``causal_conv1d`` → ``causal-conv1d``), if valid."""
+    from packaging.utils import InvalidName, canonicalize_name
+
+    try:
+        return canonicalize_name(name, validate=True) if name else None
+    except InvalidName:
+        return None
+
+
 def has_config(path: str | Path) -> bool:
     """Whether ``path`` (a directory or a file) holds a cuship configuration (valid or not)."""
     path = Path(path)
@@ -716,7 +726,7 @@ def load_config(path: str | Path = ".") -> Config:
     released = read_pkg_info(root) if packages_path is None else (None, None)
     project = replace(
         project,
-        name=project.name or released[0] or script.name,
+        name=project.name or _canonical(released[0]) or script.name,
         version=project.version or released[1] or (script.version if script.name else None),
     )
     return Config(
