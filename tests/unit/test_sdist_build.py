@@ -268,7 +268,7 @@ def test_an_empty_plan_for_want_of_cuda_names_every_way_out(tmp_path: Path) -> N
     with pytest.raises(NothingToDo) as caught:
         require_buildable([plan], "'.'")
     hint = caught.value.hint or ""
-    ways = ["the host's toolkit", 'toolkits = "fetch"', "another runner", "device_code = false"]
+    ways = ["the host's toolkit", "toolkits = 'fetch'", "another runner", "device_code = false"]
     assert [hint.index(w) for w in ways] == sorted(hint.index(w) for w in ways), hint
 
 

@@ -83,7 +83,7 @@ def choose_toolkit(job: BuildJob, build: BuildSection, host: Host) -> ToolkitCho
 CUDA_WAYS_OUT = (
     "the host's toolkit (leave [matrix] cuda out and the plan takes this host's nvcc's CUDA, "
     "or name it there)",
-    '[build] toolkits = "fetch" (cuship assembles a CUDA 13.x toolkit from PyPI)',
+    "[build] toolkits = 'fetch' (cuship assembles a CUDA 13.x toolkit from PyPI)",
     "another runner with that CUDA (cuship matrix --format github) or --mode container",
     "device_code = false for a package with no CUDA device code (packages.yml: its entry's "
     "matrix: {device_code: false}): one +cpu wheel per Python",
