@@ -209,8 +209,12 @@ def _watching(step: Step, emit: Emit) -> Iterator[None]:
     before = _size(step.watch)
 
     def tell() -> None:
+        told = 0
         while not stop.wait(WATCH_INTERVAL):
             grown = max(0, _size(step.watch) - before)
+            if grown <= told:  # nothing new (pip resolving, or all of it there already)
+                continue
+            told = grown
             message = f"{step.name}: {size_text(grown)} so far ({step.description})"
             emit(Event(level="info", topic="build", message=message, data={"step": step.name}))
 
