@@ -2,9 +2,9 @@
 CUDA device code to compile, its name and version (PKG-INFO), and what its build script steers.
 
 Device code is found, not asked: a ``.cu``/``.cuh`` source outside its tests, docs and examples;
-``CUDAExtension`` in setup.py; ``enable_language(CUDA)``, ``project(... CUDA)``,
-``cuda_add_library`` or ``find_package(CUDAToolkit)`` with a CUDA language in a CMakeLists.txt;
-a ``[tool.scikit-build]`` table that names CUDA. A package's ``device_code`` key overrides what
+``CUDAExtension`` in setup.py; ``enable_language(CUDA)``, ``project(... CUDA)``, ``LANGUAGES
+... CUDA`` or ``cuda_add_library`` in the top CMakeLists.txt; a ``[tool.scikit-build]`` table
+that names CUDA. A package's ``device_code`` key overrides what
 is found, either way.
 """
 
