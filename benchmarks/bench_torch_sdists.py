@@ -33,6 +33,11 @@ PACKAGES = {
     "torch-cluster": ("1.6.3", "torch_cluster", "PyG family: FORCE_CUDA gate, cpu+cuda variants"),
     "torch-scatter": ("2.1.2", "torch_scatter", "PyG family: FORCE_CUDA gate, cpu+cuda variants"),
     "causal-conv1d": ("1.7.0", "causal_conv1d", "hard-coded -gencode list, FORCE_BUILD switch"),
+    "grouped-gemm": (
+        "0.3.0",
+        "grouped_gemm",
+        "arch from the build machine's GPU unless TORCH_CUDA_ARCH_LIST, CUTLASS, cuBLAS headers",
+    ),
 }
 
 
