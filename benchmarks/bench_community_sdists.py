@@ -64,12 +64,12 @@ def _ship(root: Path) -> tuple[float, dict[str, object], str]:
 def _install(work: Path, line: str, module: str, cache: Path | None) -> dict[str, object]:
     venv = work / "venvs" / module
     _run([sys.executable, "-m", "venv", "--clear", str(venv)])
-    words = shlex.split(line)[1:]  # "pip install ..." as printed
+    words = shlex.split(line)[1:]  # "pip install ..." as printed: its words after "pip"
     extra = ["--find-links", str(cache)] if cache is not None and module == "chamferdist" else []
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
     env["PIP_CONFIG_FILE"] = os.devnull
     start = time.perf_counter()
-    done = _run([str(venv / "bin" / "python"), "-m", *words, *extra], env=env)
+    done = _run([str(venv / "bin" / "python"), "-m", "pip", *words, *extra], env=env)
     took = time.perf_counter() - start
     code = f"import {module} as m; print(m.__name__, getattr(m, '__version__', ''), m.__file__)"
     if module == "chamferdist":
@@ -84,6 +84,14 @@ def _install(work: Path, line: str, module: str, cache: Path | None) -> dict[str
     }
 
 
+def _installs(root: Path, shipped: dict[str, object], cache: Path) -> dict[str, object]:
+    installs: dict[str, object] = {}
+    for each in shipped.get("installs", []):  # type: ignore[attr-defined]
+        module = next(v[1] for n, v in PACKAGES.items() if n == each["project"])
+        installs[each["project"]] = _install(root, each["pip"], module, cache)
+    return installs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/cuship-bench-found"))
@@ -91,9 +99,19 @@ def main() -> None:
         "--wheel-cache", type=Path, default=Path.home() / ".cache" / "cuship" / "wheels"
     )
     parser.add_argument("-o", "--out", type=Path, default=None)
+    parser.add_argument(
+        "--installs-only", action="store_true", help="Only the installs, from -o's last ship."
+    )
     args = parser.parse_args()
     os.environ.setdefault("CUSHIP_PROGRESS_INTERVAL", "60")
     root = args.work
+    if args.installs_only and args.out:
+        before = json.loads(args.out.read_text(encoding="utf-8"))
+        _, shipped, _ = _ship(root)  # an unchanged rerun: up to date, and its install lines
+        before["installs"] = _installs(root, shipped, args.wheel_cache)
+        args.out.write_text(json.dumps(before, indent=1), encoding="utf-8")
+        print(json.dumps(before["installs"], indent=1))
+        return
     _write(root)
     plan = _run([sys.executable, "-m", "cuship", "matrix", str(root), "--format", "json"])
     result: dict[str, object] = {
@@ -110,11 +128,7 @@ def main() -> None:
         rerun_jobs=[(j["job"], j["status"], j["detail"][-120:]) for j in rerun.get("jobs", [])],  # type: ignore[attr-defined]
         stages=shipped.get("stages"),
     )
-    installs = {}
-    for each in shipped.get("installs", []):  # type: ignore[attr-defined]
-        module = next(v[1] for n, v in PACKAGES.items() if n == each["project"])
-        installs[each["project"]] = _install(root, each["pip"], module, args.wheel_cache)
-    result["installs"] = installs
+    result["installs"] = _installs(root, shipped, args.wheel_cache)
     text = json.dumps(result, indent=1)
     print(text)
     if args.out:
