@@ -288,3 +288,35 @@ def test_ship_says_that_plain_pip_can_pair_a_torch_wheel_with_a_cpu_torch(tmp_pa
     (note,) = report.torch_notes()
     assert "2.13.0+cpu" in note and "https://download.pytorch.org/whl/cu130" in note
     assert "cuship install chamferdist" in note and "variant" in note
+
+
+def test_the_smoke_import_names_its_torch_and_calls_no_backend_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """grouped_gemm has a ``backend`` submodule, not a function: the import line must not call
+    it ("'module' object is not callable"); the line says which torch it imported over. The
+    code the smoke venv would run is run here, over stand-ins for torch and the package."""
+    import contextlib
+    import io
+    import sys
+    import types
+
+    from cuship.builder.run import smoke
+
+    package = types.ModuleType("grouped_gemm")
+    package.backend = types.ModuleType("grouped_gemm.backend")  # type: ignore[attr-defined]
+    package.__file__ = str(tmp_path / "venv" / "grouped_gemm" / "__init__.py")
+    fake_torch = types.ModuleType("torch")
+    fake_torch.__version__ = "2.13.0+cu130"  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "grouped_gemm", package)
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+
+    def runner(step: Step, log: Path, environ: object) -> tuple[int, str]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(step.argv[-1], {})  # the -c code
+        return 0, out.getvalue()
+
+    venv = smoke._Venv(root=tmp_path / "venv", log=tmp_path / "log", environ={}, runner=runner)
+    said = smoke._import(venv, "grouped_gemm", torch_first=True)
+    assert said == "grouped_gemm   (over torch 2.13.0+cu130)"

@@ -288,7 +288,7 @@ def _import(venv: _Venv, module: str, torch_first: bool = False) -> str:
     over = ", f'(over torch {torch.__version__})'" if torch_first else ""
     code = ("import torch; " if torch_first else "") + (
         f"import {module} as m; print({_MARK!r}, m.__name__, getattr(m, '__version__', ''),"
-        f" m.backend() if hasattr(m, 'backend') else ''{over}); "
+        f" m.backend() if callable(getattr(m, 'backend', None)) else ''{over}); "
         f"print({_ORIGIN!r}, getattr(m, '__file__', None) or '')"
     )
     step = venv.step("smoke-import", f"import {module}", venv.python, "-c", code)
