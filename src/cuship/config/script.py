@@ -16,7 +16,7 @@ from pathlib import Path
 from packaging.utils import InvalidName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from cuship import schema
+from cuship import _read, schema
 from cuship.errors import ConfigError
 from cuship.schema import field_doc
 
@@ -98,9 +98,8 @@ def gates() -> tuple[Gate, ...]:
 def read_text(path: Path, limit: int = _LIMIT) -> str:
     """The first ``limit`` bytes of ``path`` as text; empty when it cannot be read."""
     try:
-        with path.open("rb") as handle:
-            return handle.read(limit).decode("utf-8", "replace")
-    except OSError:
+        return _read.read_head(path, _read.SOURCE, limit).decode("utf-8", "replace")
+    except (OSError, _read.Refused):
         return ""
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from cuship import schema
 from cuship._fs import write_json
+from cuship.compat.actions import ActionsFile
 from cuship.compat.files import CudaFile, GpusFile, TorchFile
 from cuship.config.script import BuildSwitchesFile
 from cuship.toolkit.catalog import ToolkitsFile
@@ -24,6 +25,7 @@ FILES: dict[str, type] = {
     "cuda_libs": CudaLibsFile,
     "toolkits": ToolkitsFile,
     "build_switches": BuildSwitchesFile,
+    "actions": ActionsFile,
 }
 
 

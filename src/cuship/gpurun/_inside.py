@@ -53,6 +53,7 @@ def _venv_purelib(venv: str) -> str:
 def _dist(name: str) -> dict[str, Any] | None:
     from importlib import metadata
 
+    from cuship import _read
     from cuship.errors import ToolMissing
     from cuship.provenance.installed import find_installed, missing_requirements, origin_of
 
@@ -68,7 +69,9 @@ def _dist(name: str) -> dict[str, Any] | None:
         "top_level": list(dist.top_level),
         "origins": origins,
         "foreign": sorted(m for m, o in origins.items() if o is not None and not dist.owns(o)),
-        "missing": list(missing_requirements(metadata.requires(name) or ())),
+        "missing": list(
+            missing_requirements(_read.dist_fields(metadata.distribution(name), "Requires-Dist"))
+        ),
     }
 
 
@@ -76,7 +79,7 @@ def facts(dist: str | None, venv: str | None) -> dict[str, Any]:
     """What the parent needs to know about this interpreter."""
     from packaging import tags
 
-    import cuship
+    from cuship.version import __version__
 
     doc: dict[str, Any] = {
         "executable": sys.executable,
@@ -85,7 +88,7 @@ def facts(dist: str | None, venv: str | None) -> dict[str, Any]:
         "site": _site_dirs(),
         "tags": [str(t) for t in tags.sys_tags()],
         "tools": _tools(),
-        "cuship": cuship.__version__,
+        "cuship": __version__,
         "torch": _torch(),
     }
     if venv is not None:

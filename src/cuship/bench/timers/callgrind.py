@@ -14,11 +14,12 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from cuship import process
+from cuship import _read, process
 from cuship.bench.registry import Point
 from cuship.bench.timers.measure import Measurement
 from cuship.errors import ToolMissing
 from cuship.tools import find_tool
+from cuship.version import IMPORT_ROOT
 
 __all__ = ["find_valgrind", "instructions_per_call", "parse_totals"]
 
@@ -50,7 +51,8 @@ def _count(valgrind: str, args: Sequence[str], env: Mapping[str, str], out: Path
     if proc.returncode != 0:
         tail = process.tail(proc.stderr, 6)
         raise RuntimeError(f"the case failed under callgrind (exit {proc.returncode}):\n{tail}")
-    return parse_totals(out.read_text(encoding="utf-8", errors="replace"))
+    data = _read.read_bytes(out, _read.CHILD_OUTPUT)
+    return parse_totals(data.decode("utf-8", errors="replace"))
 
 
 def instructions_per_call(
@@ -63,9 +65,7 @@ def instructions_per_call(
 ) -> Measurement:
     """Instructions one call of ``point`` executes (seed 0), as a one-sample measurement."""
     valgrind = find_valgrind(environ)
-    import cuship
-
-    paths = [str(p) for p in pythonpath] + [str(Path(cuship.__file__).resolve().parents[1])]
+    paths = [str(p) for p in pythonpath] + [str(IMPORT_ROOT)]
     if environ.get("PYTHONPATH"):
         paths.append(environ["PYTHONPATH"])
     env = {**environ, "PYTHONPATH": os.pathsep.join(paths), "PYTHONHASHSEED": "0"}

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +16,8 @@ from pathlib import Path
 
 from packaging.utils import parse_wheel_filename
 
+from cuship import _read
+from cuship._fs import move, remove_tree, under
 from cuship.builder.archflags import NvccCalls, no_device_code, read_calls
 from cuship.builder.archflags import describe as describe_calls
 from cuship.builder.buildenv import env_site
@@ -93,9 +94,7 @@ def set_aside(wheel: Path) -> Path:
     (``cuship index`` reads only the output directory's own wheels)."""
     folder = wheel.parent / FAILED
     folder.mkdir(exist_ok=True)
-    kept = folder / wheel.name
-    wheel.replace(kept)
-    return kept
+    return move(wheel, folder, wheel.name)
 
 
 def single_wheel(directory: Path, job_id: str) -> Path:
@@ -142,7 +141,7 @@ def finish_wheel(
     from cuship.wheel.write.retag import retag
 
     work = work_dir / "repaired"
-    shutil.rmtree(work, ignore_errors=True)
+    remove_tree(work_dir, "repaired")
     work.mkdir(parents=True)
     start = time.perf_counter()
     _, _, _, tags = parse_wheel_filename(raw.name)
@@ -188,10 +187,10 @@ def finish_wheel(
             for x in report.extensions
             if x.sass or x.ptx
         )
-    final = out_dir / labelled.name
+    final = under(out_dir, labelled.name)
     if immutable:
         _refuse_changed(labelled, final)
-    labelled.replace(final)
+    move(labelled, out_dir, labelled.name)
     return final, dataclasses.replace(report, path=str(final)), problems
 
 
@@ -219,9 +218,8 @@ def _refuse_changed(new: Path, final: Path) -> None:
     before, now = sha256_file(final), sha256_file(new)
     if before == now:
         return
-    aside = final.parent / FAILED / final.name
-    aside.parent.mkdir(parents=True, exist_ok=True)
-    new.replace(aside)
+    (final.parent / FAILED).mkdir(parents=True, exist_ok=True)
+    aside = move(new, final.parent / FAILED, final.name)
     raise BuildFailed(
         f"{final.name}: this build differs from the wheel of that name built before "
         f"(sha256 {before[:12]}... now {now[:12]}...); a wheel of a released sdist keeps its "
@@ -353,7 +351,7 @@ def _run_steps(
         _in_turn(job_id, steps, log, env, emit, locks)
         return True
     except BuildFailed:
-        said = _sccache_error(log.read_text(encoding="utf-8", errors="replace"))
+        said = _sccache_error(_read.read_tail(log))
         if not cached or said is None:
             raise
         emit(
@@ -367,7 +365,7 @@ def _run_steps(
         )
         _note(log, f"cuship: sccache failed ({said}); the steps again without it")
         if build_dir is not None:
-            shutil.rmtree(build_dir, ignore_errors=True)
+            remove_tree(build_dir.parent, build_dir.name)
         bare = [step.without_compiler_cache() for step in steps]
         _in_turn(job_id, bare, log, env, emit, locks, note=" (no compiler cache)")
         return False
@@ -412,24 +410,6 @@ def _sccache_error(log: str) -> str | None:
     return None
 
 
-def _require_device_code(job_id: str, raw_dir: Path, gate: tuple[str, ...]) -> None:
-    """Stop a CUDA job at the first sign that its build compiled no device code: cuship's nvcc
-    saw no device compile by the end of the build step, and the raw wheel holds no SASS or PTX
-    (a build that compiled through another nvcc is held to [matrix] arch by verify)."""
-    from cuship.wheel.audit import inspect_wheel
-
-    calls = read_calls(raw_dir)
-    if calls is None or calls.device:
-        return
-    report = inspect_wheel(single_wheel(raw_dir, job_id))
-    if report.sass or report.ptx:
-        return
-    raise BuildFailed(
-        no_device_code(job_id, gate),
-        hint="open the gate with [build] env, or set device_code = false for a CPU package",
-    )
-
-
 def _tell_nvcc(
     job_id: str, raw_dir: Path, arches: str, kept_dir: bool, log: Path, emit: Emit
 ) -> NvccCalls | None:
@@ -456,6 +436,24 @@ def _tell_nvcc(
             )
         )
     return nvcc
+
+
+def _require_device_code(job_id: str, raw_dir: Path, gate: tuple[str, ...]) -> None:
+    """Stop a CUDA job at the first sign that its build compiled no device code: cuship's nvcc
+    saw no device compile by the end of the build step, and the raw wheel holds no SASS or PTX
+    (a build that compiled through another nvcc is held to [matrix] arch by verify)."""
+    from cuship.wheel.audit import inspect_wheel
+
+    calls = read_calls(raw_dir)
+    if calls is None or calls.device:
+        return
+    report = inspect_wheel(single_wheel(raw_dir, job_id))
+    if report.sass or report.ptx:
+        return
+    raise BuildFailed(
+        no_device_code(job_id, gate),
+        hint="open the gate with [build] env, or set device_code = false for a CPU package",
+    )
 
 
 def build_job(
@@ -489,13 +487,14 @@ def build_job(
     steps), kept for a rebuild when the key holds (see :mod:`cuship.builder.reuse`);
     ``repairs``: see :func:`finish_wheel`. ``gate``: the CUDA-gate switches the build set,
     named when a CUDA job's build compiled no device code (stopped then, before repair).
+    Whatever ends the job (a failure, an interrupt), it leaves no ``tmp`` behind.
     """
     import time
 
     env = dict(os.environ if environ is None else environ)
     smoke = smoke or JobSmoke()
     start = time.perf_counter()
-    shutil.rmtree(raw_dir, ignore_errors=True)
+    remove_tree(out_dir, raw_dir)
     (raw_dir / "tmp").mkdir(parents=True)
     env["TMPDIR"] = str(raw_dir / "tmp")  # pip, CMake, nvcc, auditwheel: nothing outside out_dir
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -506,7 +505,7 @@ def build_job(
         kept_dir, said = open_build_dir(build_dir[0], build_dir[1]())
         _note(log, said)
     kept = build_dir[0] if build_dir else None
-    try:  # whatever ends the job (a failure, an interrupt), it leaves no tmp behind
+    try:
         if _run_steps(job_id, steps, log, env, caller, emit, locks or Locks(), kept) and build_dir:
             seal(build_dir[0], build_dir[1]())
         if arches and not kept_dir:
@@ -566,4 +565,4 @@ def build_job(
             nvcc=nvcc,
         )
     finally:
-        shutil.rmtree(raw_dir / "tmp", ignore_errors=True)
+        remove_tree(raw_dir, "tmp")
