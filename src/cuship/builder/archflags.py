@@ -24,12 +24,16 @@ __all__ = [
     "arch_control",
     "describe",
     "log_path",
+    "no_device_code",
     "read_calls",
     "shim_env",
     "shim_step",
+    "wheels_env",
+    "wheels_step",
 ]
 
 _LOG = "nvcc-calls.jsonl"
+_WHEELS = "cuda-wheels"
 _MAX_LOG = 64 << 20  # a build of thousands of compiles writes a few MB
 
 
@@ -67,6 +71,27 @@ def shim_step(job: BuildJob, config: Config, cuda_home: str, raw_dir: Path, pyth
         description=f"a CUDA_HOME whose nvcc compiles {job.arch.torch} only ({what} other arch flags)",
         argv=argv,
     )
+
+
+def wheels_step(raw_dir: Path, site: str, python: str) -> Step:
+    """The step that links the job venv's NVIDIA wheel headers and libraries into one folder
+    (see :func:`~cuship.builder.run.nvcc_shim.gather_wheels`), once its torch is installed."""
+    argv = (python, "-I", str(Path(nvcc_shim.__file__).resolve()), "wheels", "--site", site)
+    return Step(
+        name="cuda-wheels",
+        description="the headers and libraries of the job venv's NVIDIA wheels (cuBLAS, "
+        "cuSPARSE ...) on CPATH and LIBRARY_PATH",
+        argv=(*argv, "--into", str(raw_dir / _WHEELS)),
+    )
+
+
+def wheels_env(raw_dir: Path) -> dict[str, str]:
+    """``CPATH`` and ``LIBRARY_PATH`` naming what :func:`wheels_step` links: the compiler (gcc,
+    and nvcc through it) finds cusparse.h and libcublas.so there after the toolkit's own."""
+    return {
+        "CPATH": str(raw_dir / _WHEELS / "include"),
+        "LIBRARY_PATH": str(raw_dir / _WHEELS / "lib64"),
+    }
 
 
 def shim_env(raw_dir: Path) -> dict[str, str]:
@@ -167,3 +192,20 @@ def describe(calls: NvccCalls) -> str:
         else ""
     )
     return f"{calls.device} device compile(s) for {done}{replaced}"
+
+
+def no_device_code(job_id: str, gate: tuple[str, ...]) -> str:
+    """Why a CUDA job whose build compiled no device code is stopped, and the ways out in order
+    of likelihood: the project's CUDA gate, ``[build] env``, ``device_code``."""
+    opened = f"cuship set {' '.join(gate)}" if gate else "cuship set no gate switch"
+    return (
+        f"{job_id}: the build compiled no CUDA device code (cuship's nvcc saw no device compile "
+        "and the wheel holds no SASS or PTX); stopped before repair. In order of likelihood: "
+        "1. the CUDA gate: its setup.py compiles CUDA only when torch.cuda.is_available() (never "
+        f"on a machine without a GPU) or a variable says so ({opened}; "
+        "data/build_switches.toml lists the spellings cuship knows); "
+        "2. [build] env: set the project's own switch (packages.yml: the entry's env:, e.g. "
+        "{MY_PROJECT_WITH_CUDA: '1'}); "
+        "3. device_code: a package with no device code at all is a CPU wheel, "
+        "[matrix] device_code = false (packages.yml: its entry's matrix: {device_code: false})"
+    )

@@ -15,6 +15,7 @@ from cuship import settings
 from cuship.builder.glibc import GlibcFloor
 from cuship.builder.host.interpreters import Interpreter, Interpreters
 from cuship.config import BuildSection, Config
+from cuship.config.script import gate_env
 from cuship.machine import Fingerprint
 from cuship.matrix import BuildJob
 
@@ -29,9 +30,11 @@ __all__ = [
     "job_env",
     "max_jobs",
     "names_torch",
+    "opens_gate",
     "pip_wheel_argv",
     "requirement_name",
     "share",
+    "torch_extension",
     "user_env",
     "wheel_step",
 ]
@@ -55,6 +58,7 @@ class Host:
     engine: str | None = None
     torch: str | None = None  # the installed torch's version ("2.13.0+cpu"), if any
     toolkits_root: str | None = None  # where toolkits from PyPI are cached (cuship toolkit)
+    wheel_cache: str | None = None  # where a job's torch is downloaded once for every -o
     # every CPython found for the matrix's Python versions; None: only the running one
     interpreters: Interpreters | None = None
     workers: int = 1  # jobs built at once here: each gets its share of MAX_JOBS
@@ -118,6 +122,7 @@ class Step:
     creates: str | None = None
     stamp: bool = False
     holds: tuple[str, ...] = ()
+    watch: tuple[str, ...] = ()  # folders whose growth is told while it runs (a download)
 
     def without_compiler_cache(self) -> Step:
         """The step with no compiler launcher (sccache) in its environment or CMake arguments,
@@ -201,6 +206,8 @@ class BuildPlan:
     inputs: str | None = None  # the digest of every input of its wheel, when all can be named
     build_dir: BuildDir | None = None  # its CMake build directory, reused by a rebuild
     repairs: Path | None = None  # where repairs of raw wheels are kept for a rebuild
+    notes: tuple[str, ...] = ()  # what its plan found out rather than was told (--dry-run)
+    gate: tuple[str, ...] = ()  # the CUDA-gate switches its build sets ("FORCE_CUDA=1")
 
 
 def max_jobs(
@@ -220,8 +227,9 @@ def share(jobs: int, workers: int) -> int:
 
 def user_env(job: BuildJob, config: Config) -> dict[str, str]:
     """The project's own build switches: ``*_FORCE_BUILD`` named in setup.py set to TRUE (so
-    it compiles instead of downloading a prebuilt wheel), then ``[build] env`` with the job's
-    fields filled in."""
+    it compiles instead of downloading a prebuilt wheel); for a CUDA job of a torch extension
+    the switches that open its CUDA gate on a machine without a GPU (:func:`opens_gate`);
+    then ``[build] env`` with the job's fields filled in (it overrides both)."""
     fields = {
         "python": job.python,
         "cuda": f"{job.cuda.major}.{job.cuda.minor}",
@@ -231,8 +239,26 @@ def user_env(job: BuildJob, config: Config) -> dict[str, str]:
         "label": job.label,
     }
     env = {name: "TRUE" for name in config.script.force_switches}
+    if opens_gate(job, config):
+        env.update(gate_env(config.script))
     env.update({k: v.format(**fields) for k, v in config.build.env.items()})
     return env
+
+
+def torch_extension(config: Config) -> bool:
+    """Whether the project builds against torch: its setup.py uses torch's cpp_extension, or
+    torch is among its build requirements or ``[build] extra_deps``."""
+    return (
+        config.script.torch_extension
+        or names_torch(config.build_requires)
+        or names_torch(config.build.extra_deps)
+    )
+
+
+def opens_gate(job: BuildJob, config: Config) -> bool:
+    """Whether ``job`` gets the switches that open a torch extension's CUDA gate (FORCE_CUDA=1
+    and the spellings its setup.py names): a CUDA job of a torch extension."""
+    return not job.cpu and torch_extension(config)
 
 
 def requirement_name(requirement: str) -> str:
@@ -304,14 +330,19 @@ def job_env(job: BuildJob, build: BuildSection, host: Host) -> dict[str, str]:
     return env
 
 
-def pip_wheel_argv(config: Config, python: str, out: str, source: str) -> list[str]:
+def pip_wheel_argv(
+    config: Config, python: str, out: str, source: str, *, local: bool = False
+) -> list[str]:
     """``pip wheel`` of the project at ``source`` (or its sdist from PyPI for a packages.yml
-    entry) into ``out``; the same command on the host and inside a container."""
+    entry) into ``out``; the same command on the host and inside a container. ``local``: on
+    the host, a packages.yml entry builds the sdist file cuship fetched and read."""
     build = config.build
     argv = [python, "-m", "pip", "wheel", "--no-deps", "-w", out]
     if not build.isolation:
         argv.append("--no-build-isolation")
-    if config.requirement is not None:
+    if local and config.sdist is not None:
+        argv += ["--no-cache-dir", *build.build_args, str(config.sdist.archive)]
+    elif config.requirement is not None:
         # no pip wheel cache: a wheel it built for other inputs (another arch list) is stale
         name = config.requirement.split("==")[0]
         argv += ["--no-cache-dir", *build.build_args, "--no-binary", name, config.requirement]
@@ -322,7 +353,7 @@ def pip_wheel_argv(config: Config, python: str, out: str, source: str) -> list[s
 
 def wheel_step(job_id: str, config: Config, python: str, raw_dir: Path) -> Step:
     """The host's ``pip wheel`` step into ``raw_dir``."""
-    argv = pip_wheel_argv(config, python, str(raw_dir), str(config.source_dir))
+    argv = pip_wheel_argv(config, python, str(raw_dir), str(config.source_dir), local=True)
     return Step(
         name="build-wheel", description=f"build the raw wheel of {job_id}", argv=tuple(argv)
     )

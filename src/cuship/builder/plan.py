@@ -7,12 +7,13 @@ host can build a job locally is decided here too, with the reason when it cannot
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from cuship.builder.archflags import arch_control, shim_env, shim_step
+from cuship.builder.archflags import arch_control, shim_env, shim_step, wheels_env, wheels_step
 from cuship.builder.buildenv import (
     BuildEnv,
     build_env,
@@ -33,6 +34,7 @@ from cuship.builder.model import (
     job_deps,
     job_env,
     names_torch,
+    opens_gate,
     user_env,
     wheel_step,
 )
@@ -41,6 +43,7 @@ from cuship.builder.run import shared
 from cuship.builder.toolkits import choose_toolkit
 from cuship.builder.uptodate import inputs_digest
 from cuship.config import Config
+from cuship.config.script import gate_env
 from cuship.matrix import BuildJob
 
 __all__ = ["MODES", "ModeSteps", "plan_job"]
@@ -119,16 +122,39 @@ def _torch_blocker(job: BuildJob, config: Config, host: Host) -> str | None:
     )
 
 
-def _deps_step(job: BuildJob, config: Config, python: str) -> Step | None:
+def _deps_steps(
+    job: BuildJob, config: Config, python: str, host: Host, raw_dir: Path
+) -> tuple[Step, ...]:
+    """Install the job's build dependencies; a job that installs its own torch first downloads
+    them once into the host's wheel cache (every output directory shares it; the download is
+    told as it grows) and installs from there."""
     deps = job_deps(job, config, config.build.extra_deps)
     if not deps:
-        return None
-    argv = (python, "-m", "pip", "install", *deps)
-    return Step(name="build-deps", description="install build dependencies", argv=argv)
+        return ()
+    install = Step(
+        name="build-deps",
+        description="install build dependencies",
+        argv=(python, "-m", "pip", "install", *deps),
+    )
+    if host.wheel_cache is None or job.torch_version is None or not names_torch(deps):
+        return (install,)
+    cache = host.wheel_cache
+    key = hashlib.sha256("\0".join((job.python_tag, *deps)).encode()).hexdigest()[:16]
+    download = Step(
+        name="torch-download",
+        description=f"download torch {job.torch_version} ({job.torch_variant}) and the other "
+        f"build dependencies once, into {cache}",
+        argv=(python, "-m", "pip", "download", "--dest", cache, *deps),
+        creates=str(Path(cache) / f".cuship-{key}"),
+        stamp=True,
+        watch=(cache, str(raw_dir / "tmp")),
+    )
+    offline = (python, "-m", "pip", "install", "--no-index", "--find-links", cache, *deps)
+    return download, dataclasses.replace(install, argv=offline)
 
 
 def _build_holds(
-    config: Config, exe: str, env_dir: Path | None, deps: Step | None
+    config: Config, exe: str, env_dir: Path | None, deps: bool
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What the deps step and the wheel step keep from other jobs built at once (see
     :mod:`~cuship.builder.run.shared`): the env the deps go into, until the wheel is built; the
@@ -155,12 +181,17 @@ def _local_steps(job: BuildJob, config: Config, host: Host, raw_dir: Path) -> Mo
     setup, exe, env_dir = (
         build_env(config, python, raw_dir.parent.parent, runner, torch) if python else none
     )
-    deps = _deps_step(job, config, exe)
-    deps_holds, wheel_holds = _build_holds(config, exe, env_dir, deps)
+    deps = _deps_steps(job, config, exe, host, raw_dir)
+    deps_holds, wheel_holds = _build_holds(config, exe, env_dir, bool(deps))
     check = _torch_check(job, runner, env_dir, python) if torch else None
+    wheels = None
+    if torch and env_dir is not None and python is not None and not job.cpu:
+        wheels = wheels_step(raw_dir, env_site(env_dir, python), runner)
+        env.update(wheels_env(raw_dir))
     build = (
-        *((dataclasses.replace(deps, holds=deps_holds),) if deps else ()),
+        *(dataclasses.replace(step, holds=deps_holds) for step in deps),
         *((dataclasses.replace(check, holds=deps_holds),) if check else ()),
+        *((dataclasses.replace(wheels, holds=deps_holds),) if wheels else ()),
         dataclasses.replace(wheel_step(job.id, config, exe, raw_dir), holds=wheel_holds),
     )
     own = (shared.env_key(env_dir),) if env_dir else ()
@@ -256,11 +287,45 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         smoke=config.build.smoke,
         glibc_floor=glibc_floor(job, config.build),
         max_jobs=next((int(s.env["MAX_JOBS"]) for s in steps if "MAX_JOBS" in s.env), None),
-        arch_control=arch_control(job, config, any(s.name == "arch-flags" for s in steps)),
+        arch_control=None
+        if job.cpu
+        else arch_control(job, config, any(s.name == "arch-flags" for s in steps)),
         inputs=inputs_digest(job.to_json(), config.requirement, steps, toolkit),
         build_dir=build_dir,
         repairs=out_dir / REPAIRS / job.id if config.build.incremental else None,
+        notes=_notes(job, config),
+        gate=_gate(job, config),
     )
+
+
+def _gate(job: BuildJob, config: Config) -> tuple[str, ...]:
+    """The CUDA-gate switches ``job``'s build sets, as ``NAME=VALUE``."""
+    if not opens_gate(job, config):
+        return ()
+    env = user_env(job, config)
+    return tuple(f"{k}={env[k]}" for k in gate_env(config.script) if k in env)
+
+
+def _notes(job: BuildJob, config: Config) -> tuple[str, ...]:
+    """What the plan of ``job`` found out: the default CUDA, the sdist's device code, the
+    CUDA gate it opens and why."""
+    notes = list(config.found)
+    if config.sdist is not None:
+        script = config.sdist.script
+        read = f"{script.file} read" if script.file else "no setup.py or CMakeLists.txt"
+        notes.append(f"built from {config.sdist.archive.name} ({read}, not run)")
+    gate = _gate(job, config)
+    if gate:
+        asks = (
+            f"{config.script.file} asks torch.cuda.is_available(), "
+            if config.script.cuda_gate
+            else ""
+        )
+        notes.append(
+            f"CUDA gate: {' '.join(gate)} ({asks}a torch extension's CUDA sources compile on a "
+            "machine without a GPU only so; [build] env sets another value)"
+        )
+    return tuple(notes)
 
 
 def _build_dir(

@@ -16,7 +16,7 @@ from cuship.config import BuildSection
 from cuship.matrix import BuildJob
 from cuship.toolkit import ToolkitRelease, catalog, runner_hint, toolkit_prefix
 
-__all__ = ["ToolkitChoice", "choose_toolkit"]
+__all__ = ["CUDA_WAYS_OUT", "ToolkitChoice", "choose_toolkit", "cuda_ways_out"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,3 +78,19 @@ def choose_toolkit(job: BuildJob, build: BuildSection, host: Host) -> ToolkitCho
         )
         return ToolkitChoice(host=swapped, step=_fetch_step(release, host, host.toolkits_root))
     return ToolkitChoice(host=host, note=_note(job, build, release))
+
+
+CUDA_WAYS_OUT = (
+    "the host's toolkit (leave [matrix] cuda out and the plan takes this host's nvcc's CUDA, "
+    "or name it there)",
+    "[build] toolkits = 'fetch' (cuship assembles a CUDA 13.x toolkit from PyPI)",
+    "another runner with that CUDA (cuship matrix --format github) or --mode container",
+    "device_code = false for a package with no CUDA device code (packages.yml: its entry's "
+    "matrix: {device_code: false}): one +cpu wheel per Python",
+)
+"""The ways out of a job that cannot build for want of CUDA, in the order worth trying."""
+
+
+def cuda_ways_out() -> str:
+    """:data:`CUDA_WAYS_OUT` as one hint."""
+    return "ways out: " + "; ".join(f"{i}. {way}" for i, way in enumerate(CUDA_WAYS_OUT, 1))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from cuship.builder import collapse
+from cuship.builder.defaults import prepare
 from cuship.builder.host.tools import detect_host, preflight, sccache_stats
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.plan import plan_job
@@ -31,7 +33,9 @@ from cuship.judge.variants import publish_configured
 from cuship.matrix import select_jobs
 
 
-def _print_dry_run(console: Console, plans: list[BuildPlan]) -> None:
+def _print_dry_run(console: Console, plans: list[BuildPlan], said: tuple[str, ...]) -> None:
+    """Each plan: whether it runs here, its Python, what its plan found out (but what
+    ``said`` already told), how its arch list reaches nvcc, and its steps."""
     from rich.markup import escape
 
     for plan in plans:
@@ -46,6 +50,8 @@ def _print_dry_run(console: Console, plans: list[BuildPlan]) -> None:
             console.out.print(
                 f"  # Python {plan.python.describe()}{where}", markup=False, soft_wrap=True
             )
+        for note in (n for n in plan.notes if n not in said):
+            console.out.print(f"  # {note}", markup=False, soft_wrap=True)
         if plan.arch_control:
             console.out.print(f"  # {plan.arch_control}", markup=False, soft_wrap=True)
         for step in plan.steps:
@@ -90,7 +96,7 @@ def command(
 ) -> None:
     """Build the wheels of PATH's matrix that this host can build; list the others."""
     console = make_console(verbose)
-    config = load_config(path)
+    config = prepare(load_config(path), os.environ, emit=console.emit)
     record, collapser = collapse.start(config, console.emit)
     pairs = select_jobs(config, load(), job_ids, torch_abi=record)
     pythons = {job.python for _, job in pairs} if mode != "container" else ()
@@ -108,7 +114,7 @@ def command(
     at_once = config.build.parallel if parallel is None else parallel
     plans, workers = plan_shared(plan_all, host, at_once, collapser)
     if dry_run:
-        _print_dry_run(console, plans)
+        _print_dry_run(console, plans, config.found)
         return
     preflight(host, config, mode or "local")
     require_buildable(plans, "the matrix of " + repr(str(path)))

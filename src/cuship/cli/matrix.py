@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
@@ -68,8 +69,10 @@ def _explain(console: Console, matrix: Matrix) -> None:
 )
 def command(path: Path, fmt: str, explain: bool, shard_spec: str | None) -> None:
     """Expand the build matrix of PATH (a project directory or config file)."""
+    from cuship.builder.defaults import prepare
+
     console = make_console()
-    config = load_config(path)
+    config = prepare(load_config(path), os.environ, emit=console.emit)
     matrix = expand_all(config, load(), torch_abi=read_record(config.root))
     if not matrix.jobs:
         reasons = sorted({p.reason for p in matrix.pruned})

@@ -58,13 +58,14 @@ def command(
     verbose: bool,
 ) -> None:
     """Plan, build what this host can, repair/label/verify, quick-check, index, and summarise."""
+    from cuship.builder.defaults import prepare
     from cuship.builder.host.tools import detect_host, preflight
     from cuship.cli._progress import ProgressDisplay, live_progress
     from cuship.config import load_config
     from cuship.ship import matrix_pythons, ship
 
     console = make_console(verbose)
-    config = load_config(path)
+    config = prepare(load_config(path), os.environ, emit=console.emit)
     host = detect_host(
         config, pythons=matrix_pythons(config), fetch_python=fetch_python, emit=console.emit
     )
@@ -143,6 +144,8 @@ def _render(console: Console, report: ShipReport, line: str, *, per_project: boo
         console.out.print("install with (pip, then uv):", markup=False)
         for each in lines:
             console.out.print(f"  {each.pip}\n  {each.uv}", markup=False)
+        for note in report.torch_notes():
+            console.out.print(f"note: {note}", markup=False, highlight=False)
     else:
         console.out.print(f"install with:\n  {line}", markup=False)
     uv_line = report.variants_line(line.split()[2])

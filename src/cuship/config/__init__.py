@@ -18,6 +18,7 @@ from cuship.config import files, values
 from cuship.config.ci import CiSection
 from cuship.config.packages import PackageSpec, load_packages, packages_schema
 from cuship.config.script import BuildScript, read_build_script
+from cuship.config.sources import Sdist, read_pkg_info
 from cuship.config.values import between
 from cuship.errors import ConfigError
 from cuship.schema import field_doc
@@ -36,6 +37,7 @@ __all__ = [
     "MatrixSection",
     "PackageSpec",
     "ProjectSection",
+    "Sdist",
     "VariantsSection",
     "has_config",
     "json_schema",
@@ -83,7 +85,9 @@ class MatrixSection:
         schema={"minItems": 1},
     )
     cuda: tuple[str, ...] = field_doc(
-        "CUDA toolkits ('12.8.1', or '12.8' for the newest 12.8.x); default: the newest known.",
+        "CUDA toolkits ('12.8.1', or '12.8' for the newest 12.8.x); default: what this host "
+        "builds (its nvcc's CUDA; with no nvcc and [build] toolkits = 'fetch', the newest from "
+        "PyPI; else the newest known), said by the plan.",
         default=(),
         validate=values.version,
         not_empty_when_given=True,
@@ -495,6 +499,11 @@ class Config:
     bench: BenchSection = dataclasses.field(default_factory=BenchSection)
     variants: VariantsSection = dataclasses.field(default_factory=VariantsSection)
     script: BuildScript = dataclasses.field(default_factory=BuildScript)  # setup.py, read
+    matrix_keys: frozenset[str] = frozenset()  # the [matrix] keys the file gives
+    found: tuple[str, ...] = ()  # what cuship found out rather than was told (said by the plan)
+    sdists: Mapping[str, Sdist] = dataclasses.field(default_factory=dict)  # by requirement
+    sdist: Sdist | None = None  # a packages.yml entry's: the released sdist it builds
+    torch_default: str | None = None  # the torch a torch extension's sdist builds against
 
     @property
     def source_dir(self) -> Path:
@@ -527,10 +536,53 @@ def _package_config(config: Config, spec: PackageSpec, version: str) -> Config:
         env={**config.build.env, **spec.env},
     )
     project = replace(config.project, name=spec.name, version=version, requires_python=None)
-    matrix = replace(config.matrix, **spec.matrix.given())
+    given = spec.matrix.given()
+    requirement = f"{spec.name}=={version}"
+    sdist = config.sdists.get(requirement)
+    found = config.found
+    if sdist is not None:
+        build, said = _from_sdist(config, spec, sdist, given, build)
+        found += said
+    matrix = replace(config.matrix, **given)
     return replace(
-        config, project=project, build=build, matrix=matrix, requirement=f"{spec.name}=={version}"
+        config,
+        project=project,
+        build=build,
+        matrix=matrix,
+        requirement=requirement,
+        sdist=sdist,
+        script=sdist.script if sdist is not None else config.script,
+        build_requires=sdist.requires if sdist is not None else config.build_requires,
+        found=found,
     )
+
+
+def _from_sdist(
+    config: Config, spec: PackageSpec, sdist: Sdist, given: dict[str, Any], build: BuildSection
+) -> tuple[BuildSection, tuple[str, ...]]:
+    """What reading an entry's sdist decides where its entry and the file say nothing: whether
+    it has device code (``given``, updated), and for a torch extension the torch it builds
+    against, installed in its own venv without build isolation. (its build section, notes)"""
+    said: list[str] = []
+    keys = config.matrix_keys
+    if "device_code" not in given and "device_code" not in keys:
+        given["device_code"] = sdist.device.found
+        jobs = "one +cpu job per Python" if not sdist.device.found else "CUDA jobs"
+        said.append(f"{sdist.requirement}: {sdist.device.describe()}, read from its sdist: {jobs}")
+    if not sdist.torch_extension:
+        return build, tuple(said)
+    torch = given.get("torch") or config.matrix.torch
+    if "torch" not in given and "torch" not in keys and config.torch_default:
+        torch = given["torch"] = (config.torch_default,)
+    if torch and not spec.extra_deps and not config.build.extra_deps and not spec.build_args:
+        build = replace(build, extra_deps=("torch",), isolation=False)
+        said.append(
+            f"{sdist.requirement}: a torch extension ({sdist.script.file or 'pyproject.toml'} "
+            f"builds against torch): built against torch {', '.join(torch) or '(none given)'} "
+            "installed in its own venv, without build isolation ([build] extra_deps and "
+            "build_args in its entry say otherwise)"
+        )
+    return build, tuple(said)
 
 
 def packages_json_schema() -> dict[str, Any]:
@@ -615,6 +667,16 @@ def _find(path: Path) -> tuple[Path | None, Path | None]:
     return toml, packages if packages.is_file() else None
 
 
+def _canonical(name: str | None) -> str | None:
+    """A PKG-INFO name as a job names it (``causal_conv1d`` → ``causal-conv1d``), if valid."""
+    from packaging.utils import InvalidName, canonicalize_name
+
+    try:
+        return canonicalize_name(name, validate=True) if name else None
+    except InvalidName:
+        return None
+
+
 def has_config(path: str | Path) -> bool:
     """Whether ``path`` (a directory or a file) holds a cuship configuration (valid or not)."""
     path = Path(path)
@@ -665,10 +727,11 @@ def load_config(path: str | Path = ".") -> Config:
         build_requires = _build_requires(pyproject, pyproject_path)
         backend = _backend(pyproject, pyproject_path)
     script = read_build_script(root) if packages_path is None or toml_path else BuildScript()
+    released = read_pkg_info(root) if packages_path is None else (None, None)
     project = replace(
         project,
-        name=project.name or script.name,
-        version=project.version or (script.version if script.name else None),
+        name=project.name or _canonical(released[0]) or script.name,
+        version=project.version or released[1] or (script.version if script.name else None),
     )
     return Config(
         source=toml_path or packages_path or path,
@@ -686,4 +749,7 @@ def load_config(path: str | Path = ".") -> Config:
         bench=file.bench,
         variants=file.variants,
         script=script,
+        matrix_keys=frozenset(raw.get("matrix", {}))
+        if isinstance(raw.get("matrix"), Mapping)
+        else frozenset(),
     )

@@ -11,6 +11,7 @@ from cuship import schema
 from cuship._fs import write_json
 from cuship.compat.actions import ActionsFile
 from cuship.compat.files import CudaFile, GpusFile, TorchFile
+from cuship.config.script import BuildSwitchesFile
 from cuship.toolkit.catalog import ToolkitsFile
 from cuship.wheel.cudalibs import CudaLibsFile
 
@@ -23,6 +24,7 @@ FILES: dict[str, type] = {
     "gpus": GpusFile,
     "cuda_libs": CudaLibsFile,
     "toolkits": ToolkitsFile,
+    "build_switches": BuildSwitchesFile,
     "actions": ActionsFile,
 }
 

@@ -99,9 +99,17 @@ def torch_fix(needs: WheelNeeds, requirement: str, torch: TorchBuild | None) -> 
     return _from_index(needs) or torch_install(requirement, torch)
 
 
-def torch_variant(compat: Compat, minor: str | None, cuda_major: int, offer: Offer) -> str | None:
-    """The PyTorch index label (``cu130``) of the newest build of torch ``minor`` for CUDA
-    ``cuda_major`` that this driver runs; None when that release has no such build."""
+def torch_variant(
+    compat: Compat,
+    minor: str | None,
+    cuda_major: int,
+    offer: Offer,
+    built_with: str | None = None,
+) -> str | None:
+    """The PyTorch index label (``cu130``) of the build of torch ``minor`` for CUDA
+    ``cuda_major`` that the wheel was built and smoke-tested against: with ``built_with`` (the
+    CUDA its label names, ``13.0``) the newest build not newer than it, as cuship's matrix picks
+    a job's torch; else the newest this driver runs. None when that release has no such build."""
     if minor is None:
         return None
     try:
@@ -109,6 +117,9 @@ def torch_variant(compat: Compat, minor: str | None, cuda_major: int, offer: Off
     except CushipError:
         return None
     builds = [c for c in release.cuda if c.split(".", 1)[0] == str(cuda_major)]
+    built = _not_newer(builds, built_with)
+    if built:
+        return "cu" + built[-1].replace(".", "")
     if offer.driver_cuda:
         runnable = [
             c for c in builds if Version(c).release[:2] <= Version(offer.driver_cuda).release[:2]
@@ -117,12 +128,24 @@ def torch_variant(compat: Compat, minor: str | None, cuda_major: int, offer: Off
     return "cu" + builds[-1].replace(".", "") if builds else None
 
 
+def _not_newer(builds: list[str], built_with: str | None) -> list[str]:
+    """The ``builds`` (``["13.0", "13.2"]``) not newer than ``built_with`` (its major.minor)."""
+    if not built_with:
+        return []
+    try:
+        limit = Version(built_with).release[:2]
+    except InvalidVersion:
+        return []
+    return [c for c in builds if Version(c).release[:2] <= limit]
+
+
 def torch_for_cuda(
     compat: Compat, needs: WheelNeeds, offer: Offer, cuda_major: int, minor: str | None
 ) -> str:
-    """Install torch ``minor`` built for CUDA ``cuda_major``, or, when that release has no such
-    build, another build of the package."""
-    variant = torch_variant(compat, minor, cuda_major, offer)
+    """Install torch ``minor`` built for CUDA ``cuda_major`` (the build of the CUDA the wheel's
+    label names, when it has one), or, when that release has no such build, another build of
+    the package."""
+    variant = torch_variant(compat, minor, cuda_major, offer, needs.label_cuda)
     if variant is None:
         return reinstall(needs, "for the installed torch's build")
     return torch_install(f"torch=={minor}.*", None, variant)

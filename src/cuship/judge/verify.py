@@ -211,9 +211,11 @@ def _check_arches(
 ) -> None:
     if targets and not sass and not ptx:
         problems.append(
-            "no CUDA device code (no .nv_fatbin SASS or PTX) in any shared object; a package "
-            "with none to build is a CPU wheel: [matrix] device_code = false (in packages.yml, "
-            "its entry's matrix: {device_code: false})"
+            "no CUDA device code (no .nv_fatbin SASS or PTX) in any shared object: a setup.py "
+            "that compiles CUDA only when torch.cuda.is_available() needs its gate opened "
+            "(FORCE_CUDA=1, or the project's own switch in [build] env); a package with none "
+            "to build is a CPU wheel: [matrix] device_code = false (in packages.yml, its "
+            "entry's matrix: {device_code: false})"
         )
         return
     for target in targets:

@@ -41,6 +41,7 @@ __all__ = [
     "Gpu",
     "Toolkit",
     "TorchInfo",
+    "find_toolkit",
     "fingerprint",
     "parse_gpus_override",
     "torch_in",
@@ -252,6 +253,11 @@ def _cuda_home(nvcc: str, env: Mapping[str, str], probe: Probe) -> str | None:
         if home and "cuda_runtime.h" in probe.listdir(f"{home}/include"):
             return home
     return None
+
+
+def find_toolkit(environ: Mapping[str, str], probe: Probe | None = None) -> Toolkit | None:
+    """The CUDA toolkit a build here would use (the tool finder's nvcc and its version)."""
+    return _toolkit(environ, probe or SystemProbe())
 
 
 def _toolkit(env: Mapping[str, str], probe: Probe) -> Toolkit | None:

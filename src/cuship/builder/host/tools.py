@@ -13,6 +13,7 @@ from pathlib import Path
 from cuship import _read, process
 from cuship.builder.host.interpreters import Search, find_interpreters
 from cuship.builder.model import Host, host_of
+from cuship.builder.toolkits import cuda_ways_out
 from cuship.config import Config
 from cuship.errors import TimedOut, ToolMissing
 from cuship.events import Emit, discard
@@ -138,7 +139,8 @@ def detect_host(
         engine=find_engine(env, config.build.engine),
         interpreters=find_interpreters(pythons, search, emit),
     )
-    return dataclasses.replace(host, toolkits_root=str(toolkits_root(env)))
+    cache = toolkits_root(env).parent / "wheels"  # beside the toolkits: $XDG_CACHE_HOME/cuship
+    return dataclasses.replace(host, toolkits_root=str(toolkits_root(env)), wheel_cache=str(cache))
 
 
 def preflight(host: Host, config: Config, mode: str) -> None:
@@ -146,9 +148,8 @@ def preflight(host: Host, config: Config, mode: str) -> None:
     if mode == "local" and host.nvcc is None and config.build.toolkits != "fetch":
         raise ToolMissing(
             "no nvcc found: building CUDA wheels needs the CUDA toolkit",
-            hint="install it (https://developer.nvidia.com/cuda-downloads or the nvidia/cuda devel image) "
-            "and set CUDA_HOME, set [build] toolkits = 'fetch' (CUDA 13.x from PyPI), "
-            "or use --mode container",
+            hint="install it (https://developer.nvidia.com/cuda-downloads or the nvidia/cuda devel "
+            "image) and set CUDA_HOME; " + cuda_ways_out(),
         )
     if mode == "container" and (host.engine is None or not engine_answers(host.engine)):
         raise ToolMissing(

@@ -26,6 +26,7 @@ from cuship.builder.model import BuildPlan, Host
 from cuship.builder.run.commands import CHILDREN
 from cuship.builder.run.execute import JobResult, run_plan
 from cuship.builder.run.shared import Locks
+from cuship.builder.toolkits import cuda_ways_out
 from cuship.builder.uptodate import remember, reused
 from cuship.errors import CushipError, NothingToDo
 from cuship.events import Emit, Event, discard, progress
@@ -64,9 +65,12 @@ def require_buildable(plans: Sequence[BuildPlan], what: str) -> None:
     if any(p.runnable for p in plans):
         return
     reasons = sorted({p.reason or "" for p in plans})
+    want_cuda = any("CUDA" in r or "nvcc" in r for r in reasons)
     raise NothingToDo(
         f"nothing of {what} can be built on this host:\n  " + "\n  ".join(reasons),
-        hint="build the other jobs on matching runners (cuship matrix --format github), "
+        hint=cuda_ways_out()
+        if want_cuda
+        else "build the other jobs on matching runners (cuship matrix --format github), "
         "or use --mode container",
     )
 

@@ -16,6 +16,7 @@ from cuship import process
 from cuship.builder.model import Step
 from cuship.errors import CannotStart, CheckFailed
 from cuship.events import Emit, Event, discard
+from cuship.tools import tool_path
 
 __all__ = [
     "CHILDREN",
@@ -95,7 +96,11 @@ def _path(step: Step, environ: Mapping[str, str]) -> str:
         [str(Path(step.argv[0]).parent)] if step.argv and Path(step.argv[0]).is_absolute() else []
     )
     bins = dict.fromkeys([*first, str(Path(sys.executable).parent)])
-    return os.pathsep.join([*bins, environ.get("PATH", "")])
+    return os.pathsep.join([*bins, tool_path(BUILD_TOOLS, environ)])
+
+
+BUILD_TOOLS = ("cmake", "ninja", "patchelf", "sccache")
+"""The tools a build step may run by name: each found by the one tool finder."""
 
 
 class Stopped(BuildFailed):
@@ -163,7 +168,8 @@ def run_command(
     emit(Event(level="debug", topic="build", message=step.shell()))
     start = time.perf_counter()
     try:
-        code, output = CHILDREN.run(list(step.argv), env=env, cwd=step.cwd)
+        with _watching(step, emit):
+            code, output = CHILDREN.run(list(step.argv), env=env, cwd=step.cwd)
     except (CannotStart, OSError) as err:  # missing, not executable, no such working directory
         why = err.reason if isinstance(err, CannotStart) else (err.strerror or err)
         raise BuildFailed(
@@ -175,6 +181,50 @@ def run_command(
         took = time.perf_counter() - start
         log.write(f"$ {step.shell()}\n{output}\n# {step.name}: exit {code} in {took:.1f} s\n")
     return code, output
+
+
+WATCH_INTERVAL = 5.0  # seconds between two lines of a watched step's growth
+
+
+def _size(folders: tuple[str, ...]) -> int:
+    total = 0
+    for folder in folders:
+        for here, _, names in os.walk(folder):
+            for name in names:
+                with contextlib.suppress(OSError):
+                    total += (Path(here) / name).lstat().st_size
+    return total
+
+
+@contextlib.contextmanager
+def _watching(step: Step, emit: Emit) -> Iterator[None]:
+    """While the block runs, tell every :data:`WATCH_INTERVAL` seconds how much ``step.watch``
+    grew (a download that pip tells only on a terminal)."""
+    if not step.watch:
+        yield
+        return
+    from cuship._format import size_text
+
+    stop = threading.Event()
+    before = _size(step.watch)
+
+    def tell() -> None:
+        told = 0
+        while not stop.wait(WATCH_INTERVAL):
+            grown = max(0, _size(step.watch) - before)
+            if grown <= told:  # nothing new (pip resolving, or all of it there already)
+                continue
+            told = grown
+            message = f"{step.name}: {size_text(grown)} so far ({step.description})"
+            emit(Event(level="info", topic="build", message=message, data={"step": step.name}))
+
+    teller = threading.Thread(target=tell, name=f"watch-{step.name}", daemon=True)
+    teller.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        teller.join()
 
 
 def run_step(step: Step, log_path: Path, environ: Mapping[str, str], emit: Emit = discard) -> str:

@@ -18,7 +18,7 @@ from packaging.utils import parse_wheel_filename
 
 from cuship import _read
 from cuship._fs import move, remove_tree, under
-from cuship.builder.archflags import NvccCalls, read_calls
+from cuship.builder.archflags import NvccCalls, no_device_code, read_calls
 from cuship.builder.archflags import describe as describe_calls
 from cuship.builder.buildenv import env_site
 from cuship.builder.glibc import GlibcFloor
@@ -302,6 +302,7 @@ def run_plan(
         immutable=plan.inputs is not None,
         build_dir=build_dir,
         repairs=plan.repairs,
+        gate=plan.gate,
     )
 
 
@@ -409,69 +410,10 @@ def _sccache_error(log: str) -> str | None:
     return None
 
 
-def build_job(
-    job_id: str,
-    steps: Sequence[Step],
-    *,
-    raw_dir: Path,
-    out_dir: Path,
-    log: Path,
-    label: str,
-    arches: str,
-    test_import: str | None,
-    environ: Mapping[str, str] | None = None,
-    torch: str | None = None,
-    floor: GlibcFloor | None = None,
-    emit: Emit = discard,
-    smoke: JobSmoke | None = None,
-    locks: Locks | None = None,
-    immutable: bool = False,
-    build_dir: tuple[Path, Callable[[], Mapping[str, str]]] | None = None,
-    repairs: Path | None = None,
-) -> JobResult:
-    """Run ``steps`` (a fresh ``raw_dir`` and log), then finish, label and smoke-test the wheel.
-
-    Shared by matrix jobs and the CPU-only job; ``arches`` empty means "no device code".
-    Temporary files (``TMPDIR`` of the steps, the smoke venv) stay under ``raw_dir``. ``locks``:
-    the batch's, when other jobs are built at the same time (see :mod:`cuship.builder.run.shared`).
-    ``build_dir``: the CMake build directory the steps use and how to read its key (before the
-    steps, to open it; after them, to seal it: a build venv's packages are installed by the
-    steps), kept for a rebuild when the key holds (see :mod:`cuship.builder.reuse`);
-    ``repairs``: see :func:`finish_wheel`.
-    """
-    import time
-
-    env = dict(os.environ if environ is None else environ)
-    smoke = smoke or JobSmoke()
-    start = time.perf_counter()
-    remove_tree(out_dir, raw_dir)
-    (raw_dir / "tmp").mkdir(parents=True)
-    env["TMPDIR"] = str(raw_dir / "tmp")  # pip, CMake, nvcc, auditwheel: nothing outside out_dir
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text("", encoding="utf-8")
-    caller = os.environ if environ is None else environ
-    kept_dir = False
-    if build_dir is not None:
-        kept_dir, said = open_build_dir(build_dir[0], build_dir[1]())
-        _note(log, said)
-    kept = build_dir[0] if build_dir else None
-    if _run_steps(job_id, steps, log, env, caller, emit, locks or Locks(), kept) and build_dir:
-        seal(build_dir[0], build_dir[1]())
-    emit(_step_event(job_id, "repair", "repair, label and verify"))
-    wheel, report, problems = finish_wheel(
-        single_wheel(raw_dir, job_id),
-        work_dir=raw_dir,
-        out_dir=out_dir,
-        label=label,
-        arches=arches,
-        environ=env,
-        torch=torch,
-        floor=floor,
-        emit=emit,
-        immutable=immutable,
-        repairs=repairs,
-        log=log,
-    )
+def _tell_nvcc(
+    job_id: str, raw_dir: Path, arches: str, kept_dir: bool, log: Path, emit: Emit
+) -> NvccCalls | None:
+    """What cuship's nvcc log says the build compiled, told in the job's log and as an event."""
     nvcc = read_calls(raw_dir)
     if nvcc is None and kept_dir:
         _note(log, f"cuship: {job_id}: nvcc compiled nothing (the kept build dir was up to date)")
@@ -493,42 +435,134 @@ def build_job(
                 data={"nvcc": nvcc.to_json()},
             )
         )
-    tested = None
-    if test_import:
-        python = smoke.python.executable if smoke.python else sys.executable
-        emit(_step_event(job_id, "smoke", f"import {test_import} in a fresh venv"))
-        linked = report.torch_abi != "none"
-        try:
-            tested = smoke_test(
-                wheel,
-                test_import,
-                log=log,
-                environ=env,
-                python=python,
-                work_dir=raw_dir / "tmp",
-                mode=smoke.mode,
-                site_dirs=smoke.site_dirs,
-                emit=emit,
-                uv=find_tool("uv", env).path,
-                torch=(torch or "unknown") if linked else None,
-            )
-        except CushipError as err:
-            kept = set_aside(wheel)
-            raise BuildFailed(
-                f"{err}\n(the wheel is kept apart as {kept}; `cuship index` never publishes it)",
-                hint=err.hint,
-            ) from err
-    remove_tree(raw_dir, "tmp")
-    if problems:
-        wheel = set_aside(wheel)
-        report = dataclasses.replace(report, path=str(wheel))
-    return JobResult(
-        job_id=job_id,
-        wheel=wheel,
-        report=report,
-        verify_problems=problems,
-        smoke=tested,
-        seconds=time.perf_counter() - start,
-        python=smoke.python,
-        nvcc=nvcc,
+    return nvcc
+
+
+def _require_device_code(job_id: str, raw_dir: Path, gate: tuple[str, ...]) -> None:
+    """Stop a CUDA job at the first sign that its build compiled no device code: cuship's nvcc
+    saw no device compile by the end of the build step, and the raw wheel holds no SASS or PTX
+    (a build that compiled through another nvcc is held to [matrix] arch by verify)."""
+    from cuship.wheel.audit import inspect_wheel
+
+    calls = read_calls(raw_dir)
+    if calls is None or calls.device:
+        return
+    report = inspect_wheel(single_wheel(raw_dir, job_id))
+    if report.sass or report.ptx:
+        return
+    raise BuildFailed(
+        no_device_code(job_id, gate),
+        hint="open the gate with [build] env, or set device_code = false for a CPU package",
     )
+
+
+def build_job(
+    job_id: str,
+    steps: Sequence[Step],
+    *,
+    raw_dir: Path,
+    out_dir: Path,
+    log: Path,
+    label: str,
+    arches: str,
+    test_import: str | None,
+    environ: Mapping[str, str] | None = None,
+    torch: str | None = None,
+    floor: GlibcFloor | None = None,
+    emit: Emit = discard,
+    smoke: JobSmoke | None = None,
+    locks: Locks | None = None,
+    immutable: bool = False,
+    build_dir: tuple[Path, Callable[[], Mapping[str, str]]] | None = None,
+    repairs: Path | None = None,
+    gate: tuple[str, ...] = (),
+) -> JobResult:
+    """Run ``steps`` (a fresh ``raw_dir`` and log), then finish, label and smoke-test the wheel.
+
+    Shared by matrix jobs and the CPU-only job; ``arches`` empty means "no device code".
+    Temporary files (``TMPDIR`` of the steps, the smoke venv) stay under ``raw_dir``. ``locks``:
+    the batch's, when other jobs are built at the same time (see :mod:`cuship.builder.run.shared`).
+    ``build_dir``: the CMake build directory the steps use and how to read its key (before the
+    steps, to open it; after them, to seal it: a build venv's packages are installed by the
+    steps), kept for a rebuild when the key holds (see :mod:`cuship.builder.reuse`);
+    ``repairs``: see :func:`finish_wheel`. ``gate``: the CUDA-gate switches the build set,
+    named when a CUDA job's build compiled no device code (stopped then, before repair).
+    Whatever ends the job (a failure, an interrupt), it leaves no ``tmp`` behind.
+    """
+    import time
+
+    env = dict(os.environ if environ is None else environ)
+    smoke = smoke or JobSmoke()
+    start = time.perf_counter()
+    remove_tree(out_dir, raw_dir)
+    (raw_dir / "tmp").mkdir(parents=True)
+    env["TMPDIR"] = str(raw_dir / "tmp")  # pip, CMake, nvcc, auditwheel: nothing outside out_dir
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("", encoding="utf-8")
+    caller = os.environ if environ is None else environ
+    kept_dir = False
+    if build_dir is not None:
+        kept_dir, said = open_build_dir(build_dir[0], build_dir[1]())
+        _note(log, said)
+    kept = build_dir[0] if build_dir else None
+    try:
+        if _run_steps(job_id, steps, log, env, caller, emit, locks or Locks(), kept) and build_dir:
+            seal(build_dir[0], build_dir[1]())
+        if arches and not kept_dir:
+            _require_device_code(job_id, raw_dir, gate)
+        emit(_step_event(job_id, "repair", "repair, label and verify"))
+        wheel, report, problems = finish_wheel(
+            single_wheel(raw_dir, job_id),
+            work_dir=raw_dir,
+            out_dir=out_dir,
+            label=label,
+            arches=arches,
+            environ=env,
+            torch=torch,
+            floor=floor,
+            emit=emit,
+            immutable=immutable,
+            repairs=repairs,
+            log=log,
+        )
+        nvcc = _tell_nvcc(job_id, raw_dir, arches, kept_dir, log, emit)
+        tested = None
+        if test_import:
+            python = smoke.python.executable if smoke.python else sys.executable
+            emit(_step_event(job_id, "smoke", f"import {test_import} in a fresh venv"))
+            linked = report.torch_abi != "none"
+            try:
+                tested = smoke_test(
+                    wheel,
+                    test_import,
+                    log=log,
+                    environ=env,
+                    python=python,
+                    work_dir=raw_dir / "tmp",
+                    mode=smoke.mode,
+                    site_dirs=smoke.site_dirs,
+                    emit=emit,
+                    uv=find_tool("uv", env).path,
+                    torch=(torch or "unknown") if linked else None,
+                )
+            except CushipError as err:
+                kept = set_aside(wheel)
+                raise BuildFailed(
+                    f"{err}\n(the wheel is kept apart as {kept}; `cuship index` never publishes it)",
+                    hint=err.hint,
+                ) from err
+        if problems:
+            wheel = set_aside(wheel)
+            report = dataclasses.replace(report, path=str(wheel))
+        return JobResult(
+            job_id=job_id,
+            wheel=wheel,
+            report=report,
+            verify_problems=problems,
+            smoke=tested,
+            seconds=time.perf_counter() - start,
+            python=smoke.python,
+            nvcc=nvcc,
+        )
+    finally:
+        remove_tree(raw_dir, "tmp")

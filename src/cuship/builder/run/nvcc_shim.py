@@ -15,6 +15,11 @@ Calls that compile no device code (``nvcc --version``, a host-only ``.cpp``) pas
 call is appended to a JSON-lines log (what it asked for, what it compiled), which the build reads
 back to record the archs actually compiled.
 
+``wheels`` (a step of its own, once the job's venv holds its torch) links the headers and
+libraries of the NVIDIA wheels in that venv into one folder the build's ``CPATH`` and
+``LIBRARY_PATH`` name: torch's ``ATen/cuda/CUDAContextLight.h`` includes cuSPARSE's and cuBLAS's
+headers, which a toolkit assembled from NVIDIA's compiler wheels does not hold.
+
 Run as a file with the standard library only (``python -I -S nvcc_shim.py``): it is started once
 per compile, inside whatever environment the project's build has.
 """
@@ -28,7 +33,14 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["ArchFlags", "expand_options_files", "make_shadow", "parse_arch_flags", "plan_call"]
+__all__ = [
+    "ArchFlags",
+    "expand_options_files",
+    "gather_wheels",
+    "make_shadow",
+    "parse_arch_flags",
+    "plan_call",
+]
 
 _GENCODE = ("-gencode", "--generate-code")
 _ARCH = ("-arch", "--gpu-architecture")
@@ -314,6 +326,41 @@ def make_shadow(
     return nvcc
 
 
+def gather_wheels(site: Path, into: Path) -> tuple[int, int]:
+    """Link the headers and libraries of the NVIDIA wheels in ``site`` (``nvidia/*/include``,
+    ``nvidia/*/lib``: ``nvidia/cu13/include`` for CUDA 13, ``nvidia/cublas/include`` ... for 12)
+    into ``into/include`` and ``into/lib64``, the first of a name winning, each ``libX.so.N``
+    with its ``libX.so`` development link. (headers, libraries) linked."""
+    counts = []
+    for kind, target in (("include", "include"), ("lib", "lib64")):
+        folder = into / target
+        folder.mkdir(parents=True, exist_ok=True)
+        linked = 0
+        for package in sorted((site / "nvidia").glob("*")) if (site / "nvidia").is_dir() else ():
+            for entry in sorted((package / kind).glob("*")):
+                names = [entry.name]
+                if kind == "lib" and ".so." in entry.name:
+                    names.append(entry.name.split(".so.", 1)[0] + ".so")
+                for name in names:
+                    link = folder / name
+                    if not link.is_symlink() and not link.exists():
+                        link.symlink_to(entry)
+                        linked += 1
+        counts.append(linked)
+    return counts[0], counts[1]
+
+
+def _wheels(args: list[str]) -> int:
+    """``wheels --site DIR --into DIR``"""
+    opts = dict(zip(args[::2], args[1::2], strict=True))
+    headers, libraries = gather_wheels(Path(opts["--site"]), Path(opts["--into"]))
+    _say(
+        f"{headers} header entries and {libraries} libraries of the NVIDIA wheels in "
+        f"{opts['--site']} linked into {opts['--into']} (CPATH, LIBRARY_PATH)"
+    )
+    return 0
+
+
 def _make(args: list[str]) -> int:
     """``make --cuda-home DIR --into DIR --mode M --log PATH --gencode 'FLAGS'``"""
     opts = dict(zip(args[::2], args[1::2], strict=True))
@@ -335,7 +382,8 @@ def _make(args: list[str]) -> int:
 
 if __name__ == "__main__":
     command, rest = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("", [])
-    if command not in ("run", "make"):
-        _say("usage: nvcc_shim.py make|run ...", error=True)
+    commands = {"run": _run, "make": _make, "wheels": _wheels}
+    if command not in commands:
+        _say("usage: nvcc_shim.py make|run|wheels ...", error=True)
         sys.exit(2)
-    sys.exit(_run(rest) if command == "run" else _make(rest))
+    sys.exit(commands[command](rest))

