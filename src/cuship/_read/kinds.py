@@ -39,6 +39,7 @@ CACHE = Kind("cache file", 64 * _MIB, "cuship's own record; delete it to start a
 LOG = Kind("log", 1 * _MIB, "the last MiB of a log is what an error quotes")
 HASHED = Kind("file", 0, "pass a regular file")  # streamed in blocks, never held whole
 ARCHIVE = Kind("wheel", 0, "pass a .whl file")  # a zip: its members bounded by wheel.read.members
+SDIST = Kind("sdist", 0, "pass a .tar.gz or .zip sdist")  # its members' sizes checked first
 SHARED_OBJECT = Kind("shared object", 0, "pass a .so file")  # mapped: pages read as touched
 STORE = Kind("results store", 0, "pass the SQLite file cuship wrote (CUSHIP_STORE)")
 CHILD_OUTPUT = Kind("output", 64 * _MIB, "a command's captured stdout or stderr, kept per stream")
@@ -62,6 +63,7 @@ KINDS: tuple[Kind, ...] = (
     LOG,
     HASHED,
     ARCHIVE,
+    SDIST,
     SHARED_OBJECT,
     STORE,
     CHILD_OUTPUT,

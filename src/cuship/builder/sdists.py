@@ -16,7 +16,6 @@ import shlex
 import shutil
 import tarfile
 import tempfile
-import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,8 @@ from urllib.parse import unquote, urlsplit
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 from packaging.version import Version
 
-from cuship._fs import sha256_file
+from cuship import _read
+from cuship._fs import move, remove_tree, sha256_file, under
 from cuship.config import Config, PackageSpec, Sdist
 from cuship.config.sources import read_sdist
 from cuship.errors import InputError
@@ -186,7 +186,7 @@ def unpack(archive: Path, into: Path) -> Path:
     would leave ``into`` (absolute paths, ``..``, links out) are refused."""
     into.mkdir(parents=True)
     if archive.name.endswith(".zip"):
-        with zipfile.ZipFile(archive) as zipped:
+        with _read.archive(archive, _read.SDIST) as zipped:
             infos = zipped.infolist()
             _members_ok([i.filename for i in infos], [i.file_size for i in infos], archive)
             for info in infos:
@@ -194,7 +194,7 @@ def unpack(archive: Path, into: Path) -> Path:
                     raise InputError(f"{archive.name!r}: member {info.filename!r} leaves it")
             zipped.extractall(into)
     else:
-        with tarfile.open(archive) as tarred:
+        with _read.reader(archive, _read.SDIST) as stream, tarfile.open(fileobj=stream) as tarred:
             members = tarred.getmembers()
             _members_ok([m.name for m in members], [m.size for m in members], archive)
             tarred.extractall(into, filter="data")
@@ -207,7 +207,7 @@ def _fetch_one(requirement: str, sources: PipSources, cache: Path, emit: Emit) -
     home = cache / digest[:16] if digest else None
     if home is None or not (home / ".unpacked").is_file():
         home = _fill(cache, put, digest)
-    root = home / (home / ".unpacked").read_text(encoding="utf-8").strip()
+    root = under(home, _read.read_text(home / ".unpacked", _read.CACHE).strip())
     archive = next(p for p in home.iterdir() if p.is_file() and not p.name.startswith("."))
     digest = digest or sha256_file(archive)
     emit(Event(level="info", topic="plan", message=f"sdist {requirement}: {where}"))
@@ -226,10 +226,10 @@ def _fill(cache: Path, put: Callable[[Path], Path], digest: str) -> Path:
             return home
         staged = Path(tmp) / "staged"
         root = unpack(archive, staged / "src")
-        shutil.move(str(archive), staged / archive.name)
+        move(archive, staged, archive.name)
         (staged / ".unpacked").write_text(str(root.relative_to(staged)), encoding="utf-8")
-        shutil.rmtree(home, ignore_errors=True)
-        staged.rename(home)
+        remove_tree(cache, home.name)
+        move(staged, cache, home.name)
     return home
 
 

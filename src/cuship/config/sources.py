@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from pathlib import Path
 
+from cuship import _read
 from cuship.config.script import BuildScript, read_build_script, read_text
 
 __all__ = ["DeviceCode", "Sdist", "find_device_code", "read_pkg_info", "read_sdist"]
@@ -131,11 +132,9 @@ class Sdist:
 
 
 def _build_requires(root: Path) -> tuple[str, ...]:
-    import tomllib
-
     try:
-        document = tomllib.loads(read_text(root / "pyproject.toml", 1 << 18))
-    except tomllib.TOMLDecodeError:
+        document = _read.toml(read_text(root / "pyproject.toml", 1 << 18))
+    except _read.Refused:
         return ()
     system = document.get("build-system")
     requires = system.get("requires") if isinstance(system, dict) else None
