@@ -18,8 +18,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from cuship.version import __version__
-
 _PUBLIC = {
     "Impl": "cuship.check",
     "Invariant": "cuship.check",
@@ -33,6 +31,7 @@ _PUBLIC = {
     "CushipError": "cuship.errors",
     "load_config": "cuship.config",
     "fingerprint": "cuship.machine",
+    "__version__": "cuship.version",
 }
 
 __all__ = [
@@ -57,6 +56,7 @@ if TYPE_CHECKING:
     from cuship.config import load_config
     from cuship.errors import CushipError
     from cuship.machine import fingerprint
+    from cuship.version import __version__
 
 
 def __getattr__(name: str) -> Any:
