@@ -18,6 +18,7 @@ import ensurepip
 import os
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -31,8 +32,16 @@ _UV = (sys.executable, "-m", "uv")
 
 
 def _bundled_pip() -> Path:
-    (wheel,) = (Path(ensurepip.__file__).parent / "_bundled").glob("pip-*.whl")
-    return wheel
+    """The pip wheel ensurepip installs: in its ``_bundled`` folder, or where a distribution
+    keeps it instead (``WHEEL_PKG_DIR``: Debian's /usr/share/python-wheels, whose Python
+    bundles none)."""
+    folders = [Path(ensurepip.__file__).parent / "_bundled"]
+    elsewhere = sysconfig.get_config_var("WHEEL_PKG_DIR")
+    if elsewhere:
+        folders.append(Path(elsewhere))
+    found = sorted(wheel for folder in folders for wheel in folder.glob("pip-*.whl"))
+    assert found, f"no pip wheel for ensurepip in {[str(f) for f in folders]}"
+    return found[-1]
 
 
 def make_venv(
