@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from cuship.cli import main
+from cuship.judge.verify import verify
 from cuship.wheel.audit import WheelReport, inspect_path
 from cuship.wheel.torchabi import classify
-from cuship.wheel.verify import verify
 from tests.integration.venvs import make_venv
 
 REPO = Path(__file__).resolve().parents[2]
