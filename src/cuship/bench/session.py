@@ -361,8 +361,8 @@ def _baseline(
 
 def record(report: BenchReport, path: Path) -> int:
     """Store a bench run (one row per case × parameter point) in the results store at ``path``."""
-    from cuship import __version__
     from cuship.store import ResultRow, RunRecord, Store
+    from cuship.version import __version__
 
     run = RunRecord(
         kind="bench",

@@ -29,9 +29,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from cuship import __version__
 from cuship._fs import sha256_file, write_json
 from cuship.builder.model import BuildPlan, Step
+from cuship.version import __version__
 
 __all__ = [
     "digest",

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import click
 
-from cuship import __version__
+from cuship.version import __version__
 
 __all__ = ["main"]
 

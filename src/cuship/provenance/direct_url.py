@@ -165,6 +165,6 @@ def install_source(
 
 def this_cuship() -> InstallSource:
     """Where the running cuship came from."""
-    import cuship
+    from cuship.version import PACKAGE, __version__
 
-    return install_source("cuship", Path(cuship.__file__).parent, version=cuship.__version__)
+    return install_source("cuship", PACKAGE, version=__version__)

@@ -49,7 +49,6 @@ from typing import Any, Literal
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import parse_wheel_filename
 
-import cuship
 from cuship import settings
 from cuship._fs import sha256_file
 from cuship.errors import CheckFailed, InputError, ToolMissing, UsageError
@@ -67,6 +66,7 @@ from cuship.resolve.http import DEFAULT_OPTIONS, FetchOptions
 from cuship.resolve.provenance import FILENAME, Handover, add_to_wheel
 from cuship.resolve.settings import PrebuiltConfig, read_config
 from cuship.resolve.stash import STASH, Choice, Stash, stash_for
+from cuship.version import __version__
 from cuship.wheel.write.retag import strip_label
 
 __all__ = ["STASH", "Decision", "Prebuilt", "decide", "load_backend", "prebuilt_candidate"]
@@ -276,7 +276,7 @@ class Prebuilt:
             url=candidate.url,
             index=decision.index,
             label=label,
-            cuship=cuship.__version__,
+            cuship=__version__,
         )
         final = add_to_wheel(path, provenance, out_dir=into)
         shutil.rmtree(into / "download", ignore_errors=True)
@@ -296,7 +296,7 @@ class Prebuilt:
             why=why,
             index=decision.index,
             backend=config.backend,
-            cuship=cuship.__version__,
+            cuship=__version__,
         )
         return Choice(provenance=provenance)
 

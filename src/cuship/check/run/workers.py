@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import cuship
 from cuship import process
 from cuship.process import ended
+from cuship.version import IMPORT_ROOT
 
 __all__ = ["Worker", "WorkerDied", "WorkerSetup", "stderr_section", "worker_argv"]
 
@@ -72,7 +72,7 @@ class WorkerDied(Exception):
 
 
 def _package_root() -> str:
-    return str(Path(cuship.__file__).resolve().parents[1])
+    return str(IMPORT_ROOT)
 
 
 class Worker:
