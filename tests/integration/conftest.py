@@ -122,3 +122,15 @@ def server(site: Path) -> Iterator[IndexServer]:
     """The module's ``site`` fixture served on a loopback port for the module's tests."""
     with serve(site, "127.0.0.1", 0) as running:
         yield running
+
+
+# --- cuship's own distribution: sdist and wheel by `python -m build`, once per session -------
+
+
+@pytest.fixture(scope="session")
+def cuship_dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder holding cuship's sdist and wheel, built by ``python -m build`` from a copy of
+    this checkout (the wheel from the sdist); :func:`tests.integration.ci_engine.build_cuship_wheel`."""
+    from tests.integration.ci_engine import build_cuship_wheel
+
+    return build_cuship_wheel(tmp_path_factory.mktemp("cuship-dist"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import re
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 import yaml
 
 from cuship.ci import CiContext, GeneratedFile, context_for, generate, write_files
+from cuship.ci.context import BUILT_WHEELS
 from cuship.ci.pin import CushipPin
 from cuship.compat import load
 from cuship.config import Config, load_config
@@ -100,7 +102,7 @@ def test_gpu_jobs_use_the_configured_labels_and_skip_pull_requests() -> None:
         in runs
     )
     assert jobs["gpu-h100"]["env"] == {"OUT": "gpu-h100"}
-    assert "uv pip install pytest wheelhouse/*.whl" in runs  # dependencies; gpu-run: the wheel
+    assert "uv pip install pytest wheelhouse/*+*.whl" in runs  # deps; gpu-run: the wheel
     for spelled_out in ("pytest --require-gpu", "cuship check", "cuship bench"):
         assert spelled_out not in runs
     upload = jobs["gpu-h100"]["steps"][-1]
@@ -173,7 +175,7 @@ def test_checks_quick_on_prs_thorough_nightly_with_baseline() -> None:
     )
     # the check installs the wheel the build job made for its Python before checking
     assert jobs["check"]["needs"] == "build"
-    assert "uv pip install wheelhouse/*.whl" in quick
+    assert "uv pip install wheelhouse/*+*.whl" in quick  # the build's labelled wheel only
     nightly = jobs["nightly"]
     assert nightly["if"] == "github.event_name == 'schedule'"
     runs = "\n".join(s.get("run", "") for s in nightly["steps"])
@@ -204,14 +206,17 @@ def test_gitlab_matrix_tags_and_rules() -> None:
     doc = _docs(ctx, "gitlab")
     assert doc["stages"] == ["build", "check", "index", "gpu", "deploy"]
     assert doc["index"]["needs"] == [{"job": "build", "artifacts": True}]
-    assert doc["pages"]["needs"] == [{"job": "index", "artifacts": True}]
+    assert doc["pages"]["needs"] == [
+        {"job": "index", "artifacts": True},
+        {"job": "check-quick", "artifacts": False, "optional": True},  # nothing red is published
+    ]
     assert doc["pages"]["artifacts"] == {"paths": ["public/"]}
     matrix = doc["build"]["parallel"]["matrix"]
     assert [m["JOB"] for m in matrix] == [j.id for j in ctx.jobs]
     assert doc["build"]["image"] == "nvidia/cuda:${CUDA}-devel-ubuntu22.04"
     assert doc["gpu-h100"]["tags"] == ["gpu", "h100"]
     assert doc["gpu-h100"]["script"] == [
-        "python3 -m uv pip install pytest wheelhouse/*.whl",
+        "python3 -m uv pip install pytest wheelhouse/*+*.whl",
         'cuship gpu-run "$PROJECT" --wheels wheelhouse -o "$OUT" --venv "$JOB_VENV-gpu"',
     ]
     assert doc["gpu-h100"]["variables"]["OUT"] == {"value": "gpu-h100", "expand": False}
@@ -229,6 +234,37 @@ def test_gitlab_matrix_tags_and_rules() -> None:
     assert "--provider gitlab --print" in doc["matrix-drift"]["script"][0]
 
 
+def test_gitlab_jobs_put_uv_in_their_venv_before_the_venv_goes_on_path() -> None:
+    """Once the venv is on PATH, ``python3`` is the venv's: every later ``python3 -m uv`` needs
+    uv installed there first (gitlab-ci-local's run of the example failed on this)."""
+    for name in ("matrix-drift", "check-quick", "index", "gpu-h100"):
+        lines = _docs(_ctx(), "gitlab")[name]["before_script"]
+        on_path = next(i for i, line in enumerate(lines) if line.startswith("export PATH="))
+        into_venv = [
+            line
+            for line in lines[:on_path]
+            if line.startswith('python3 -m uv pip install --python "$JOB_VENV/bin/python" uv ')
+        ]
+        assert into_venv, name
+        assert '-r "$JOB_VENV/cuship-requirements.txt"' in into_venv[0]
+
+
+def test_check_and_gpu_jobs_install_only_the_wheels_the_build_labelled() -> None:
+    """What a build job with [variants] uploads (names from the example's build): an installer
+    given them all refuses; the check and GPU jobs take the labelled one."""
+    uploaded = [
+        "cuvecops-0.1.0+cu130-cp311-cp311-manylinux_2_24_x86_64.whl",
+        "cuvecops-0.1.0-cp311-cp311-manylinux_2_24_x86_64-cu130.whl",
+        "cuvecops-0.1.0-cp311-cp311-manylinux_2_24_x86_64.whl",
+        "cuvecops-0.1.0-cp311-cp311-manylinux_2_24_x86_64-null.whl",
+    ]
+    taken = [n for n in uploaded if fnmatch.fnmatchcase(f"wheelhouse/{n}", BUILT_WHEELS)]
+    assert taken == uploaded[:1]
+    doc = _docs(_ctx(), "gitlab")
+    assert f"python3 -m uv pip install {BUILT_WHEELS}" in doc["check-quick"]["before_script"]
+    assert f"python3 -m uv pip install pytest {BUILT_WHEELS}" in doc["gpu-h100"]["script"]
+
+
 def test_skypilot_task() -> None:
     doc = _docs(_ctx(_config(skypilot_accelerators="A100:8", use_spot=False)), "skypilot")
     assert doc["resources"] == {"accelerators": "A100:8", "use_spot": False}
@@ -237,7 +273,7 @@ def test_skypilot_task() -> None:
         "out=~/sky_workdir/cuship-results",
         'cuship gpu-run "$PROJECT" --wheels ~/wheelhouse -o "$out" --venv ~/cuship-gpu-venv',
     ]
-    assert "~/wheelhouse/*.whl" in doc["setup"]  # cuship, pytest and the wheel's dependencies
+    assert "~/wheelhouse/*+*.whl" in doc["setup"]  # cuship, pytest and the wheel's dependencies
     bucket = _docs(_ctx(_config(skypilot_bucket="my-results")), "skypilot")
     assert bucket["file_mounts"]["/cuship-results"] == {"name": "my-results", "mode": "MOUNT"}
     assert "out=/cuship-results" in bucket["run"]

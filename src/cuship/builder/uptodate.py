@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from cuship import _read
 from cuship._fs import sha256_file, write_json
 from cuship.builder.model import BuildPlan, Step
 from cuship.version import __version__
@@ -140,10 +141,8 @@ def plan_tree_state(plan: BuildPlan) -> str | None:
 def _record(plan: BuildPlan) -> dict[str, Any] | None:
     path = record_path(plan)
     try:
-        if not path.is_file() or path.stat().st_size > _RECORD_LIMIT:
-            return None
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        record = _read.read_json(path, _read.CACHE, limit=_RECORD_LIMIT)
+    except (OSError, _read.Refused):
         return None
     return record if isinstance(record, dict) else None
 

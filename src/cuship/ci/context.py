@@ -12,7 +12,15 @@ from cuship.config.ci import CiSection
 from cuship.errors import ConfigError, NothingToDo
 from cuship.matrix import BuildJob, expand_all, unknown_job
 
-__all__ = ["CiContext", "context_for"]
+__all__ = ["BUILT_WHEELS", "CiContext", "context_for"]
+
+BUILT_WHEELS = "wheelhouse/*+*.whl"
+"""The wheels a build job made, among those it uploads: each carries its job's local label
+(``+cu130``; a label is never empty), while the variant twin, the plain wheel and the null
+variant written beside it (``[variants]``) carry none. The check and GPU jobs install these
+only: an installer given the whole folder refuses it (two wheels of one project; a variant file
+is no wheel name to pip, nor to uv without its preview feature), as gitlab-ci-local's run of the
+example's pipeline showed."""
 
 # Fields of [build] image that a CI matrix entry carries, as GitHub expressions / GitLab variables.
 _IMAGE_FIELDS_GITHUB = {"cuda": "${{ matrix.cuda }}", "python": "${{ matrix.python }}"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuship import settings
-from cuship.ci.context import CiContext
+from cuship.ci.context import BUILT_WHEELS, CiContext
 from cuship.compat.actions import uses
 
 __all__ = [
@@ -209,7 +209,7 @@ def _built_wheel(ctx: CiContext) -> list[Step]:
             "uses": uses("actions/download-artifact"),
             "with": {"name": ctx.gpu_wheel_artifact(), "path": "wheelhouse"},
         },
-        {"name": "Install the wheel", "run": "uv pip install wheelhouse/*.whl"},
+        {"name": "Install the wheel", "run": f"uv pip install {BUILT_WHEELS}"},
     ]
 
 
@@ -298,7 +298,7 @@ def _gpu(ctx: CiContext, name: str, labels: tuple[str, ...]) -> Job:
         # gpu-run installs the wheel itself into a fresh venv layered on it, without deps.
         {
             "name": "pytest and the wheel's dependencies",
-            "run": "uv pip install pytest wheelhouse/*.whl",
+            "run": f"uv pip install pytest {BUILT_WHEELS}",
         },
         {"name": "GPU tests, kernel checks and benchmarks of the wheel", "run": run},
         _upload(f"{out}-results", out, when="always()"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cuship.ci.context import CiContext
+from cuship.ci.context import BUILT_WHEELS, CiContext
 from cuship.matrix import BuildJob, to_gitlab
 
 __all__ = ["GITLAB_CI", "gitlab_ci"]
@@ -33,17 +33,20 @@ def _matrix(jobs: Sequence[BuildJob]) -> list[dict[str, str]]:
 
 
 def _install() -> list[str]:
-    """Shell lines: uv, a virtual environment of ``$PYTHON`` on PATH (a fresh directory: jobs
-    of a shell runner share /tmp), and ``$PINNED_CUSHIP`` in it."""
+    """Shell lines: uv, a virtual environment of ``$PYTHON`` (a fresh directory: jobs of a
+    shell runner share /tmp) holding uv, pip and ``$PINNED_CUSHIP``, then on PATH. uv
+    goes into the venv too: once the venv is on PATH, ``python3`` is the venv's, and the
+    later ``python3 -m uv`` lines need it there (gitlab-ci-local's run found this)."""
     return [
         "command -v python3 >/dev/null || "
         "(apt-get update -qq && apt-get install -y -qq python3-pip >/dev/null)",
         "python3 -m pip install -q uv || python3 -m pip install -q --break-system-packages uv",
         'JOB_VENV="$(mktemp -d)/venv"',
         'python3 -m uv venv --python "$PYTHON" "$JOB_VENV"',
-        'export PATH="$JOB_VENV/bin:$PATH" VIRTUAL_ENV="$JOB_VENV"',
         'printf \'%s\\n\' "$PINNED_CUSHIP" > "$JOB_VENV/cuship-requirements.txt"',
-        'python3 -m uv pip install pip -r "$JOB_VENV/cuship-requirements.txt"',
+        'python3 -m uv pip install --python "$JOB_VENV/bin/python" uv pip '
+        '-r "$JOB_VENV/cuship-requirements.txt"',
+        'export PATH="$JOB_VENV/bin:$PATH" VIRTUAL_ENV="$JOB_VENV"',
     ]
 
 
@@ -120,7 +123,7 @@ def _built_wheel(ctx: CiContext) -> tuple[list[Any], list[str], str]:
     if not (ctx.builds and ctx.gpu_job):
         return [], [], ""
     needs = [{"job": "build", "parallel": {"matrix": _matrix((ctx.gpu_job,))}}]
-    return needs, ["python3 -m uv pip install wheelhouse/*.whl"], " --installed"
+    return needs, [f"python3 -m uv pip install {BUILT_WHEELS}"], " --installed"
 
 
 def _check_quick(ctx: CiContext) -> Job:
@@ -190,11 +193,15 @@ def _index(ctx: CiContext) -> Job:
 
 def _pages(ctx: CiContext) -> Job:
     """GitLab Pages serves the job named ``pages``'s ``public/``: the index, from the default
-    branch and from tags."""
+    branch and from tags, once the quick check of the built wheel passed (``needs`` alone
+    would publish it beside a red check; optional: a scheduled pipeline has no quick check)."""
+    needs: list[Any] = [{"job": "index", "artifacts": True}]
+    if ctx.has_checks:
+        needs.append({"job": "check-quick", "artifacts": False, "optional": True})
     return {
         "stage": "deploy",
         "image": "alpine:3.20",
-        "needs": [{"job": "index", "artifacts": True}],
+        "needs": needs,
         "rules": [{"if": "$CI_COMMIT_TAG"}, {"if": _DEFAULT_BRANCH}],
         "script": ["rm -rf public", "mv site public"],
         "artifacts": {"paths": ["public/"]},
@@ -206,7 +213,7 @@ def _gpu(ctx: CiContext, name: str, tags: tuple[str, ...]) -> Job:
     script = [
         # The wheel's dependencies (and pytest) come from the network into cuship's venv;
         # gpu-run installs the wheel itself into a fresh venv layered on it, without deps.
-        "python3 -m uv pip install pytest wheelhouse/*.whl",
+        f"python3 -m uv pip install pytest {BUILT_WHEELS}",
         'cuship gpu-run "$PROJECT" --wheels wheelhouse -o "$OUT" --venv "$JOB_VENV-gpu"',
     ]
     needs: list[Any] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuship.ci.context import CiContext
+from cuship.ci.context import BUILT_WHEELS, CiContext
 
 __all__ = ["SKYPILOT_TASK", "skypilot_header", "skypilot_task"]
 
@@ -33,7 +33,7 @@ def _setup(python: str) -> str:
             "# cuship, pytest and the wheel's dependencies; gpu-run installs the wheel itself",
             "printf '%s\\n' \"$PINNED_CUSHIP\" > ~/cuship-requirements.txt",
             "python3 -m uv pip install --python ~/cuship-venv/bin/python pytest "
-            "-r ~/cuship-requirements.txt ~/wheelhouse/*.whl",
+            f"-r ~/cuship-requirements.txt ~/{BUILT_WHEELS}",
         ]
     )
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from cuship import process
+from cuship import _read, process
 from cuship.builder.host.interpreters import Search, find_interpreters
 from cuship.builder.model import Host, host_of
 from cuship.config import Config
@@ -136,8 +135,8 @@ def sccache_stats(sccache: str, *, zero: bool = False) -> dict[str, int] | None:
     except ToolMissing:
         return None
     try:
-        return sccache_counts(json.loads(done.stdout))
-    except ValueError:
+        return sccache_counts(_read.loads(done.stdout))
+    except ValueError:  # not JSON (JsonRefused is one)
         return None
 
 
