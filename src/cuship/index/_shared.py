@@ -93,13 +93,11 @@ def has_tree(site: Path) -> bool:
 def drop_state(site: Path) -> None:
     """Remove the state a run made in ``site`` that it then wrote no index into (and ``site``
     itself when that leaves it empty): a failed first run leaves nothing."""
-    import shutil
-
     if has_tree(site):
         return
-    shutil.rmtree(site / STATE_DIR, ignore_errors=True)
+    _fs.remove_tree(site, STATE_DIR)
     with contextlib.suppress(OSError):
-        site.rmdir()
+        _fs.remove_dir(site.parent, site.name)
 
 
 def carry_state(site: Path, staging: Path) -> None:

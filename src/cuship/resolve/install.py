@@ -319,19 +319,18 @@ def _place(wheel: Path, installs: Path) -> None:
     import shutil
     import tempfile
 
+    from cuship import _fs
+
     installs.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=installs.parent, prefix=f".{installs.name}.", suffix=".tmp")
-    os.close(fd)
+    staging = Path(tempfile.mkdtemp(dir=installs.parent, prefix=f".{installs.name}."))
     try:
-        Path(tmp).unlink()
         try:
-            os.link(wheel, tmp)
+            os.link(wheel, staging / installs.name)
         except OSError:
-            shutil.copyfile(wheel, tmp)
-        Path(tmp).replace(installs)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+            shutil.copyfile(wheel, staging / installs.name)
+        _fs.move(staging / installs.name, installs.parent, installs.name)
+    finally:
+        _fs.remove_tree(installs.parent, staging.name)
 
 
 def run_install(
