@@ -96,4 +96,6 @@ def command(
         console.err.print(output, markup=False, highlight=False)
     chosen = resolution.chosen
     assert chosen is not None
-    console.err.print(f"installed {chosen.candidate.filename}: {plan.how}", markup=False)
+    console.err.print(
+        f"installed {chosen.candidate.filename}: {plan.how}", markup=False, soft_wrap=True
+    )
