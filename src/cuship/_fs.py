@@ -198,21 +198,49 @@ _RENAME_EXCHANGE = 2
 
 
 @contextlib.contextmanager
-def locked(target: Path, emit: Emit = discard) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``.NAME.lock`` beside ``target`` (waits for other runs)."""
+def locked(target: Path, emit: Emit = discard, *, transient: bool = False) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``.NAME.lock`` beside ``target`` (waits for other runs).
+
+    ``transient``: the lock file is removed when the run ends, so that nothing is left beside
+    ``target``; a run that waited on a file removed meanwhile takes the lock again on the file
+    the path names now (so two runs never hold locks on two files)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     lock_path = target.parent / f".{target.name}.lock"
-    with lock_path.open("a") as handle:
+    told = False
+    while True:
+        handle = lock_path.open("a")
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            message = f"waiting for the lock on {str(lock_path)!r}"
-            emit(Event(level="info", topic="index", message=message))
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not told:
+                    message = f"waiting for the lock on {str(lock_path)!r}"
+                    emit(Event(level="info", topic="index", message=message))
+                    told = True
+                fcntl.flock(handle, fcntl.LOCK_EX)
+        except BaseException:
+            handle.close()
+            raise
+        if not transient or _names(lock_path, handle.fileno()):
+            break
+        handle.close()  # the file it waited on was removed by the run that held it
+    try:
+        yield
+    finally:
+        if transient:
+            lock_path.unlink(missing_ok=True)
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+def _names(path: Path, fd: int) -> bool:
+    """Whether ``path`` still names the open file ``fd``."""
+    try:
+        there = path.stat()
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (there.st_dev, there.st_ino) == (held.st_dev, held.st_ino)
 
 
 def staging_dir(target: Path, *, mode: int = 0o755) -> Path:

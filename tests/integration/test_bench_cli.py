@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import textwrap
 from functools import partial
 from pathlib import Path
@@ -32,8 +33,21 @@ def test_example_runs_stores_and_exports_csv(tmp_path: Path) -> None:
     out = tmp_path / "results"
     env = {"CUSHIP_STORE": str(store)}
     proc = cuship("bench", str(EXAMPLE), *QUICK, "--export", "csv", "-o", str(out), env=env)
-    assert proc.returncode == 0, proc.stderr
-    assert "saxpy" in proc.stdout and "GB/s" in proc.stdout and "verdict ok, run 1" in proc.stderr
+    assert proc.returncode == 0, proc.stderr  # no gate asked for: 0 whatever the timings
+    assert "saxpy" in proc.stdout and "GB/s" in proc.stdout
+    # The example's CPU floors and noise target are met on an idle machine; a loaded one may
+    # leave a point unsure (its interval wide at the timeout) or miss a floor, which the run
+    # says and keeps: the verdict is held to the points' own counts, never to the machine's load
+    summary = re.search(
+        r"(\d+) points: (\d+) ok, (\d+) unsure, (\d+) errored(.*); verdict (\S+), run 1$",
+        proc.stderr,
+        re.M,
+    )
+    assert summary is not None, proc.stderr
+    points, ok, unsure, errored = map(int, summary.groups()[:4])
+    assert points == ok + unsure and points >= 4 and errored == 0
+    missed = re.search(r"; (\d+) floors missed", summary[5])
+    assert summary[6] == ("floor-missed" if missed else "ok"), summary[0]
     (csv_file,) = out.glob("benchmark_cpu_*.csv")
     rows = list(csv.DictReader(csv_file.read_text().splitlines()))
     assert {r["key"] for r in rows} >= {"saxpy[n=262144]", "reduce_sum[dtype=int64,n=262144]"}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 import textwrap
 from functools import partial
@@ -21,6 +20,7 @@ import pytest
 from tests.integration import clirun
 from tests.integration.cudawheel import build_so
 from tests.integration.cudawheel import make_wheel as make_cuda_wheel
+from tests.integration.venvs import make_venv
 from tests.jsondocs import GPU_RUN, schema_errors
 from tests.wheel_factory import make_wheel
 
@@ -214,15 +214,7 @@ def test_source_shadowing_the_wheel_fails_the_stage_in_place(tmp_path: Path) -> 
     """--in-place into another interpreter; pytest_args that put src/ first are caught (1);
     bench imports the installed wheel but finds no CUDA timer here (3), which outranks 1."""
     env_dir = tmp_path / "env"
-    make_env = [
-        sys.executable,
-        "-m",
-        "venv",
-        "--system-site-packages",
-        "--without-pip",
-        str(env_dir),
-    ]
-    subprocess.run(make_env, check=True)  # pip, pytest and cuship come from the system site
+    make_venv(env_dir, system_site=True)  # pip, pytest and cuship come from this interpreter's
     python = env_dir / "bin" / "python"
     shadowing = '["tests", "-o", "pythonpath=src", "--import-mode=prepend"]'
     project = _tiny(tmp_path, bench=True, pytest_args=shadowing)

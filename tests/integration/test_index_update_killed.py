@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.clirun import SRC, cuship
+from tests.sitecheck import published
 from tests.wheel_factory import make_wheel
 
 PROJECTS = 60
@@ -27,9 +28,7 @@ _HREF = re.compile(rb'href="([^"#]+)')
 
 
 def _tree(site: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(site)): p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()
-    }
+    return {str(p.relative_to(site)): p.read_bytes() for p in published(site) if p.is_file()}
 
 
 def _readable(site: Path) -> None:
@@ -43,11 +42,13 @@ def _readable(site: Path) -> None:
 def releases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("killed")
     old, new = root / "old", root / "new"
+    new.mkdir()
     for i in range(PROJECTS):
         make_wheel(old, f"proj{i:03d}", "1.0")
         make_wheel(old, f"proj{i:03d}", "1.1+cu130")
-        for target in (old, new):
-            make_wheel(target, f"proj{i:03d}", "1.2+cu128torch2.8")
+        # the same file in both releases (made twice, a second apart, its zip times differ: a
+        # changed published file, which the index refuses)
+        shutil.copy2(make_wheel(old, f"proj{i:03d}", "1.2+cu128torch2.8"), new)
         make_wheel(new, f"proj{i:03d}", "2.0+cu130")
     return old, new
 

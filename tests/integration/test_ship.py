@@ -9,11 +9,13 @@ import stat
 import subprocess
 from pathlib import Path
 
-from cuship.index import site_records
+from cuship.index import site_records, write
 from tests.integration.clirun import cuship
+from tests.integration.indexsite import clean_env
 from tests.integration.venvs import make_venv
 from tests.jsondocs import SHIP, schema_errors
 from tests.sitecheck import publish_problems
+from tests.wheel_factory import make_wheel
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 
@@ -50,6 +52,7 @@ def test_ship_builds_indexes_and_the_install_line_works(tmp_path: Path) -> None:
     assert set(variants["variants"]) == {"null", *(j["job"].rsplit("-", 1)[1] for j in built)}
     assert set(report["stages"]) == {"plan", "build", "check", "variants", "index"}
     _uv_takes_the_variant(out / "site", tmp_path)
+    _cuship_install_takes_the_judges_choice(out / "site", tmp_path)
     assert report["check"]["verdict"] == "passed"
     assert report["cpu_only"] is False
     described = [w["describe"] for w in site_records(out / "site")]
@@ -77,6 +80,41 @@ def _uv_takes_the_variant(site: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     (info,) = venv.glob("lib/python3.*/site-packages/cuvecops-*.dist-info")
     assert json.loads((info / "variant.json").read_text())["variants"].keys() == {"cu130"}
+
+
+# The machines `cuship install` judges for: no GPU (the null variant fits), and an H100 with a
+# CUDA 13.0 driver and both CUDA runtimes (the cu130 variant)
+_MACHINES = {
+    "null": {"CUSHIP_GPUS": "none"},
+    "cu130": {"CUSHIP_GPUS": "H100", "CUSHIP_DRIVER_CUDA": "13.0", "CUSHIP_CUDA_LIBS": "12,13"},
+}
+
+
+def _cuship_install_takes_the_judges_choice(site: Path, tmp_path: Path) -> None:
+    """`cuship install` from the shipped index, with pip and with uv, installs the variant
+    file the judge chose (pip: its bytes under the plain wheel name; uv: the file, with its
+    preview feature), numpy from a second index (a stand-in: deps come from --extra-index-url)."""
+    deps = tmp_path / "deps"
+    stand_in = make_wheel(
+        tmp_path / "dep-wheels", "numpy", "2.3.0", modules={"_numpy_stand_in": ""}
+    )
+    write([stand_in], deps)
+    for installer in ("pip", "uv"):
+        for label, machine in _MACHINES.items():
+            root = tmp_path / f"{installer}-{label}"
+            env = clean_env(root, **machine)
+            python = make_venv(root / "venv", pip=installer == "pip", env=env)
+            args = ["--index", (site / "simple").as_uri(), "--installer", installer]
+            args += ["--extra-index-url", (deps / "simple").as_uri(), "--python", str(python)]
+            done = cuship("install", "cuvecops", *args, "--json", base=env)
+            assert done.returncode == 0, f"{installer} on {label}: {done.stderr[-3000:]}"
+            plan = json.loads(done.stdout)
+            assert plan["variant"] == label and plan["resolution"]["chosen"]["filename"].endswith(
+                f"-{label}.whl"
+            )
+            assert ("--preview-features" in plan["command"]) is (installer == "uv"), plan["how"]
+            (info,) = python.parent.parent.glob("lib/python3.*/site-packages/cuvecops-*.dist-info")
+            assert json.loads((info / "variant.json").read_text())["variants"].keys() == {label}
 
 
 def _install_and_run(install: str, tmp_path: Path) -> None:

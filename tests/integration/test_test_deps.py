@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -11,11 +12,11 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "test-deps"
 
 
-def _run(path: Path) -> subprocess.CompletedProcess[str]:
+def _run(path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     """The script with only ``path`` on PATH (so neither the real chromium nor apt-get is seen)."""
     return subprocess.run(
         ["/bin/bash", str(SCRIPT)],
-        env={"PATH": str(path)},
+        env={"PATH": str(path), **env},
         capture_output=True,
         text=True,
         check=False,
@@ -61,7 +62,64 @@ def test_as_root_with_apt_get_it_installs_chromium(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the apt-get path is taken as root only")
 def test_as_root_a_failed_install_stops_the_set_up(tmp_path: Path) -> None:
-    _executable(tmp_path / "apt-get", '#!/bin/bash\n[ "$1" = update ]\n')
+    _executable(
+        tmp_path / "apt-get",
+        '#!/bin/bash\n[ "$1" = update ] || echo "E: no such package"\n[ "$1" = update ]\n',
+    )
+    done = _run(tmp_path)
+    assert done.returncode == 1
+    assert "E: no such package" in done.stderr  # apt-get's own words, then ours
+    assert "apt-get could not install chromium" in done.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the apt-get path is taken as root only")
+def test_as_root_an_install_that_leaves_no_chromium_says_so(tmp_path: Path) -> None:
+    _executable(tmp_path / "apt-get", "#!/bin/bash\n")
     done = _run(tmp_path)
     assert done.returncode == 1
     assert "apt-get installed no working chromium" in done.stderr
+
+
+_LOCKED = "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)"
+
+
+def _locking_apt(tmp_path: Path, locked_calls: int) -> Path:
+    """An apt-get whose first ``locked_calls`` installs find dpkg's lock held; the next one
+    installs chromium. Its calls are in the file it returns."""
+    calls = tmp_path / "calls"
+    _executable(
+        tmp_path / "apt-get",
+        f'#!/bin/bash\necho "$*" >> {calls}\n[ "$1" = update ] && exit 0\n'
+        f"if [ $(/usr/bin/wc -l < {calls}) -le {locked_calls + 1} ]; then "
+        f'echo "{_LOCKED}" >&2; exit 100; fi\n'
+        f'printf "#!/bin/sh\\n" > {tmp_path}/chromium; /bin/chmod +x {tmp_path}/chromium\n',
+    )
+    return calls
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the apt-get path is taken as root only")
+def test_as_root_a_held_dpkg_lock_is_named_not_called_a_broken_install(tmp_path: Path) -> None:
+    calls = _locking_apt(tmp_path, locked_calls=99)
+    done = _run(tmp_path, TEST_DEPS_LOCK_WAIT="0")
+    assert done.returncode == 1
+    assert (
+        "apt-get install: the lock /var/lib/dpkg/lock-frontend is held by process 4242 (apt-get)"
+        in done.stderr
+    )
+    assert "no working chromium" not in done.stderr and "could not install" not in done.stderr
+    assert len(calls.read_text().splitlines()) == 2, "no second package tried while locked"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the apt-get path is taken as root only")
+def test_as_root_a_lock_freed_while_waiting_lets_the_install_go_on(tmp_path: Path) -> None:
+    sleep = shutil.which("sleep")
+    assert sleep is not None
+    (tmp_path / "sleep").symlink_to(sleep)
+    calls = _locking_apt(tmp_path, locked_calls=1)
+    done = _run(tmp_path, TEST_DEPS_LOCK_WAIT="30")
+    assert done.returncode == 0, done.stderr
+    assert calls.read_text().splitlines() == [
+        "update -qq",
+        "install -y -qq --no-install-recommends chromium",  # the lock is held
+        "install -y -qq --no-install-recommends chromium",  # 2 s later, it is free
+    ]

@@ -67,7 +67,13 @@ def test_sccache_stats_are_read(tmp_path: Path) -> None:
     answer = f"[ \"$1\" = --show-stats ] && echo '{json.dumps(stats)}'; exit 0"
     sccache = _script(tmp_path / "sccache", answer)
     assert hosttools.sccache_stats(str(sccache), zero=True) is None
-    assert hosttools.sccache_stats(str(sccache)) == {"hits": 3, "misses": 2, "requests": 5}
+    assert hosttools.sccache_stats(str(sccache)) == {
+        "hits": 3,
+        "misses": 2,
+        "requests": 5,
+        "part_hits": 0,
+        "part_misses": 0,
+    }
 
 
 def test_a_hanging_python_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from cuship.builder.run.smoke import builder_site
 from cuship.cli import main
 from cuship.judge.verify import verify
 from cuship.wheel.audit import WheelReport, inspect_path
@@ -151,23 +150,11 @@ def test_inspect_text_and_json(wheels: dict[str, Path], capsys: pytest.CaptureFi
 
 
 def _venv(tmp_path: Path, wheel: Path) -> Path:
-    """A fresh venv that sees the system torch, with ``wheel`` installed from no index: its
+    """A fresh venv that sees this interpreter's torch (in a venv too), with ``wheel`` installed from no index: its
     torch requirement must be met by the torch already installed."""
     venv = tmp_path / "venv"
     make_venv(venv, system_site=True)
     python = venv / "bin" / "python"
-    # The tests may run in a venv themselves (the README's commands in one): then torch is in
-    # that venv, which --system-site-packages does not see (it names the base interpreter's
-    # packages), so a .pth lists the running interpreter's site directories too, as cuship's
-    # system-site smoke venv does (builder_site)
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    parent = "".join(f"{folder}\n" for folder in builder_site(sys.executable))
-    Path(purelib, "_tests_parent_site.pth").write_text(parent, encoding="utf-8")
     cmd = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-index"]
     proc = subprocess.run([*cmd, str(wheel)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr

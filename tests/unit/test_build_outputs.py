@@ -61,9 +61,10 @@ def test_dry_run_names_each_job_s_interpreter_and_writes_under_the_project(
     monkeypatch.setattr(build, "detect_host", _host)
     monkeypatch.chdir(tmp_path)
     job = "cuvecops-0.1.0-cp312-cu130"
-    assert run_cli(cli, ["build", str(EXAMPLE), "--job", job, "--dry-run", "--mode", "local"]) == 0
+    assert run_cli(cli, ["build", str(EXAMPLE), "--job", job, "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert f"{job} (local; runnable here)" in out
+    assert "(container" not in out, "--mode defaults to local: no container plan beside"
     assert "# Python 3.12.1 (pyenv: /p/3.12.1/bin/python3.12); builds in " in out
     wheels = EXAMPLE.resolve() / "dist" / "cuship" / "wheels"
     assert f"{wheels}/envs/cp312-" in out and f"-w {wheels}/raw/{job} " in out

@@ -44,7 +44,7 @@ def test_numba_broken_by_numpy_names_the_error_and_the_release_to_install() -> N
     assert found.error == f"importing numba.cuda failed: {error}"
     assert "numba-cuda" in found.fix and "NumPy" in found.fix
     missing = unavailable("numba-sim", {"module": "numba", "missing": "numba", "error": "x"})
-    assert "pip install 'cuship[check]'" in missing.fix
+    assert missing.fix.startswith("pip install 'numba>=0.60' 'numba-cuda>=0.10' ")
     assert Unavailable.from_json(found.to_json()) == found
 
 
@@ -78,3 +78,18 @@ def test_import_problem_stops_at_the_first_module_that_fails(
         "missing": "avail_missing_module",
         "error": "ModuleNotFoundError: No module named 'avail_missing_module'",
     }
+
+
+def test_the_install_lines_name_what_the_check_extra_brings() -> None:
+    """A missing engine's fix installs the packages themselves (cuship may be on no index), at
+    the versions cuship's [check] extra asks for."""
+    import re
+
+    import tomllib
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    extra = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]["check"]
+    for module in ("triton", "numba", "numba_cuda"):
+        fix = unavailable("x", {"module": module, "missing": module, "error": "e"}).fix
+        named = re.findall(r"'([^']+)'", fix)
+        assert named and set(named) <= set(extra), (fix, extra)

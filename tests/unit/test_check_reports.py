@@ -207,6 +207,37 @@ def test_a_json_report_reads_back_and_renders_the_same_junit() -> None:
     assert render_junit(again) == render_junit(gated)
 
 
+def test_every_engine_left_out_is_said_and_survives_the_json() -> None:
+    """The ship summary reads the quick check back from its JSON: the engines that could not
+    import (with the install line) and those skipped for another reason are all said."""
+    triton = Unavailable(
+        engine="triton-interpret",
+        error="importing triton failed: No module named 'triton'",
+        fix="pip install triton",
+    )
+    report = dataclasses.replace(
+        REPORT,
+        groups=(
+            *REPORT.groups,
+            _group("add", "triton-interpret", skip=triton.reason),
+            _group("softmax", "cuda", skip="needs a CUDA GPU and the compiled extension"),
+        ),
+        unavailable=(triton,),
+        provenance=Provenance(packages=(), note="no package traced"),
+    )
+    assert report.left_out() == (
+        "engine triton-interpret unavailable: importing triton failed: No module named "
+        "'triton'; fix: pip install triton",
+        "engine cuda left out of 2 groups: needs a CUDA GPU and the compiled extension",
+    )
+    again = CheckReport.from_json(json.loads(render_json(report)))
+    assert again.unavailable == (triton,) and again.provenance == report.provenance
+    assert again.left_out() == report.left_out()
+    assert REPORT.left_out() == (
+        "engine cuda left out of 1 group: needs a CUDA GPU and the compiled extension",
+    )
+
+
 def _raise_no_device() -> None:
     raise RuntimeError("No device were detected on your machine !")
 

@@ -150,8 +150,7 @@ def test_venv_install_sees_the_base_packages_and_installs_no_dependencies() -> N
     plan = plan_install(WHEEL, BASE, in_place=False, venv=Path("/r/venv"))
     make, pip = plan.commands
     assert make == (
-        "/ci/venv/bin/python", "-m", "venv", "--system-site-packages", "--clear",
-        "--without-pip", "/r/venv",
+        "/ci/venv/bin/python", "-m", "venv", "--clear", "--without-pip", "/r/venv",
     )  # fmt: skip
     assert pip[:4] == ("/r/venv/bin/python", "-m", "pip", "install")
     assert {"--no-deps", "--ignore-installed"} <= set(pip) and pip[-1] == str(WHEEL)
@@ -164,6 +163,12 @@ def test_venv_install_sees_the_base_packages_and_installs_no_dependencies() -> N
         WHEEL, dataclasses.replace(BASE, has_pip=False), in_place=False, venv=Path("/r/venv")
     )
     assert "--without-pip" not in without_pip.commands[0]  # ensurepip gives the venv its own
+    # no --system-site-packages beside the layer: a venv of a venv would see the base Python's
+    # packages, which the probed interpreter may not see; a probe that named no site gets them
+    unnamed = plan_install(
+        WHEEL, dataclasses.replace(BASE, site=()), in_place=False, venv=Path("/r/venv")
+    )
+    assert "--system-site-packages" in unnamed.commands[0] and unnamed.layer is None
 
 
 def test_in_place_install_replaces_what_is_there() -> None:

@@ -20,7 +20,7 @@ from cuship.events import Event, collect
 from cuship.index import FileStamp, ScanCache, scan_report, site_records, write
 from cuship.index.simple import cache_path
 from tests.hostile_wheels import corrupt_deflate, foreign_dist_info, metadata_bomb
-from tests.sitecheck import publish_problems
+from tests.sitecheck import publish_problems, published
 from tests.wheel_factory import make_wheel
 
 
@@ -91,7 +91,7 @@ def strict_umask() -> Iterator[None]:
 
 
 def _modes(site: Path) -> dict[str, int]:
-    return {str(p.relative_to(site)): stat.S_IMODE(p.stat().st_mode) for p in site.rglob("*")}
+    return {str(p.relative_to(site)): stat.S_IMODE(p.stat().st_mode) for p in published(site)}
 
 
 @pytest.mark.usefixtures("strict_umask")
@@ -119,13 +119,20 @@ def test_the_site_is_readable_by_anyone_whatever_the_umask_and_input_modes(tmp_p
             assert cache.get(str(wheel), FileStamp.of(wheel.stat())) is not None, wheel.name
 
 
-def test_the_cache_lives_beside_the_site_never_inside(tmp_path: Path) -> None:
+def test_the_cache_lives_in_the_sites_own_state_never_published_nothing_beside(
+    tmp_path: Path,
+) -> None:
     site = tmp_path / "site"
     write([make_wheel(tmp_path / "wheels", "pkg", "1.0")], site)
     assert publish_problems(site) == []
-    assert cache_path(site).is_file() and cache_path(site).parent == tmp_path
+    assert cache_path(site).is_file() and cache_path(site).parent == site / ".cuship"
+    assert stat.S_IMODE((site / ".cuship").stat().st_mode) == 0o700
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site", "wheels"]  # no lock, no cache
     again = write([tmp_path / "wheels"], site)
-    assert (again.hashed, again.cached) == (0, 1)  # the cache beside still serves
+    assert (again.hashed, again.cached) == (0, 1)  # the cache still serves
+    rebuilt = write([tmp_path / "wheels"], site, rebuild=True)  # a new tree swapped in
+    assert (rebuilt.hashed, rebuilt.cached) == (0, 1), "the state moves with the site"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site", "wheels"]
 
 
 def _rewrite_in_place(path: Path) -> None:

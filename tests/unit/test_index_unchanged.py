@@ -15,13 +15,12 @@ from cuship.index import update as update_module
 from cuship.index import write
 from cuship.index._retire import RETIRED, Retired
 from cuship.index.describe import describe_wheel
+from tests.sitecheck import published
 from tests.wheel_factory import make_wheel
 
 
 def _tree(site: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(site)): p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()
-    }
+    return {str(p.relative_to(site)): p.read_bytes() for p in published(site) if p.is_file()}
 
 
 def _listed(site: Path) -> dict[str, bytes]:

@@ -16,23 +16,22 @@ from cuship.errors import NothingToDo
 from cuship.index import site_records, write
 from cuship.index._retire import RETIRED, Retired
 from tests.index_stops import Stop
+from tests.sitecheck import published
 from tests.wheel_factory import make_wheel
 
 
 def _tree(site: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(site)): p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()
-    }
+    return {str(p.relative_to(site)): p.read_bytes() for p in published(site) if p.is_file()}
 
 
 def _dirs(site: Path) -> list[str]:
-    return sorted(str(p.relative_to(site)) for p in site.rglob("*") if p.is_dir())
+    return sorted(str(p.relative_to(site)) for p in published(site) if p.is_dir())
 
 
 def _stamps(site: Path) -> dict[str, tuple[int, int]]:
     return {
         str(p.relative_to(site)): (p.stat().st_ino, p.stat().st_mtime_ns)
-        for p in site.rglob("*")
+        for p in published(site)
         if p.is_file()
     }
 

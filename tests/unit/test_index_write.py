@@ -23,7 +23,9 @@ from cuship.index import (
     site_records,
     write,
 )
+from cuship.index.simple import cache_path
 from tests.jsondocs import schema_errors
+from tests.sitecheck import published
 from tests.wheel_factory import make_wheel
 
 
@@ -125,7 +127,7 @@ def test_a_failure_mid_write_leaves_the_old_site_intact(tmp_path: Path) -> None:
     make_wheel(wheels, "pkg", "1.0")
     site = tmp_path / "site"
     write([wheels], site)
-    before = {p: p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()}
+    before = {p: p.read_bytes() for p in published(site) if p.is_file()}
     make_wheel(wheels, "pkg", "2.0")
 
     def explode(path: Path) -> Mapping[str, object]:
@@ -133,7 +135,7 @@ def test_a_failure_mid_write_leaves_the_old_site_intact(tmp_path: Path) -> None:
 
     with pytest.raises(RuntimeError, match="inspector crashed"):
         write([wheels], site, describe=explode)
-    after = {p: p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()}
+    after = {p: p.read_bytes() for p in published(site) if p.is_file()}
     assert after == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site.new")] == []
 
@@ -220,10 +222,8 @@ def test_concurrent_runs_do_not_interleave(tmp_path: Path) -> None:
     assert errors == []
     names = {r["project"][:4] for r in site_records(site)}
     assert names in ({"alph"}, {"beta"})  # one run's whole tree, never a mix
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site.")) == [
-        ".site.cuship-cache.sqlite",  # the scan cache, beside the site
-        ".site.lock",
-    ]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site.")] == []
+    assert cache_path(site) == site / ".cuship" / "scan-cache.sqlite"  # the scan cache, inside
 
 
 def test_describe_runs_once_per_wheel_bytes_across_runs(tmp_path: Path) -> None:

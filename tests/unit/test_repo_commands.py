@@ -25,6 +25,16 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
     assert command in (REPO / ".ci" / "run").read_text()
 
 
+def test_ci_runs_it_in_a_fresh_venv_as_users_do() -> None:
+    """A fresh venv, activated, before the README's command: the tests must pass over a venv's
+    packages (most users have one), not only over the base interpreter's."""
+    run = (REPO / ".ci" / "run").read_text()
+    made = run.index("\npython3 -m venv .venv-ci\n")
+    assert run.index("\nrm -rf .venv-ci\n") < made < run.index("\n. .venv-ci/bin/activate\n")
+    assert run.index("\n. .venv-ci/bin/activate\n") < run.index(_readme_test_command())
+    assert "/.venv-ci/" in (REPO / ".gitignore").read_text().splitlines()
+
+
 def test_the_readme_main_job_is_one_line_as_it_always_was() -> None:
     readme = (REPO / "README.md").read_text()
     main_job = 'python3 -m pip install -e ".[build]" && cuship ship examples/cuvecops'

@@ -132,7 +132,9 @@ def test_the_system_site_venv_sees_the_build_venv_s_packages(tmp_path: Path) -> 
         site_dirs=("/out/envs/cp312-abc/lib/python3.12/site-packages",),
         runner=keep_layer,
     )
-    assert written == ["/out/envs/cp312-abc/lib/python3.12/site-packages"]
+    assert written == [
+        "import site; site.addsitedir('/out/envs/cp312-abc/lib/python3.12/site-packages')"
+    ]
     assert "smoke-venv" in pip.names() and pip.names().count("smoke-install") == 1
 
 

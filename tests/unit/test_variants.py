@@ -7,7 +7,7 @@ import json
 import zipfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -385,3 +385,63 @@ def test_resolve_prefers_what_uv_takes_among_equals_and_says_where_it_differs() 
         f"uv --preview-features wheel-variants would take {no13.uv}, which does "
     )
     assert "(libraries: pkg/_C.abi3.so needs libcudart.so.13" in note
+
+
+def _variant_candidate(label: str, sass: tuple[str, ...]) -> Candidate:
+    name = f"pkg-1.0-{TAG}-{label}.whl"
+    objects = () if label == "null" else (own(sass=sass, libraries=("libcudart.so.13",)),)
+    props = properties(WheelNeeds(name="pkg", version="1.0", objects=objects)) if objects else {}
+    facts = WheelFacts(
+        sass=sass, objects=objects, variant={label: {"nvidia": props} if props else {}}
+    )
+    return Candidate(filename=name, url=f"http://x/{name}", sha256="ab" * 32, facts=facts)
+
+
+@pytest.mark.parametrize("installer", ["pip", "uv"])
+def test_install_gives_a_variant_to_an_installer_that_takes_it(
+    tmp_path: Path, installer: Literal["pip", "uv"]
+) -> None:
+    """uv takes the variant file with its preview feature, told the machine the judge chose
+    for; pip takes no variant file: it gets the same bytes under the plain wheel name."""
+    from cuship.machine import CudaLibraries
+    from cuship.resolve.install import FORCE_CUDA, FORCE_SM, plan_install
+
+    libs = CudaLibraries(found=(("libcudart.so.13", "x"),))
+    h100 = Target(
+        tags=(TAG,), python="3.11.7", gpus=(("H100", "9.0"),), driver_cuda="13.0", libraries=libs
+    )
+    resolution = select("pkg", [_variant_candidate("cu130", ("90",))], h100)
+    assert resolution.chosen is not None
+    plan = plan_install(
+        resolution, installer=installer, python="/v/bin/python", index="http://i/simple",
+        dest=tmp_path, extra_indexes=("https://pypi.org/simple",),
+    )  # fmt: skip
+    pinned = f"pkg @ {plan.given.as_uri()}#sha256={'ab' * 32}"
+    assert plan.command[-1] == pinned and plan.variant == "cu130"
+    assert plan.command[-3:-1] == ("--extra-index-url", "https://pypi.org/simple")
+    if installer == "uv":
+        assert plan.given == tmp_path / f"pkg-1.0-{TAG}-cu130.whl" and plan.installs is None
+        assert plan.command[3:5] == ("--preview-features", "wheel-variants")
+        assert plan.env == {FORCE_CUDA: "13.0", FORCE_SM: "9.0"}
+    else:
+        assert plan.given == tmp_path / "as-plain" / "cu130" / f"pkg-1.0-{TAG}.whl"
+        assert "--preview-features" not in plan.command and plan.env == {}
+        assert "pip takes no variant file" in plan.how
+
+
+def test_install_gives_uv_the_plain_name_where_its_provider_would_refuse(tmp_path: Path) -> None:
+    """The null variant fits anywhere (uv takes it, no variable set); a variant uv's provider
+    would refuse on the machine judged (no driver: the judge still takes a GPU build) goes
+    to uv under its plain wheel name."""
+    from cuship.resolve.install import plan_install
+
+    target = Target(tags=(TAG,), python="3.11.7")
+    for label, via_uv in (("null", True), ("cu130", False)):
+        resolution = select("pkg", [_variant_candidate(label, ("90",))], target)
+        assert resolution.chosen is not None, label
+        plan = plan_install(
+            resolution, installer="uv", python="/v/bin/python", index="http://i/simple",
+            dest=tmp_path,
+        )  # fmt: skip
+        assert ("--preview-features" in plan.command) is via_uv and plan.env == {}
+        assert (plan.installs is None) is via_uv, label

@@ -204,6 +204,7 @@ class BuildPlan:
     max_jobs: int | None = None  # the MAX_JOBS its build sees (local builds)
     arch_control: str | None = None  # how its arch list reaches nvcc (said by --dry-run)
     inputs: str | None = None  # the digest of every input of its wheel, when all can be named
+    tree: Path | None = None  # the source tree it builds, whose state its inputs leave out
     build_dir: BuildDir | None = None  # its CMake build directory, reused by a rebuild
     repairs: Path | None = None  # where repairs of raw wheels are kept for a rebuild
     notes: tuple[str, ...] = ()  # what its plan found out rather than was told (--dry-run)

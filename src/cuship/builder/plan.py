@@ -267,6 +267,7 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
     toolkit = f"{host.cuda} python {python.full if python else job.python}"
     env = env_of(python, out_dir, torch_key(job, config)) if mode == "local" else None
     build_dir = _build_dir(job, config, host, python, env, out_dir)
+    tree = config.source_dir if config.requirement is None else None
     if build_dir is not None:
         steps = tuple(
             with_build_dir(s, build_dir.path) if s.name == "build-wheel" else s for s in steps
@@ -290,7 +291,8 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         arch_control=None
         if job.cpu
         else arch_control(job, config, any(s.name == "arch-flags" for s in steps)),
-        inputs=inputs_digest(job.to_json(), config.requirement, steps, toolkit),
+        inputs=inputs_digest(job.to_json(), config.requirement, steps, toolkit, tree),
+        tree=tree,
         build_dir=build_dir,
         repairs=out_dir / REPAIRS / job.id if config.build.incremental else None,
         notes=_notes(job, config),

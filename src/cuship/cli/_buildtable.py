@@ -56,12 +56,16 @@ def render_build_summary(
     for item in outcomes:
         tested = item.result.smoke if item.result else None
         if tested is not None and tested.note:
-            console.out.print(f"smoke test of {item.job_id}: {tested.note}", markup=False)
+            console.out.print(
+                f"smoke test of {item.job_id}: {tested.note}", markup=False, soft_wrap=True
+            )
     for reason, count in sorted(elsewhere.items()):
-        console.out.print(
-            f"[yellow]{count} jobs need another runner[/]: {escape(reason)}", highlight=False
+        console.out.print(  # whole: it names a container image and the option to use it
+            f"[yellow]{count} jobs need another runner[/]: {escape(reason)}",
+            highlight=False,
+            soft_wrap=True,
         )
     if stats is not None:
-        console.out.print(
-            f"sccache: {stats['hits']} hits, {stats['misses']} misses of {stats['requests']} requests"
-        )
+        from cuship.builder.host.tools import sccache_line
+
+        console.out.print(sccache_line(stats), markup=False, highlight=False)

@@ -102,7 +102,7 @@ def command(
     pythons = {job.python for _, job in pairs} if mode != "container" else ()
     host = detect_host(config, pythons=pythons, fetch_python=fetch_python, emit=console.emit)
     out_dir = (out_dir or default_out(config) / "wheels").resolve()
-    modes = [mode] if mode else (["local", "container"] if dry_run else ["local"])
+    modes = [mode or "local"]  # --dry-run shows the plans of the mode a build would run
 
     def plan_all(host: Host) -> list[BuildPlan]:
         return [

@@ -128,8 +128,9 @@ def _render(console: Console, report: GpuRunReport) -> None:
         table.add_row(*(escape(cell) for cell in row))
     console.out.print(table)
     wheel = report.wheel
-    console.out.print(f"wheel: {wheel['filename']} ({wheel['why']})", markup=False)
+    console.out.print(f"wheel: {wheel['filename']} ({wheel['why']})", markup=False, soft_wrap=True)
     console.out.print(
         f"summary: {report.results / 'gpu-run.json'}; exit {report.exit_code} ({report.verdict})",
         markup=False,
+        soft_wrap=True,
     )

@@ -30,6 +30,14 @@ from cuship.cli.resolve import fail_if_nothing, index_options, render
     default=None,
     help="Where the verified wheel is kept (default: ~/.cache/cuship/wheels).",
 )
+@click.option(
+    "--extra-index-url",
+    "extra_indexes",
+    multiple=True,
+    metavar="URL",
+    help="Another index for the wheel's dependencies (repeatable), e.g. https://pypi.org/simple: "
+    "an index cuship writes holds only the project's own wheels.",
+)
 @click.option("--dry-run", is_flag=True, help="Resolve and print the exact command only.")
 @json_option
 @verbose_option
@@ -42,6 +50,7 @@ def command(
     installer: str,
     python: str | None,
     download_dir: Path | None,
+    extra_indexes: tuple[str, ...],
     dry_run: bool,
     as_json: bool,
     verbose: bool,
@@ -55,7 +64,7 @@ def command(
     environ = os.environ
     target = target_from_env(environ, tags_from_env=tags_from_env, python=python)
     options = fetch_options(os.environ, timeout=timeout, retries=retries)
-    _, resolution = resolve_index(requirement, index, target, options=options, emit=console.emit)
+    page, resolution = resolve_index(requirement, index, target, options=options, emit=console.emit)
     if not as_json:
         render(console, resolution)
     fail_if_nothing(resolution)
@@ -66,13 +75,18 @@ def command(
         index=index,
         dest=download_dir or default_dir(environ),
         dry_run=dry_run,
+        extra_indexes=extra_indexes,
+        variants=page.variants,
     )
     if as_json:
         console.print_json(plan.to_json())
     if dry_run:
         if not as_json:
             console.print_text(f"download {plan.url} -> {plan.wheel} (sha256 {plan.sha256})")
-            console.print_text(shlex.join(plan.command))
+            if plan.installs is not None:
+                console.print_text(f"as {plan.installs}: {plan.how}")
+            env = "".join(f"{k}={shlex.quote(v)} " for k, v in plan.env.items())
+            console.print_text(env + shlex.join(plan.command))
         return
     from cuship.cli._progress import progress_display
 
@@ -82,4 +96,6 @@ def command(
         console.err.print(output, markup=False, highlight=False)
     chosen = resolution.chosen
     assert chosen is not None
-    console.err.print(f"installed {chosen.candidate.filename}", markup=False)
+    console.err.print(
+        f"installed {chosen.candidate.filename}: {plan.how}", markup=False, soft_wrap=True
+    )

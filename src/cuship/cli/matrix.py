@@ -37,14 +37,17 @@ def _table(console: Console, jobs: tuple[BuildJob, ...]) -> None:
 def _explain(console: Console, matrix: Matrix) -> None:
     from rich.table import Table
 
-    table = Table(title=f"{len(matrix.pruned)} of {matrix.considered} combinations pruned")
-    table.add_column("combination")
-    table.add_column("rule")
-    table.add_column("why")
-    for item in matrix.pruned:
-        combo = " ".join(f"{k}={v}" for k, v in item.combination.items() if k != "platform")
-        table.add_row(combo, item.rule, item.reason)
-    console.out.print(table)
+    if not matrix.pruned:
+        console.out.print(f"nothing pruned: {matrix.considered} combinations considered")
+    else:
+        table = Table(title=f"{len(matrix.pruned)} of {matrix.considered} combinations pruned")
+        table.add_column("combination")
+        table.add_column("rule")
+        table.add_column("why")
+        for item in matrix.pruned:
+            combo = " ".join(f"{k}={v}" for k, v in item.combination.items() if k != "platform")
+            table.add_row(combo, item.rule, item.reason)
+        console.out.print(table)
     drops: dict[str, list[str]] = {}
     for item in matrix.arch_drops:
         drops.setdefault(item.reason, []).append(item.job or "")

@@ -127,9 +127,11 @@ def _render(console: Console, report: ShipReport, line: str, *, per_project: boo
     if report.check is not None:
         from cuship.check.report.render import summary_line
 
-        console.out.print(f"quick check (cpu): {summary_line(report.check)}", markup=False)
-        for engine in report.check.unavailable:
-            console.out.print(f"  left out: {engine.line()}", markup=False, highlight=False)
+        console.out.print(
+            f"quick check (cpu): {summary_line(report.check)}", markup=False, soft_wrap=True
+        )
+        for left in report.check.left_out():
+            console.out.print(f"  left out: {left}", markup=False, highlight=False, soft_wrap=True)
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in report.stages.items())
     console.out.print(f"stages: {stages}")
     if report.index is None:
@@ -138,20 +140,22 @@ def _render(console: Console, report: ShipReport, line: str, *, per_project: boo
     console.out.print(
         f"index: {report.site} ({report.index.wheels} wheels, variants {', '.join(report.index.variants)})",
         markup=False,
+        soft_wrap=True,
     )
     lines = report.install_lines()
     if per_project:  # a packages.yml: each package pinned, since PyPI may have newer sdists
         console.out.print("install with (pip, then uv):", markup=False)
         for each in lines:
-            console.out.print(f"  {each.pip}\n  {each.uv}", markup=False)
+            console.out.print(f"  {each.pip}\n  {each.uv}", markup=False, soft_wrap=True)
         for note in report.torch_notes():
-            console.out.print(f"note: {note}", markup=False, highlight=False)
+            console.out.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     else:
-        console.out.print(f"install with:\n  {line}", markup=False)
+        console.out.print(f"install with:\n  {line}", markup=False, soft_wrap=True)
     uv_line = report.variants_line(line.split()[2])
     if uv_line is not None:
         console.out.print(
             f"or, the variant built for this machine's GPU and driver (uv 0.13+):\n  {uv_line}",
             markup=False,
+            soft_wrap=True,
         )
-    console.out.print("or serve it: cuship serve " + str(report.site), markup=False)
+    console.out.print("or serve it: cuship serve " + str(report.site), markup=False, soft_wrap=True)

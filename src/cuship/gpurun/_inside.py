@@ -13,11 +13,11 @@ import argparse
 import json
 import os
 import platform
-import site
 import sys
-import sysconfig
 from collections.abc import Sequence
 from typing import Any
+
+from cuship.machine.sites import site_dirs, venv_purelib
 
 __all__ = ["main"]
 
@@ -34,20 +34,6 @@ def _torch() -> dict[str, Any] | None:
 
     found = torch_of(os.environ, SystemProbe())
     return None if found is None else {"version": found.version, "cxx11abi": found.cxx11abi}
-
-
-def _site_dirs() -> list[str]:
-    """Where this interpreter finds installed packages (its user site too, when it uses one)."""
-    dirs = list(site.getsitepackages())
-    user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
-    if user and user in sys.path:
-        dirs.append(user)
-    return list(dict.fromkeys(dirs))
-
-
-def _venv_purelib(venv: str) -> str:
-    scheme = "venv" if "venv" in sysconfig.get_scheme_names() else "posix_prefix"
-    return sysconfig.get_path("purelib", scheme, vars={"base": venv, "platbase": venv})
 
 
 def _dist(name: str) -> dict[str, Any] | None:
@@ -85,14 +71,14 @@ def facts(dist: str | None, venv: str | None) -> dict[str, Any]:
         "executable": sys.executable,
         "python": platform.python_version(),
         "in_venv": sys.prefix != sys.base_prefix,
-        "site": _site_dirs(),
+        "site": list(site_dirs()),
         "tags": [str(t) for t in tags.sys_tags()],
         "tools": _tools(),
         "cuship": __version__,
         "torch": _torch(),
     }
     if venv is not None:
-        doc["venv_purelib"] = _venv_purelib(venv)
+        doc["venv_purelib"] = venv_purelib(venv)
     if dist is not None:
         doc["dist"] = _dist(dist)
     return doc

@@ -33,6 +33,7 @@ from typing import Any, Literal
 from cuship import settings
 from cuship.config import Config
 from cuship.errors import ConfigError
+from cuship.machine.sites import layer_text
 from cuship.resolve.model import WheelFacts
 
 __all__ = [
@@ -132,30 +133,27 @@ class InstallPlan:
         }
 
 
-def _layer_text(site_dirs: tuple[str, ...]) -> str:
-    """A .pth line that adds the base interpreter's site directories (and runs their .pth files)
-    after the venv's own: a venv made from a venv otherwise sees only the base Python's."""
-    calls = "; ".join(f"site.addsitedir({d!r})" for d in site_dirs)
-    return f"import site; {calls}\n"
-
-
 def plan_install(
     wheel: Path, base: Interpreter, *, in_place: bool, venv: Path | None = None
 ) -> InstallPlan:
     """Install ``wheel`` (no dependencies: they are checked, not fetched) into ``base`` itself
-    (``in_place``) or into a fresh venv at ``venv`` with the system site-packages visible."""
+    (``in_place``) or into a fresh venv at ``venv`` that sees what ``base`` sees: its site
+    directories, layered by a ``.pth`` file (:mod:`cuship.machine.sites`; a venv of a venv
+    given ``--system-site-packages`` would see the base Python's instead)."""
     if in_place:
         command = (base.executable, *_PIP, "--force-reinstall", str(wheel))
         return InstallPlan(mode="in-place", python=base.executable, commands=(command,))
     if venv is None or base.venv_purelib is None:
         raise ValueError("a venv install needs the venv directory and its purelib")
     python = str(venv / "bin" / "python")
-    make = [base.executable, "-m", "venv", "--system-site-packages", "--clear"]
-    if base.has_pip:
-        make.append("--without-pip")  # pip comes from the base through the layer
+    make = [base.executable, "-m", "venv", "--clear"]
     layer = None
     if base.site:
-        layer = (Path(base.venv_purelib) / LAYER_PTH, _layer_text(base.site))
+        layer = (Path(base.venv_purelib) / LAYER_PTH, layer_text(base.site))
+    else:  # a probe that named no site directory: the base interpreter's, as venv gives them
+        make.append("--system-site-packages")
+    if base.has_pip:
+        make.append("--without-pip")  # pip comes from the base through the layer
     install = (python, *_PIP, "--ignore-installed", str(wheel))
     return InstallPlan(
         mode="venv",

@@ -88,12 +88,17 @@ def _paths(value: object) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
         raise TypeError("a list of paths")
     # Only paths inside the site: nothing absolute, no part that climbs out or is hidden
-    return [p for p in value if p and not p.startswith("/") and ".." not in p.split("/")]
+    return [
+        p
+        for p in value
+        if p and not p.startswith("/") and not any(part.startswith(".") for part in p.split("/"))
+    ]
 
 
 def _files(root: Path) -> Iterable[str]:
     """The files and symbolic links under ``root``, as paths relative to it."""
     for top, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]  # the site's own state: not published
         rel = os.path.relpath(top, root)
         for name in (*files, *(d for d in dirs if (Path(top) / d).is_symlink())):
             yield name if rel == "." else f"{rel}/{name}"

@@ -1,8 +1,10 @@
 """What the two ways of writing an index share: options, the summary, scanning and describing
-what was given, the index's own manifest as state, and the modes of published files."""
+what was given, the index's own manifest as state, its private state (:data:`STATE_DIR`), and
+the modes of published files."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import json
@@ -31,13 +33,18 @@ from cuship.index.yank import kept_yank
 __all__ = [
     "DIR_MODE",
     "FILE_MODE",
+    "STATE_DIR",
     "Describe",
     "IndexSummary",
     "Options",
     "SiteState",
+    "cache_path",
+    "carry_state",
     "check_replaced",
     "describe_all",
     "describer_key",
+    "drop_state",
+    "has_tree",
     "link_published",
     "scan_describes",
     "settle",
@@ -51,6 +58,68 @@ Describe = Callable[[Path], Mapping[str, object]]
 _LINK_REFUSED = frozenset({errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOENT, errno.EACCES})
 
 _NAMED = 5  # bad wheels named in the error; the rest are in the warnings
+
+
+STATE_DIR = ".cuship"
+"""In a site, its own state, never published (mode 0700; ``cuship serve`` refuses every hidden
+path): ``scan-cache.sqlite``, the scan cache (build paths and every METADATA). Inside the site,
+so that ``-o SITE`` leaves nothing beside it; it moves with the site when a whole rebuild swaps
+a new tree in."""
+_STATE_MODE = 0o700
+
+
+def _state(site: Path) -> Path:
+    state = site / STATE_DIR
+    if not state.is_dir():
+        state.mkdir(parents=True, exist_ok=True)
+        state.chmod(_STATE_MODE)  # whatever the umask: a server's user reads none of it
+    return state
+
+
+def cache_path(site: Path) -> Path:
+    """The scan cache of ``site`` (its directory made)."""
+    return _state(site) / "scan-cache.sqlite"
+
+
+def has_tree(site: Path) -> bool:
+    """Whether ``site`` holds anything but its state: an index written before."""
+    try:
+        with os.scandir(site) as entries:
+            return any(entry.name != STATE_DIR for entry in entries)
+    except OSError:
+        return False
+
+
+def drop_state(site: Path) -> None:
+    """Remove the state a run made in ``site`` that it then wrote no index into (and ``site``
+    itself when that leaves it empty): a failed first run leaves nothing."""
+    if has_tree(site):
+        return
+    _fs.remove_tree(site, STATE_DIR)
+    with contextlib.suppress(OSError):
+        _fs.remove_dir(site.parent, site.name)
+
+
+def carry_state(site: Path, staging: Path) -> None:
+    """Put ``site``'s state into the tree ``staging`` that replaces it, as hard links: the open
+    cache stays the one file the run writes (a copy where the filesystem has no hard links)."""
+    import shutil
+
+    state = site / STATE_DIR
+    if not state.is_dir():
+        return
+    into = staging / STATE_DIR
+    into.mkdir(exist_ok=True)
+    into.chmod(_STATE_MODE)
+    with os.scandir(state) as entries:
+        names = [entry.name for entry in entries if entry.is_file(follow_symlinks=False)]
+    for name in names:
+        try:
+            os.link(state / name, into / name)
+        except OSError as err:
+            if err.errno not in _LINK_REFUSED:
+                raise
+            shutil.copy2(state / name, into / name)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

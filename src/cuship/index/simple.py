@@ -13,10 +13,14 @@ Layout of SITE (one copy of each wheel, shared by every index that lists it)::
     simple/PROJECT/cuship.json      the project's manifest: one record per wheel (tags, hashes,
                                     yank, describe, attestation); named by its JSON page
     LABEL/simple/...                one sub-index per local version label (cu128torch2.8, ...)
+    .cuship/                        the site's own state, never published: the scan cache
+                                    (:data:`~cuship.index._shared.STATE_DIR`)
 
-The site is published as it is, so it holds nothing else: directories are 0755 and files 0644
-whatever the umask or the wheels' own modes (a wheel that is not 0644 is copied, not linked),
-and the scan cache lives beside the site (:func:`cache_path`), never inside it.
+The site is published as it is, but for ``.cuship/``: directories are 0755 and files 0644
+whatever the umask or the wheels' own modes (a wheel that is not 0644 is copied, not linked);
+``.cuship/`` is 0700, and ``cuship serve`` serves no hidden path. Beside the site, only while a
+run lasts: its lock ``.SITE.lock`` (removed when the run ends) and the staging tree of a whole
+rebuild (swapped in).
 """
 
 from __future__ import annotations
@@ -52,9 +56,13 @@ from cuship.index._shared import (
     IndexSummary,
     Options,
     SiteState,
+    cache_path,
+    carry_state,
     check_replaced,
     describe_all,
     describer_key,
+    drop_state,
+    has_tree,
     link_published,
     scan_describes,
     settle,
@@ -128,28 +136,16 @@ def write(
         keep=keep_existing,
         replace_published=replace_published,
     )
-    with _fs.locked(out, emit):
+    with _fs.locked(out, emit, transient=True):
         _fs.recover(out, emit)
         _refuse_foreign(out)
-        site = None if rebuild else SiteState.read(out)
-        if not given and not (keep_existing and (options.yanked or options.unyanked)):
-            raise NothingToDo(
-                "no wheels given",
-                hint="pass wheels, or --keep-existing with --yank/--unyank to change yanks",
-            )
-        # An update reads the rows it needs: it makes few wheels from the cache
-        with ScanCache(cache_path(out), preload=site is None) as cache:
-            if site is None:
-                fresh = not out.exists()
-                summary, scanned, marks = _rebuild(given, out, options, cache, emit)
-                if not fresh:  # deleting the tree it replaced moved the wheels' ctimes again
-                    settle(cache, scanned)
-                # Where that moved them the marks are stale: the next update renders all
-                cache.mark(marks if fresh else {}, replace=True)
-            else:
-                from cuship.index.update import update  # here: a first run never needs it
-
-                summary = update(given, out, site, options, cache, emit)
+        fresh = not has_tree(out)
+        try:
+            summary = _write(given, out, options, fresh=fresh, rebuild=rebuild, emit=emit)
+        except BaseException:
+            if fresh:
+                drop_state(out)
+            raise
     _note_current_directory(out, emit)
     kept = f" ({summary.kept} kept from before)" if keep_existing else ""
     how = (
@@ -166,6 +162,37 @@ def write(
     return summary
 
 
+def _write(
+    given: list[IndexedWheel | Path],
+    out: Path,
+    options: Options,
+    *,
+    fresh: bool,
+    rebuild: bool,
+    emit: Emit,
+) -> IndexSummary:
+    """The index at ``out`` (locked) made to list what is given: a whole rebuild or an update
+    (see :func:`write`); ``fresh``: ``out`` held no index."""
+    site = None if rebuild else SiteState.read(out)
+    if not given and not (options.keep and (options.yanked or options.unyanked)):
+        raise NothingToDo(
+            "no wheels given",
+            hint="pass wheels, or --keep-existing with --yank/--unyank to change yanks",
+        )
+    # An update reads the rows it needs: it makes few wheels from the cache
+    with ScanCache(cache_path(out), preload=site is None) as cache:
+        if site is not None:
+            from cuship.index.update import update  # here: a first run never needs it
+
+            return update(given, out, site, options, cache, emit)
+        summary, scanned, marks = _rebuild(given, out, options, cache, emit)
+        if not fresh:  # deleting the tree it replaced moved the wheels' ctimes again
+            settle(cache, scanned)
+        # Where that moved them the marks are stale: the next update renders all
+        cache.mark(marks if fresh else {}, replace=True)
+        return summary
+
+
 def _rebuild(
     given: list[IndexedWheel | Path],
     out: Path,
@@ -179,23 +206,13 @@ def _rebuild(
     try:
         summary, scanned, marks = _build(given, out, staging, options, cache, emit)
         if out.is_dir():
+            carry_state(out, staging)
             carry_over(out, staging)
         _fs.exchange(staging, out)
     except BaseException:
         _fs.remove_tree(out.parent, staging)
         raise
     return summary, scanned, marks
-
-
-def cache_path(site: Path) -> Path:
-    """The scan cache of ``site``: ``.NAME.cuship-cache.sqlite`` beside it, as its lock is.
-
-    Beside, not inside: the site is what gets published, and the cache holds build paths and
-    every METADATA. Beside, not in a user cache directory: it goes where the site goes (a CI
-    cache of the workspace keeps both), needs no environment lookup, and leaves nothing behind
-    in a home directory for sites long deleted.
-    """
-    return site.parent / f".{site.name}.cuship-cache.sqlite"
 
 
 def _real_target(out: Path) -> Path:
@@ -225,7 +242,7 @@ def _note_current_directory(out: Path, emit: Emit) -> None:
 def _refuse_foreign(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise UsageError(f"output {str(out)!r} exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).is_file():
+    if out.is_dir() and has_tree(out) and not (out / MANIFEST).is_file():
         raise UsageError(
             f"refusing to replace {str(out)!r}: it is not empty and holds no {MANIFEST}",
             hint="pass a new or empty directory, or one that `cuship index` wrote before",

@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from cuship import _read, process
 from cuship.builder.host.interpreters import Search, find_interpreters
@@ -28,6 +29,8 @@ __all__ = [
     "find_engine",
     "find_sccache",
     "preflight",
+    "sccache_counts",
+    "sccache_line",
     "sccache_stats",
     "start_sccache_server",
 ]
@@ -85,8 +88,40 @@ def start_sccache_server(step_env: Mapping[str, str], caller_env: Mapping[str, s
         process.run([launchers[0], "--start-server"], env=caller_env, timeout=_SCCACHE_TIMEOUT)
 
 
+# sccache (0.8 and later) runs an nvcc compile as the sub-compiles it caches one by one
+# (cudafe++, cicc for each PTX, ptxas for each cubin; sccache's `Language` of each) and counts
+# those beside the compile requests it was sent: one nvcc request of four architectures counts
+# up to ten hits or misses. The compile requests are the other languages' counts.
+_NVCC_PARTS = frozenset({"CUDA (Device code)", "PTX", "CUBIN"})
+
+
+def sccache_counts(document: Any) -> dict[str, int] | None:
+    """From ``sccache --show-stats --stats-format=json``: the compile requests (``requests``),
+    how many of them hit the cache and missed it (``hits``, ``misses``; the rest were not
+    cacheable), and the hits and misses of nvcc's sub-compiles (``part_hits``,
+    ``part_misses``). None for a document of another shape."""
+    try:
+        stats = document["stats"]
+        hits, misses = stats["cache_hits"]["counts"], stats["cache_misses"]["counts"]
+        requests = int(stats.get("compile_requests", 0))
+
+        def count(counts: Mapping[str, int], parts: bool) -> int:
+            return sum(int(n) for lang, n in counts.items() if (lang in _NVCC_PARTS) is parts)
+
+        return {
+            "requests": requests,
+            "hits": count(hits, False),
+            "misses": count(misses, False),
+            "part_hits": count(hits, True),
+            "part_misses": count(misses, True),
+        }
+    except (TypeError, KeyError, ValueError, AttributeError):
+        return None
+
+
 def sccache_stats(sccache: str, *, zero: bool = False) -> dict[str, int] | None:
-    """Hits and misses of the running sccache server (``zero=True`` resets them first).
+    """The counts of the running sccache server (:func:`sccache_counts`; ``zero=True`` resets
+    them first).
 
     Before a build (``zero``) an sccache that cannot run or hangs is :class:`ToolMissing`; after
     one, stats that cannot be had are None (a finished build is not failed over its statistics).
@@ -101,12 +136,23 @@ def sccache_stats(sccache: str, *, zero: bool = False) -> dict[str, int] | None:
     except ToolMissing:
         return None
     try:
-        stats = _read.loads(done.stdout)["stats"]
-    except (ValueError, KeyError):
+        return sccache_counts(_read.loads(done.stdout))
+    except ValueError:  # not JSON (JsonRefused is one)
         return None
-    hits = sum(stats.get("cache_hits", {}).get("counts", {}).values())
-    misses = sum(stats.get("cache_misses", {}).get("counts", {}).values())
-    return {"hits": hits, "misses": misses, "requests": int(stats.get("compile_requests", 0))}
+
+
+def sccache_line(stats: Mapping[str, int]) -> str:
+    """``sccache: 15 of 20 compile requests hit the cache, 5 missed (nvcc's 78 sub-compiles
+    cached: 70 hits)``."""
+    requests, hits, misses = stats["requests"], stats["hits"], stats["misses"]
+    line = f"sccache: {hits} of {requests} compile requests hit the cache, {misses} missed"
+    other = requests - hits - misses
+    if other > 0:
+        line += f", {other} not cacheable"
+    parts = stats.get("part_hits", 0) + stats.get("part_misses", 0)
+    if parts:
+        line += f" (nvcc's {parts} sub-compiles cached apart: {stats.get('part_hits', 0)} hits)"
+    return line
 
 
 def configured_pythons(config: Config) -> tuple[str, ...]:

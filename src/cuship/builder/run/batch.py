@@ -19,15 +19,16 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from cuship.builder.collapse import Collapser
 from cuship.builder.model import BuildPlan, Host
 from cuship.builder.run.commands import CHILDREN
 from cuship.builder.run.execute import JobResult, run_plan
 from cuship.builder.run.shared import Locks
+from cuship.builder.run.smoke import Smoke
 from cuship.builder.toolkits import cuda_ways_out
-from cuship.builder.uptodate import remember, reused
+from cuship.builder.uptodate import plan_tree_state, remember, reused
 from cuship.errors import CushipError, NothingToDo
 from cuship.events import Emit, Event, discard, progress
 from cuship.matrix import BuildJob
@@ -277,22 +278,39 @@ class _Counter:
         self.emit(progress("build", number, self.total, plan.job.id, status, seconds, data=data))
 
 
-def _up_to_date(plan: BuildPlan, wheel: Path, emit: Emit) -> Outcome:
-    """The outcome of a job whose wheel an earlier run built from the same inputs."""
+def _up_to_date(plan: BuildPlan, wheel: Path, record: Mapping[str, Any], emit: Emit) -> Outcome:
+    """The outcome of a job whose wheel an earlier run built from the same inputs (its smoke
+    test as that run recorded it)."""
     from cuship.wheel.audit import inspect_wheel
 
     said = f"{wheel.name}: up to date (built before from the same inputs; --rebuild builds it)"
     emit(Event(level="info", topic="build", message=f"{plan.job.id}: {said}"))
+    smoke = record.get("smoke")
     result = JobResult(
         job_id=plan.job.id,
         wheel=wheel,
         report=inspect_wheel(wheel),
         verify_problems=(),
-        smoke=None,
+        smoke=_smoke_of(smoke) if isinstance(smoke, dict) else None,
         seconds=0.0,
         python=plan.python,
     )
     return Outcome(job_id=plan.job.id, status="built", detail=said, result=result, job=plan.job)
+
+
+def _smoke_of(record: Mapping[str, Any]) -> Smoke | None:
+    """The smoke test a job record kept, said to be the earlier build's."""
+    said, env, note = record.get("said"), record.get("env"), record.get("note")
+    if env not in ("isolated", "system-site") or not isinstance(said, str | None):
+        return None
+    earlier = "when it was built" + (f": {note}" if isinstance(note, str) and note else "")
+    return Smoke(said=said, env=env, note=earlier)
+
+
+def _smoke_record(smoke: Smoke | None) -> dict[str, Any] | None:
+    if smoke is None:
+        return None
+    return {"said": smoke.said, "env": smoke.env, "note": smoke.note}
 
 
 class _Batch:
@@ -342,12 +360,13 @@ class _Batch:
         return outcome
 
     def _build(self, plan: BuildPlan, emit: Emit) -> Outcome:
-        wheel = None if self.rebuild else reused(plan)
-        if wheel is not None:
-            return _up_to_date(plan, wheel, emit)
+        tree = plan_tree_state(plan)  # before the build: an edit during it builds again next
+        earlier = None if self.rebuild else reused(plan, tree)
+        if earlier is not None:
+            return _up_to_date(plan, *earlier, emit)
         outcome = self._built(plan, emit)
         if outcome.status == "built" and outcome.result is not None:
-            remember(plan, outcome.result.wheel)
+            remember(plan, outcome.result.wheel, tree, _smoke_record(outcome.result.smoke))
         return outcome
 
     def _built(self, plan: BuildPlan, emit: Emit) -> Outcome:

@@ -299,7 +299,7 @@ def run_plan(
         emit=emit,
         smoke=JobSmoke(python=plan.python, mode=plan.smoke, site_dirs=site_dirs),
         locks=locks,
-        immutable=plan.inputs is not None,
+        immutable=plan.inputs is not None and plan.tree is None,  # a released sdist's
         build_dir=build_dir,
         repairs=plan.repairs,
         gate=plan.gate,

@@ -7,7 +7,7 @@ Two kinds of venv (``[build] smoke``):
   ``uv pip install`` when uv is on PATH, given pip's ``PIP_INDEX_URL``/``PIP_EXTRA_INDEX_URL``/
   ``PIP_FIND_LINKS``/``PIP_NO_INDEX``; else by pip);
 - ``system-site``: a venv with ``--system-site-packages`` that also sees the builder's
-  site-packages (a ``.pth`` file lists them), the wheel installed with ``--no-deps --no-index``:
+  site-packages (a ``.pth`` file adds them, see :mod:`cuship.machine.sites`), the wheel installed with ``--no-deps --no-index``:
   no network. Its requirements must then be met by what the builder has (``pip check``); when
   they are not, the import is not tried and the outcome says which are missing.
 
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import site
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -40,6 +39,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from cuship.builder.model import Step
 from cuship.builder.run.commands import BuildFailed, Runner, checked, run_command
 from cuship.events import Emit, Event, discard
+from cuship.machine import sites
 
 __all__ = ["Smoke", "SmokeEnv", "SmokeMode", "smoke_test", "uv_index_flags"]
 
@@ -114,14 +114,11 @@ class _Venv:
 
 def builder_site(python: str) -> tuple[str, ...]:
     """The site directories of the interpreter that built, when it is cuship's own (known
-    in-process); another interpreter's are its venv's, which the planner names."""
+    in-process: :func:`cuship.machine.sites.site_dirs`); another interpreter's are its venv's,
+    which the planner names."""
     if os.path.realpath(python) != os.path.realpath(sys.executable):
         return ()
-    dirs = list(site.getsitepackages())
-    user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
-    if user and user in sys.path:
-        dirs.append(user)
-    return tuple(dict.fromkeys(dirs))
+    return sites.site_dirs()
 
 
 def smoke_test(
@@ -259,7 +256,7 @@ def _system_site(
     layer = tuple(dict.fromkeys([*site_dirs, *builder_site(python)]))
     venv.must(venv.create(python, "--system-site-packages"))
     if layer:
-        (_purelib(venv) / LAYER_PTH).write_text("".join(f"{d}\n" for d in layer), "utf-8")
+        (_purelib(venv) / LAYER_PTH).write_text(sites.layer_text(layer), "utf-8")
     install = venv.pip("install", "-q", "--no-deps", "--no-index", "--force-reinstall", str(wheel))
     step = venv.step("smoke-install", f"install {wheel.name} (no deps, no index)", *install)
     venv.must(step)

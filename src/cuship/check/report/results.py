@@ -253,6 +253,22 @@ class CheckReport:
             None,
         )
 
+    def left_out(self) -> tuple[str, ...]:
+        """One line per engine some groups of which did not run, and why: an engine that could
+        not import with its fix (the install line), then each other engine by skip reason
+        (``engine cuda left out of 3 groups: needs a CUDA GPU ...``)."""
+        lines = [u.line() for u in self.unavailable]
+        skipped: dict[tuple[str, str], int] = {}
+        for group in self.groups:
+            if group.status != "skipped" or self.unavailable_for(group) is not None:
+                continue
+            key = (group.engine, group.skip_reason or "no cases")
+            skipped[key] = skipped.get(key, 0) + 1
+        for (engine, reason), count in skipped.items():
+            groups = "1 group" if count == 1 else f"{count} groups"
+            lines.append(f"engine {engine} left out of {groups}: {reason}")
+        return tuple(lines)
+
     @property
     def verdict(self) -> Verdict:
         """failed (a case, a gated regression or a sanitizer finding) > passed (from the engines
@@ -310,6 +326,10 @@ class CheckReport:
                 Regression(key=r["key"], message=r["message"]) for r in raw.get("regressions", ())
             ),
             gate_regressions=bool(raw.get("gate_regressions", True)),
+            provenance=None
+            if raw.get("provenance") is None
+            else Provenance.from_json(raw["provenance"]),
+            unavailable=tuple(Unavailable.from_json(u) for u in raw.get("unavailable", ())),
             sanitize=tuple(SanitizerRun.from_json(s) for s in raw.get("sanitize", ())),
             force_ptx=bool(raw.get("force_ptx", False)),
             jit=tuple(raw.get("jit", ())),

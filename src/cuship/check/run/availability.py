@@ -35,9 +35,12 @@ _TORCH_CPU = (
 _MISSING_FIX: Mapping[str, str] = {
     "numpy": "pip install 'cuship[check]' (it brings numpy)",
     "torch": _TORCH_CPU,
-    "triton": "pip install 'cuship[check]' (it brings triton)",
-    "numba": "pip install 'cuship[check]' (it brings numba and numba-cuda)",
-    "numba_cuda": "pip install 'cuship[check]' (it brings numba and numba-cuda)",
+    # the packages themselves, from PyPI: what cuship's [check] extra would bring, a line that
+    # works wherever cuship came from (a clone, a wheel, an index)
+    "triton": "pip install 'triton>=3.2' (what cuship's [check] extra brings)",
+    "numba": "pip install 'numba>=0.60' 'numba-cuda>=0.10' (what cuship's [check] extra brings)",
+    "numba_cuda": "pip install 'numba>=0.60' 'numba-cuda>=0.10' (what cuship's [check] extra "
+    "brings)",
 }
 _BROKEN_FIX: Mapping[str, str] = {
     "torch": "reinstall torch for this Python: " + _TORCH_CPU,

@@ -97,7 +97,20 @@ def install_schema() -> Schema:
             "url": of("string", "The chosen file's URL."),
             "sha256": of("string", "Its sha256 (pinned in the command)."),
             "wheel": of("string", "Where the verified wheel is kept."),
+            "installs": of(
+                "string",
+                "The file the installer is given: the wheel, or a variant's bytes under the name "
+                "of the plain wheel it stands for.",
+            ),
+            "variant": nullable("string", "The chosen file's variant label; null: not a variant."),
+            "how": of("string", "How the chosen file is installed, in a sentence."),
             "command": array("The installer's command line."),
+            "env": of(
+                "object",
+                "Variables the installer gets where the environment does not set them (uv's "
+                "NVIDIA provider told the machine the file was judged for).",
+                additionalProperties={"type": "string"},
+            ),
             "dry_run": of("boolean", "Only resolved and planned: nothing was installed."),
         },
     )
