@@ -407,3 +407,18 @@ def test_a_check_only_folder_of_kernels_gets_check_jobs_and_no_build(tmp_path: P
     gitlab = _docs(ctx, "gitlab")
     assert {"check-quick", "check-nightly"} <= set(gitlab) and "build" not in gitlab
     assert gitlab["stages"] == ["check"]
+
+
+def test_the_index_state_is_never_published(tmp_path: Path) -> None:
+    """The site's own state (its scan cache: runner paths, every METADATA) lives in the site's
+    STATE_DIR; generated CI removes it before the release tarball, Pages and GitLab pages."""
+    from cuship.index import STATE_DIR
+
+    ctx = _ctx(dataclasses.replace(load_config(EXAMPLE), ci=CiSection(release=True)))
+    release = _release(ctx)
+    script = "\n".join(s.get("run", "") for j in release["jobs"].values() for s in j["steps"])
+    removed = script.index(f"rm -rf site/{STATE_DIR}")
+    assert script.index("cuship index") < removed < script.index("tar -czf cuship-site.tar.gz")
+    gitlab = _docs(_ctx(), "gitlab")
+    assert gitlab["index"]["script"][-1] == f"rm -rf site/{STATE_DIR}"
+    assert "mv site public" in gitlab["pages"]["script"]

@@ -13,6 +13,7 @@ from typing import Any
 from cuship import settings
 from cuship.ci.context import BUILT_WHEELS, CiContext
 from cuship.compat.actions import uses
+from cuship.index import STATE_DIR
 
 __all__ = [
     "ACTIONLINT_CONFIG",
@@ -335,6 +336,7 @@ def _release_script() -> str:
             "fi",
             'base="https://github.com/$GITHUB_REPOSITORY/releases/download/$tag/"',
             'cuship index wheelhouse -o site --base-url "$base" --keep-existing',
+            f"rm -rf site/{STATE_DIR}  # the index's own scan cache: runner paths, never published",
             "tar -czf cuship-site.tar.gz -C site .",
             "# PEP 658 metadata and attestations sit beside each wheel, where the index links them.",
             "assets=(wheelhouse/*.whl)",

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cuship.ci.context import BUILT_WHEELS, CiContext
+from cuship.index import STATE_DIR
 from cuship.matrix import BuildJob, to_gitlab
 
 __all__ = ["GITLAB_CI", "gitlab_ci"]
@@ -186,7 +187,8 @@ def _index(ctx: CiContext) -> Job:
         "stage": "index",
         **_python_job(ctx, ctx.ci.python),
         "needs": [{"job": "build", "artifacts": True}],
-        "script": ["cuship index wheelhouse -o site"],
+        # the index's own scan cache (runner paths) stays out of the pages artifact
+        "script": ["cuship index wheelhouse -o site", f"rm -rf site/{STATE_DIR}"],
         "artifacts": {"paths": ["site/"], "expire_in": "30 days"},
     }
 

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from cuship.index._cache import FileStamp, ScanCache
+from cuship.index._shared import STATE_DIR
 from cuship.index.keep import site_records
 from cuship.index.scan import IndexedWheel, Skipped, expand_paths, scan, scan_report
 from cuship.index.simple import MANIFEST, Describe, IndexSummary, render, write
@@ -14,6 +15,7 @@ from cuship.index.yank import parse_yank_lines, read_yank_file
 
 __all__ = [
     "MANIFEST",
+    "STATE_DIR",
     "Describe",
     "FileStamp",
     "IndexSummary",
