@@ -105,7 +105,7 @@ def test_the_smoke_test_imports_it_over_the_torch_it_was_built_against(
 ) -> None:
     wheels, job = built
     assert job["smoke_env"] == "system-site"
-    assert job["smoke"] == "shapeconv 0.3.1 shapeconv on c10 cpu"
+    assert job["smoke"] == f"shapeconv 0.3.1 shapeconv on c10 cpu (over torch {TORCH})"
     assert f"torch {TORCH}, the one it was built against" in str(job["smoke_note"])
     (wheel,) = wheels.glob("*.whl")
     with zipfile.ZipFile(wheel) as archive:
