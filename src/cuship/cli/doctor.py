@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 
 from cuship.cli._common import exit_with, json_option, make_console
-from cuship.doctor import DoctorReport, GpuRun, Machine, PackageReport, diagnose
+from cuship.doctor import DoctorReport, GpuRun, Machine, PackageReport, demangler, diagnose
 from cuship.wheel.ptx import reach_lines
 
 
@@ -18,7 +18,7 @@ def command(packages: tuple[str, ...], as_json: bool) -> None:
     """Check installed packages with compiled code against this machine's GPUs, driver, torch
     and glibc (all of them, or the PACKAGEs named)."""
     console = make_console()
-    report = diagnose(packages)
+    report = diagnose(packages, demangle=demangler())
     if as_json:
         console.print_json(report.to_json())
     else:

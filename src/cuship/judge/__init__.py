@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cuship.compat import Compat, load
-from cuship.judge import checks
+from cuship.judge import checks, libraries, release
+from cuship.judge.ldso import loads
 from cuship.judge.model import (
     Area,
     Check,
@@ -31,6 +32,7 @@ from cuship.judge.model import (
     GpuRun,
     Judgement,
     LibraryNeed,
+    ObjectLoad,
     Runs,
     Status,
     TorchVerdict,
@@ -49,6 +51,7 @@ __all__ = [
     "GpuRun",
     "Judgement",
     "LibraryNeed",
+    "ObjectLoad",
     "ObjectNeeds",
     "Offer",
     "Role",
@@ -70,9 +73,10 @@ _CHECKS: tuple[Callable[[Judging], None], ...] = (
     checks.files,
     checks.alternatives,
     checks.gpu,
-    checks.cuda,
-    checks.jit_driver,
-    checks.libraries_check,
+    release.cuda,
+    release.jit_driver,
+    loads,
+    libraries.libraries_check,
     judge_torch,
     checks.glibc_check,
 )
@@ -86,8 +90,9 @@ def judge(
     context: Context | None = None,
 ) -> Judgement:
     """Every check of ``needs`` on ``offer``, in order: files, the CUDA alternative that loads,
-    GPUs, the driver, the libraries, torch, glibc. ``context``: as installed (the default), or
-    before an install."""
+    GPUs, the driver (the CUDA its objects need, the PTX it must JIT), loading each installed
+    object as ld.so would, the NVIDIA libraries, torch, glibc. ``context``: as installed (the
+    default), or before an install."""
     j = Judging(needs=needs, offer=offer, compat=compat or load(), context=context or Context())
     for check in _CHECKS:
         check(j)
@@ -99,4 +104,5 @@ def judge(
         glibc=j.glibc,
         coverage=j.coverage,
         cuda_major=j.cuda_major,
+        loads=j.loads,
     )

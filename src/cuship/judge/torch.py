@@ -187,7 +187,14 @@ def _failed(base: TorchVerdict, reason: str) -> TorchVerdict:
 def _release(
     j: Judging, base: TorchVerdict, installed: TorchBuild, objects: Sequence[ObjectNeeds]
 ) -> TorchVerdict:
-    """The release and C++ ABI checks."""
+    """The release and C++ ABI checks: where the objects were bound against the installed
+    torch's own files (:mod:`cuship.judge.ldso`), that is the fact; else the torch the wheel
+    says it was built for, against the rules of its ABI."""
+    if j.bound_torch is True:
+        j.add("torch", "pass", f"its torch symbols bind to {installed.described}'s libraries")
+        return _with(base, True, f"its symbols bind to torch {installed.version}")
+    if j.bound_torch is False:
+        return _failed(base, f"undefined torch symbols with torch {installed.version}")
     if base.built is None:
         j.add(
             "torch",

@@ -24,13 +24,14 @@ import platform
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from cuship import settings
 from cuship.errors import UsageError
 from cuship.machine.libraries import CudaLibraries, cuda_libraries
+from cuship.machine.loader import LoaderView, loader_view
 from cuship.machine.probe import NvmlFailure, Probe, SystemProbe
 from cuship.tools import find_tool
 
@@ -38,6 +39,7 @@ __all__ = [
     "CudaLibraries",
     "Fingerprint",
     "Gpu",
+    "LoaderView",
     "Toolkit",
     "TorchInfo",
     "fingerprint",
@@ -105,13 +107,15 @@ class Fingerprint:
     memory_available_gib: float | None
     notes: tuple[str, ...] = ()
     cuda_libs: CudaLibraries | None = None  # NVIDIA libraries offered; None: not looked for
+    loader: LoaderView | None = None  # how this machine's ld.so finds libraries
 
     @property
     def compute_capabilities(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(g.cc for g in self.gpus if g.cc))
 
     def to_json(self) -> dict[str, Any]:
-        doc = asdict(self)
+        doc = asdict(replace(self, loader=None))
+        doc["loader"] = None if self.loader is None else self.loader.to_json()
         doc["compute_capabilities"] = list(self.compute_capabilities)
         doc["tags"] = list(self.tags[:12])
         doc["tag_count"] = len(self.tags)
@@ -425,6 +429,7 @@ def fingerprint(
         )
     driver_cuda = env.get(settings.DRIVER_CUDA) or driver_cuda or _driver_cuda(driver, notes)
     sys_tags = tuple(str(t) for t in tags.sys_tags())
+    libraries = cuda_libraries(env, probe, sys.path if site_dirs is None else site_dirs)
     total, available = _meminfo(probe)
     glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
     return Fingerprint(
@@ -446,5 +451,12 @@ def fingerprint(
         memory_total_gib=total,
         memory_available_gib=available,
         notes=tuple(notes),
-        cuda_libs=cuda_libraries(env, probe, sys.path if site_dirs is None else site_dirs),
+        cuda_libs=libraries,
+        loader=loader_view(
+            env,
+            probe,
+            tuple(sys.path if site_dirs is None else site_dirs),
+            machine=platform.machine(),
+            virtual=dict(libraries.found) if libraries.source == settings.CUDA_LIBS else None,
+        ),
     )

@@ -9,7 +9,8 @@ from typing import Any
 
 from cuship import schema
 from cuship._fs import write_json
-from cuship.compat.files import CudaFile, GpusFile, TorchFile
+from cuship.compat.files import CudaFile, GpusFile, PtxFile, TorchFile
+from cuship.machine.loader import LoaderFile
 from cuship.toolkit.catalog import ToolkitsFile
 from cuship.wheel.cudalibs import CudaLibsFile
 
@@ -22,6 +23,8 @@ FILES: dict[str, type] = {
     "gpus": GpusFile,
     "cuda_libs": CudaLibsFile,
     "toolkits": ToolkitsFile,
+    "ptx": PtxFile,
+    "loader": LoaderFile,
 }
 
 

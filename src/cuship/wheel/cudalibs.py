@@ -183,12 +183,16 @@ def toolkit_libraries(cuda: int, *, with_torch: bool = False) -> tuple[ToolkitLi
     )
 
 
-_NVIDIA_REQUIREMENT = re.compile(r"^\s*(nvidia-[A-Za-z0-9._-]+|cuda-toolkit)\b", re.IGNORECASE)
+_NVIDIA_REQUIREMENT = re.compile(
+    r"^\s*(nvidia-[A-Za-z0-9._-]+|cuda-toolkit|cuda-pathfinder|cuda-bindings|cuda-core)\b",
+    re.IGNORECASE,
+)
 
 
 def nvidia_requirements(requires_dist: Iterable[str]) -> tuple[str, ...]:
-    """The Requires-Dist entries that install NVIDIA libraries (``nvidia-*``, ``cuda-toolkit``),
-    markers and extras kept as written."""
+    """The Requires-Dist entries that install NVIDIA libraries (``nvidia-*``, ``cuda-toolkit``)
+    or open them (``cuda-pathfinder`` and the packages built on it), markers and extras kept as
+    written."""
     return tuple(line.strip() for line in requires_dist if _NVIDIA_REQUIREMENT.match(line))
 
 

@@ -9,7 +9,9 @@ from cuship.doctor.model import Area, Runs
 from cuship.schema.documents._judge import (
     check,
     cuda_libraries,
+    loader_view,
     nullable,
+    object_load,
     ptx_reach,
     torch_build,
 )
@@ -44,6 +46,7 @@ def _machine() -> Schema:
             "torch_build": torch_build("The installed torch's build; null: no torch."),
             "cuda_libraries": cuda_libraries("The NVIDIA libraries here; null: not looked for."),
             "glibc": nullable("string", "This system's glibc version."),
+            "loader": loader_view("How this machine's ld.so finds libraries; null: not described."),
         },
     )
 
@@ -151,6 +154,9 @@ def _package() -> Schema:
             "notes": array("What is worth saying, not wrong."),
             "unchecked": array("The checks that could not run, and why."),
             "checks": array("Every check made, passed or not.", check()),
+            "loads": array(
+                "Each own object, loaded as dlopen(RTLD_NOW) would load it here.", object_load()
+            ),
         },
     )
 

@@ -1,0 +1,210 @@
+"""The NVIDIA libraries a package's objects link, where each comes from on this machine, and
+the check of those from nowhere (pure).
+
+Where the objects are installed here, a library comes from where the loader emulation found it
+(:mod:`cuship.judge.ldso`: DT_RUNPATH into an NVIDIA wheel, already loaded by torch, the loader
+cache). Otherwise (a wheel judged before its install): bundled in the wheel, the driver
+(libcuda), torch's own NVIDIA wheels (for an object that loads with torch, from a CUDA build of
+the same major), a Requires-Dist the install brings, the environment or the system. From
+nowhere: ``cannot open shared object file``. The fix: the package's own extra that brings the
+library first, then the NVIDIA wheel of the library's CUDA major.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from cuship.judge import fixes
+from cuship.judge.model import CANNOT_OPEN, LibraryNeed, which
+from cuship.judge.needs import ObjectNeeds
+from cuship.judge.state import Judging
+from cuship.wheel.cudalibs import (
+    cuda_major_of,
+    is_driver_lib,
+    toolkit_libraries,
+    toolkit_majors,
+)
+
+__all__ = ["best_extra", "libraries_check", "sonames_of"]
+
+
+def libraries_check(j: Judging) -> None:
+    """Every NVIDIA library the objects link, where it comes from here, and whether the driver
+    runs its CUDA major; the missing ones are one check (:func:`_missing`)."""
+    needed: dict[str, list[ObjectNeeds]] = {}
+    for obj in j.needs.objects:
+        for lib in obj.libraries:
+            needed.setdefault(lib, []).append(obj)
+    judged_paths = {o.path for o in j.objects}
+    found: list[LibraryNeed] = []
+    for soname, users in needed.items():
+        judged = any(u.path in judged_paths for u in users)
+        major = cuda_major_of(soname)
+        source = _source(j, soname)
+        runs = j.runs_major(major) if major is not None and j.offer.gpus else None
+        found.append(
+            LibraryNeed(
+                soname=soname,
+                objects=tuple(u.path for u in users),
+                cuda_major=major,
+                source=source,
+                runs=runs,
+                judged=judged,
+            )
+        )
+    j.libraries = tuple(found)
+    _missing(j, [lib for lib in found if lib.judged], judged_paths)
+
+
+def _missing(j: Judging, found: Sequence[LibraryNeed], judged: set[str]) -> None:
+    """One check for the libraries from nowhere: a failure when no object that needs
+    NVIDIA libraries can load, a partial fit when some can (cupy without cuTENSOR)."""
+    missing = [lib for lib in found if lib.source is None]
+    if not missing:
+        return
+    if j.offer.libraries is None:
+        names = [lib.soname for lib in missing]
+        j.add(
+            "libraries",
+            "unchecked",
+            f"the NVIDIA libraries here were not looked for: {which(names, 3)} not checked",
+        )
+        return
+    lost = {path for lib in missing for path in lib.objects if path in judged}
+    users = {path for lib in found for path in lib.objects if path in judged}
+    names = [lib.soname for lib in missing]
+    where = "there is no NVIDIA driver here, and " if any(is_driver_lib(n) for n in names) else ""
+    providers = "the wheel, "
+    message = (
+        f"{which(sorted(lost))} {'needs' if len(lost) == 1 else 'need'} "
+        f"{which(names, 3)}: {where}neither {providers}torch, the installed NVIDIA wheels "
+        f"nor the system provides {'it' if len(names) == 1 else 'them'}: "
+        f"'{names[0]}: {CANNOT_OPEN}'"
+    )
+    # A missing library of the CUDA runtime family (libcudart, libnvrtc, libcublas: their
+    # SONAMEs name the major) fails the package; one of the rest (cuTENSOR, NCCL) fails only
+    # the objects that need it, when others load.
+    core = any(cuda_major_of(name) is not None for name in names)
+    if users - lost and not core:
+        j.add(
+            "libraries",
+            "partial",
+            message + f"; the objects that need only what is here load "
+            f"({which(sorted(users - lost))})",
+        )
+        return
+    j.add("libraries", "fail", message, _library_fix(j, missing))
+
+
+def _library_fix(j: Judging, missing: Sequence[LibraryNeed]) -> str:
+    """The package's own extra that brings the most of the missing libraries (cupy's
+    ``[ctk]``), then the wheel of each library left."""
+    if any(is_driver_lib(lib.soname) for lib in missing):
+        return "run it on a machine with an NVIDIA driver"
+    wanted = {lib.soname for lib in missing}
+    extra, covered = best_extra(j.needs.requires, wanted)
+    lines = [f'pip install "{j.needs.name}[{extra}]"'] if extra else []
+    lines += [
+        fixes.library_install(lib.soname, lib.cuda_major)
+        for lib in missing
+        if lib.soname not in covered
+    ]
+    return "; ".join(dict.fromkeys(lines))
+
+
+def _source(j: Judging, soname: str) -> str | None:
+    """Where ``soname`` comes from: as the loader found it for the installed objects that
+    need it (:mod:`cuship.judge.ldso`), else by what the wheel, the driver, torch, the
+    install and the machine offer."""
+    if soname in j.found:
+        return j.found[soname]
+    if soname in j.needs.bundled:
+        return "bundled in the wheel"
+    if is_driver_lib(soname):
+        return "the NVIDIA driver" if j.offer.has_driver else None
+    torch = j.offer.torch
+    # A CUDA build of torch installs NVIDIA's wheels of its major: what loads beside torch
+    # finds their libraries (torch loads them first, or the package looks them up there).
+    if (
+        torch is not None
+        and torch.cuda_major is not None
+        and soname in {lib.soname for lib in toolkit_libraries(torch.cuda_major, with_torch=True)}
+    ):
+        return f"{torch.described}'s NVIDIA wheels"
+    required = _required(j, soname)
+    if required is not None:
+        return required
+    return j.offer.libraries.where(soname) if j.offer.libraries is not None else None
+
+
+def _required(j: Judging, soname: str) -> str | None:
+    """The Requires-Dist entry that installs ``soname``, when installing brings it."""
+    if not j.context.installing:
+        return None
+    for line in j.needs.requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is not None and not any(
+            req.marker.evaluate({"extra": extra}) for extra in (*j.context.extras, "")
+        ):
+            continue
+        if soname in sonames_of(req):
+            return f"its requirement {line.split(';', 1)[0].strip()!r}"
+    return None
+
+
+def sonames_of(req: Requirement) -> frozenset[str]:
+    """The SONAMEs a requirement installs: an NVIDIA library wheel's own, or those of the
+    ``cuda-toolkit`` extras it names, for the CUDA majors its version allows."""
+    name = canonicalize_name(req.name)
+    found: set[str] = set()
+    for major in toolkit_majors():
+        toolkit = name == "cuda-toolkit"
+        if toolkit and not _allows_major(req, str(major)):
+            continue
+        for lib in toolkit_libraries(major):
+            wheel = Requirement(lib.wheel)
+            if (toolkit and lib.extra in req.extras) or (
+                canonicalize_name(wheel.name) == name and _versions_meet(req, wheel)
+            ):
+                found.add(lib.soname)
+    return frozenset(found)
+
+
+def best_extra(requires: Sequence[str], wanted: set[str]) -> tuple[str | None, set[str]]:
+    """The extra of a package whose requirements install the most of ``wanted``, and those."""
+    provided: dict[str, set[str]] = {}
+    for line in requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        for extra in re.findall(r"extra\s*==\s*['\"]([^'\"]+)['\"]", str(req.marker or "")):
+            provided.setdefault(extra, set()).update(sonames_of(req) & wanted)
+    best = max(sorted(provided), key=lambda extra: len(provided[extra]), default=None)
+    if best is None or not provided[best]:
+        return None, set()
+    return best, provided[best]
+
+
+def _allows_major(req: Requirement, major: str) -> bool:
+    """Whether ``req`` admits some release ``major.N`` (N < 20)."""
+    if not req.specifier:
+        return True
+    return any(
+        req.specifier.contains(f"{major}.{minor}.0", prereleases=True) for minor in range(20)
+    )
+
+
+def _versions_meet(req: Requirement, wheel: Requirement) -> bool:
+    """Whether ``req`` admits a release of the major the data's entry pins (``==13.*``)."""
+    if not wheel.specifier:
+        return True
+    major = next(iter(wheel.specifier)).version.split(".", 1)[0]
+    return _allows_major(req, major)
