@@ -92,6 +92,7 @@ class Compat:
     gpus: tuple[GpuModel, ...]
     peaks: tuple[GpuPeak, ...] = ()
     ptx: tuple[PtxIsa, ...] = ()
+    torch_checked: str = ""  # the day torch.toml was last held to an index (YYYY-MM-DD)
 
     def to_json(self, sections: Iterable[Section] = SECTIONS) -> dict[str, list[dict[str, object]]]:
         """``cuship compat --json``: the rows of each of ``sections``, each with its source."""
@@ -282,5 +283,10 @@ def _load(data_dir: Path) -> Compat:
     ptx_file, ptx = read(data_dir / "ptx.toml", PtxFile)
     check_ptx(ptx_file.at("isa").each(ptx.isa))
     return Compat(
-        toolkits=cuda.toolkit, torch=torch.release, gpus=gpus.gpu, peaks=gpus.peak, ptx=ptx.isa
+        toolkits=cuda.toolkit,
+        torch=torch.release,
+        gpus=gpus.gpu,
+        peaks=gpus.peak,
+        ptx=ptx.isa,
+        torch_checked=torch.checked,
     )

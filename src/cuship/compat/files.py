@@ -33,6 +33,15 @@ class TorchFile:
     release: tuple[TorchRelease, ...] = field_doc(
         "One table per torch minor release, sorted by version.", non_empty=True
     )
+    checked: str = field_doc(
+        "The day the rows were last held to the package index (YYYY-MM-DD); "
+        "`cuship compat --refresh` checks them again.",
+        default="",
+        schema={"pattern": "^([0-9]{4}-[0-9]{2}-[0-9]{2})?$"},
+    )
+    checked_against: str = field_doc(
+        "The index they were held to (a PEP 503/691 simple index URL).", default=""
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -21,10 +21,14 @@ from packaging.utils import canonicalize_name
 from cuship.judge import fixes
 from cuship.judge.model import CANNOT_OPEN, LibraryNeed, which
 from cuship.judge.needs import ObjectNeeds
+from cuship.judge.release import majors_needed
+from cuship.judge.roles import core_library, optional_reason
 from cuship.judge.state import Judging
 from cuship.wheel.cudalibs import (
     cuda_major_of,
     is_driver_lib,
+    is_nvidia_lib,
+    library_stem,
     toolkit_libraries,
     toolkit_majors,
 )
@@ -58,6 +62,44 @@ def libraries_check(j: Judging) -> None:
         )
     j.libraries = tuple(found)
     _missing(j, [lib for lib in found if lib.judged], judged_paths)
+    _opened_unloaded(j)
+
+
+def _opened_unloaded(j: Judging) -> None:
+    """The NVIDIA libraries objects open at run time, for objects the loader did not load
+    (a wheel judged before its install): looked for as the libraries they link are, each
+    library's names (``libcudart.so.12``, ``libcudart.so.13``) alternatives."""
+    loaded = {load.path for load in j.loads}
+    for obj in j.objects:
+        if obj.role == "vendor" or obj.path in loaded or not obj.opens:
+            continue
+        groups: dict[str, list[str]] = {}
+        for name in obj.opens:
+            if is_nvidia_lib(name) and not is_driver_lib(name):
+                groups.setdefault(library_stem(name), []).append(name)
+        lost = [
+            " or ".join(names)
+            for names in groups.values()
+            if all(_source(j, name) is None for name in names)
+        ]
+        if not lost or j.offer.libraries is None:
+            continue
+        core = obj.device and bool(j.offer.gpus) and optional_reason(obj, j.needs.own) is None
+        core = core and any(core_library(name.split(" or ")[0]) for name in lost)
+        first = lost[0].split(" or ")[0]
+        j.add(
+            "libraries",
+            "fail" if core else "partial",
+            f"{obj.path} opens {which(lost, 3)} at run time (dlopen); nothing here provides "
+            f"{'it' if len(lost) == 1 else 'them'}: its CUDA work fails with "
+            f"'{first}: {CANNOT_OPEN}'",
+            fixes.library_install(first, _object_major(j, obj)) if core else "",
+        )
+
+
+def _object_major(j: Judging, obj: ObjectNeeds) -> int | None:
+    needs = majors_needed(obj, j.compat)
+    return needs[0].major if needs else j.cuda_major
 
 
 def _missing(j: Judging, found: Sequence[LibraryNeed], judged: set[str]) -> None:
@@ -109,11 +151,23 @@ def _library_fix(j: Judging, missing: Sequence[LibraryNeed]) -> str:
     extra, covered = best_extra(j.needs.requires, wanted)
     lines = [f'pip install "{j.needs.name}[{extra}]"'] if extra else []
     lines += [
-        fixes.library_install(lib.soname, lib.cuda_major)
+        fixes.library_install(lib.soname, _major(j, lib))
         for lib in missing
         if lib.soname not in covered
     ]
     return "; ".join(dict.fromkeys(lines))
+
+
+def _major(j: Judging, lib: LibraryNeed) -> int | None:
+    """The CUDA major of the wheel that brings ``lib``: its SONAME's, else the one the objects
+    needing it are built for (cuDNN for a CUDA 13 object: nvidia-cudnn-cu13)."""
+    if lib.cuda_major is not None:
+        return lib.cuda_major
+    users = [o for o in j.objects if o.path in lib.objects]
+    for obj in users:
+        for need in majors_needed(obj, j.compat):
+            return need.major
+    return j.cuda_major
 
 
 def _source(j: Judging, soname: str) -> str | None:

@@ -318,8 +318,8 @@ def _opened_report(j: Judging, results: Sequence[ObjectLoad]) -> None:
     by_path = {o.path: o for o in j.objects}
     for result in results:
         lost = [name for name, where in result.opens if where is None]
-        if not lost:
-            continue
+        if not lost or result.loads is False:
+            continue  # an object that does not load opens nothing
         obj = by_path[result.path]
         core = obj.device and bool(j.offer.gpus) and not result.optional
         core = core and any(_core_runtime(name) for name in lost)
@@ -328,13 +328,16 @@ def _opened_report(j: Judging, results: Sequence[ObjectLoad]) -> None:
             "fail" if core else "partial",
             f"{result.path} opens {which(lost, 3)} at run time (dlopen); nothing here provides "
             f"{'it' if len(lost) == 1 else 'them'}: its CUDA work fails with "
-            f"'{lost[0]}: {CANNOT_OPEN}'",
-            fixes.library_install(lost[0], None) if core else "",
+            f"'{lost[0].split(' or ')[0]}: {CANNOT_OPEN}'",
+            fixes.library_install(lost[0].split(" or ")[0], None) if core else "",
         )
 
 
 def _core_runtime(name: str) -> bool:
-    return name.startswith(("libcudart.so", "libcublas.so", "libcublasLt.so", "libcuda.so"))
+    """The CUDA runtime, cuBLAS, the driver, or an object's CUDA libraries as a whole."""
+    return name.startswith(
+        ("libcudart.so", "libcublas.so", "libcublasLt.so", "libcuda.so", "CUDA ", "its CUDA")
+    )
 
 
 def _torch_bound(j: Judging, results: Sequence[ObjectLoad]) -> None:

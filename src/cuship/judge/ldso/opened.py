@@ -47,7 +47,7 @@ def opened(
             if node is not None:
                 where = f"{node.path} ({node.how})" if node.path else node.how
                 break
-        found.append((ordered[0], where))
+        found.append((" or ".join(ordered), where))
     absent = _absent_wheel_dirs(process, root, obj)
     if absent is not None:
         found.append((absent, None))
