@@ -216,7 +216,7 @@ def verdict(package: Package, machine: Any, loaded: dict[str, Any]) -> tuple[boo
 
 
 CHILD = r"""
-import ctypes, json, os, sys
+import ctypes, json, os, select, sys
 spec = json.load(open(sys.argv[1]))
 out = {"torch": None, "objects": {}}
 if spec["torch"]:
@@ -255,11 +255,20 @@ for obj in spec["objects"]:
         os.write(write, json.dumps(res).encode())
         os._exit(0)
     os.close(write)
-    data = b""
-    while chunk := os.read(read, 65536):
+    data, hung = b"", False
+    while True:
+        ready, _, _ = select.select([read], [], [], 120)
+        if not ready:
+            hung = True
+            os.kill(pid, 9)
+            break
+        chunk = os.read(read, 65536)
+        if not chunk:
+            break
         data += chunk
+    os.close(read)
     os.waitpid(pid, 0)
-    out["objects"][obj["rel"]] = json.loads(data or b"{}")
+    out["objects"][obj["rel"]] = {"load": "hung: killed after 120 s"} if hung else json.loads(data or b"{}")
 print("ORACLE " + json.dumps(out))
 """
 
@@ -315,7 +324,12 @@ def run_child(
         str(child),
         str(spec_file),
     ]
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600, check=False)
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, env=env, timeout=1800, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return {"torch": "child timed out after 1800 s", "objects": {}}
     said = next((text for text in done.stdout.splitlines() if text.startswith("ORACLE ")), None)
     if said is None:
         return {"torch": f"child failed: {done.stderr[-300:]}", "objects": {}}

@@ -105,7 +105,8 @@ def refresh(
         row = known.get(minor)
         if row is None:
             if Version(minor) > compat.torch[-1].version:
-                new.append(_new_row(minor, latest, versions[latest], options))
+                every = [w for files in versions.values() for w in files]
+                new.append(_new_row(minor, latest, versions[latest], every, options))
         elif Version(latest) > row.latest:
             patches.append((minor, str(row.latest), latest))
     return Refresh(
@@ -150,8 +151,14 @@ def _by_release(
 
 
 def _new_row(
-    minor: str, latest: str, wheels: Sequence[Mapping[str, Any]], options: FetchOptions
+    minor: str,
+    latest: str,
+    wheels: Sequence[Mapping[str, Any]],
+    every: Sequence[Mapping[str, Any]],
+    options: FetchOptions,
 ) -> NewRelease:
+    """The row of ``minor``: Pythons, floor and PyPI's CUDA from ``latest``'s ``wheels``, the
+    month from the first upload of ``every`` file of the minor."""
     pythons = sorted(
         {
             f"3.{m[1]}"
@@ -163,7 +170,7 @@ def _new_row(
     floors = [
         (int(m[1]), int(m[2])) for w in wheels if (m := _MANYLINUX.search(str(w["filename"])))
     ]
-    uploaded = sorted(str(w.get("upload-time", ""))[:7] for w in wheels if w.get("upload-time"))
+    uploaded = sorted(str(w.get("upload-time", ""))[:7] for w in every if w.get("upload-time"))
     return NewRelease(
         minor=minor,
         latest=latest,
