@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import get_args
 
-from cuship.doctor.model import Area, Runs
-from cuship.schema.documents._judge import (
+from cuship.docs.documents._judge import (
     check,
     cuda_libraries,
     loader_view,
@@ -15,7 +14,8 @@ from cuship.schema.documents._judge import (
     ptx_reach,
     torch_build,
 )
-from cuship.schema.documents._parts import Schema, array, closed, enum, of
+from cuship.docs.documents._parts import Schema, array, closed, enum, of
+from cuship.doctor.model import Area, Runs
 from cuship.wheel.torchabi import TORCH_ABIS
 
 __all__ = ["doctor_schema"]
