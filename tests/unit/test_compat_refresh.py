@@ -26,9 +26,16 @@ def index_with(tmp_path: Path, files: list[dict[str, object]]) -> str:
     return (tmp_path / "simple").as_uri() + "/"
 
 
-def wheel(version: str, python: str = "cp312", uploaded: str = "2026-10-15T10:00:00Z") -> dict[str, object]:
+def wheel(
+    version: str, python: str = "cp312", uploaded: str = "2026-10-15T10:00:00Z"
+) -> dict[str, object]:
     name = f"torch-{version}-{python}-{python}-manylinux_2_28_x86_64.whl"
-    return {"filename": name, "url": f"https://files.example/{name}", "hashes": {}, "upload-time": uploaded}
+    return {
+        "filename": name,
+        "url": f"https://files.example/{name}",
+        "hashes": {},
+        "upload-time": uploaded,
+    }
 
 
 def test_the_data_says_when_it_was_checked() -> None:
@@ -54,7 +61,9 @@ def test_an_index_with_newer_releases_is_told_and_written_as_rows(tmp_path: Path
     (row,) = result.new
     assert (row.minor, row.latest, row.released) == (newer, f"{newer}.1", "2026-10")
     assert row.pythons == ("3.11", "3.12") and row.manylinux == "2_28" and row.pypi_cuda is None
-    text = updated_toml((DATA_DIR / "torch.toml").read_text(), result, "https://pypi.org/simple/torch/")
+    text = updated_toml(
+        (DATA_DIR / "torch.toml").read_text(), result, "https://pypi.org/simple/torch/"
+    )
     copy = tmp_path / "data"
     shutil.copytree(DATA_DIR, copy)
     (copy / "torch.toml").write_text(text)
@@ -90,7 +99,9 @@ def test_no_torch_index_is_offered_that_the_driver_cannot_run() -> None:
     if driver is not None:
         variant = fixes.torch_variant(data, release.minor, major, Offer(driver_cuda=driver))
         assert variant == "cu" + driver.replace(".", "")
-    too_old = Offer(driver_cuda=f"{major}.0" if f"{major}.0" not in release.cuda else f"{major - 1}.9")
+    too_old = Offer(
+        driver_cuda=f"{major}.0" if f"{major}.0" not in release.cuda else f"{major - 1}.9"
+    )
     if all(not c.startswith(f"{major}.0") for c in release.cuda):
         assert fixes.torch_variant(data, release.minor, major, too_old) is None
         said = fixes.torch_for_cuda(data, needs, too_old, major, release.minor)

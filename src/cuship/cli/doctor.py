@@ -115,7 +115,9 @@ def _loads(package: PackageReport) -> str:
     open_ = [x for x in loads if x.loads is None]
     text = f"{len(good)} of {len(loads)} objects load here as ld.so would load them"
     if bad:
-        text += f"; not: {', '.join(bad[:3])}" + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+        text += f"; not: {', '.join(bad[:3])}" + (
+            f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        )
     if open_:
         text += f"; {len(open_)} not decided (see 'not checked')"
     return text
