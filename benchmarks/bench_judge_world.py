@@ -141,59 +141,36 @@ def ensure_envs(cache: Path) -> dict[str, Path]:
     if not made["cpu"].exists():
         subprocess.run([sys.executable, "-m", "venv", str(made["cpu"])], check=True)
         cpu = next(Path("/opt/wheels").glob("torch-2.13.0+cpu-*.whl"), None)
-        subprocess.run(
-            [str(made["cpu"] / "bin/pip"), "install", "-q", str(cpu or "torch==2.13.0+cpu")],
-            check=True,
-        )
+        pip = str(made["cpu"] / "bin/pip")
+        subprocess.run([pip, "install", "-q", str(cpu or "torch==2.13.0+cpu")], check=True)
     for name, specs in (("cu12libs", CU12), ("cu13libs", CU13)):
         if not made[name].exists():
             wheels = cache / f"{name}-wheels"
             _download(wheels, specs, deps=True)
-            _pip(
-                "install",
-                "-q",
-                "--no-deps",
-                "--target",
-                str(_site(made[name])),
-                *map(str, wheels.glob("*.whl")),
-            )
+            target = str(_site(made[name]))
+            _pip("install", "-q", "--no-deps", "--target", target, *map(str, wheels.glob("*.whl")))
     if not made["cu130"].exists():
-        subprocess.run([sys.executable, "-m", "venv", str(made["cu130"])], check=True)
-        torch = cache / "torch-cu130"
-        _download(torch, ("torch==2.13.0",))
-        pip = str(made["cu130"] / "bin/pip")
-        subprocess.run(
-            [pip, "install", "-q", "--no-deps", *map(str, torch.glob("*.whl"))], check=True
-        )
-        subprocess.run(
-            [
-                pip,
-                "install",
-                "-q",
-                "--no-deps",
-                *map(str, (cache / "cu13libs-wheels").glob("*.whl")),
-            ],
-            check=True,
-        )
-        subprocess.run(
-            [
-                pip,
-                "install",
-                "-q",
-                "filelock",
-                "typing-extensions",
-                "sympy",
-                "networkx",
-                "jinja2",
-                "fsspec",
-            ],
-            check=True,
-        )
+        _cuda_torch(cache, made["cu130"])
     for name in ("cu130", "cu13libs"):  # PyPI's mirror here has no nvidia-cuda-cupti 13
         lib = _site(made[name]) / "nvidia/cu13/lib"
         if not (lib / "libcupti.so.13").exists():
             shutil.copy(os.path.realpath("/usr/local/cuda-13.0/lib/libcupti.so.13"), lib)
     return made
+
+
+def _cuda_torch(cache: Path, venv: Path) -> None:
+    """PyPI's torch 2.13.0 (CUDA 13.0) with NVIDIA's CUDA 13 wheels, in ``venv``."""
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    torch = cache / "torch-cu130"
+    _download(torch, ("torch==2.13.0",))
+    pip = str(venv / "bin/pip")
+    libs = cache / "cu13libs-wheels"
+    for wheels in (torch, libs):
+        subprocess.run(
+            [pip, "install", "-q", "--no-deps", *map(str, wheels.glob("*.whl"))], check=True
+        )
+    deps = ("filelock", "typing-extensions", "sympy", "networkx", "jinja2", "fsspec")
+    subprocess.run([pip, "install", "-q", *deps], check=True)
 
 
 def ensure_pkgs(cache: Path, wheels: list[Path], envs: dict[str, Path]) -> Path:
@@ -431,12 +408,59 @@ def _cuobjdump() -> str:
     return str(Path(triton.__file__).parent / "backends/nvidia/bin/cuobjdump")
 
 
+@dataclass
+class World:
+    """What every machine shares: the packages, their facts, the venvs, the stub driver."""
+
+    cache: Path
+    envs: dict[str, Path]
+    pkgs: Path
+    stub: Path
+    known: dict[str, oracle.Package]
+    sources: list[Path]
+    rows: list[dict[str, Any]]
+    loads: dict[str, list[int]]  # per package: [objects whose doctor verdict matches, judged]
+    seconds: dict[str, list[float]]
+
+
+def run_machine(world: World, machine: Machine) -> None:
+    """The oracle and cuship (each source tree) on one machine; rows appended to ``world``."""
+    link_nvidia(world.pkgs, machine, world.envs)
+    env = machine_env(machine, world.envs, world.stub)
+    paths = [str(_site(world.envs[machine.env])), str(world.pkgs)]
+    python = world.envs[machine.env] / "bin" / "python"
+    extra = [str(p) for p in (world.pkgs / "nvidia").glob("*/lib")] if machine.nvidia else []
+    names = sorted(world.known)
+    scratch = world.cache / "scratch"
+    scratch.mkdir(exist_ok=True)
+    truths = {}
+    for name in names:
+        spec = oracle.child_spec(world.known[name], world.pkgs, extra)
+        loaded = oracle.run_child(python, spec, env, scratch)
+        truths[name] = (loaded, *oracle.verdict(world.known[name], machine, loaded))
+    verdicts = {}
+    for src in world.sources:
+        verdicts[str(src)], spent = cuship_verdicts(src, names, paths, env)
+        world.seconds[str(src)].append(spent)
+    doctor = doctor_loads(names, paths, env)
+    unjudged = {"fits": None, "problems": ["not judged"], "unchecked": []}
+    for name in names:
+        loaded, runs, why = truths[name]
+        row = {"machine": machine.name, "package": name, "oracle": runs, "oracle_why": why}
+        row.update({str(src): verdicts[str(src)].get(name, unjudged) for src in world.sources})
+        for rel, result in loaded.get("objects", {}).items():
+            ours = doctor.get(name, {}).get(rel)
+            if ours is not None:
+                world.loads[name][1] += 1
+                world.loads[name][0] += int(ours == (result.get("load") == "ok"))
+        world.rows.append(row)
+        _print_row(row, world.sources)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--cache", type=Path, default=Path("/work/cache/judge-world"))
-    parser.add_argument(
-        "--src", type=Path, action="append", help="cuship source trees to judge with"
-    )
+    parser.add_argument("--src", type=Path, action="append", help="cuship trees to judge with")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--machines", help="indexes of MACHINES to run (0,3,5)")
@@ -449,59 +473,24 @@ def main() -> int:
     objects = dists_of(pkgs)
     stub = ensure_stub(args.cache, pkgs, objects)
     known = packages(args.cache, pkgs, objects, cuobjdump)
-    names = sorted(known)
+    world = World(args.cache, envs, pkgs, stub, known, sources, [], {n: [0, 0] for n in known},
+                  {str(s): [] for s in sources})  # fmt: skip
     chosen = MACHINES if not args.machines else [MACHINES[int(i)] for i in args.machines.split(",")]
-    rows: list[dict[str, Any]] = []
-    agree_loads: dict[str, list[int]] = {n: [0, 0] for n in names}
-    scratch = args.cache / "scratch"
-    scratch.mkdir(exist_ok=True)
-    seconds: dict[str, list[float]] = {str(s): [] for s in sources}
     try:
         for machine in chosen:
-            link_nvidia(pkgs, machine, envs)
-            env = machine_env(machine, envs, stub)
-            paths = [str(_site(envs[machine.env])), str(pkgs)]
-            python = envs[machine.env] / "bin" / "python"
-            extra = [str(p) for p in (pkgs / "nvidia").glob("*/lib")] if machine.nvidia else []
-            truths = {}
-            for name in names:
-                spec = oracle.child_spec(known[name], pkgs, extra)
-                loaded = oracle.run_child(python, spec, env, scratch)
-                truths[name] = (loaded, *oracle.verdict(known[name], machine, loaded))
-            verdicts = {}
-            for src in sources:
-                verdicts[str(src)], spent = cuship_verdicts(src, names, paths, env)
-                seconds[str(src)].append(spent)
-            doctor = doctor_loads(names, paths, env)
-            for name in names:
-                loaded, runs, why = truths[name]
-                row = {"machine": machine.name, "package": name, "oracle": runs, "oracle_why": why}
-                for src in sources:
-                    said = verdicts[str(src)].get(
-                        name, {"fits": None, "problems": ["not judged"], "unchecked": []}
-                    )
-                    row[str(src)] = said
-                for rel, result in loaded.get("objects", {}).items():
-                    ours = doctor.get(name, {}).get(rel)
-                    if ours is None:
-                        continue
-                    agree_loads[name][1] += 1
-                    agree_loads[name][0] += int(ours == (result.get("load") == "ok"))
-                rows.append(row)
-                _print_row(row, sources)
+            run_machine(world, machine)
     finally:
         link = pkgs / "nvidia"
         if link.is_symlink():
             link.unlink()
-    summary = _summary(rows, sources, agree_loads, seconds)
-    timing = time_readers(pkgs, objects, cuobjdump, args.runs)
-    summary["timing"] = timing
+    summary = _summary(world.rows, sources, world.loads, world.seconds)
+    summary["timing"] = timing = time_readers(pkgs, objects, cuobjdump, args.runs)
     print(
         f"\nread every object ({timing['objects']} objects, {timing['bytes'] / 1e6:.0f} MB): "
         f"cuship {timing['cuship']:.2f} s, readelf+nm+cuobjdump {timing['readelf+nm+cuobjdump']:.2f} s"
     )
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))
+        args.json.write_text(json.dumps({"rows": world.rows, "summary": summary}, indent=1))
     return 0
 
 

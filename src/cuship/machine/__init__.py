@@ -384,6 +384,12 @@ def _meminfo(probe: Probe) -> tuple[float | None, float | None]:
     )
 
 
+def _cpus() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _driver_cuda(driver: str | None, notes: list[str]) -> str | None:
     if driver is None:
         return None
@@ -429,7 +435,8 @@ def fingerprint(
         )
     driver_cuda = env.get(settings.DRIVER_CUDA) or driver_cuda or _driver_cuda(driver, notes)
     sys_tags = tuple(str(t) for t in tags.sys_tags())
-    libraries = cuda_libraries(env, probe, sys.path if site_dirs is None else site_dirs)
+    sites = tuple(sys.path if site_dirs is None else site_dirs)
+    libraries = cuda_libraries(env, probe, sites)
     total, available = _meminfo(probe)
     glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
     return Fingerprint(
@@ -445,18 +452,19 @@ def fingerprint(
         tags=sys_tags,
         glibc=glibc.split()[-1] if glibc else None,
         machine=platform.machine(),
-        cpus=len(os.sched_getaffinity(0))
-        if hasattr(os, "sched_getaffinity")
-        else (os.cpu_count() or 1),
+        cpus=_cpus(),
         memory_total_gib=total,
         memory_available_gib=available,
         notes=tuple(notes),
         cuda_libs=libraries,
-        loader=loader_view(
-            env,
-            probe,
-            tuple(sys.path if site_dirs is None else site_dirs),
-            machine=platform.machine(),
-            virtual=dict(libraries.found) if libraries.source == settings.CUDA_LIBS else None,
-        ),
+        loader=_loader(env, probe, sites, libraries),
     )
+
+
+def _loader(
+    env: Mapping[str, str], probe: Probe, sites: tuple[str, ...], libraries: CudaLibraries
+) -> LoaderView:
+    """The machine's loader; NVIDIA libraries named by CUSHIP_CUDA_LIBS are its only ones."""
+    described = libraries.source == settings.CUDA_LIBS
+    virtual = dict(libraries.found) if described else None
+    return loader_view(env, probe, sites, machine=platform.machine(), virtual=virtual)
