@@ -237,12 +237,12 @@ def _too_new(j: Judging, run: GpuRun, obj: ObjectNeeds, isa: Version, limit: Ver
 
 
 def _min_driver(j: Judging, cuda: Version | None) -> str | None:
+    """The oldest driver of CUDA ``cuda``'s first release (its JIT knows that release's ISA)."""
     if cuda is None:
         return None
-    try:
-        return format_driver(j.compat.cuda(f"{cuda.major}.{cuda.minor}").min_driver_linux)
-    except CushipError:
-        return None
+    wanted = f"{cuda.major}.{cuda.minor}"
+    drivers = [t.min_driver_linux for t in j.compat.toolkits if t.major_minor == wanted]
+    return format_driver(min(drivers)) if drivers else None
 
 
 def _jit_by_label(j: Judging, jit: list[GpuRun]) -> None:
@@ -262,7 +262,12 @@ def _jit_by_label(j: Judging, jit: list[GpuRun]) -> None:
     )
     if runs is not False:
         return
-    minimum = _min_driver(j, cuda)
+    try:  # the label names the minor, not the patch: the newest patch's driver
+        minimum: str | None = format_driver(
+            j.compat.cuda(f"{cuda.major}.{cuda.minor}").min_driver_linux
+        )
+    except CushipError:
+        minimum = None
     for run in jit:
         sm = run.cc.replace(".", "")
         need = f"{minimum} or newer" if minimum else f"one that runs CUDA {cuda}"
