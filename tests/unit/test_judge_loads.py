@@ -191,3 +191,23 @@ def test_torch_symbols_bind_against_the_installed_torchs_files(tmp_path: Path) -
     broken = doctor(tmp_path, TORCH=None)
     (problem,) = failing(broken)
     assert problem.startswith("[torch] 1 of 1 objects do not load") and CXX in problem
+
+
+def test_a_library_in_a_directory_ld_so_conf_names_but_the_cache_lacks(tmp_path: Path) -> None:
+    """ld.so reads only the cache ldconfig wrote: a directory added to ld.so.conf afterwards
+    is not searched, and doctor says to run ldconfig."""
+    from dataclasses import replace
+
+    from cuship.doctor import diagnose
+
+    install(tmp_path, "pkg", "1.0", files={EXT: cuda_object(needed=["libextra.so.1"])})
+    libs = tmp_path / "opt" / "lib"
+    libs.mkdir(parents=True)
+    (libs / "libextra.so.1").write_bytes(shared_library(soname="libextra.so.1"))
+    fp = fingerprint(machine_env(), toolkit=False, site_dirs=[str(tmp_path)])
+    assert fp.loader is not None
+    machine = replace(fp, loader=replace(fp.loader, conf_dirs=(str(libs),)))
+    (package,) = diagnose(["pkg"], paths=[tmp_path], machine=machine).packages
+    (problem,) = failing(package)
+    assert f"(libextra.so.1 is in {libs}, which ld.so.conf names but the loader cache" in problem
+    assert problem.endswith("run ldconfig)")

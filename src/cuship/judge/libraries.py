@@ -127,6 +127,12 @@ def _missing(j: Judging, found: Sequence[LibraryNeed], judged: set[str]) -> None
         f"nor the system provides {'it' if len(names) == 1 else 'them'}: "
         f"'{names[0]}: {CANNOT_OPEN}'"
     )
+    stale = [(n, j.stale[n]) for n in names if n in j.stale]
+    if stale:
+        message += (
+            f" ({stale[0][0]} is in {stale[0][1]}, which ld.so.conf names but the loader cache "
+            "does not list: run ldconfig)"
+        )
     # A missing library of the CUDA runtime family (libcudart, libnvrtc, libcublas: their
     # SONAMEs name the major) fails the package; one of the rest (cuTENSOR, NCCL) fails only
     # the objects that need it, when others load.

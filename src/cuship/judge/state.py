@@ -57,9 +57,10 @@ class Judging:
     cuda_major: int | None = None
     objects: tuple[ObjectNeeds, ...] = ()  # the objects judged (the chosen CUDA's, and the rest)
     loads: tuple[ObjectLoad, ...] = ()  # the installed own objects, loaded as ld.so would
-    found: dict[str, str | None] = field(
-        default_factory=dict
-    )  # SONAME -> where the loader found it
+    # SONAME -> where the loader found it (None: nowhere), and a directory ld.so.conf names
+    # that holds it though the loader cache does not list it
+    found: dict[str, str | None] = field(default_factory=dict)
+    stale: dict[str, str] = field(default_factory=dict)
     bound_torch: bool | None = None  # every torch symbol bound (True), some not (False), not tried
 
     def add(self, area: Area, status: Status, message: str, fix: str = "") -> None:

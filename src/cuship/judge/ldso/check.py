@@ -131,6 +131,7 @@ def _load_one(
     root = node_of(facts, path=path, name=path, how="the package's own")
     local = process.load(root)
     missing = tuple(dict.fromkeys(m.name for m in process.missing))
+    j.stale.update({m.name: m.stale for m in process.missing if m.stale})
     libraries = tuple((n.label, _where(n)) for n in local[1:])
     openings = opened(process, root, obj, extra)
     if missing:
@@ -268,9 +269,22 @@ def _missing_others(j: Judging, results: Sequence[ObjectLoad]) -> None:
             status,
             f"{result.path}"
             + (f" (optional: {result.optional})" if result.optional else "")
-            + f" needs {which(others, 3)}, which nothing here provides: '{others[0]}: {CANNOT_OPEN}'",
+            + f" needs {which(others, 3)}, which nothing here provides: '{others[0]}: {CANNOT_OPEN}'"
+            + stale_hint(j, others),
             "" if result.optional else f"install the package that provides {others[0]}",
         )
+
+
+def stale_hint(j: Judging, names: Sequence[str]) -> str:
+    """Where a missing library lies in a directory ld.so.conf names that the cache lacks."""
+    stale = [(n, j.stale[n]) for n in names if n in j.stale]
+    if not stale:
+        return ""
+    name, where = stale[0]
+    return (
+        f" ({name} is in {where}, which ld.so.conf names but the loader cache does not list: "
+        "run ldconfig)"
+    )
 
 
 def _broken(j: Judging, broken: Sequence[ObjectLoad]) -> None:

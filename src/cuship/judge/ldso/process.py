@@ -62,6 +62,7 @@ class Missing:
     name: str
     needed_by: str
     looked: tuple[str, ...]  # the directories searched, in order
+    stale: str | None = None  # a directory ld.so.conf names that has it, missing from the cache
 
 
 def expand(entry: str, origin: str | None, view: LoaderView) -> str | None:
@@ -161,7 +162,13 @@ class Process:
         return None
 
     def _lost(self, name: str, requester: Node, looked: tuple[str, ...]) -> None:
-        self.missing.append(Missing(name=name, needed_by=requester.label, looked=looked))
+        stale = next(
+            (d for d in self.view.conf_dirs if self.view.files.is_file(posixpath.join(d, name))),
+            None,
+        )
+        self.missing.append(
+            Missing(name=name, needed_by=requester.label, looked=looked, stale=stale)
+        )
         return None
 
     def _open(self, path: str, name: str, requester: Node, how: str) -> Node | None:
