@@ -250,8 +250,16 @@ for obj in spec["objects"]:
                     if found:
                         break
                 res["opens"][group[0]] = found
-            for label, dirs in obj["wheel_dirs"]:
-                res["opens"][label] = next((d for d in dirs if os.path.isdir(d) and os.listdir(d)), None)
+            for label, dirs, names in obj["wheel_dirs"]:
+                found = next((d for d in dirs if os.path.isdir(d) and os.listdir(d)), None)
+                for name in names if found is None else []:
+                    try:
+                        ctypes.CDLL(name)
+                        found = name
+                        break
+                    except OSError:
+                        pass
+                res["opens"][label] = found
         os.write(write, json.dumps(res).encode())
         os._exit(0)
     os.close(write)
@@ -288,7 +296,7 @@ def child_spec(package: Package, site: Path, extra_dirs: list[str]) -> dict[str,
         groups: dict[str, list[str]] = {}
         for name in obj.names if obj.dlopen else []:
             groups.setdefault(name.split(".so")[0], []).append(name)
-        wheel_dirs: list[tuple[str, list[str]]] = []
+        wheel_dirs: list[tuple[str, list[str], list[str]]] = []
         nvidia = [d for d in dirs if "/nvidia/" in d]
         if (
             obj.dlopen
@@ -296,7 +304,11 @@ def child_spec(package: Package, site: Path, extra_dirs: list[str]) -> dict[str,
             and nvidia
             and not [n for n in obj.names if not n.startswith("libcuda.")]
         ):
-            wheel_dirs.append(("CUDA libraries (RPATH/RUNPATH nvidia dirs)", nvidia))
+            # XLA's loader opens "libcublas.so.<major>" by name: its RPATH's directories first,
+            # then the system's search (LD_LIBRARY_PATH, the default directories)
+            major = next((m for m, _ in majors(obj)), None)
+            names = [f"libcublas.so.{major}", f"libcudart.so.{major}"] if major else []
+            wheel_dirs.append(("CUDA libraries (RPATH/RUNPATH nvidia dirs)", nvidia, names))
         objects.append(
             {
                 "rel": obj.path,
