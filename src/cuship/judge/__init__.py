@@ -9,7 +9,13 @@ files and never by importing anything:
   ABI; which objects are the package's own and which are NVIDIA libraries it bundles; the
   wheel's NVIDIA requirements, torch pin and label;
 - :class:`Offer` (:mod:`cuship.judge.offer`): the machine's GPUs, driver, torch (version,
-  C++ ABI, build flavour from ``torch/version.py``), the NVIDIA libraries present, glibc.
+  C++ ABI, build flavour from ``torch/version.py``), the NVIDIA libraries present, glibc, and
+  its dynamic loader (:class:`~cuship.machine.loader.LoaderView`).
+
+Installed objects are loaded as ``dlopen(RTLD_NOW)`` would load them there
+(:mod:`cuship.judge.ldso`: each library found by ld.so's rules, every symbol bound); the CUDA
+each object needs is read from the object itself (:mod:`cuship.judge.release`); one rule says
+which objects are main and which optional (:mod:`cuship.judge.roles`).
 
 :func:`judge` runs the checks of :mod:`cuship.judge.checks` and returns a :class:`Judgement`:
 each check passes, fails (with the error a user would meet and the command that fixes it),
