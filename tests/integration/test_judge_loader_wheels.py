@@ -105,6 +105,10 @@ def test_resolve_holds_what_the_binaries_need_to_the_machine(
     old = resolve("ctranslate2", CUSHIP_CUDA_LIBS="12", CUSHIP_CUDA_DRIVER_VERSION="470.256.02")
     assert rule(old) == "cuda"  # its static CUDA 12.8 runtime on a CUDA 11.4 driver
     assert rule(resolve("jax-cuda13-plugin")) == "ok"
+    bare = resolve("jax-cuda13-plugin", CUSHIP_CUDA_LIBS="none")
+    assert rule(bare) == "libraries"  # nvidia/cu13/lib: nothing there, nothing brought
+    assert "jax-cuda13-plugin[with-cuda]" in json.dumps(bare)
+    assert rule(resolve("jax-cuda13-plugin[with-cuda]", CUSHIP_CUDA_LIBS="none")) == "ok"
     assert rule(resolve("jax-cuda13-plugin", CUSHIP_CUDA_DRIVER_VERSION="575.57.08")) == "cuda"
     cpu = resolve("torchaudio", CUSHIP_TORCH="2.13.0+cpu")
     assert rule(cpu) == "torch"  # it links libc10_cuda: a CUDA build of torch

@@ -7,6 +7,7 @@ the one partial-fit rule."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from cuship import settings
@@ -196,8 +197,6 @@ def test_torch_symbols_bind_against_the_installed_torchs_files(tmp_path: Path) -
 def test_a_library_in_a_directory_ld_so_conf_names_but_the_cache_lacks(tmp_path: Path) -> None:
     """ld.so reads only the cache ldconfig wrote: a directory added to ld.so.conf afterwards
     is not searched, and doctor says to run ldconfig."""
-    from dataclasses import replace
-
     from cuship.doctor import diagnose
 
     install(tmp_path, "pkg", "1.0", files={EXT: cuda_object(needed=["libextra.so.1"])})
@@ -211,3 +210,40 @@ def test_a_library_in_a_directory_ld_so_conf_names_but_the_cache_lacks(tmp_path:
     (problem,) = failing(package)
     assert f"(libextra.so.1 is in {libs}, which ld.so.conf names but the loader cache" in problem
     assert problem.endswith("run ldconfig)")
+
+
+def test_libraries_from_nvidia_wheel_directories_before_an_install() -> None:
+    """jax-cuda13-plugin judged from its record: it opens CUDA 13's libraries from
+    $ORIGIN/../nvidia/cu13/lib; its own [with-cuda] extra brings them."""
+    from cuship.judge import Context, ObjectNeeds, Offer, WheelNeeds, judge
+    from cuship.machine.libraries import parse_override
+
+    obj = ObjectNeeds(
+        path="jax_cuda13_plugin/_linalg.so",
+        role="extension",
+        sass=("90",),
+        ptx_isa=("9.0",),
+        rpath=("$ORIGIN/../nvidia/cu13/lib",),
+        opens=(),
+    )
+    extra = 'sys_platform == "linux" and extra == "with-cuda"'
+    requires = (f"nvidia-cublas>=13.0.0.19; {extra}", f"nvidia-cuda-runtime>=13.0.48; {extra}")
+    needs = WheelNeeds(
+        name="jax-cuda13-plugin", version="0.10.2", objects=(obj,), requires=requires
+    )
+    offer = Offer(
+        gpus=(("H100", "9.0"),),
+        driver_version="580.65.06",
+        driver_cuda="13.0",
+        libraries=parse_override("none"),
+    )
+    plain = judge(needs, offer, context=Context(installing=True))
+    (failure,) = plain.failures
+    assert (
+        "opens CUDA 13's libraries at run time from $ORIGIN/../nvidia/cu13/lib" in failure.message
+    )
+    assert failure.fix == 'pip install "jax-cuda13-plugin[with-cuda]"'
+    with_cuda = Context(installing=True, extras=frozenset({"with-cuda"}))
+    assert judge(needs, offer, context=with_cuda).fits
+    there = replace(offer, libraries=parse_override("13"))
+    assert judge(needs, there, context=Context(installing=True)).fits

@@ -63,6 +63,7 @@ def libraries_check(j: Judging) -> None:
     j.libraries = tuple(found)
     _missing(j, [lib for lib in found if lib.judged], judged_paths)
     _opened_unloaded(j)
+    _wheel_dirs_unloaded(j)
 
 
 def _opened_unloaded(j: Judging) -> None:
@@ -94,6 +95,42 @@ def _opened_unloaded(j: Judging) -> None:
             f"{'it' if len(lost) == 1 else 'them'}: its CUDA work fails with "
             f"'{first}: {CANNOT_OPEN}'",
             fixes.library_install(first, _object_major(j, obj)) if core else "",
+        )
+
+
+_WHEEL_DIR = re.compile(r"(?:^|/)nvidia/")
+
+
+def _wheel_dirs_unloaded(j: Judging) -> None:
+    """Objects that open their CUDA libraries at run time from NVIDIA's wheel directories
+    (jax-cuda13-plugin: ``$ORIGIN/../nvidia/cu13/lib``), judged before they are installed:
+    their CUDA major's runtime and cuBLAS must come with the install or be on the machine."""
+    loaded = {load.path for load in j.loads}
+    for obj in j.objects:
+        entries = [e for e in (*obj.runpath, *obj.rpath) if _WHEEL_DIR.search(e)]
+        if obj.path in loaded or obj.role == "vendor" or obj.opens is None or not entries:
+            continue
+        needs = majors_needed(obj, j.compat)
+        if not (obj.device or obj.static_runtime) or not needs or j.offer.libraries is None:
+            continue
+        major = needs[0].major
+        core = [lib.soname for lib in toolkit_libraries(major) if lib.extra in ("cudart", "cublas")]
+        if not core or any(_source(j, soname) is not None for soname in core):
+            continue
+        main = obj.device and bool(j.offer.gpus) and optional_reason(obj, j.needs.own) is None
+        extra, _ = best_extra(j.needs.requires, set(core))
+        fix = (
+            f'pip install "{canonicalize_name(j.needs.name)}[{extra}]"'
+            if extra
+            else fixes.library_install(core[-1], major)
+        )
+        j.add(
+            "libraries",
+            "fail" if main else "partial",
+            f"{obj.path} opens CUDA {major}'s libraries at run time from {entries[0]}; neither the "
+            f"install nor this machine brings any ({which(core, 3)}): its CUDA work fails with "
+            f"'{core[-1]}: {CANNOT_OPEN}'",
+            fix if main else "",
         )
 
 
@@ -155,7 +192,7 @@ def _library_fix(j: Judging, missing: Sequence[LibraryNeed]) -> str:
         return "run it on a machine with an NVIDIA driver"
     wanted = {lib.soname for lib in missing}
     extra, covered = best_extra(j.needs.requires, wanted)
-    lines = [f'pip install "{j.needs.name}[{extra}]"'] if extra else []
+    lines = [f'pip install "{canonicalize_name(j.needs.name)}[{extra}]"'] if extra else []
     lines += [
         fixes.library_install(lib.soname, _major(j, lib))
         for lib in missing
