@@ -24,6 +24,7 @@ from cuship.judge.ldso.process import Node, node_of
 from cuship.judge.ldso.scope import Base, base_process, pathfinder_dirs
 from cuship.judge.model import CANNOT_OPEN, ObjectLoad, Status, which
 from cuship.judge.needs import ObjectNeeds, WheelNeeds
+from cuship.judge.release import majors_needed
 from cuship.judge.roles import optional_reason
 from cuship.judge.state import Judging
 from cuship.machine.loader import LoaderView
@@ -133,7 +134,8 @@ def _load_one(
     missing = tuple(dict.fromkeys(m.name for m in process.missing))
     j.stale.update({m.name: m.stale for m in process.missing if m.stale})
     libraries = tuple((n.label, _where(n)) for n in local[1:])
-    openings = opened(process, root, obj, extra)
+    needs = majors_needed(obj, j.compat)
+    openings = opened(process, root, obj, extra, needs[0].major if needs else None)
     if missing:
         return ObjectLoad(path=obj.path, loads=False, optional=optional, libraries=libraries,
                           missing=missing, opens=openings)  # fmt: skip

@@ -29,11 +29,16 @@ _MAJOR = re.compile(r"nvidia/cu(\d{2})(?:/|$)")
 
 
 def opened(
-    process: Process, root: Node, obj: ObjectNeeds, extra: Sequence[str]
+    process: Process,
+    root: Node,
+    obj: ObjectNeeds,
+    extra: Sequence[str],
+    major: int | None = None,
 ) -> tuple[tuple[str, str | None], ...]:
     """Each NVIDIA library ``obj`` opens by name, and where it is found (None: nowhere);
     with, for an object opening libraries from NVIDIA wheel directories none of which is
-    there, one entry for those libraries."""
+    there, one entry for those libraries. ``major``: the CUDA the object needs, for wheel
+    directories that do not name it (``nvidia/cublas/lib``)."""
     groups: dict[str, list[str]] = {}
     for name in obj.opens or ():
         if is_nvidia_lib(name):
@@ -48,7 +53,7 @@ def opened(
                 where = f"{node.path} ({node.how})" if node.path else node.how
                 break
         found.append((" or ".join(ordered), where))
-    absent = _absent_wheel_dirs(process, root, obj)
+    absent = _absent_wheel_dirs(process, root, obj, major)
     if absent is not None:
         found.append((absent, None))
     return tuple(found)
@@ -68,11 +73,16 @@ def _wheel_dirs(obj: ObjectNeeds, root: Node, view: LoaderView) -> list[tuple[st
     return found
 
 
-def _absent_wheel_dirs(process: Process, root: Node, obj: ObjectNeeds) -> str | None:
+def _absent_wheel_dirs(
+    process: Process, root: Node, obj: ObjectNeeds, needed: int | None
+) -> str | None:
+    """With none of its NVIDIA wheel directories there, the libraries are looked for by the
+    system's search (the names XLA builds: libcublas.so.<major>), else said missing."""
     dirs = _wheel_dirs(obj, root, process.view)
     if not dirs or any(process.view.files.listdir(d) for _, d in dirs):
         return None
-    major = next((int(m[1]) for entry, _ in dirs if (m := _MAJOR.search(entry))), None)
+    named = next((int(m[1]) for entry, _ in dirs if (m := _MAJOR.search(entry))), None)
+    major = named if named is not None else needed
     if major is not None:
         for lib in toolkit_libraries(major):
             if process.find(lib.soname, root) is not None:
