@@ -340,8 +340,8 @@ def run_child(
         str(spec_file),
     ]
     try:
-        done = subprocess.run(
-            argv, capture_output=True, text=True, env=env, timeout=1800, check=False
+        done = subprocess.run(  # in scratch: libcufile writes cufile.log where it runs
+            argv, capture_output=True, text=True, env=env, timeout=1800, check=False, cwd=scratch
         )
     except subprocess.TimeoutExpired:
         return {"torch": "child timed out after 1800 s", "objects": {}}

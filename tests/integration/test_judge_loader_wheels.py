@@ -152,6 +152,7 @@ def test_doctor_loads_what_dlopen_loads(wheels: dict[str, Path], tmp_path: Path,
     dist = name.replace("_", "-")
     doctor = subprocess.run(
         [str(python), "-m", "cuship", "doctor", dist, "--json"],
+        cwd=tmp_path,
         env=run_env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     (package,) = json.loads(doctor.stdout)["packages"]
@@ -160,6 +161,7 @@ def test_doctor_loads_what_dlopen_loads(wheels: dict[str, Path], tmp_path: Path,
     site = package["location"]
     real = subprocess.run(
         [str(python), "-c", _LOAD, site, *loads],
+        cwd=tmp_path,
         env=run_env, capture_output=True, text=True, timeout=300, check=True,
     )  # fmt: skip
     assert loads == json.loads(real.stdout)
