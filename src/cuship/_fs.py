@@ -16,29 +16,29 @@ import hashlib
 import json
 import os
 import shutil
-import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cuship import _read
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 
 __all__ = [
-    "NotRegular",
+    "PathEscape",
     "exchange",
     "file_identity",
-    "file_kind",
     "locked",
-    "open_regular",
-    "open_stated",
-    "read_regular",
+    "move",
     "recover",
-    "regular_problem",
+    "remove_dir",
+    "remove_file",
+    "remove_tree",
     "sha256_file",
     "staging_dir",
     "umask",
+    "under",
     "write_atomic",
     "write_json",
 ]
@@ -50,100 +50,99 @@ def umask() -> int:
     """The process's umask, left as it is (Linux says it in /proc/self/status; elsewhere it is
     set and put back, which a thread creating files at that moment could see)."""
     try:
-        with open("/proc/self/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
+        for line in _read.read_bytes("/proc/self/status", _read.SYSTEM_FILE).splitlines():
+            if line.startswith(b"Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError, _read.Refused):
         pass
     old = os.umask(0o022)
     os.umask(old)
     return old
 
 
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
+class PathEscape(InputError):
+    """A path built from input that would leave the directory it belongs under."""
 
 
-class NotRegular(InputError):
-    """A path cuship reads as a file (a wheel, a RECORD, an ELF object, a config) that is not a
-    regular file: reading a FIFO or a device could block forever or never end."""
+def under(root: Path | str, *parts: str | os.PathLike[str]) -> Path:
+    """``root`` joined with ``parts``, proven to stay under ``root`` before anything is written
+    or deleted there: no part is ``..`` or an absolute path outside ``root``, none holds a NUL
+    or a backslash, the result is not ``root`` itself, and on disk the deepest part that exists
+    lies under ``root``'s real path (a symlink inside ``root`` that leads out is caught).
+    :class:`PathEscape` (exit 2) otherwise. Every delete and replace of cuship goes through it
+    (:func:`remove_tree`, :func:`remove_file`, :func:`move`; ``tests/unit/test_one_reader.py``
+    walks the code)."""
+    base = Path(os.path.normpath(Path(root).absolute()))
+    path = base
+    for part in parts:
+        text = os.fspath(part)
+        if not text or "\0" in text or "\\" in text:
+            raise _escape(base, text, "is not a path")
+        piece = Path(text)
+        if piece.is_absolute():
+            piece = _relative(base, piece)
+        if ".." in piece.parts:
+            raise _escape(base, text, "climbs out with '..'")
+        path = path / piece
+    if path == base:
+        raise _escape(base, "", "is the directory itself")
+    _held_on_disk(base, path)
+    return path
 
 
-def file_kind(mode: int) -> str:
-    """What ``mode`` (``st_mode``) says the file is: ``a regular file``, ``a FIFO (named
-    pipe)``, ``a directory``, a device, a socket."""
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
-
-
-def regular_problem(path: Path | str) -> str | None:
-    """Why the file at ``path`` cannot be read as a file, or None: it does not exist, is a
-    dangling symlink or a symlink loop, or is a FIFO, device, socket or directory (said as
-    such; a FIFO is never opened)."""
-    where = Path(path)
+def _relative(base: Path, piece: Path) -> Path:
     try:
-        mode = where.stat().st_mode
-    except FileNotFoundError:
-        return "is a dangling symlink" if where.is_symlink() else "does not exist"
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            return "is a symlink loop"
-        return f"cannot be read: {err.strerror or err}"
-    if stat.S_ISREG(mode):
-        return None
-    return f"is {file_kind(mode)}, not a regular file"
+        return Path(os.path.normpath(piece)).relative_to(base)
+    except ValueError:
+        raise _escape(base, str(piece), "lies elsewhere") from None
 
 
-def open_regular(path: Path | str, what: str = "file") -> int:
-    """A read-only descriptor of the regular file at ``path``; anything else (a FIFO, a
-    device, a directory) is :class:`NotRegular` naming its kind. Opened without blocking, so
-    a FIFO with no writer is refused at once, never waited on."""
-    return open_stated(path, what)[0]
+def _held_on_disk(base: Path, path: Path) -> None:
+    """The deepest existing ancestor of ``path`` (``path`` itself a link is not followed)
+    resolves under ``base``'s real path."""
+    real_base = os.path.realpath(base)
+    probe = path.parent
+    while not os.path.lexists(probe) and probe != base and base in probe.parents:
+        probe = probe.parent
+    real = os.path.realpath(probe)
+    if real != real_base and not real.startswith(real_base.rstrip(os.sep) + os.sep):
+        raise _escape(base, str(path.relative_to(base)), f"leads to {real!r} through a link")
 
 
-def open_stated(path: Path | str, what: str = "file") -> tuple[int, os.stat_result]:
-    """:func:`open_regular`, and the file's stat taken on the descriptor (one fstat, where a
-    caller that needs the stat would take a second)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise  # the caller says what a missing file means
-    except OSError as err:
-        problem = regular_problem(path) or f"cannot be opened: {err.strerror or err}"
-        raise NotRegular(f"the {what} {str(path)!r} {problem}") from err
-    found = os.fstat(fd)
-    if not stat.S_ISREG(found.st_mode):
-        os.close(fd)
-        raise NotRegular(
-            f"the {what} {str(path)!r} is {file_kind(found.st_mode)}, not a regular file; refused",
-            hint=f"pass a regular {what}",
-        )
-    os.set_blocking(fd, True)
-    return fd, found
+def _escape(base: Path, part: str, problem: str) -> PathEscape:
+    return PathEscape(
+        f"refusing the path {part!r} under {str(base)!r}: it {problem}",
+        hint="a name from input (a config, a wheel, an index) must stay a plain name",
+    )
 
 
-def read_regular(path: Path | str, what: str, limit: int) -> bytes:
-    """The bytes of the regular file at ``path`` (:func:`open_regular`), at most ``limit``:
-    a larger file is an :class:`~cuship.errors.InputError` (nothing past the limit is read)."""
-    fd = open_regular(path, what)
-    try:
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(limit + 1)
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise InputError(
-            f"the {what} {str(path)!r} is larger than {limit} bytes, the most cuship reads of it",
-            hint=f"pass a smaller {what}",
-        )
-    return data
+def remove_tree(root: Path | str, *parts: str | os.PathLike[str]) -> None:
+    """Delete the tree at :func:`under` ``(root, *parts)`` (a link there is removed, not
+    followed); nothing when it is absent."""
+    path = under(root, *parts)
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_file(root: Path | str, *parts: str | os.PathLike[str]) -> None:
+    """Delete the file (or link) at :func:`under` ``(root, *parts)``; nothing when absent."""
+    under(root, *parts).unlink(missing_ok=True)
+
+
+def remove_dir(root: Path | str, *parts: str | os.PathLike[str]) -> None:
+    """Remove the empty directory at :func:`under` ``(root, *parts)`` (OSError when it is not
+    empty, as :meth:`Path.rmdir`)."""
+    under(root, *parts).rmdir()
+
+
+def move(source: Path, root: Path | str, *parts: str | os.PathLike[str]) -> Path:
+    """Rename ``source`` to :func:`under` ``(root, *parts)`` in one step, replacing what is
+    there; the target."""
+    target = under(root, *parts)
+    source.replace(target)
+    return target
 
 
 def file_identity(path: Path | str | None) -> str:
@@ -160,9 +159,10 @@ def file_identity(path: Path | str | None) -> str:
 
 
 def sha256_file(path: Path) -> str:
-    """Hex sha256 of the file at ``path``, read in 1 MiB chunks (OSError propagates)."""
+    """Hex sha256 of the regular file at ``path``, read in 1 MiB chunks (a FIFO or a device is
+    :class:`~cuship._read.NotRegular`; OSError propagates)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with _read.reader(path, _read.HASHED) as handle:
         while block := handle.read(_CHUNK):
             digest.update(block)
     return digest.hexdigest()

@@ -23,18 +23,24 @@ import os
 import shlex
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
+from cuship import _read
+from cuship._format import size_text
 from cuship.errors import CannotStart, CheckFailed, TimedOut
 
-__all__ = ["DEVNULL", "PIPE", "Child", "Result", "ended", "run", "start", "tail"]
+__all__ = ["DEVNULL", "KEEP", "PIPE", "Child", "Result", "ended", "run", "start", "tail"]
 
 PIPE = subprocess.PIPE
 DEVNULL = subprocess.DEVNULL
 _STDOUT = subprocess.STDOUT
 _REAP = 10.0  # seconds to collect a killed group's output before leaving it
+KEEP = _read.CHILD_OUTPUT.limit  # bytes of each stream :func:`run` keeps by default
+_TAIL = 64 << 10  # bytes kept from the end of a stream past ``keep``
 
 
 def ended(code: int) -> str:
@@ -62,6 +68,7 @@ class Result:
     returncode: int
     stdout: str = ""
     stderr: str = ""
+    cut: bool = False  # more was printed than kept (see :func:`run`'s ``keep``)
 
     @property
     def ok(self) -> bool:
@@ -96,6 +103,10 @@ class Child:
     @property
     def stdout(self) -> IO[Any] | None:
         return self._popen.stdout
+
+    @property
+    def stderr(self) -> IO[Any] | None:
+        return self._popen.stderr
 
     @property
     def returncode(self) -> int | None:
@@ -188,37 +199,146 @@ def run(
     check: bool = False,
     name: str | None = None,
     hint: str | None = None,
+    keep: int = KEEP,
+    stop_past_keep: bool = False,
 ) -> Result:
     """Run ``argv`` to its end in a process group of its own and return what it did.
 
-    Output is captured as text (undecodable bytes replaced); with ``log`` stdout and stderr go
-    to that open file instead. Past ``timeout`` seconds the group is killed and :class:`TimedOut`
-    raised; on any exception while waiting (Ctrl-C) the group is killed and the exception
-    re-raised. ``check``: an exit code other than 0 is :class:`CheckFailed` quoting the tail of
-    its stderr.
+    Output is captured as text (undecodable bytes replaced), at most ``keep`` bytes of each
+    stream (:data:`KEEP` by default; a tool that prints 3 GB costs that much memory, not 3 GB):
+    past it the start and the last 64 KiB are kept and :attr:`Result.cut` says so. With ``log``
+    stdout and stderr go to that open file instead. Past ``timeout`` seconds the group is
+    killed and :class:`TimedOut` raised; on any exception while waiting (Ctrl-C) the group is
+    killed and the exception re-raised. ``check``: an exit code other than 0 is
+    :class:`CheckFailed` quoting the tail of its stderr. ``stop_past_keep``: a process that
+    prints more than ``keep`` is ended there (a probe whose answer is a few KiB: past the bound
+    the answer is no answer, and reading 3 GB to throw it away takes time).
     """
+    captured = log is None
     child = start(
         argv,
         env=env,
         cwd=cwd,
         stdin=DEVNULL if input is None else PIPE,
-        stdout=PIPE if log is None else log,
-        stderr=PIPE if log is None else _STDOUT,
+        stdout=PIPE if captured else log,
+        stderr=PIPE if captured else _STDOUT,
+        text=not captured,
         name=name,
         hint=hint,
     )
+    streams = _Streams(child, keep, input, stop=stop_past_keep) if captured else None
     try:
-        out, err = child.communicate(input, timeout)
+        code = _wait(child, streams, timeout)
     except TimeoutError as expired:
-        child.end()
+        _end(child, streams)
         raise TimedOut(argv, timeout or 0.0, name=name) from expired
     except BaseException:
-        child.end()
+        _end(child, streams)
         raise
-    done = Result(argv=tuple(argv), returncode=child.wait(), stdout=out or "", stderr=err or "")
+    out, err, cut = streams.texts() if streams is not None else ("", "", False)
+    done = Result(argv=tuple(argv), returncode=code, stdout=out, stderr=err, cut=cut)
     if check and not done.ok:
         said = done.tail()
         raise CheckFailed(
             f"{shlex.join(argv)!r} failed (exit {done.returncode})" + (f":\n{said}" if said else "")
         )
     return done
+
+
+class _Kept:
+    """What one stream said, bounded: its first ``keep`` bytes and, past them, its last 64 KiB."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.keep - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            over = len(self.tail) - _TAIL
+            if over > 0:
+                del self.tail[:over]
+                self.dropped += over
+
+    def text(self) -> str:
+        body = bytes(self.head)
+        if self.tail:
+            gap = f"\n[... {size_text(self.dropped)} not kept ...]\n" if self.dropped else ""
+            body += gap.encode() + bytes(self.tail)
+        return body.decode("utf-8", errors="replace")
+
+
+class _Streams:
+    """Threads that feed ``input`` to a child and drain its stdout and stderr, bounded."""
+
+    def __init__(self, child: Child, keep: int, input: str | None, *, stop: bool) -> None:
+        self.kept = (_Kept(keep), _Kept(keep))
+        over = child.kill if stop else None
+        self.threads = [
+            threading.Thread(target=_drain, args=(pipe, kept, over), daemon=True)
+            for pipe, kept in zip((child.stdout, child.stderr), self.kept, strict=True)
+        ]
+        if input is not None:
+            self.threads.append(
+                threading.Thread(target=_feed, args=(child.stdin, input), daemon=True)
+            )
+        for thread in self.threads:
+            thread.start()
+
+    def join(self, deadline: float | None) -> bool:
+        """Whether every stream ended by ``deadline`` (monotonic seconds; None: no limit)."""
+        for thread in self.threads:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in self.threads)
+
+    def texts(self) -> tuple[str, str, bool]:
+        out, err = self.kept
+        return out.text(), err.text(), bool(out.tail or err.tail)
+
+
+def _drain(pipe: IO[bytes] | None, kept: _Kept, over: Callable[[], None] | None) -> None:
+    if pipe is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        while chunk := pipe.read1(1 << 16):  # type: ignore[attr-defined]
+            kept.add(chunk)
+            if over is not None and kept.tail:  # past the bound: end it, read what is left
+                over()
+                over = None
+    with contextlib.suppress(OSError):
+        pipe.close()
+
+
+def _feed(pipe: IO[bytes] | None, input: str) -> None:
+    if pipe is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        pipe.write(input.encode("utf-8"))
+    with contextlib.suppress(OSError, ValueError):
+        pipe.close()
+
+
+def _wait(child: Child, streams: _Streams | None, timeout: float | None) -> int:
+    """The child's exit code once it and its output streams have ended; TimeoutError past
+    ``timeout`` seconds (the streams' end counts: a grandchild may hold them open)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    code = child.wait(timeout)
+    if streams is not None and not streams.join(deadline):
+        raise TimeoutError(f"its output did not end within {timeout:g} s")
+    return code
+
+
+def _end(child: Child, streams: _Streams | None) -> None:
+    """Kill the child's group and collect it; its streams drained for a few seconds."""
+    if streams is None:
+        child.end()
+        return
+    child.kill()
+    streams.join(time.monotonic() + _REAP)
+    child.wait()

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
-from cuship._fs import write_json
+from cuship import _read
+from cuship._fs import remove_file, write_json
 from cuship.attest.keys import SigningKey
 from cuship.builder import collapse
 from cuship.builder.model import BuildPlan, Host
@@ -331,7 +332,6 @@ def _check_installed(
     """The quick check of what users install: ``wheel`` into a venv layered over this
     environment (gpu-run's install, no network), then ``cuship check --quick --device cpu
     --installed`` inside it, not stored."""
-    import json
     import sys
 
     from cuship import process
@@ -352,7 +352,7 @@ def _check_installed(
             hint=f"see {installed.log}",
         )
     report_path = work / "check.json"
-    report_path.unlink(missing_ok=True)
+    remove_file(work, "check.json")
     argv = [plan.python, "-m", "cuship", "check", str(path), "--quick", "--device", "cpu"]
     argv += ["--installed", "--no-store", "--format", "json", "-o", str(report_path)]
     argv += ["--allow-missing-engines"]  # ship names them in its summary; it does not fail
@@ -361,7 +361,7 @@ def _check_installed(
     if not report_path.is_file():
         tail = done.tail(1) or "no output"
         raise CheckFailed(f"the quick check of {wheel.name} wrote no report: {tail}")
-    report = CheckReport.from_json(json.loads(report_path.read_text(encoding="utf-8")))
+    report = CheckReport.from_json(_read.read_json(report_path, _read.RESULTS))
     _say_unavailable(report, emit)
     return report
 

@@ -21,6 +21,7 @@ from tests.integration import clirun
 
 cuship = partial(clirun.cuship, drop=("GITHUB_ACTIONS", "CI"))
 _TIMES = re.compile(r"\d+\.\d+ ?s\b")
+_PADDING = re.compile(r" {2,}")  # a table's columns are as wide as its widest time
 
 
 def _json(path: Path) -> list[dict[str, Any]]:
@@ -55,7 +56,7 @@ def _run(example: Path, out: Path, parallel: str) -> tuple[str, str]:
     for fmt in ("json", "junit"):
         done = cuship("check", *args, "--parallel", parallel, "--format", fmt, "-o", out / fmt)
         assert done.returncode == 0, done.stderr
-    return _TIMES.sub("T", text.stdout), text.stderr
+    return _PADDING.sub(" ", _TIMES.sub("T", text.stdout)), text.stderr
 
 
 def test_serial_and_parallel_runs_report_the_same_cases_in_the_same_order(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
+import pytest
 
 from cuship.check import Impl, Op, Scalar, Tensor, edge_sizes
 from cuship.check.declare.inputs import bf16_round, crossing_size, make_inputs, plan_cases
+from cuship.check.declare.registry import DeclarationError
 
 
 def _ref(a: float, x: Any) -> Any:
@@ -179,3 +182,40 @@ def test_bf16_round_keeps_8_bits_of_mantissa_ties_to_even() -> None:
     assert (out.view(np.uint32) & 0xFFFF == 0)[:5].all()
     bf = _values("normal", "bfloat16").values["x"]
     assert np.array_equal(bf, bf16_round(bf))
+
+
+SOFTMAX = Op(
+    name="softmax",
+    reference=_ref,
+    inputs=(Tensor(name="x", dims=("rows", "cols")),),
+    shapes=({"rows": 2, "cols": 100},),
+    crosses={"cols": (32768, 65536)},
+    impls=(Impl(kind="native", fn=_ref),),
+)
+
+
+def _sizes(extended: bool) -> list[dict[str, int]]:
+    cases = plan_cases(
+        SOFTMAX, "float32", seed=0, extended=extended, all_distributions=False, fuzz=0
+    )
+    return [dict(c.sizes) for c in cases]
+
+
+def test_a_quick_run_samples_one_case_past_each_declared_threshold() -> None:
+    assert _sizes(False) == [
+        {"rows": 2, "cols": 100},
+        {"rows": 2, "cols": 32769},
+        {"rows": 2, "cols": 65537},
+    ]
+
+
+def test_a_thorough_run_takes_each_threshold_and_one_past_it() -> None:
+    cols = [s["cols"] for s in _sizes(True)]
+    assert cols == [100, 32768, 32769, 65536, 65537]
+
+
+def test_crosses_names_a_dimension_of_the_shapes() -> None:
+    with pytest.raises(DeclarationError, match="unknown dimension in crosses 'width'"):
+        dataclasses.replace(SOFTMAX, crosses={"width": (10,)})
+    with pytest.raises(DeclarationError, match="not a tuple of sizes"):
+        dataclasses.replace(SOFTMAX, crosses={"cols": (0,)})

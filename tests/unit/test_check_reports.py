@@ -205,3 +205,30 @@ def test_a_json_report_reads_back_and_renders_the_same_junit() -> None:
     again = CheckReport.from_json(json.loads(render_json(gated)))
     assert again == gated
     assert render_junit(again) == render_junit(gated)
+
+
+def _raise_no_device() -> None:
+    raise RuntimeError("No device were detected on your machine !")
+
+
+def test_a_package_that_failed_to_import_is_the_first_thing_said() -> None:
+    from cuship.provenance import failed_import
+
+    try:
+        _raise_no_device()
+    except RuntimeError as err:
+        error = failed_import(err)
+    line = _raise_no_device.__code__.co_firstlineno + 1
+    assert error == (
+        f"RuntimeError: No device were detected on your machine ! (at {__file__}:{line} in "
+        "_raise_no_device)"
+    )
+    broken = dataclasses.replace(PROVENANCE.packages[0], error=error, origin="source")
+    report = dataclasses.replace(
+        _unavailable_report(_group("add", "native", _case(0, "error"))),
+        provenance=Provenance(packages=(broken,)),
+    )
+    first = render_text(report).splitlines()[0]
+    assert first == f"package cuvecops failed to import from /venv/site-packages/cuvecops: {error}"
+    document = json.loads(render_json(report))
+    assert document["provenance"]["packages"][0]["error"] == error

@@ -94,12 +94,14 @@ def test_the_worker_command_under_each_tool(tool: str) -> None:
     setup = WorkerSetup(
         modules=("checks.py",), root=Path("/p"), pythonpath=(), env={}, prefix=prefix
     )
-    assert worker_argv(setup) == [
+    argv = worker_argv(setup)
+    assert argv[:-1] == [
         "/cuda/bin/compute-sanitizer", "--tool", tool, "--print-limit", "200",
-        "--log-file", str(log), sys.executable, "-m", "cuship.check.run._worker",
+        "--log-file", str(log), sys.executable, "-c",
     ]  # fmt: skip
+    assert "from cuship.check.run import _worker" in argv[-1]
     plain = WorkerSetup(modules=(), root=Path("/p"), pythonpath=(), env={})
-    assert worker_argv(plain) == [sys.executable, "-m", "cuship.check.run._worker"]
+    assert worker_argv(plain)[:2] == [sys.executable, "-c"]
 
 
 def test_a_sanitized_worker_is_told_where_to_mark() -> None:

@@ -62,7 +62,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             {
                 "_format",
                 "_fs",
-                "_json",
+                "_names",
+                "_read",
                 "errors",
                 "events",
                 "process",

@@ -175,7 +175,7 @@ def test_template_values_and_formatting() -> None:
         ('[project]\nversion = "1"\n', "project.name: missing"),
         ('[project]\nname = "a"\n[tool.cuship.prebuilt]\nindx = "x"\n', "indx: unknown key"),
         ('[project]\nname = "a"\n[tool.cuship.prebuilt]\nindex = 3\n', "must be a string"),
-        ("[project\n", "cannot read it"),
+        ("[project\n", "not valid TOML"),
         (
             '[project]\nname = "a"\n[tool.cuship.prebuilt]\nbuild-requires = ["sk build>="]\n',
             "'sk build>=' is not a requirement",

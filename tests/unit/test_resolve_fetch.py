@@ -97,8 +97,8 @@ def test_json_files() -> None:
     [
         (b"<html>", "not JSON"),
         (b"[1, 2]", "without a 'files' list"),
-        (b'{"files": [{"url": "x"}]}', "without a filename"),
-        (b'{"files": [{"filename": "a.whl"}]}', "has no url"),
+        (b'{"files": [{"url": "x"}]}', r"at files\[0\]: no 'filename'"),
+        (b'{"files": [{"filename": "a.whl"}]}', r"at files\[0\]: no 'url'"),
     ],
 )
 def test_json_garbage(body: bytes, problem: str) -> None:

@@ -136,7 +136,11 @@ def test_a_lone_surrogate_in_a_page_is_garbage_not_text() -> None:
 
 def test_a_deeply_nested_file_entry_is_described_briefly() -> None:
     body = b'{"files": [' + b"[" * 500 + b"]" * 500 + b"]}"
-    with pytest.raises(InputError, match="without a filename") as caught:
+    with pytest.raises(InputError, match="nested too deeply") as caught:
+        parse_json(body, PAGE)
+    assert len(str(caught.value)) < 400
+    body = b'{"files": [' + b"[" * 40 + b"]" * 40 + b"]}"  # within the depth bound
+    with pytest.raises(InputError, match=r"at files\[0\]: expected object, got \[\[\[") as caught:
         parse_json(body, PAGE)
     assert len(str(caught.value)) < 400
 

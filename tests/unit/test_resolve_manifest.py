@@ -254,8 +254,11 @@ def test_a_v2_map_entry_naming_no_manifest_is_ignored_with_a_warning(
 BROKEN: list[tuple[object, str]] = [
     (b"\x00 not json {", "Expecting value"),
     (b'{"wheels": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
-    ({"schema": "cuship-project/1", "wheels": "all"}, "no 'wheels' list"),
-    ([_record()], "no 'wheels' list"),
+    (
+        {"schema": "cuship-project/1", "wheels": "all"},
+        "the document at wheels: expected array, got 'all'",
+    ),
+    ([_record()], "the document: expected object, got [{"),
     ({**_project(), "project": "Other_Pkg"}, "describes the project 'Other_Pkg', not 'pkg'"),
     (None, "404 Not Found"),  # the page promised it
     (b" " * (2 << 20), "larger than 1 MiB"),

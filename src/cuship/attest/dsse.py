@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuship import _fs, _json
+from cuship import _fs, _read
 from cuship.attest.keys import SigningKey
 from cuship.errors import InputError
 
@@ -162,10 +162,11 @@ def parse_envelope(text: str) -> Envelope:
     text (a lone surrogate as ``payloadType``) are defects like any other.
     """
     try:
-        document = _json.loads(text)
-    except _json.JsonRefused as err:
-        raise EnvelopeError(f"not a DSSE envelope cuship reads: {err}") from err
-    except json.JSONDecodeError as err:
+        document = _read.loads(text)
+    except _read.JsonRefused as refused:
+        err = refused.__cause__
+        if not isinstance(err, json.JSONDecodeError):
+            raise EnvelopeError(f"not a DSSE envelope cuship reads: it {refused.problem}") from None
         if err.msg == "Extra data":
             raise EnvelopeError(
                 "holds more than one JSON document; cuship reads one envelope per file"

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from cuship import _read
 from cuship.errors import InputError, ToolMissing, UsageError
 
 if TYPE_CHECKING:
@@ -130,21 +131,24 @@ def keygen(path: Path) -> KeyPair:
     return KeyPair(private=path, public=pub, keyid=key_id(private.public_key()))
 
 
-def _read(path: Path, what: str) -> bytes:
+def _key_bytes(path: Path, what: str) -> bytes:
+    """The key file's bytes (:mod:`cuship._read`: a regular file of at most 64 KiB; a FIFO or
+    ``/dev/zero`` is refused unread)."""
     try:
-        return path.read_bytes()
+        return _read.read_bytes(path, _read.KEY)
     except OSError as err:
         raise InputError(
-            f"cannot read the {what} {str(path)!r}: {err.strerror or err}",
-            hint="pass the file `cuship keygen` wrote (KEY for signing, KEY.pub for verifying)",
+            f"cannot read the {what} {str(path)!r}: {err.strerror or err}", hint=_read.KEY.hint
         ) from err
+    except _read.Refused as err:
+        raise InputError(f"the {what} {str(path)!r} {err.problem}", hint=_read.KEY.hint) from None
 
 
 def load_signing_key(path: Path) -> SigningKey:
     """The ed25519 private key in PEM file ``path``; anything else is an :class:`InputError`."""
     ed25519 = _ed25519()
     ser = _serialization()
-    data = _read(path, "private key")
+    data = _key_bytes(path, "private key")
     try:
         key = ser.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as err:
@@ -164,7 +168,7 @@ def load_verify_key(path: Path) -> VerifyKey:
     """The ed25519 public key in PEM file ``path`` (a private key file is accepted too)."""
     ed25519 = _ed25519()
     ser = _serialization()
-    data = _read(path, "public key")
+    data = _key_bytes(path, "public key")
     try:
         if b"PRIVATE KEY" in data:
             key = ser.load_pem_private_key(data, password=None).public_key()

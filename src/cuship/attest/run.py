@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from cuship import _json
+from cuship import _read
 from cuship.attest import attest, attestation_path, write_envelope
 from cuship.attest.keys import SigningKey
 from cuship.attest.predicates import (
@@ -38,12 +38,12 @@ Machine = Callable[[], Mapping[str, Any]]
 def read_results(path: Path) -> object:
     """A results document (JSON); unreadable or malformed files are an :class:`InputError`."""
     try:
-        return _json.loads(path.read_bytes())
+        return _read.read_json(path, _read.RESULTS)
     except OSError as err:
         raise InputError(f"cannot read results {str(path)!r}: {err.strerror or err}") from err
-    except ValueError as err:
+    except _read.Refused as err:
         raise InputError(
-            f"results file {str(path)!r} is not JSON: {err}",
+            err.message,
             hint="pass what `cuship check --format json -o F` or `cuship bench --export json` wrote",
         ) from err
 

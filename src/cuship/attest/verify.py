@@ -10,15 +10,12 @@ fail the verification with that reason (exit 1), never a traceback.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuship import _json
-from cuship._format import size_text
+from cuship import _read
 from cuship.attest.dsse import (
     IN_TOTO_PAYLOAD_TYPE,
     STATEMENT_TYPE,
@@ -82,25 +79,24 @@ class Verification:
         }
 
 
-def _read(path: Path, max_bytes: int) -> str:
+def _envelope_text(path: Path, max_bytes: int) -> str:
+    """The envelope's text (:mod:`cuship._read`): a FIFO or a device is bad input (exit 2);
+    one past ``max_bytes`` or not UTF-8 is no envelope cuship reads (a failed verification)."""
     try:
-        with path.open("rb") as stream:
-            size = os.fstat(stream.fileno()).st_size
-            data = b"" if size > max_bytes else stream.read(max_bytes + 1)
+        data = _read.read_bytes(path, _read.ENVELOPE, limit=max_bytes)
+    except _read.NotRegular:
+        raise
     except OSError as err:
         raise InputError(
             f"cannot read the attestation {str(path)!r}: {err.strerror or err}",
-            hint="pass the .intoto.jsonl file `cuship attest` wrote",
+            hint=_read.ENVELOPE.hint,
         ) from err
-    if size > max_bytes or len(data) > max_bytes:
-        raise _Rejected(
-            f"not a DSSE envelope cuship reads: larger than {size_text(max_bytes)}"
-            + (f" ({size_text(size)})" if size > max_bytes else "")
-        )
+    except _read.Refused as err:
+        raise _Rejected(f"not a DSSE envelope cuship reads: it {err.problem}") from None
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise _Rejected(f"not a DSSE envelope: not UTF-8 text ({err})") from err
+        return _read.decode(data, "the envelope")
+    except _read.Refused as err:
+        raise _Rejected(f"not a DSSE envelope: {err.problem.removeprefix('is ')}") from None
 
 
 def _check_signature(envelope: Envelope, key: VerifyKey) -> None:
@@ -133,11 +129,9 @@ def _subject(raw: object, index: int) -> Subject:
 
 def _statement(payload: bytes) -> tuple[str, Mapping[str, Any], tuple[Subject, ...]]:
     try:
-        document = _json.loads(payload)
-    except _json.JsonRefused as err:
-        raise _Rejected(f"the signed payload is not a statement cuship reads: {err}") from err
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise _Rejected(f"the signed payload is not JSON: {err}") from err
+        document = _read.loads(payload)
+    except _read.JsonRefused as err:
+        raise _Rejected(f"the signed payload {err.problem}") from err
     if not isinstance(document, Mapping) or document.get("_type") != STATEMENT_TYPE:
         found = document.get("_type") if isinstance(document, Mapping) else document
         raise _Rejected(f"the payload is not an in-toto Statement v1 (_type {found!r})")
@@ -186,7 +180,7 @@ def verify(
             raise InputError(f"no such file to check: {str(path)!r}")
     where = str(envelope_path)
     try:
-        envelope = parse_envelope(_read(envelope_path, max_bytes))
+        envelope = parse_envelope(_envelope_text(envelope_path, max_bytes))
         _check_signature(envelope, key)
         if envelope.payload_type != IN_TOTO_PAYLOAD_TYPE:
             raise _Rejected(

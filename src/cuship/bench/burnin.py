@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cuship import _read
 from cuship.bench.registry import Point
 from cuship.errors import UsageError
 
@@ -39,8 +40,8 @@ def rss_bytes(statm: str, page_size: int) -> int:
 
 
 def _read_rss() -> int:
-    with open("/proc/self/statm", encoding="ascii") as fh:
-        return rss_bytes(fh.read(), os.sysconf("SC_PAGE_SIZE"))
+    statm = _read.read_bytes("/proc/self/statm", _read.SYSTEM_FILE).decode("ascii", "replace")
+    return rss_bytes(statm, os.sysconf("SC_PAGE_SIZE"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,10 +11,9 @@ import json
 import platform
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from importlib import metadata
 from typing import Any
 
-from cuship import settings
+from cuship import _read, settings
 
 __all__ = ["PACKAGES", "TIMER_NAMES", "bench_fingerprint", "cpu_model", "machine_id"]
 
@@ -40,11 +39,10 @@ def cpu_model(cpuinfo: str) -> str:
     return platform.processor() or platform.machine()
 
 
-def _read(path: str) -> str:
+def _system_text(path: str) -> str:
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError:
+        return _read.read_bytes(path, _read.SYSTEM_FILE).decode("utf-8", errors="replace")
+    except (OSError, _read.Refused):
         return ""
 
 
@@ -52,9 +50,11 @@ def _versions(names: Sequence[str]) -> dict[str, str]:
     found = {}
     for name in names:
         try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
+            version = _read.installed_version(name)
+        except _read.Refused:
             continue
+        if version is not None:
+            found[name] = version
     return found
 
 
@@ -108,7 +108,7 @@ def bench_fingerprint(
         "driver": fp.driver_version,
         "cuda": cuda,
         **clocks,
-        "cpu_model": cpu_model(_read("/proc/cpuinfo")),
+        "cpu_model": cpu_model(_system_text("/proc/cpuinfo")),
         "cpu_count": fp.cpus,
         "python": platform.python_version(),
         "packages": _versions((*PACKAGES, *([project_package] if project_package else []))),

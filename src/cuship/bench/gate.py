@@ -7,15 +7,16 @@ this machine), or a JSON file written by ``cuship bench --export``. Runs from an
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cuship import _read
 from cuship.bench.results import FORMAT, FloorCheck
 from cuship.bench.timers.measure import usable
 from cuship.errors import InputError, UsageError
+from cuship.schema.inputs import check_input
 
 __all__ = [
     "FLOOR_METRICS",
@@ -163,10 +164,10 @@ def _from_rows(source: str, fingerprint: Mapping[str, Any], rows: Any) -> Timing
 
 def _from_file(path: Path) -> TimingBaseline:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
+        doc = _read.read_json(path, _read.BASELINE)
+    except OSError as err:
         raise InputError(
-            f"cannot read the baseline {str(path)!r}: {err}",
+            f"cannot read the baseline {str(path)!r}: {err.strerror or err}",
             hint="pass a JSON file written by `cuship bench --export json`",
         ) from err
     found = doc.get("format") if isinstance(doc, dict) else None
@@ -177,6 +178,7 @@ def _from_file(path: Path) -> TimingBaseline:
             f"this cuship reads {FORMAT!r}",
             hint="re-run the baseline with this cuship to refresh it",
         )
+    check_input(doc, "bench-baseline", f"baseline {str(path)!r}")
     try:
         return _from_rows(str(path), doc["run"]["fingerprint"], doc["results"])
     except (KeyError, TypeError, ValueError) as err:

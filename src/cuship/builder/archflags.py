@@ -9,11 +9,11 @@ mamba) is steered only by the nvcc it runs, found through ``CUDA_HOME``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuship import _read
 from cuship.builder.model import Step
 from cuship.builder.run import nvcc_shim
 from cuship.config import Config
@@ -130,15 +130,14 @@ def read_calls(raw_dir: Path) -> NvccCalls | None:
     """The nvcc log of a build in ``raw_dir``; None when the build ran no shim."""
     path = log_path(raw_dir)
     try:
-        with path.open("rb") as handle:
-            text = handle.read(_MAX_LOG).decode("utf-8", "replace")
+        text = _read.read_head(path, _read.LOG, _MAX_LOG).decode("utf-8", "replace")
     except FileNotFoundError:
         return None
     records: list[Mapping[str, object]] = []
     for line in text.splitlines():
         try:
-            record = json.loads(line)
-        except ValueError:
+            record = _read.loads(line)
+        except _read.JsonRefused:
             continue
         if isinstance(record, dict):
             records.append(record)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from cuship._fs import remove_file
 from cuship.builder.model import BuildPlan, Step
 from cuship.builder.record import read_record, write_record
 from cuship.builder.run.execute import JobResult
@@ -206,7 +207,7 @@ class Collapser:
             return result
         # only the label changes: the binaries, and so their verification, stay as they were
         wheel = retag(result.wheel, local=free.label, out_dir=result.wheel.parent)
-        result.wheel.unlink()
+        remove_file(result.wheel.parent, result.wheel.name)
         report = inspect_wheel(wheel)
         self._event(
             "info",

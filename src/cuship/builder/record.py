@@ -4,9 +4,9 @@ reads it."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from cuship import _read
 from cuship._fs import write_json
 from cuship.config import Config
 from cuship.errors import InputError
@@ -23,10 +23,10 @@ def read_record(root: Path) -> AbiRecord | None:
     """The record under ``root``, if there is one."""
     path = root / RECORD
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = _read.read_json(path, _read.CACHE)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as err:
+    except (OSError, _read.Refused) as err:
         raise InputError(
             f"cannot read the torch ABI record {str(path)!r}: {err}",
             hint="delete it; the next build writes it again",

@@ -28,14 +28,13 @@ a project that fixes its own ``build-dir``.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from cuship._fs import file_identity, sha256_file, write_json
+from cuship import _read
+from cuship._fs import file_identity, remove_file, remove_tree, sha256_file, write_json
 from cuship.builder.model import BuildDir, BuildPlan, Step, requirement_name
 from cuship.builder.uptodate import digest, steps_document
 from cuship.config import Config
@@ -199,10 +198,8 @@ def changed(before: Mapping[str, str] | None, now: Mapping[str, str]) -> tuple[s
 
 def _read_key(path: Path) -> dict[str, str] | None:
     try:
-        if path.stat().st_size > _KEY_LIMIT:
-            return None
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = _read.read_json(path, _read.CACHE, limit=_KEY_LIMIT)
+    except (OSError, _read.Refused):
         return None
     if not isinstance(doc, dict) or not all(isinstance(v, str) for v in doc.values()):
         return None
@@ -217,9 +214,9 @@ def open_build_dir(path: Path, parts: Mapping[str, str]) -> tuple[bool, str]:
     before = _read_key(path / KEY_FILE)
     differ = changed(before, parts)
     if not differ:
-        (path / KEY_FILE).unlink()
+        remove_file(path, KEY_FILE)
         return True, f"build dir {path}: reused (the same key as its last build: configure kept)"
-    shutil.rmtree(path, ignore_errors=True)
+    remove_tree(path.parent, path.name)
     path.mkdir(parents=True)
     if before is None:
         return False, f"build dir {path}: new (no earlier build with a key)"

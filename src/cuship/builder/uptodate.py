@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cuship import _read
 from cuship._fs import sha256_file, write_json
 from cuship.builder.model import BuildPlan, Step
 from cuship.version import __version__
@@ -79,10 +80,8 @@ def reused(plan: BuildPlan) -> Path | None:
         return None
     path = record_path(plan)
     try:
-        if not path.is_file() or path.stat().st_size > _RECORD_LIMIT:
-            return None
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        record = _read.read_json(path, _read.CACHE, limit=_RECORD_LIMIT)
+    except (OSError, _read.Refused):
         return None
     if not isinstance(record, dict) or record.get("inputs") != plan.inputs:
         return None

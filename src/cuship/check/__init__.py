@@ -7,7 +7,6 @@ Check modules import their declarations from here::
 
 from __future__ import annotations
 
-from cuship.check.declare.inputs import edge_sizes
-from cuship.check.declare.registry import Impl, Invariant, Op, Scalar, Tensor
+from cuship.check.declare.registry import Impl, Invariant, Op, Scalar, Tensor, edge_sizes
 
 __all__ = ["Impl", "Invariant", "Op", "Scalar", "Tensor", "edge_sizes"]

@@ -106,6 +106,9 @@ def _seed(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
 @verbose_option
 def command(path: Path, **options: object) -> None:
     """Check the kernels of the project at PATH (or one check module .py) against references."""
+    from cuship.check.run.availability import require_numpy
+
+    require_numpy()  # the planner draws each case's values with it
     from cuship.check.run.device import choose_device
     from cuship.check.run.session import CheckRequest, run_check
 
@@ -137,6 +140,7 @@ def command(path: Path, **options: object) -> None:
         installed=bool(options["installed"]),
         sanitize=sanitize,
         force_ptx=bool(options["force_ptx"]),
+        cwd=Path.cwd(),
     )
     from cuship.cli._progress import progress_display
 

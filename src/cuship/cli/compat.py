@@ -119,6 +119,7 @@ def command(
 def _refresh(data: Compat, index: str, write: str | None, as_json: bool) -> None:
     from pathlib import Path
 
+    from cuship._read import CONFIG, read_text
     from cuship.compat import DATA_DIR
     from cuship.resolve.releases import refresh, updated_toml
 
@@ -126,7 +127,7 @@ def _refresh(data: Compat, index: str, write: str | None, as_json: bool) -> None
     console = make_console()
     if write is not None:
         source = index.rstrip("/") + "/torch/"
-        text = updated_toml((DATA_DIR / "torch.toml").read_text(encoding="utf-8"), result, source)
+        text = updated_toml(read_text(DATA_DIR / "torch.toml", CONFIG), result, source)
         Path(write).write_text(text, encoding="utf-8")
     if as_json:
         console.print_json(result.to_json())

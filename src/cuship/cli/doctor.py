@@ -29,7 +29,7 @@ def command(packages: tuple[str, ...], as_json: bool) -> None:
 def render(report: DoctorReport, *, detailed: bool = False) -> str:
     """The report as text: the machine, a block per package (one line for a package with no
     CUDA or torch code and no problem, unless ``detailed``), the summary."""
-    lines = [_machine(report.machine), ""]
+    lines = [_machine(report.machine), *(f"  note  {n}" for n in report.machine.notes), ""]
     for package in report.packages:
         lines += _package(package, detailed=detailed)
     for skipped in report.skipped:

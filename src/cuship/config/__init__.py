@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from cuship import _json
+from cuship import _read
 from cuship import schema as typed
 from cuship.config import files, values
 from cuship.config.ci import CiSection
@@ -199,7 +199,11 @@ class BuildSection:
         "unchanged raw wheel, each keyed on what decides it; false: every build starts clean.",
         default=True,
     )
-    extra_deps: tuple[str, ...] = field_doc("Installed before building.", default=())
+    extra_deps: tuple[str, ...] = field_doc(
+        "Installed before building (PEP 508 requirements; no pip option, no path).",
+        default=(),
+        validate=values.requirement,
+    )
     build_args: tuple[str, ...] = field_doc("Extra arguments for the build frontend.", default=())
     test_import: str | None = field_doc("Module imported by the smoke test.", default=None)
     image: str = field_doc(
@@ -575,7 +579,7 @@ def _backend(pyproject: Mapping[str, Any], source: Path) -> tuple[str | None, st
         raise ConfigError(
             str(source),
             "build-system.build-backend",
-            f"expected a string, got {_json.shown(backend)}",
+            f"expected a string, got {_read.shown(backend)}",
             hint='name one backend module, e.g. "setuptools.build_meta"',
         )
     skbuild = files.table(files.table(pyproject, "tool", source), "tool.scikit-build", source)

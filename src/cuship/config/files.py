@@ -5,20 +5,14 @@ problem is a :class:`~cuship.errors.ConfigError` naming the file (and the key, w
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from cuship import _read
 from cuship._format import size_text
-from cuship._json import shown
+from cuship._read import shown
 from cuship.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = [
     "MAX_CONFIG_BYTES",
@@ -30,62 +24,43 @@ __all__ = [
     "table",
 ]
 
-MAX_CONFIG_BYTES = 4 << 20  # a config file is a few KiB; this is far past any real one
+MAX_CONFIG_BYTES = _read.CONFIG.limit  # a config file is a few KiB; this is far past any real one
+
+
+def _refused(path: Path, err: _read.Refused, hint: str | None = None) -> ConfigError:
+    return ConfigError(str(path), None, err.problem.removeprefix("is "), hint=hint or err.hint)
 
 
 def read_text(path: Path) -> str:
     """The file's text: at most MAX_CONFIG_BYTES of UTF-8, or a ConfigError naming it."""
     try:
-        with path.open("rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            data = b"" if size > MAX_CONFIG_BYTES else fh.read(MAX_CONFIG_BYTES + 1)
+        return _read.read_text(path, _read.CONFIG)
     except OSError as err:
         raise ConfigError(str(path), None, f"cannot read: {err.strerror}") from err
-    if max(size, len(data)) > MAX_CONFIG_BYTES:
-        raise ConfigError(
-            str(path), None, f"larger than {size_text(MAX_CONFIG_BYTES)}: not a config file"
-        )
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise ConfigError(
-            str(path),
-            None,
-            f"not UTF-8 text: byte 0x{data[err.start]:02x} on line {line} cannot be decoded",
-            hint="save the file as UTF-8",
-        ) from None
+    except _read.Refused as err:
+        if "larger than" in err.problem:
+            problem = f"larger than {size_text(MAX_CONFIG_BYTES)}: not a config file"
+            raise ConfigError(str(path), None, problem) from None
+        raise _refused(path, err) from None
 
 
-def _too_deep(path: Path) -> ConfigError:
-    return ConfigError(
-        str(path),
-        None,
-        "nested too deeply: arrays or tables inside each other thousands of levels down",
-        hint="a cuship config nests a few levels at most; check the file",
-    )
+_DEEP_HINT = "a cuship config nests a few levels at most; check the file"
 
 
 def read_toml(path: Path) -> dict[str, Any]:
     text = read_text(path)
     try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(str(path), None, f"not valid TOML: {err}") from err
-    except RecursionError:
-        raise _too_deep(path) from None
+        return _read.toml(text)
+    except _read.Refused as err:
+        raise _refused(path, err, _DEEP_HINT if "nested" in err.problem else None) from err
 
 
 def read_yaml(path: Path) -> Any:
-    import yaml
-
     text = read_text(path)
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(str(path), None, f"not valid YAML: {err}") from err
-    except RecursionError:
-        raise _too_deep(path) from None
+        return _read.yaml(text)
+    except _read.Refused as err:
+        raise _refused(path, err, _DEEP_HINT if "nested" in err.problem else None) from err
 
 
 def table(document: Mapping[str, Any], key: str, source: Path) -> Mapping[str, Any]:

@@ -84,7 +84,11 @@ class PackageSpec:
         "Versions to build from PyPI sdists.", validate=values.version
     )
     build_args: str = field_doc("Arguments for pip wheel.", default="", validate=values.shell_words)
-    extra_deps: tuple[str, ...] = field_doc("Installed before building.", default=())
+    extra_deps: tuple[str, ...] = field_doc(
+        "Installed before building (PEP 508 requirements; no pip option, no path).",
+        default=(),
+        validate=values.requirement,
+    )
     test_import: str | None = field_doc("Module imported by the smoke test.", default=None)
     description: str = field_doc("Shown on its index page.", default="")
     env: Mapping[str, str] = field_doc(

@@ -12,6 +12,8 @@ from pathlib import Path
 from packaging.utils import InvalidName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from cuship import _read
+
 __all__ = ["FORCE_SWITCH", "BuildScript", "read_build_script", "read_text"]
 
 FORCE_SWITCH = re.compile(r"""["']([A-Z][A-Z0-9_]*_FORCE_BUILD)["']""")
@@ -29,9 +31,8 @@ _LIMIT = 1 << 20
 def read_text(path: Path, limit: int = _LIMIT) -> str:
     """The first ``limit`` bytes of ``path`` as text; empty when it cannot be read."""
     try:
-        with path.open("rb") as handle:
-            return handle.read(limit).decode("utf-8", "replace")
-    except OSError:
+        return _read.read_head(path, _read.SOURCE, limit).decode("utf-8", "replace")
+    except (OSError, _read.Refused):
         return ""
 
 

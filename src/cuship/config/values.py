@@ -10,12 +10,11 @@ import shlex
 from collections.abc import Callable, Collection, Mapping
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import InvalidName, canonicalize_name
-from packaging.version import InvalidVersion, Version
 
+from cuship import _names
 from cuship._format import TemplateError, template_fields
 from cuship.arch import parse_arch_list
-from cuship.errors import CushipError
+from cuship.errors import CushipError, UsageError
 from cuship.wheel.names import check_template
 
 __all__ = [
@@ -35,6 +34,7 @@ __all__ = [
     "positive",
     "project_name",
     "python_version",
+    "requirement",
     "shape",
     "shell_words",
     "specifier",
@@ -112,9 +112,10 @@ def torch_index_template(value: str) -> None:
 
 
 def version(item: str) -> None:
+    """A PEP 440 version (:func:`cuship._names.version`)."""
     try:
-        Version(item)
-    except (InvalidVersion, ValueError):  # ValueError: digits past int()'s limit
+        _names.version(item)
+    except UsageError:
         raise ValueError(f"{item[:60]!r} is not a version") from None
 
 
@@ -195,10 +196,19 @@ def shell_words(value: str) -> None:
         raise ValueError(f"{value[:60]!r} is not shell words ({err})") from None
 
 
-def project_name(value: str) -> None:
+def requirement(item: str) -> None:
+    """A PEP 508 requirement, never a pip option or a path (:func:`cuship._names.requirement`)."""
     try:
-        canonicalize_name(value, validate=True)
-    except InvalidName:
+        _names.requirement(item)
+    except UsageError as err:
+        raise ValueError(err.message) from None
+
+
+def project_name(value: str) -> None:
+    """A PEP 508 project name (:func:`cuship._names.project`)."""
+    try:
+        _names.project(value)
+    except UsageError:
         raise ValueError(f"{value[:60]!r} is not a valid project name") from None
 
 

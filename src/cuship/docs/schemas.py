@@ -109,4 +109,22 @@ def render() -> str:
         parts.append(f"## data/{name.removesuffix('.schema.json')}.toml\n")
         parts.append(f"`src/cuship/schema/{name}`: {text(str(schema.get('description', '')))}\n")
         parts.append(_keys(schema))
+    return "\n".join([*parts, _inputs()])
+
+
+def _inputs() -> str:
+    """The section of the documents cuship reads from outside, each held to its schema."""
+    from cuship.schema.inputs import input_schemas
+
+    parts = [
+        "## Documents cuship reads\n",
+        "Every document cuship reads from outside is held to its published schema before any "
+        "of it is used: a value of the wrong type or form is an exit 2 naming its place "
+        "(`variants.cu130.nvidia.sm_arch[0]`). Where a standard allows keys of its own the "
+        "schema is open there; cuship's own documents are closed.\n",
+    ]
+    for name, schema in input_schemas().items():
+        parts.append(f"### {schema['title']}\n")
+        parts.append(f"`src/cuship/schema/{name}`: {text(str(schema.get('description', '')))}\n")
+        parts.append(_keys(schema))
     return "\n".join(parts)

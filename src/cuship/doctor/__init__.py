@@ -67,6 +67,7 @@ def machine_of(fp: Fingerprint) -> Machine:
         torch=fp.torch.version if fp.torch is not None else None,
         torch_cxx11abi=fp.torch.cxx11abi if fp.torch is not None else None,
         glibc=fp.glibc,
+        notes=fp.notes,
     )
 
 

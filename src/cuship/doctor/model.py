@@ -90,6 +90,7 @@ class Machine:
     torch_cxx11abi: bool | None
     glibc: str | None
     offer: Offer = Offer()  # the same machine as the judge sees it
+    notes: tuple[str, ...] = ()  # what could not be read of it (the fingerprint's notes)
 
     @property
     def torch_build(self) -> str | None:
@@ -109,6 +110,7 @@ class Machine:
                 None if self.offer.libraries is None else self.offer.libraries.to_json()
             ),
             "glibc": self.glibc,
+            "notes": list(self.notes),
             "loader": None if self.offer.loader is None else self.offer.loader.to_json(),
         }
 

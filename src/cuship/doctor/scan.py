@@ -9,7 +9,6 @@ torch takes a fraction of a second.
 from __future__ import annotations
 
 import csv
-import json
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -21,6 +20,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from cuship import _read
 from cuship.doctor.model import InstalledPackage, InstallOrigin, Skipped
 from cuship.errors import CushipError, UsageError
 from cuship.resolve.provenance import Handover, read_dist
@@ -105,8 +105,15 @@ def _close_names(name: str, search: list[str] | None) -> list[str]:
 
 def _headers(dist: metadata.Distribution) -> str:
     """The header block of METADATA (without the long description after the first blank line)."""
-    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    try:
+        text = _meta(dist, "METADATA") or _meta(dist, "PKG-INFO") or ""
+    except CushipError:
+        text = ""  # said by the files check: a package whose METADATA cannot be read
     return text.replace("\r\n", "\n").split("\n\n", 1)[0]
+
+
+def _meta(dist: metadata.Distribution, name: str) -> str | None:
+    return _read.dist_text(dist, name, _read.METADATA)
 
 
 def _header(headers: str, pattern: re.Pattern[str]) -> str:
@@ -119,7 +126,6 @@ def _name(dist: metadata.Distribution) -> str:
     return _header(_headers(dist), _NAME)
 
 
-_MAX_RECORD = 32 * 1024 * 1024  # torch's RECORD is about 2 MB
 _MAX_SHARED = 20_000  # shared objects read per distribution (torch has a few hundred)
 
 
@@ -146,21 +152,10 @@ def _shared_files(dist: metadata.Distribution) -> tuple[tuple[str, ...], tuple[s
 
 def _record_text(dist: metadata.Distribution) -> tuple[str, str | None]:
     """RECORD's text ("" when it has none) and why it could not be read."""
-    where = getattr(dist, "_path", None)  # a PathDistribution's .dist-info directory
-    if not isinstance(where, Path):
-        return dist.read_text("RECORD") or "", None
-    path = where / "RECORD"
-    if not os.path.lexists(path):
-        return "", None
-    from cuship._fs import read_regular
-
     try:
-        data = read_regular(path, "RECORD", _MAX_RECORD)
-        return data.decode("utf-8"), None
-    except CushipError as err:
-        return "", err.message.replace(f"the RECORD {str(path)!r} ", "it ")
-    except UnicodeDecodeError as err:
-        return "", f"it is not UTF-8 ({err.reason} at byte {err.start})"
+        return _read.dist_text(dist, "RECORD", _read.RECORD) or "", None
+    except _read.Refused as err:
+        return "", f"it {err.problem}"
     except OSError as err:
         return "", f"{err.strerror or err}"
 
@@ -171,7 +166,7 @@ def _editable(dist: metadata.Distribution) -> bool:
 
 
 def _why_nothing(dist: metadata.Distribution) -> str:
-    if dist.read_text("RECORD") is None:
+    if _record_text(dist) == ("", None):
         return "no RECORD: its files cannot be listed"
     if _editable(dist):
         return "an editable install: its source tree is not in RECORD; compiled files there were not checked"
@@ -229,7 +224,10 @@ def _torch_pin(headers: str, name: str) -> tuple[TorchPin | None, tuple[str, ...
 
 
 def _wheel_tags(dist: metadata.Distribution) -> tuple[str, ...]:
-    text = dist.read_text("WHEEL")
+    try:
+        text = _read.dist_text(dist, "WHEEL")
+    except CushipError:
+        return ()
     if not text:
         return ()
     return tuple(str(tag).strip() for tag in HeaderParser().parsestr(text).get_all("Tag") or ())
@@ -237,8 +235,8 @@ def _wheel_tags(dist: metadata.Distribution) -> tuple[str, ...]:
 
 def _direct_url(dist: metadata.Distribution) -> dict[str, object]:
     try:
-        raw = json.loads(dist.read_text("direct_url.json") or "{}")
-    except ValueError:
+        raw = _read.loads(_read.dist_text(dist, "direct_url.json") or "{}")
+    except CushipError:
         return {}
     return raw if isinstance(raw, dict) else {}
 
@@ -257,10 +255,10 @@ def _wheel_variant(dist: metadata.Distribution) -> str | None:
     for a plain wheel or a file that cannot be read (doctor reports, it does not fail)."""
     from cuship.wheel.variant import VARIANT_JSON, read_document
 
-    text = dist.read_text(VARIANT_JSON)
-    if text is None or len(text) > 1 << 20:
-        return None
     try:
+        text = _read.dist_text(dist, VARIANT_JSON)
+        if text is None:
+            return None
         document = read_document(text.encode(), VARIANT_JSON)
     except CushipError:
         return None

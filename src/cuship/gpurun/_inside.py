@@ -53,6 +53,7 @@ def _venv_purelib(venv: str) -> str:
 def _dist(name: str) -> dict[str, Any] | None:
     from importlib import metadata
 
+    from cuship import _read
     from cuship.errors import ToolMissing
     from cuship.provenance.installed import find_installed, missing_requirements, origin_of
 
@@ -68,7 +69,9 @@ def _dist(name: str) -> dict[str, Any] | None:
         "top_level": list(dist.top_level),
         "origins": origins,
         "foreign": sorted(m for m, o in origins.items() if o is not None and not dist.owns(o)),
-        "missing": list(missing_requirements(metadata.requires(name) or ())),
+        "missing": list(
+            missing_requirements(_read.dist_fields(metadata.distribution(name), "Requires-Dist"))
+        ),
     }
 
 

@@ -9,7 +9,6 @@ in 12.3 s`` as it ends (``failed`` when it failed). Nothing here decides what to
 
 from __future__ import annotations
 
-import json
 import shlex
 import time
 from collections.abc import Mapping, Sequence
@@ -17,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuship import process
-from cuship._fs import sha256_file, write_atomic
+from cuship import _read, process
+from cuship._fs import remove_file, sha256_file, write_atomic
 from cuship.errors import CannotStart, ToolMissing
 from cuship.events import Emit, Event, discard, progress
 from cuship.gpurun.plan import InstallPlan, StagePlan
@@ -66,7 +65,7 @@ def _run(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, log: Path) -
 
 def _tail(log: Path) -> str:
     try:
-        return process.tail(log.read_text(encoding="utf-8", errors="replace"), _TAIL)
+        return process.tail(_read.read_tail(log), _TAIL)
     except OSError:
         return ""
 
@@ -96,7 +95,15 @@ def probe(
             f"cuship cannot run inside {python!r}: {tail}",
             hint="install cuship into that interpreter: its stages run `python -m cuship` there",
         )
-    facts: dict[str, Any] = json.loads(done.stdout)
+    try:
+        facts: dict[str, Any] = _read.loads(done.stdout)
+    except _read.JsonRefused as err:
+        raise ToolMissing(
+            f"cuship inside {python!r} did not answer: its output {err.problem}",
+            hint="install cuship into that interpreter: its stages run `python -m cuship` there",
+        ) from None
+    if not isinstance(facts, dict):
+        raise ToolMissing(f"cuship inside {python!r} answered {_read.shown(facts)}, not facts")
     return facts
 
 
@@ -156,7 +163,7 @@ def install(
     started = time.monotonic()
     where = f"a venv at {plan.venv}" if plan.venv else plan.python
     step.started("install", f"{wheel.name} into {where}", emit)
-    log.unlink(missing_ok=True)
+    remove_file(log.parent, log.name)
     code, reason, dist = _installed(plan, name, env=env, cwd=cwd, log=log)
     if code:
         _replay(log, "install log (tail)", emit)
@@ -182,8 +189,9 @@ def judge_origins(path: Path, dist: Mapping[str, Any]) -> tuple[int, tuple[str, 
     """(1 or 0, notes) from the pytest origins record: 1 when a process imported the package
     from elsewhere than where the probe found the installed copy."""
     try:
-        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    except (OSError, ValueError):
+        text = _read.read_text(path, _read.RESULTS)
+        lines = [_read.loads(line) for line in text.splitlines()]
+    except (OSError, _read.Refused):
         return 0, ("no record of where pytest imported the package from",)
     errors = [str(line["error"]) for line in lines if "error" in line]
     if errors:
@@ -210,8 +218,8 @@ def _derive_junit(stage: StagePlan) -> tuple[str, ...]:
     if not source.is_file():
         return ()
     try:
-        report = CheckReport.from_json(json.loads(source.read_text(encoding="utf-8")))
-    except (ValueError, KeyError, TypeError) as err:
+        report = CheckReport.from_json(_read.read_json(source, _read.RESULTS))
+    except (OSError, _read.Refused, ValueError, KeyError, TypeError) as err:
         return (f"{source.name} could not be read back for JUnit: {err}",)
     write_atomic(target, render_junit(report).encode("utf-8"))
     return tuple(cost_line(run) for run in report.sanitize)
@@ -295,7 +303,7 @@ def run_stage(
     step.started(stage.name, f"running (log {stage.log})", emit)
     for stale in (stage.log, *stage.extra.values()):
         if stale.is_file():
-            stale.unlink()
+            remove_file(stale.parent, stale.name)
     started = time.monotonic()
     raw = _run(stage.argv, env={**environ, **stage.env}, cwd=stage.cwd, log=stage.log)
     took = time.monotonic() - started

@@ -23,6 +23,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
 
+from cuship import _fs
+
 __all__ = ["CacheDelta", "CacheEntry", "FileStamp", "ProjectMark", "ScanCache", "record_text"]
 
 # PRAGMA user_version; a cache of another version is dropped. 3: wheels are held to their
@@ -128,7 +130,7 @@ class ScanCache:
             # A corrupt cache is only a slower run: start afresh.
             if path is None:
                 raise
-            path.unlink(missing_ok=True)
+            _fs.remove_file(path.parent, path.name)
             self._db = _open(path)
         # One query up front: a per-wheel SELECT costs more than the rows themselves.
         self._rows: dict[str, _Row] = {

@@ -23,6 +23,8 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuship import _read
+
 __all__ = ["RETIRED", "Retired", "carry_over"]
 
 RETIRED = "cuship-retired.json"
@@ -40,14 +42,14 @@ class Retired:
     def read(cls, site: Path) -> Retired:
         """The record of ``site`` (empty when there is none or it cannot be read)."""
         try:
-            document = json.loads((site / RETIRED).read_bytes())
+            document = json.loads(_read.read_bytes(site / RETIRED, _read.INDEX_FILE))
             retired = frozenset(_paths(document["retired"]))
             previous = document.get("previous")
             return cls(
                 retired=retired,
                 previous=None if previous is None else frozenset(_paths(previous)),
             )
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, _read.Refused, ValueError, KeyError, TypeError, AttributeError):
             return cls()
 
     @property

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuship import _fs, _read
 from cuship.errors import CheckFailed, InputError
 from cuship.events import Emit, Event
 from cuship.index._cache import FileStamp, ScanCache, record_text
@@ -139,7 +140,7 @@ class SiteState:
         """The state of the index at ``out``; None when there is none to update in place
         (no index, an older schema, or a manifest that cannot be read: rendered afresh)."""
         try:
-            document = json.loads((out / MANIFEST).read_bytes())
+            document = json.loads(_read.read_bytes(out / MANIFEST, _read.INDEX_FILE))
             if document.get("schema") != INDEX_SCHEMA:
                 return None
             # Read at the start of every update, one entry per project: the few label sets
@@ -296,7 +297,7 @@ def link_published(source: str | Path, target: str | Path) -> os.stat_result | N
     found = os.stat(target)  # noqa: PTH116 - per wheel; the inode just linked, not the source path
     if stat.S_IMODE(found.st_mode) == FILE_MODE:
         return found
-    os.unlink(target)  # noqa: PTH108 - the link shares that mode: copied instead
+    _fs.remove_file(Path(target).parent, Path(target).name)  # its mode is shared: copied instead
     return None
 
 

@@ -9,11 +9,11 @@ wheel's sha256 (a stale attestation left beside a rebuilt wheel), with a warning
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from cuship import _read
 from cuship.events import Emit, Event, discard
 from cuship.index.scan import IndexedWheel
 
@@ -41,8 +41,8 @@ def statement_digests(envelope: bytes) -> frozenset[str]:
     digests: set[str] = set()
     for line in envelope.decode("utf-8", errors="replace").splitlines():
         try:
-            document = json.loads(line)
-            payload = json.loads(b64decode(document["payload"]))
+            document = _read.loads(line)
+            payload = _read.loads(b64decode(document["payload"]))
             subjects = payload["subject"]
         except (ValueError, KeyError, TypeError):
             continue
@@ -78,11 +78,12 @@ def find_attestations(
             continue
         path = wheel.path.with_name(wheel.path.name + ATTESTATION_SUFFIX)
         try:
-            content = path.read_bytes()
+            content = _read.read_bytes(path, _read.ENVELOPE)
         except FileNotFoundError:
             continue
-        except OSError as err:
-            message = f"cannot read the attestation {str(path)!r}: {err.strerror or err}"
+        except (OSError, _read.Refused) as err:
+            said = err.message if isinstance(err, _read.Refused) else err.strerror or err
+            message = f"cannot read the attestation {str(path)!r}: {said}"
             emit(Event(level="warning", topic="index", message=message))
             continue
         if wheel.sha256 not in statement_digests(content):

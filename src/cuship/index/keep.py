@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cuship import _fs, _read
 from cuship.errors import InputError
 from cuship.index.attached import ATTESTATION_SUFFIX, AttestationRef
 from cuship.index.render import MANIFEST, PROJECT_MANIFEST, Row, base_of
@@ -59,13 +60,13 @@ class Kept:
 
 
 def _metadata(out: Path, record: Mapping[str, Any]) -> bytes:
-    path = out / "files" / f"{record['filename']}.metadata"
     try:
-        data = path.read_bytes()
-    except OSError as err:
+        path = _fs.under(out, "files", f"{record['filename']}.metadata")
+        data = _read.read_bytes(path, _read.INDEX_FILE)
+    except (OSError, _read.Refused) as err:
         raise InputError(
-            f"the existing index lists {record['filename']!r} but {str(path)!r} is unreadable: "
-            f"{err.strerror or err}",
+            f"the existing index lists {record['filename']!r} but its metadata is unreadable: "
+            f"{err.message if isinstance(err, _read.Refused) else err.strerror or err}",
             hint=_HINT,
         ) from err
     if hashlib.sha256(data).hexdigest() != record["metadata_sha256"]:
@@ -76,7 +77,7 @@ def _metadata(out: Path, record: Mapping[str, Any]) -> bytes:
 def check_in_site(out: Path, filename: str, base: str | None) -> Path:
     """The path of a kept wheel in the site; an :class:`InputError` when the index lists it
     in the site (``base`` None) and the file is gone (a page would link a missing file)."""
-    path = out / "files" / filename
+    path = _fs.under(out, "files", filename)
     if base is None and not path.is_file():
         raise InputError(
             f"the existing index lists {filename!r} in the site, but {str(path)!r} is missing",
@@ -109,9 +110,9 @@ def _attestation(out: Path, record: Mapping[str, Any]) -> AttestationRef | None:
         return None
     if base_of(str(link["url"])) is not None:
         return AttestationRef(sha256=str(link["sha256"]), content=None)
-    path = out / "files" / f"{record['filename']}{ATTESTATION_SUFFIX}"
+    path = _fs.under(out, "files", f"{record['filename']}{ATTESTATION_SUFFIX}")
     try:
-        content = path.read_bytes()
+        content = _read.read_bytes(path, _read.ENVELOPE)
     except OSError as err:
         raise InputError(f"cannot read {str(path)!r}: {err.strerror or err}", hint=_HINT) from err
     return AttestationRef(sha256=hashlib.sha256(content).hexdigest(), content=content)
@@ -119,7 +120,7 @@ def _attestation(out: Path, record: Mapping[str, Any]) -> AttestationRef | None:
 
 def _load(path: Path) -> Any:
     try:
-        return json.loads(path.read_bytes())
+        return json.loads(_read.read_bytes(path, _read.INDEX_FILE))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as err:

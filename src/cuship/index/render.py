@@ -22,11 +22,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii as _string
-from urllib.parse import urlsplit
 
 from packaging.version import Version
 
-from cuship.errors import UsageError
+from cuship import _names
 from cuship.index._pages import (
     FileLink,
     landing_html,
@@ -73,15 +72,7 @@ _RESERVED = frozenset({"simple", "files"})
 
 def check_base_url(base_url: str | None) -> str | None:
     """``base_url`` without trailing slashes, after checking it is an http(s) URL."""
-    if base_url is None:
-        return None
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise UsageError(
-            f"--base-url must be an http(s) URL, got {base_url!r}",
-            hint="e.g. https://github.com/OWNER/REPO/releases/download/TAG",
-        )
-    return base_url.rstrip("/")
+    return None if base_url is None else _names.base_url(base_url)
 
 
 def rows_of(

@@ -24,15 +24,10 @@ from typing import TYPE_CHECKING, NamedTuple, Union, cast
 
 from packaging.version import InvalidVersion, Version
 
+from cuship import _read
 from cuship._format import size_text
-from cuship._fs import (
-    NotRegular,
-    file_kind,
-    open_regular,
-    open_stated,
-    regular_problem,
-    sha256_file,
-)
+from cuship._fs import sha256_file
+from cuship._read import NotRegular, file_kind, open_regular, open_stated, regular_problem
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, FileStamp, ScanCache
@@ -527,7 +522,7 @@ def _read_fresh(job: tuple[str, int | None, bool]) -> tuple[_Read, FileStamp | N
     where, size, describe = job
     try:
         name = _parse_filename(where.rpartition("/")[2], where)
-        entry, member, pure, size, stamp, problem = _read(where, size)
+        entry, member, pure, size, stamp, problem = _read_wheel(where, size)
         _check_dist_info(where, member, name.project)
         requires_dist: list[str] = []
         read = _fields(where, name, size, entry, requires_dist)
@@ -650,7 +645,7 @@ def _fields(
 _Readout = tuple[CacheEntry, str, bool, int, FileStamp | None, RecordMismatch | None]
 
 
-def _read(path: str, size: int | None) -> _Readout:
+def _read_wheel(path: str, size: int | None) -> _Readout:
     """Hash the file and pull its METADATA (and that member's name), reading small files once;
     whether it is known to hold no shared object (a small wheel whose member names were all
     read on the way to its METADATA, none like ``*.so``); its size; and, when no ``size`` was
@@ -689,7 +684,7 @@ def _read_unchecked(path: str, size: int | None) -> _Readout:
             member, problem = _metadata_from(io.BytesIO(data), path)
     else:
         digest = sha256_file(Path(path))
-        with open(path, "rb") as handle:
+        with _read.reader(path, _read.ARCHIVE) as handle:
             member, problem = _metadata_from(handle, path)
     entry = CacheEntry(sha256=digest, metadata=member.data)
     return entry, member.name, pure, size, stamp, problem

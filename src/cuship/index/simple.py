@@ -182,7 +182,7 @@ def _rebuild(
             carry_over(out, staging)
         _fs.exchange(staging, out)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        _fs.remove_tree(out.parent, staging)
         raise
     return summary, scanned, marks
 

@@ -32,7 +32,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuship import _fs
+from cuship import _fs, _read
 from cuship.errors import InputError
 from cuship.events import Emit
 from cuship.index._cache import ScanCache
@@ -103,9 +103,8 @@ class _Site:
 
     def same(self, rel: str, data: bytes) -> bool:
         try:
-            with open(self.out / rel, "rb") as handle:
-                return handle.read(len(data) + 1) == data
-        except OSError:
+            return _read.read_head(self.out / rel, _read.INDEX_FILE, len(data) + 1) == data
+        except (OSError, _read.Refused):
             return False
 
     def put(self, rel: str, data: bytes) -> None:
@@ -113,7 +112,7 @@ class _Site:
         temp = self._temp()
         _write_new(Path(temp), data)
         self._parent(rel)
-        Path(temp).replace(self.out / rel)
+        _fs.move(Path(temp), self.out, rel)
         self.written += 1
 
     def put_changed(self, rel: str, data: bytes) -> None:
@@ -129,12 +128,12 @@ class _Site:
                 shutil.copyfile(source, temp)
                 temp.chmod(FILE_MODE)
             except OSError as err:
-                temp.unlink(missing_ok=True)
+                _fs.remove_file(self.staging, temp)
                 raise InputError(
                     f"cannot copy {str(source)!r} into the index: {err.strerror or err}"
                 ) from err
         self._parent(rel)
-        Path(temp).replace(self.out / rel)
+        _fs.move(temp, self.out, rel)
         self.written += 1
 
     def swap(self, rel: str, files: Mapping[str, bytes]) -> None:
@@ -161,19 +160,19 @@ class _Site:
 
     def remove(self, *rels: str) -> None:
         for rel in rels:
-            (self.out / rel).unlink(missing_ok=True)
+            _fs.remove_file(self.out, rel)
 
     def prune(self, rel: str) -> None:
         """Remove the directory ``rel`` and the parents it leaves empty (up to the site)."""
-        folder = self.out / rel
-        shutil.rmtree(folder, ignore_errors=True)
+        folder = _fs.under(self.out, rel)
+        _fs.remove_tree(self.out, rel)
         for parent in folder.parents:
             if parent == self.out or not parent.is_dir() or any(parent.iterdir()):
                 break
-            parent.rmdir()
+            _fs.remove_dir(self.out, parent)
 
     def close(self) -> None:
-        shutil.rmtree(self.staging, ignore_errors=True)
+        _fs.remove_tree(self.out.parent, self.staging)
 
 
 def _write_new(path: Path, data: bytes) -> None:

@@ -58,17 +58,12 @@ def parse_yank_lines(lines: Iterable[str], *, source: str = "--yank") -> dict[st
     return out
 
 
-_MAX_YANK_FILE = 16 * 1024 * 1024
-
-
 def read_yank_file(path: Path) -> dict[str, str]:
     """Read a yank file (see the module docstring)."""
-    from cuship._fs import read_regular
+    from cuship import _read
 
     try:
-        text = read_regular(path, "yank file", _MAX_YANK_FILE).decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise InputError(f"the yank file {str(path)!r} is not UTF-8 text: {err}") from err
+        text = _read.read_text(path, _read.YANK)
     except OSError as err:
         raise InputError(f"cannot read yank file {str(path)!r}: {err}") from err
     return parse_yank_lines(text.splitlines(), source=str(path))

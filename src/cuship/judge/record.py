@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from cuship._json import shown
+from cuship._read import shown
 from cuship.errors import InputError
 from cuship.judge.needs import ROLES, ObjectNeeds, Role, WheelNeeds, check_abi
 

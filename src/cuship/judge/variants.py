@@ -116,9 +116,10 @@ def make_variant(
     from cuship.wheel.audit import inspect_wheel
     from cuship.wheel.write.retag import public_plan, rewrite
 
-    if split_variant(wheel.name)[1] is not None:
+    if split_variant(wheel.name)[1] is not None or read_wheel_variant(wheel) is not None:
         raise InputError(
-            f"{wheel.name!r} is a variant wheel already", hint="pass the plain or labelled wheel"
+            f"{wheel.name!r} is a variant wheel already (its name or its variant.json says so)",
+            hint="pass the plain or labelled wheel",
         )
     report = inspect_wheel(wheel)
     chosen = NULL if null else (label or default_label(report.local))
@@ -135,7 +136,7 @@ def make_variant(
             hint="publish it as a plain wheel, or pass --null for a null variant",
         )
     stem = plain_name(wheel.name, build)[:-4]
-    plan = public_plan(wheel.name, new_filename=f"{stem}-{check_label(chosen)}.whl")
+    plan = public_plan(wheel.name, new_filename=f"{stem}-{check_label(chosen, null=null)}.whl")
     document = variant_document(chosen, props)
     return rewrite(
         wheel,

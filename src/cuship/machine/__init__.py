@@ -28,8 +28,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cuship import settings
-from cuship.errors import UsageError
+from cuship import _names, _read, settings
+from cuship._read import shown
+from cuship.errors import InputError, UsageError
 from cuship.machine.libraries import CudaLibraries, cuda_libraries
 from cuship.machine.loader import LoaderView, loader_view
 from cuship.machine.probe import NvmlFailure, Probe, SystemProbe
@@ -321,13 +322,23 @@ def _version_field(text: str, name: str) -> tuple[bool, str | None]:
     return True, match[1]
 
 
-def _flavour_of_files(text: str) -> tuple[str | None, str | None]:
+_CUDA_FIELD = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}(?:\.[0-9]{1,4})?")
+
+
+def flavour_of_files(text: str, source: str = "torch/version.py") -> tuple[str | None, str | None]:
     """(flavour, CUDA) from ``torch/version.py``: a CUDA build sets ``cuda = '13.0'``, a ROCm
-    build ``hip``, an XPU build ``xpu``; a CPU build sets each to None."""
+    build ``hip``, an XPU build ``xpu``; a CPU build sets each to None. A ``cuda`` that is no
+    CUDA version (``'²'``, ``'banana'``) is an :class:`InputError` naming ``source``."""
     fields = {name: _version_field(text, name) for name in ("cuda", "hip", "xpu")}
+    cuda = fields["cuda"][1]
+    if cuda and not _CUDA_FIELD.fullmatch(cuda):
+        raise InputError(
+            f"{source} sets cuda = {shown(cuda)}, which is not a CUDA version",
+            hint="reinstall torch: its version.py is damaged",
+        )
     for name, flavour in (("cuda", "cuda"), ("hip", "rocm"), ("xpu", "xpu")):
         if fields[name][1]:
-            return flavour, fields[name][1] if name == "cuda" else None
+            return flavour, cuda if name == "cuda" else None
     if fields["cuda"][0] and fields["hip"][0]:
         return "cpu", None
     return None, None
@@ -352,19 +363,34 @@ def _torch(
     if dist is None:
         return None
     root = str(dist.locate_file("torch"))
+    version = _dist_version(dist, root)
     text = probe.read(f"{root}/version.py") or ""
-    flavour, cuda = _flavour_of_files(text)
+    flavour, cuda = flavour_of_files(text, f"{root}/version.py")
     if abi is None:
         lib = probe.read_bytes(f"{root}/lib/libc10.so")
         abi = None if lib is None else b"__cxx11" in lib
     return TorchInfo(
-        version=dist.version,
+        version=version,
         cuda=cuda,
         cxx11abi=abi,
         location=root,
         flavour=flavour,
         flavour_from="torch/version.py" if flavour else None,
     )
+
+
+_VERSION_HEADER = re.compile(r"^Version:[ \t]*(\S*)[ \t]*\r?$", re.MULTILINE)
+
+
+def _dist_version(dist: Any, root: str) -> str:
+    """torch's version from its METADATA (read by :mod:`cuship._read`), checked: PEP 440, or
+    an InputError naming the torch (``banana`` would fail every comparison later)."""
+    text = _read.dist_text(dist, "METADATA", _read.METADATA) or ""
+    match = _VERSION_HEADER.search(text.split("\n\n", 1)[0])
+    try:
+        return _names.version(match[1] if match else "", "torch's version")
+    except UsageError as err:
+        raise InputError(f"{err.message} (the torch in {root})", hint="reinstall torch") from None
 
 
 def torch_in(site_dirs: Sequence[str], probe: Probe | None = None) -> TorchInfo | None:
@@ -436,16 +462,19 @@ def fingerprint(
     driver_cuda = env.get(settings.DRIVER_CUDA) or driver_cuda or _driver_cuda(driver, notes)
     sys_tags = tuple(str(t) for t in tags.sys_tags())
     sites = tuple(sys.path if site_dirs is None else site_dirs)
-    libraries = cuda_libraries(env, probe, sites)
     total, available = _meminfo(probe)
     glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
+    torch = _torch(env, probe, site_dirs)
+    libs = cuda_libraries(env, probe, sites)
+    loader = _loader(env, probe, sites, libs)
+    notes += getattr(probe, "refused", ())
     return Fingerprint(
         gpus=gpus,
         gpu_source=source,
         driver_version=driver,
         driver_cuda=driver_cuda,
         toolkit=_toolkit(env, probe) if toolkit else None,
-        torch=_torch(env, probe, site_dirs),
+        torch=torch,
         python=platform.python_version(),
         python_tag=f"cp{sys.version_info.major}{sys.version_info.minor}",
         platform_tags=tuple(dict.fromkeys(t.rsplit("-", 1)[1] for t in sys_tags)),
@@ -456,8 +485,8 @@ def fingerprint(
         memory_total_gib=total,
         memory_available_gib=available,
         notes=tuple(notes),
-        cuda_libs=libraries,
-        loader=_loader(env, probe, sites, libraries),
+        cuda_libs=libs,
+        loader=loader,
     )
 
 

@@ -27,7 +27,6 @@ __all__ = ["CudaLibraries", "cuda_libraries", "parse_override"]
 # The loader's own directories on glibc systems, searched after ld.so.conf's.
 _DEFAULT_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib")
 _MAX_CONF_FILES = 64  # include globs of ld.so.conf followed, at most
-_MAX_DIRS = 256  # directories listed, at most (a hostile LD_LIBRARY_PATH cannot make it slow)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,7 +109,11 @@ def _system_dirs(env: Mapping[str, str], probe: Probe) -> list[str]:
     dirs = [d for d in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
     dirs += _conf_dirs(probe, "/etc/ld.so.conf", budget=[_MAX_CONF_FILES])
     dirs += _DEFAULT_DIRS
-    return list(dict.fromkeys(dirs))[:_MAX_DIRS]
+    # every one, as the loader searches every one: cutting the list at a count changed the
+    # verdict (a library in the 257th directory was "missing"). Its length is the kernel's to
+    # bound (an environment string is at most 128 KiB: some 64,000 directories), and each is
+    # listed once.
+    return list(dict.fromkeys(dirs))
 
 
 def _conf_dirs(probe: Probe, path: str, budget: list[int]) -> list[str]:

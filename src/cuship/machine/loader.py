@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import mmap
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from cuship import schema, settings
+from cuship._read import open_regular
 from cuship.errors import CushipError
 from cuship.machine.ldcache import LdCache, conf_dirs, parse_cache
 from cuship.machine.probe import Probe
@@ -168,12 +170,18 @@ class HostFiles:
 
 
 def _read_library(path: str) -> LibraryFacts | None:
-    """The facts of the ELF file at ``path``; None when it cannot be read as one."""
+    """The facts of the ELF file at ``path`` (mapped, and kept mapped for its lookups); None
+    when it cannot be read as one (not a regular file, empty, not ELF)."""
     try:
-        with open(path, "rb") as handle:
-            data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        fd = open_regular(path, "shared object")
+    except (CushipError, OSError):
+        return None
+    try:
+        data = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):
         return None
+    finally:
+        os.close(fd)
     try:
         facts = quick_facts(data, source=path)
         return LibraryFacts(path=path, facts=facts, symbols=symbol_table(data, source=path))

@@ -9,11 +9,11 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from cuship import process
+from cuship import _read, process
 from cuship.errors import TimedOut, ToolMissing
 
 __all__ = ["NvmlAnswer", "NvmlFailure", "NvmlGpu", "Probe", "SystemProbe"]
@@ -55,7 +55,11 @@ class Probe(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class SystemProbe:
-    """Answers from this machine."""
+    """Answers from this machine. A file it will not read (a FIFO, a device, past its cap, not
+    UTF-8: :mod:`cuship._read`) answers None like a missing one, and why is kept in
+    ``refused`` for the fingerprint's notes."""
+
+    refused: list[str] = field(default_factory=list)
 
     def run(self, argv: Sequence[str], timeout: float = 10.0) -> str | None:
         try:
@@ -65,15 +69,20 @@ class SystemProbe:
         return done.stdout if done.returncode == 0 else None
 
     def read(self, path: str) -> str | None:
-        try:
-            return Path(path).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return None
+        kind = _read.TORCH_VERSION if path.endswith("/torch/version.py") else _read.SYSTEM_FILE
+        data = self._read(path, kind)
+        return None if data is None else data.decode("utf-8", errors="replace")
 
     def read_bytes(self, path: str) -> bytes | None:
+        return self._read(path, _read.TORCH_LIBRARY)
+
+    def _read(self, path: str, kind: _read.Kind) -> bytes | None:
         try:
-            return Path(path).read_bytes()
+            return _read.read_bytes(path, kind)
         except OSError:
+            return None
+        except _read.Refused as err:
+            self.refused.append(f"not read: {err.message}")
             return None
 
     def which(self, name: str, path: str | None = None) -> str | None:

@@ -34,6 +34,7 @@ __all__ = [
     "Provenance",
     "classify",
     "collect",
+    "failed_import",
     "one_line",
     "project_packages",
     "require_built",
@@ -155,6 +156,14 @@ class Provenance:
     def lines(self) -> tuple[str, ...]:
         out = tuple(p.describe() for p in self.packages)
         return out + ((self.note,) if self.note else ())
+
+    def import_failures(self) -> tuple[str, ...]:
+        """One line per package that failed to import: what a report says first."""
+        return tuple(
+            f"package {p.name} failed to import from {p.directory}: {p.error}"
+            for p in self.packages
+            if p.error
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {"packages": [p.to_json() for p in self.packages], "note": self.note}
@@ -338,6 +347,18 @@ def _extensions(
     return tuple(seen.values())
 
 
+def failed_import(err: BaseException) -> str:
+    """An import's failure on one line, with where it was raised: the last frame of its
+    traceback (``RuntimeError: No device were detected (at .../device.py:87 in get_vendor)``)."""
+    import traceback
+
+    frames = traceback.extract_tb(err.__traceback__)
+    where = (
+        f" (at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
+    )
+    return one_line(err) + where
+
+
 def _trace(name: str, spec: importlib.machinery.ModuleSpec) -> PackageOrigin:
     error = None
     version = None
@@ -345,7 +366,7 @@ def _trace(name: str, spec: importlib.machinery.ModuleSpec) -> PackageOrigin:
         module = importlib.import_module(name)
         version = getattr(module, "__version__", None)
     except Exception as err:  # the error is the finding
-        error = one_line(err)
+        error = failed_import(err)
     locations = [Path(p) for p in spec.submodule_search_locations or ()]
     file = os.path.realpath(spec.origin if spec.has_location and spec.origin else locations[0])
     origin, dist = _distribution(name, file)

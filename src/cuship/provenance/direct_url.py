@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from cuship import _json
+from cuship import _read
+from cuship.errors import InputError
 
 __all__ = ["InstallSource", "Kind", "install_source", "parse_direct_url", "this_cuship"]
 
@@ -98,7 +99,7 @@ def parse_direct_url(document: str | None, *, name: str, version: str) -> Instal
     base = {"distribution": name, "version": version}
     if document is None:
         return InstallSource(kind="index", **base)
-    raw = _json.loads(document)
+    raw = _read.loads(document)
     url = _text(raw, "url") if isinstance(raw, dict) else None
     if url is None:
         raise ValueError("direct_url.json has no url string")
@@ -152,12 +153,18 @@ def install_source(
         dist = metadata.distribution(name)
     except metadata.PackageNotFoundError:
         return source
-    if dist.read_text("INSTALLER") is None:  # an egg-info a build left in a source tree
+    if _read.dist_text(dist, "INSTALLER") is None:  # an egg-info a build left in a source tree
         return source
-    text = dist.read_text("direct_url.json")
-    if text is not None and len(text) > _MAX_DIRECT_URL:
-        raise ValueError(f"direct_url.json of {name} is over {_MAX_DIRECT_URL} characters")
-    found = parse_direct_url(text, name=dist.metadata["Name"] or name, version=dist.version)
+    text = _read.dist_text(dist, "direct_url.json")
+    named = _read.dist_field(dist, "Name") or name
+    try:
+        if text is not None and len(text) > _MAX_DIRECT_URL:
+            raise ValueError(f"direct_url.json of {name} is over {_MAX_DIRECT_URL} characters")
+        found = parse_direct_url(text, name=named, version=_read.dist_field(dist, "Version") or "")
+    except ValueError as err:  # JsonRefused too: an InputError already
+        raise InputError(
+            str(err), hint=f"reinstall {name}: its installer's record is damaged"
+        ) from err
     if not _from_distribution(found, dist, package):
         return source
     return dataclasses.replace(found, location=package)

@@ -19,6 +19,7 @@ from packaging.markers import UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from cuship import _read
 from cuship.errors import CheckFailed, ConfigError, ToolMissing
 
 __all__ = [
@@ -54,11 +55,11 @@ class InstalledDist:
 
 
 def _top_level(dist: metadata.Distribution) -> tuple[str, ...]:
-    listed = dist.read_text("top_level.txt")
+    listed = _read.dist_text(dist, "top_level.txt")
     if listed:
         return tuple(dict.fromkeys(n.strip() for n in listed.splitlines() if n.strip()))
     names: list[str] = []
-    for file in dist.files or ():
+    for file in _read.dist_files(dist) or ():
         parts = PurePosixPath(str(file)).parts
         first = parts[0] if parts else ""
         if not first or first == ".." or first.endswith((".dist-info", ".data")):
@@ -73,28 +74,31 @@ def _top_level(dist: metadata.Distribution) -> tuple[str, ...]:
 
 def _editable_root(dist: metadata.Distribution) -> str | None:
     """The source directory of an editable install (PEP 610 ``direct_url.json``), else None."""
-    import json
     import os
     from urllib.parse import unquote, urlparse
 
     try:
-        raw = json.loads(dist.read_text("direct_url.json") or "{}")
-    except ValueError:
+        raw = _read.loads(_read.dist_text(dist, "direct_url.json") or "{}")
+    except _read.Refused:
         return None
-    if not raw.get("dir_info", {}).get("editable"):
+    info = raw.get("dir_info") if isinstance(raw, dict) else None
+    if not isinstance(info, dict) or info.get("editable") is not True:
         return None
     url = urlparse(str(raw.get("url", "")))
     return os.path.realpath(unquote(url.path)) if url.scheme == "file" else None
 
 
 def installed_dist(dist: metadata.Distribution, name: str = "") -> InstalledDist:
-    """``dist`` (from importlib.metadata) as an :class:`InstalledDist`."""
+    """``dist`` (from importlib.metadata) as an :class:`InstalledDist`; its METADATA and
+    RECORD read by :mod:`cuship._read` (a FIFO or a 1 GB RECORD is an InputError)."""
     return InstalledDist(
-        name=dist.metadata["Name"] or name,
-        version=dist.version,
+        name=_read.dist_field(dist, "Name") or name,
+        version=_read.dist_field(dist, "Version") or "?",
         location=Path(str(dist.locate_file(""))).resolve(),
         top_level=_top_level(dist),
-        files=frozenset(Path(str(dist.locate_file(f))).resolve() for f in dist.files or ()),
+        files=frozenset(
+            Path(str(dist.locate_file(f))).resolve() for f in _read.dist_files(dist) or ()
+        ),
         editable_root=_editable_root(dist),
     )
 
@@ -201,8 +205,11 @@ def missing_requirements(
     if versions is None:
         versions = {}
         for dist in metadata.distributions():
-            name = dist.metadata["Name"]
-            if name:
-                versions.setdefault(canonicalize_name(name), dist.version)
+            try:
+                name, version = _read.dist_field(dist, "Name"), _read.dist_field(dist, "Version")
+            except _read.Refused:
+                continue  # a METADATA cuship will not read: that one counts as not installed
+            if name and version:
+                versions.setdefault(canonicalize_name(name), version)
     found = (_unmet(text, versions) for text in requires)
     return tuple(line for line in found if line is not None)

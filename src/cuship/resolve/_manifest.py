@@ -31,10 +31,11 @@ from urllib.parse import urljoin, urlsplit
 
 from packaging.utils import canonicalize_name
 
-from cuship import _json
+from cuship import _read
 from cuship.errors import InputError
 from cuship.events import Emit, Event
 from cuship.resolve.http import FetchOptions, Missing, get, outside_scheme
+from cuship.schema.inputs import check_input
 
 __all__ = ["MANIFEST", "PROJECT_MANIFEST", "Found", "find_manifest", "manifest_urls"]
 
@@ -76,11 +77,13 @@ class _Reader:
             emit=self.emit,
             limit=self.options.max_manifest_bytes,
         )
-        return answer.url, _json.loads(answer.body)
+        document = _read.loads(answer.body)
+        check_input(document, "manifest", "the document")
+        return answer.url, document
 
     def ignore(self, url: str, err: InputError | ValueError) -> None:
         problem = err.message if isinstance(err, InputError) else str(err)
-        shown = repr(url) if len(url) <= 300 else _json.shown(url, 120)
+        shown = repr(url) if len(url) <= 300 else _read.shown(url, 120)
         message = f"ignoring the cuship manifest at {shown}: {problem}"
         self.emit(Event(level="warning", topic="fetch", message=message))
 
@@ -148,7 +151,7 @@ def records_of(document: object) -> dict[str, Mapping[str, Any]]:
 def _project_records(document: object, project: str) -> dict[str, Mapping[str, Any]]:
     named = document.get("project") if isinstance(document, dict) else None
     if isinstance(named, str) and canonicalize_name(named) != canonicalize_name(project):
-        raise ValueError(f"it describes the project {_json.shown(named)}, not {project!r}")
+        raise ValueError(f"it describes the project {_read.shown(named)}, not {project!r}")
     return records_of(document)
 
 
@@ -169,7 +172,7 @@ def _project_entry(document: Mapping[str, Any], project: str) -> str | None:
         return None
     href = entry.get("manifest") if isinstance(entry, dict) else None
     if not isinstance(href, str) or not href:
-        raise ValueError(f"its entry for {name!r} names no manifest: {_json.shown(entry)}")
+        raise ValueError(f"its entry for {name!r} names no manifest: {_read.shown(entry)}")
     return href
 
 
@@ -181,7 +184,7 @@ def _declared(value: object, page: str, emit: Emit) -> str | None:
     if isinstance(href, str) and href:
         return href
     message = (
-        f"ignoring the '_cuship' entry of {page!r}: it names no manifest ({_json.shown(value)})"
+        f"ignoring the '_cuship' entry of {page!r}: it names no manifest ({_read.shown(value)})"
     )
     emit(Event(level="warning", topic="fetch", message=message))
     return None

@@ -39,18 +39,16 @@ import importlib
 import os
 import re
 import shutil
-import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import parse_wheel_filename
 
-from cuship import settings
-from cuship._fs import sha256_file
+from cuship import _read, settings
+from cuship._fs import remove_tree, sha256_file, under
 from cuship.errors import CheckFailed, InputError, ToolMissing, UsageError
 from cuship.events import Emit, Event, Level, discard
 from cuship.resolve.decide import (
@@ -67,6 +65,7 @@ from cuship.resolve.provenance import FILENAME, Handover, add_to_wheel
 from cuship.resolve.settings import PrebuiltConfig, read_config
 from cuship.resolve.stash import STASH, Choice, Stash, stash_for
 from cuship.version import __version__
+from cuship.wheel.read.members import check_members, member_limits, read_member
 from cuship.wheel.write.retag import strip_label
 
 __all__ = ["STASH", "Decision", "Prebuilt", "decide", "load_backend", "prebuilt_candidate"]
@@ -93,9 +92,8 @@ def unmet(requirements: Iterable[str]) -> list[str]:
             continue  # the real backend's own business: it will say so itself
         if req.marker is not None and not req.marker.evaluate():
             continue
-        try:
-            version = metadata.version(req.name)
-        except metadata.PackageNotFoundError:
+        version = _read.installed_version(req.name)
+        if version is None:
             missing.append(text)
             continue
         if not req.specifier.contains(version, prereleases=True):
@@ -233,7 +231,7 @@ class Prebuilt:
             name = self.build_editable(str(scratch), config_settings)
             return _extract_dist_info(scratch / name, target)
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(target, STASH)
 
     def build_editable(
         self,
@@ -279,8 +277,8 @@ class Prebuilt:
             cuship=__version__,
         )
         final = add_to_wheel(path, provenance, out_dir=into)
-        shutil.rmtree(into / "download", ignore_errors=True)
-        shutil.rmtree(into / "public", ignore_errors=True)
+        remove_tree(into, "download")
+        remove_tree(into, "public")
         self._say(f"handing over {final.name} (its provenance in .dist-info/{FILENAME})")
         return Choice(provenance=provenance, wheel=final.name, wheel_sha256=sha256_file(final))
 
@@ -380,7 +378,7 @@ class Prebuilt:
         name = str(real.build_wheel(str(out), settings))
         provenance = replace(choice.provenance, version=str(parse_wheel_filename(name)[1]))
         final = add_to_wheel(out / name, provenance, out_dir=stash.dir)
-        shutil.rmtree(out, ignore_errors=True)
+        remove_tree(stash.dir, "built")
         stash.save(replace(choice, wheel=final.name, wheel_sha256=sha256_file(final)))
         return final
 
@@ -419,15 +417,18 @@ def _write_provenance(dist_info: Path, provenance: Handover) -> None:
 
 
 def _extract_dist_info(wheel: Path, into: Path) -> str:
-    with zipfile.ZipFile(wheel) as archive:
-        names = archive.namelist()
-        roots = {n.split("/", 1)[0] for n in names if n.split("/", 1)[0].endswith(".dist-info")}
+    with _read.archive(wheel) as archive:
+        infos = archive.infolist()
+        tops = {i.filename.split("/", 1)[0] for i in infos}
+        roots = {top for top in tops if top.endswith(".dist-info")}
         if len(roots) != 1:
             raise InputError(f"{wheel.name!r} holds {len(roots)} .dist-info directories, not 1")
         root = roots.pop()
-        for name in names:
-            if name.startswith(root + "/") and not name.endswith("/"):
-                dest = into / name
+        limits = member_limits()
+        check_members(infos, wheel.name, limits)
+        for info in infos:
+            if info.filename.startswith(root + "/") and not info.is_dir():
+                dest = under(into, info.filename)
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_bytes(archive.read(name))
+                dest.write_bytes(read_member(archive, info, wheel.name, limits))
     return root

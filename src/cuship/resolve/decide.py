@@ -15,7 +15,7 @@ from urllib.parse import unquote
 
 from packaging.version import Version
 
-from cuship import settings
+from cuship import _read, settings
 from cuship.errors import CushipError
 from cuship.events import Emit, Event, discard
 from cuship.machine import fingerprint
@@ -91,11 +91,8 @@ def build_torch_problem(environ: Mapping[str, str]) -> str | None:
     environment (where the real backend runs) holds another torch minor than the environment
     the wheel is for, or that one cannot be seen; None when both agree or no torch is in the
     build environment."""
-    from importlib import metadata
-
-    try:
-        here = metadata.version("torch")
-    except metadata.PackageNotFoundError:
+    here = _read.installed_version("torch")
+    if here is None:
         return None
     found = find_target(environ)
     if isinstance(found, str):

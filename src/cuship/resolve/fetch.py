@@ -30,9 +30,9 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from packaging.utils import canonicalize_name
 
-from cuship import _json, settings
-from cuship._fs import sha256_file
-from cuship.errors import CheckFailed, InputError
+from cuship import _names, _read, settings
+from cuship._fs import move, remove_file, sha256_file
+from cuship.errors import CheckFailed, InputError, UsageError
 from cuship.events import Emit, Event, discard, progress
 from cuship.resolve._manifest import Records, find_manifest, manifest_urls
 from cuship.resolve.http import (
@@ -45,6 +45,7 @@ from cuship.resolve.http import (
     with_retries,
 )
 from cuship.resolve.select import Candidate, WheelFacts
+from cuship.schema.inputs import check_input
 
 __all__ = [
     "ACCEPT",
@@ -109,7 +110,7 @@ def _yank(value: object) -> str | None:
         return None
     if value is True:
         return ""
-    return value[:_MAX_REASON] if isinstance(value, str) else _json.shown(value)
+    return value[:_MAX_REASON] if isinstance(value, str) else _read.shown(value)
 
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -124,11 +125,11 @@ def _sha256(value: object) -> str | None:
 
 def _json_file(entry: Any, base: str, url: str) -> Candidate:
     if not isinstance(entry, dict) or not isinstance(entry.get("filename"), str):
-        raise _garbage(url, f"a file entry without a filename: {_json.shown(entry)}")
+        raise _garbage(url, f"a file entry without a filename: {_read.shown(entry)}")
     hashes = entry.get("hashes")
     href = entry.get("url")
     if not isinstance(href, str):
-        raise _garbage(url, f"{_json.shown(entry['filename'])} has no url")
+        raise _garbage(url, f"{_read.shown(entry['filename'])} has no url")
     size = entry.get("size")
     python = entry.get("requires-python")
     return Candidate(
@@ -144,14 +145,16 @@ def _json_file(entry: Any, base: str, url: str) -> Candidate:
 def _json_page(body: bytes, url: str) -> tuple[tuple[Candidate, ...], object]:
     """The files of a PEP 691 page and its ``_cuship`` entry (None when it has none)."""
     try:
-        document = _json.loads(body)
-    except _json.JsonRefused as err:
-        raise _garbage(url, str(err)) from err
-    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
-        raise _garbage(url, f"not JSON ({err})") from err
+        document = _read.loads(body)
+    except _read.JsonRefused as err:
+        raise _garbage(url, f"it {err.problem}") from err
     files = document.get("files") if isinstance(document, dict) else None
     if not isinstance(files, list):
         raise _garbage(url, "a JSON document without a 'files' list")
+    try:
+        check_input(document, "pep691-page", "the page")
+    except InputError as err:
+        raise _garbage(url, err.message) from None
     return tuple(_json_file(entry, url, url) for entry in files), document.get("_cuship")
 
 
@@ -307,26 +310,28 @@ def _variants(
         version = c.filename[: -len(_VARIANTS_SUFFIX)].rpartition("-")[2]
         try:
             answer = get(c.url, options=options, emit=emit, limit=options.max_manifest_bytes)
-            document = _json.loads(answer.body)
-            variants = document.get("variants") if isinstance(document, dict) else None
-            if not isinstance(variants, dict):
-                raise ValueError("it holds no 'variants' table")
+            document = _read.loads(answer.body)
+            check_input(document, "variants", "the document")
+            variants = document["variants"]
         except (InputError, ValueError) as err:
             problem = err.message if isinstance(err, InputError) else str(err)
             message = f"ignoring {c.url!r}: {problem}"
             emit(Event(level="warning", topic="fetch", message=message))
             continue
-        found[version] = {str(k): v for k, v in variants.items() if isinstance(v, dict)}
+        found[version] = dict(variants)
     return found
 
 
 def _safe_name(filename: str) -> str:
-    if Path(filename).name != filename or filename.startswith(".") or "\\" in filename:
+    """``filename`` when it is a plain file name (:func:`cuship._names.file_name`): what the
+    index lists reaches a path here."""
+    try:
+        return _names.file_name(filename)
+    except UsageError:
         raise InputError(
-            f"refusing the file name {filename!r}: it is not a plain file name",
+            f"refusing the file name {_read.shown(filename)}: it is not a plain file name",
             hint="the index lists a path, not a file; fix the index",
-        )
-    return filename
+        ) from None
 
 
 def _mismatch(c: Candidate, got: str) -> CheckFailed:
@@ -375,11 +380,9 @@ def _fetch_once(
                     told(read)
         if digest.hexdigest() != c.sha256:
             raise _mismatch(c, digest.hexdigest())
-        target = dest / c.filename
-        part.replace(target)
-        return target
+        return move(part, dest, c.filename)
     finally:
-        part.unlink(missing_ok=True)
+        remove_file(dest, part)
 
 
 @contextmanager

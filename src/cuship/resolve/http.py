@@ -20,7 +20,7 @@ from typing import IO, Any, TypeVar
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from cuship import _json, settings
+from cuship import _read, settings
 from cuship._format import size_text
 from cuship.errors import InputError, UsageError
 from cuship.events import Emit, Event, discard
@@ -141,7 +141,7 @@ def outside_scheme(index: str, url: str, what: str) -> str | None:
     kinds = f"{', '.join(others)} or {last}"
     return (
         f"{article} {family} index may link only {kinds} {what}, not "
-        f"{scheme or 'a path'!r} ({_json.shown(url, 80)}); refused, nothing read"
+        f"{scheme or 'a path'!r} ({_read.shown(url, 80)}); refused, nothing read"
     )
 
 
@@ -291,9 +291,9 @@ def open_stream(
             _WATCHDOG.reset(token)
         try:
             with response:
-                declared = response.headers.get("Content-Length", "")
-                if limit is not None and declared.strip().isdigit() and int(declared) > limit:
-                    raise _too_large(url, limit, int(declared))
+                declared = _length(response.headers.get("Content-Length"))
+                if limit is not None and declared is not None and declared > limit:
+                    raise _too_large(url, limit, declared)
                 yield response.geturl(), response.headers.get("Content-Type", ""), response
         except (OSError, http.client.HTTPException, ValueError) as err:
             if watchdog.fired:
@@ -301,6 +301,15 @@ def open_stream(
             raise
         if watchdog.fired:  # the body "ended" because the watchdog shut it
             raise _Transient(_late(seconds))
+
+
+def _length(said: str | None) -> int | None:
+    """A Content-Length header's size, None when it says none (``"²"``, ``"-1"``, ``"1e9"``:
+    http.client then reads to the end, which ``limit`` bounds)."""
+    try:
+        return None if said is None else _read.integer(said.strip(), "Content-Length")
+    except _read.Refused:
+        return None
 
 
 def _late(seconds: float) -> str:
@@ -360,12 +369,12 @@ def _open_file(url: str) -> Iterator[tuple[str, str, IO[bytes]]]:
             ("index.html", "text/html"),
         ):
             if (path / name).is_file():
-                with (path / name).open("rb") as stream:
+                with _read.reader(path / name, _read.INDEX_FILE) as stream:
                     yield url, kind, stream
                 return
     if not path.is_file():
         raise Missing(f"{url!r} does not exist", hint=_HINT)
-    with path.open("rb") as stream:
+    with _read.reader(path, _read.INDEX_FILE) as stream:
         yield url, "application/octet-stream", stream
 
 

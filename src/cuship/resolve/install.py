@@ -7,7 +7,6 @@ pip and uv both check, while the wheel's dependencies resolve from the same inde
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,13 +14,22 @@ from typing import Literal, NamedTuple
 
 import packaging
 
-from cuship import process, settings
-from cuship.errors import CannotStart, CheckFailed, NothingToDo, TimedOut, ToolMissing, UsageError
+from cuship import _read, process, settings
+from cuship.errors import (
+    CannotStart,
+    CheckFailed,
+    InputError,
+    NothingToDo,
+    TimedOut,
+    ToolMissing,
+    UsageError,
+)
 from cuship.events import Emit, Event, discard
 from cuship.machine import fingerprint
 from cuship.resolve.fetch import IndexPage, download, fetch_page
 from cuship.resolve.http import DEFAULT_OPTIONS, FetchOptions
 from cuship.resolve.select import Resolution, Target, parse_requirement, select, target_of
+from cuship.schema.check import check
 from cuship.tools import find_tool
 
 __all__ = [
@@ -87,9 +95,11 @@ def interpreter_target(python: str, environ: Mapping[str, str]) -> tuple[str, tu
             f"--python {python!r} failed to report its tags: {done.stderr.strip()[-300:]}"
         )
     try:
-        version, tags = json.loads(done.stdout)
-        return str(version), tuple(str(t) for t in tags)
-    except (ValueError, TypeError) as err:  # not JSON, or not [version, [tags]]
+        answer = _read.loads(done.stdout)
+        check(answer, _ANSWER, "the answer")
+        version, tags = answer
+        return version, tuple(tags)
+    except InputError as err:  # not JSON, or not [version, [tags]]
         raise UsageError(
             f"--python {python!r} answered the tag probe with {done.stdout.strip()[-300:]!r}",
             hint=_PROBE_HINT,
@@ -235,3 +245,14 @@ def run_install(
             hint="run the command printed by --dry-run to see the whole log",
         )
     return output
+
+
+_ANSWER = {  # [platform.python_version(), [tags]]
+    "type": "array",
+    "minItems": 2,
+    "maxItems": 2,
+    "prefixItems": [
+        {"type": "string", "maxLength": 64},
+        {"type": "array", "items": {"type": "string", "maxLength": 256}, "maxItems": 10_000},
+    ],
+}

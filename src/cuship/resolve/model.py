@@ -10,7 +10,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from cuship._json import shown
+from cuship._read import shown
 from cuship.errors import InputError
 from cuship.judge.model import Judgement
 from cuship.judge.needs import ObjectNeeds, WheelNeeds

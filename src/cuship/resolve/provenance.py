@@ -21,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
+from cuship import _fs, _read
 from cuship.errors import InputError, UsageError
 from cuship.wheel.read.members import check_members, copy_into, member_limits, read_member
 from cuship.wheel.write.retag import find_dist_info, record_hash
@@ -93,10 +94,9 @@ def add_to_wheel(wheel: Path, provenance: Handover, *, out_dir: Path) -> Path:
     os.close(handle)
     try:
         _rewrite(wheel, Path(temp), provenance)
-        target = out_dir / wheel.name
-        Path(temp).replace(target)
+        target = _fs.move(Path(temp), out_dir, wheel.name)
     except BaseException:
-        Path(temp).unlink(missing_ok=True)
+        _fs.remove_file(out_dir, temp)
         raise
     return target
 
@@ -106,8 +106,9 @@ def _rewrite(wheel: Path, dest: Path, provenance: Handover) -> None:
     (:mod:`cuship.wheel.read.members`: memory stays a few MiB whatever the members inflate to)."""
     data = provenance.to_bytes()
     try:
-        with zipfile.ZipFile(wheel) as old, zipfile.ZipFile(dest, "w") as new:
+        with _read.archive(wheel) as old, zipfile.ZipFile(dest, "w") as new:
             root = find_dist_info(old, wheel)
+            _same_project(wheel, root, provenance.name)
             ours, record = f"{root}/{FILENAME}", f"{root}/RECORD"
             dropped = {ours, record, *(f"{root}/{s}" for s in _SIGNATURES)}
             limits = member_limits()
@@ -126,16 +127,36 @@ def _rewrite(wheel: Path, dest: Path, provenance: Handover) -> None:
         raise InputError(f"{str(wheel)!r} is not a readable wheel: {err}") from err
 
 
+def _same_project(wheel: Path, dist_info: str, name: str) -> None:
+    """The wheel is ``name``'s: its file name and its ``.dist-info`` both say so (a prebuilt
+    wheel of another project would install that project under this one's name)."""
+    from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+    want = canonicalize_name(name)
+    try:
+        named = canonicalize_name(parse_wheel_filename(wheel.name)[0])
+    except InvalidWheelFilename:
+        named = None
+    said = canonicalize_name(dist_info.removesuffix(".dist-info").rpartition("-")[0])
+    if named != want or said != want:
+        other = said if said != want else named
+        raise InputError(
+            f"{wheel.name!r} is not a wheel of {name!r}: its "
+            f"{'.dist-info' if said != want else 'file name'} names the project {other!r}",
+            hint="the index serves another project's wheel under this name; fix the index",
+        )
+
+
 def read_dist(dist: metadata.Distribution) -> Handover | None:
     """The provenance an installed distribution carries; None when cuship did not hand it over."""
-    text = dist.read_text(FILENAME)
+    text = _read.dist_text(dist, FILENAME)
     if text is None:
         return None
-    source = f"{dist.metadata['Name']} {dist.version}: {FILENAME}"
+    source = f"{_read.dist_field(dist, 'Name')} {_read.dist_field(dist, 'Version')}: {FILENAME}"
     try:
-        doc = json.loads(text)
-    except ValueError as err:
-        raise InputError(f"{source!r} is not JSON: {err}", hint="reinstall the package") from err
+        doc = _read.loads(text)
+    except _read.JsonRefused as err:
+        raise InputError(f"{source!r} {err.problem}", hint="reinstall the package") from err
     return Handover.from_json(doc, source)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from cuship import _json
+from cuship._read import JsonRefused, loads
 from cuship.compat import Compat
 from cuship.errors import CushipError, InputError
 from cuship.resolve.fetch import JSON_TYPE, project_url
@@ -121,8 +121,8 @@ def refresh(
 
 def _files(body: bytes, url: str) -> list[Mapping[str, Any]]:
     try:
-        document = _json.loads(body)
-    except (ValueError, _json.JsonRefused) as err:
+        document = loads(body)
+    except (ValueError, JsonRefused) as err:
         raise InputError(f"{url!r} did not answer a PEP 691 JSON page: {err}") from err
     files = document.get("files") if isinstance(document, dict) else None
     if not isinstance(files, list):

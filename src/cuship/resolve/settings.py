@@ -19,13 +19,14 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from cuship import _read
 from cuship.config.script import read_build_script
 from cuship.errors import ConfigError
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+    pass
 
 __all__ = ["PrebuiltConfig", "read_config"]
 
@@ -64,15 +65,11 @@ def read_config(path: Path) -> PrebuiltConfig:
     """Read ``path`` (a pyproject.toml); errors name the file and the key."""
     source = str(path)
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as err:
+        document = _read.toml(_read.read_text(path, _read.CONFIG))
+    except OSError as err:
         raise ConfigError(source, None, f"cannot read it: {err}") from err
-    except UnicodeDecodeError as err:
-        raise ConfigError(
-            source, None, f"not UTF-8 text (byte offset {err.start})", hint="save it as UTF-8"
-        ) from None
-    except RecursionError:
-        raise ConfigError(source, None, "nested too deeply to read") from None
+    except _read.Refused as err:
+        raise ConfigError(source, None, err.problem.removeprefix("is "), hint=err.hint) from None
     project = document.get("project", {})
     table = document.get("tool", {}).get("cuship", {}).get("prebuilt", {})
     if not isinstance(table, dict):
@@ -130,10 +127,9 @@ def _sdist_headers(pkg_info: Path) -> dict[str, str]:
     """Name and Version an sdist's PKG-INFO states (a dynamic version is fixed when the sdist
     is made); empty for a source tree."""
     try:
-        with pkg_info.open("rb") as handle:
-            text = handle.read(1 << 20).decode("utf-8")
+        text = _read.read_head(pkg_info, _read.METADATA, 1 << 20).decode("utf-8")
         headers = email.parser.HeaderParser().parsestr(text)
-    except (OSError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError, _read.Refused):
         return {}
     found = {}
     for key in ("Name", "Version"):

@@ -10,15 +10,14 @@ process by its pid and start time, so a later run never reads an earlier run's d
 from __future__ import annotations
 
 import contextlib
-import json
-import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuship._fs import write_json
+from cuship import _read
+from cuship._fs import remove_dir, remove_tree, write_json
 from cuship.errors import CushipError
 from cuship.resolve.provenance import Handover
 
@@ -31,10 +30,10 @@ _CHOICE = "choice.json"
 def frontend_key(pid: int) -> str | None:
     """``PID-STARTTIME`` of a running process (Linux), ``PID`` elsewhere; None: it is gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = _read.read_bytes(f"/proc/{pid}/stat", _read.SYSTEM_FILE).decode("utf-8", "replace")
     except FileNotFoundError:
         return None if Path("/proc/self/stat").exists() else str(pid)
-    except OSError:
+    except (OSError, _read.Refused):
         return str(pid)
     fields = stat.rsplit(")", 1)[-1].split()
     return f"{pid}-{fields[19]}" if len(fields) > 19 else str(pid)  # field 22: starttime
@@ -66,7 +65,7 @@ class Stash:
     def load(self) -> Choice | None:
         """The choice an earlier hook of this run saved (None: none, or unreadable)."""
         try:
-            doc = json.loads((self.dir / _CHOICE).read_text())
+            doc = _read.read_json(self.dir / _CHOICE, _read.CACHE)
             provenance = Handover.from_json(doc["provenance"], str(self.dir / _CHOICE))
         except (OSError, ValueError, KeyError, TypeError, CushipError):
             return None  # unreadable: this hook decides anew
@@ -81,10 +80,10 @@ class Stash:
 
     def clear(self) -> None:
         """Remove this run's directory, and the stash root when nothing else is in it."""
-        shutil.rmtree(self.dir, ignore_errors=True)
+        remove_tree(self.dir.parent, self.dir.name)
         if self.shared:
             with contextlib.suppress(OSError):  # another run's directory is still there
-                self.dir.parent.rmdir()
+                remove_dir(self.dir.parent.parent, self.dir.parent.name)
 
 
 def _prune(root: Path, keep: str) -> None:
@@ -92,7 +91,7 @@ def _prune(root: Path, keep: str) -> None:
     for entry in root.iterdir():
         pid = entry.name.split("-", 1)[0]
         if entry.name != keep and pid.isdigit() and frontend_key(int(pid)) != entry.name:
-            shutil.rmtree(entry, ignore_errors=True)
+            remove_tree(root, entry.name)
 
 
 @contextmanager
@@ -117,4 +116,4 @@ def stash_for(project: Path, frontend: str | None, fallback: Path | None) -> Ite
         try:
             yield Stash(dir=private, shared=False)
         finally:
-            shutil.rmtree(private, ignore_errors=True)
+            remove_tree(private.parent, private.name)

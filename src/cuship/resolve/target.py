@@ -18,15 +18,16 @@ The target's site directories are listed by running its interpreter (``-I``, 60 
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuship import process, settings
-from cuship.errors import TimedOut, ToolMissing
+from cuship import _read, process, settings
+from cuship._format import size_text
+from cuship.errors import InputError, TimedOut, ToolMissing
+from cuship.schema.check import check
 
 __all__ = ["TargetEnv", "find_target"]
 
@@ -56,9 +57,9 @@ def _from_uv(parent: int) -> tuple[str, str] | None:
     """The interpreter uv (the process ``parent``) installs into: its ``--python`` argument,
     else its ``VIRTUAL_ENV``."""
     try:
-        argv = Path(f"/proc/{parent}/cmdline").read_bytes().split(b"\0")
-        environ = Path(f"/proc/{parent}/environ").read_bytes().split(b"\0")
-    except OSError:
+        argv = _read.read_bytes(f"/proc/{parent}/cmdline", _read.SYSTEM_FILE).split(b"\0")
+        environ = _read.read_bytes(f"/proc/{parent}/environ", _read.SYSTEM_FILE).split(b"\0")
+    except (OSError, _read.Refused):
         return None
     args = [a.decode(errors="replace") for a in argv if a]
     for index, arg in enumerate(args):
@@ -114,18 +115,31 @@ def _probe(python: str, how: str, packaging_site: str) -> TargetEnv | str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     code = _PROBE.format(site=packaging_site)
     try:
-        done = process.run([python, "-I", "-c", code], env=env, timeout=_TIMEOUT)
-        executable, version, paths, tags = json.loads(done.stdout)
-    except (ToolMissing, TimedOut, ValueError, TypeError) as err:
+        argv = [python, "-I", "-c", code]
+        done = process.run(argv, env=env, timeout=_TIMEOUT, keep=_KEEP, stop_past_keep=True)
+    except (ToolMissing, TimedOut) as err:
         return f"{how} ({python}) did not answer: {err}"
-    sites = tuple(p for p in paths if isinstance(p, str))
+    if done.cut:
+        return f"{how} ({python}) did not answer: it printed more than {size_text(_KEEP)}"
+    try:
+        answer = _read.loads(done.stdout)
+        check(answer, _ANSWER, "its answer")
+    except InputError as err:
+        return f"{how} ({python}) did not answer: {err.message}"
+    executable, version, paths, tags = answer
     return TargetEnv(
-        python=str(executable),
-        how=how,
-        version=str(version),
-        site_dirs=sites,
-        tags=tuple(map(str, tags)),
+        python=executable, how=how, version=version, site_dirs=tuple(paths), tags=tuple(tags)
     )
+
+
+_KEEP = 1 << 20  # bytes of the probe's answer: a few KiB (its paths and its tags)
+_STRINGS = {"type": "array", "items": {"type": "string", "maxLength": 4096}, "maxItems": 10_000}
+_ANSWER = {  # [sys.executable, platform.python_version(), sys.path, tags]
+    "type": "array",
+    "minItems": 4,
+    "maxItems": 4,
+    "prefixItems": [{"type": "string", "maxLength": 4096}] * 2 + [_STRINGS] * 2,
+}
 
 
 def _this_interpreter(how: str) -> TargetEnv:

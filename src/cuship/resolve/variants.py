@@ -44,13 +44,15 @@ class UvMachine:
         return cls(cuda=_pair(driver_cuda), cc=max(found) if found else None)
 
 
+_PAIR = re.compile(r"([0-9]{1,3})(?:\.([0-9]{1,3}))?(?:\.[0-9]{1,4})?")
+
+
 def _pair(text: str | None) -> tuple[int, int] | None:
-    if not text:
+    """(major, minor) of ``13.0``, ``13`` or ``12.8.1`` (ASCII digits only: ``"²"`` is none)."""
+    match = _PAIR.fullmatch(text.strip()) if isinstance(text, str) else None
+    if match is None:
         return None
-    major, _, minor = text.strip().partition(".")
-    if not major.isdigit() or (minor and not minor.split(".")[0].isdigit()):
-        return None
-    return int(major), int(minor.split(".")[0] or 0)
+    return int(match[1]), int(match[2] or 0)
 
 
 def _value_rank(feature: str, value: str, machine: UvMachine) -> int | None:

@@ -19,7 +19,6 @@ import dataclasses
 import difflib
 import functools
 import math
-import sys
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -28,13 +27,9 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_
 
 from packaging.version import InvalidVersion, Version
 
-from cuship._json import shown
+from cuship import _read
+from cuship._read import shown
 from cuship.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = ["MAX_ITEMS", "Place", "Validator", "field_doc", "load", "read_toml", "schema"]
 
@@ -360,12 +355,11 @@ def load(cls: type[T], raw: Any, *, source: str, key: str = "", strict: bool = F
 def read_toml(path: Path) -> dict[str, Any]:
     """The parsed TOML file at ``path``; unreadable or malformed, a :class:`ConfigError`."""
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return _read.toml(_read.read_text(path, _read.CONFIG))
     except OSError as err:
         raise ConfigError(str(path), None, f"cannot read: {err.strerror or err}") from err
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(str(path), None, f"not valid TOML: {err}") from err
+    except _read.Refused as err:
+        raise ConfigError(str(path), None, err.problem.removeprefix("is "), hint=err.hint) from err
 
 
 def schema(tp: Any, *, strict: bool = False) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from urllib.parse import unquote
 
 from packaging.utils import canonicalize_name
 
+from cuship import _read
 from cuship.errors import InputError
 from cuship.events import Emit, Event, Level, discard
 from cuship.serve._negotiate import HTML, JSON, LEGACY_HTML, choose
@@ -198,8 +199,8 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
     def _file(self, path: Path) -> Any:
         try:
-            handle = path.open("rb")
-        except OSError as err:
+            handle = _read.open_file(path, _read.HASHED)
+        except (OSError, _read.Refused) as err:
             raise _Refused(404) from err
         try:
             facts = os.fstat(handle.fileno())
@@ -235,7 +236,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         page = self._inside(folder / ("index.json" if chosen == JSON else "index.html"))
         if page is None:
             raise _Refused(404)
-        body = page.read_bytes()
+        body = _read.read_bytes(page, _read.INDEX_FILE)
         self._chosen = chosen
         self.send_response(200)
         charset = "" if chosen == JSON else "; charset=utf-8"

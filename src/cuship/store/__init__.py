@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from cuship import _json, settings
+from cuship import _read, settings
 from cuship._format import size_text
 from cuship.errors import InputError
 
@@ -84,6 +84,17 @@ def _finite(numbers: Mapping[str, float]) -> dict[str, float]:
     return {k: float(v) for k, v in numbers.items() if math.isfinite(v)}
 
 
+def _read_only_uri(path: Path) -> str:
+    """The URI that reads the store at ``path`` and writes nothing beside it. With no ``-wal``
+    file every committed row is in the file itself, and ``immutable`` reads it with no lock
+    and no ``-shm``/``-wal`` made (``mode=ro`` alone makes both for a WAL store in a
+    writable folder); with one, a writer may be at work and its rows are in the WAL, which
+    only a shared-memory reader sees."""
+    uri = path.absolute().as_uri()
+    wal = path.with_name(path.name + "-wal")
+    return f"{uri}?mode=ro" if wal.exists() else f"{uri}?mode=ro&immutable=1"
+
+
 class Store:
     """An open results store. Use as a context manager: ``with Store.open(path) as store: ...``."""
 
@@ -109,13 +120,17 @@ class Store:
 
     @classmethod
     def open_read(cls, path: Path) -> Store:
-        """Open the store at ``path`` to read it only: SQLite's read-only mode, nothing created,
+        """Open the store at ``path`` to read it only (:func:`_read_only_uri`): nothing created,
         no switch to WAL, so a file cuship did not create (``--store other_app.sqlite``) is
         never changed. A file that is not a results store, or is damaged, is an
         :class:`InputError` naming it and what is wrong (its rows are checked as they are read:
         see :meth:`runs` and :meth:`results`)."""
         try:
-            conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+            _read.stated(path, _read.STORE)  # a regular file: a FIFO is refused, never opened
+        except FileNotFoundError as err:
+            raise InputError(f"there is no results store at {str(path)!r}") from err
+        try:
+            conn = sqlite3.connect(_read_only_uri(path), uri=True)
             conn.execute("PRAGMA query_only = ON")
             tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         except sqlite3.DatabaseError as err:
@@ -215,7 +230,7 @@ class Store:
             size, limit = size_text(len(text)), size_text(MAX_FIELD)
             raise _bad_row(self.path, where, f"{column!r} is {size}, more than the {limit} read")
         try:
-            value = _json.loads(text)
+            value = _read.loads(text)
         except ValueError as err:
             raise _bad_row(
                 self.path, where, f"{column!r} is not JSON cuship reads ({err})"
@@ -231,7 +246,7 @@ class Store:
         )
         out = []
         for r in rows:
-            where = f"run {run_id}, result {_json.shown(r[0])}"
+            where = f"run {run_id}, result {_read.shown(r[0])}"
             numbers = self._json(r[3], where, "numbers")
             if not all(isinstance(v, int | float) for v in numbers.values()):
                 raise _bad_row(self.path, where, "'numbers' holds a value that is no number")

@@ -78,7 +78,7 @@ def load_runs(
     path: Path, *, since: float | None = None, kind: RunKind | None = None
 ) -> tuple[StoredRun, ...]:
     """Runs stored at ``path`` since ``since`` (epoch seconds); NothingToDo when there are none."""
-    if not path.is_file():
+    if not path.exists():  # one that is there but no file (a FIFO) is refused by open_read
         raise NothingToDo(
             f"no results store at {str(path)!r}",
             hint="run `cuship check` first, or point --store / CUSHIP_STORE at the store",
@@ -101,7 +101,7 @@ BenchRun = tuple[RunRecord, Sequence[ResultRow]]
 def load_bench_runs(path: Path) -> tuple[BenchRun, ...]:
     """Every bench run stored at ``path``, oldest first; NothingToDo when there is none."""
     hint = "run `cuship bench` first, or point --store / CUSHIP_STORE at the store it wrote"
-    if not path.is_file():
+    if not path.exists():
         raise NothingToDo(f"no results store at {str(path)!r}", hint=hint)
     with Store.open_read(path) as store:
         runs = tuple((run, store.results(run.id or 0)) for run in store.runs(kind="bench"))

@@ -11,7 +11,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from cuship import settings
+from cuship import _read, settings
 from cuship.toolkit.catalog import Catalog, ToolkitRelease, Unavailable, WheelComponent
 from cuship.toolkit.layout import MANIFEST
 
@@ -115,7 +115,7 @@ def read_installed(prefix: Path, components: Sequence[WheelComponent] = ()) -> I
     """The toolkit at ``prefix`` when it is complete: its manifest reads and every file the
     ``components`` provide is there. None for anything else (absent, half-made, damaged)."""
     try:
-        doc = json.loads((prefix / MANIFEST).read_text(encoding="utf-8"))
+        doc = _read.read_json(prefix / MANIFEST, _read.CACHE)
         installed = Installed(
             prefix=prefix,
             cuda=str(doc["cuda"]),

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from cuship import process, settings
+from cuship import _read, process, settings
 from cuship._format import size_text
-from cuship._fs import exchange, locked, recover, staging_dir
+from cuship._fs import exchange, locked, recover, remove_tree, staging_dir, under
 from cuship.errors import (
     CheckFailed,
     CushipError,
@@ -137,7 +137,7 @@ def _assemble(
         wheels = [record for record, _ in fetched]
         files = _no_overlap([written for _, written in fetched], release)
         _link(staging, layout_links(files, machine))
-        shutil.rmtree(staging / ".downloads")
+        remove_tree(staging, ".downloads")
         _require(staging, catalog, release)
         reported = probe(staging / "bin" / "nvcc")
         if reported != str(release.nvcc):
@@ -159,7 +159,7 @@ def _assemble(
         staging.chmod(0o755)  # mkdtemp made it private; a toolkit is for everyone here
         exchange(staging, target)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging.parent, staging.name)
         raise
     return made, sum(record.size for record in wheels)
 
@@ -253,12 +253,12 @@ def _unpack(wheel: Path, prefix: Path, major: int) -> list[str]:
     """Extract the toolkit part of ``wheel`` into ``prefix``; the prefix-relative paths written."""
     written = []
     try:
-        with zipfile.ZipFile(wheel) as archive:
+        with _read.archive(wheel) as archive:
             for info in archive.infolist():
                 relative = member_target(info.filename, major)
                 if relative is None:
                     continue
-                out = prefix / relative
+                out = under(prefix, relative)
                 out.parent.mkdir(parents=True, exist_ok=True)
                 with archive.open(info) as source, out.open("wb") as sink:
                     shutil.copyfileobj(source, sink, 1 << 20)

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from packaging.version import Version
 
-from cuship._fs import NotRegular, open_regular, regular_problem
+from cuship import _read
+from cuship._read import NotRegular, open_regular, regular_problem
 from cuship.errors import CushipError, InputError
 from cuship.wheel.names import parse_label
 from cuship.wheel.read.members import (
@@ -380,16 +381,35 @@ def inspect_wheel(path: Path, *, record: bool = False) -> WheelReport:
     size = path.stat().st_size
     requirements = torch_entries(requires, source=f"{path.name}:METADATA")
     report = _report(path, str(name), version, canonical_tags, size, extensions, libs, requirements)
-    from cuship.wheel.variant import read_wheel_variant, split_variant
-
-    if split_variant(path.name)[1] is not None:
-        document = read_wheel_variant(path)
-        report = replace(report, variant=None if document is None else document["variants"])
+    label = split_variant(path.name)[1]
+    if label is not None:
+        report = replace(report, variant=_variant_of(path, label))
     if not extensions:
         return report
     from cuship.wheel.cudalibs import nvidia_requirements
 
     return replace(report, nvidia_requirements=nvidia_requirements(requires))
+
+
+def _variant_of(path: Path, label: str) -> Mapping[str, Any]:
+    """The variants of a wheel named with variant ``label``: its ``variant.json`` must be there
+    and name that label (uv picks by the name, installs what the file says)."""
+    from cuship.wheel.variant import read_wheel_variant
+
+    document = read_wheel_variant(path)
+    if document is None:
+        raise InputError(
+            f"{path.name!r} is named as variant {label!r} but holds no variant.json",
+            hint="make variant wheels with `cuship variant`",
+        )
+    variants: Mapping[str, Any] = document["variants"]
+    if label not in variants:
+        said = ", ".join(map(repr, variants))
+        raise InputError(
+            f"{path.name!r} is named as variant {label!r}, its variant.json describes {said}",
+            hint="make variant wheels with `cuship variant`: the label and the file agree",
+        )
+    return variants
 
 
 def inspect_pure(
@@ -444,7 +464,7 @@ def _scan_zip(
         return (), (), small
     limits = member_limits()
     try:
-        with zipfile.ZipFile(path) as archive, open(path, "rb") as handle:
+        with _read.archive(path) as archive, _read.reader(path, _read.ARCHIVE) as handle:
             check_members(archive.infolist(), path.name, limits)
             rows = _record_rows(archive, path, limits) if record else None
             objects = list(_shared_objects(archive, path, limits, handle, rows))
@@ -466,8 +486,8 @@ def _scan_small(path: Path) -> tuple[str, ...] | None:
     try:
         if path.stat().st_size > _SMALL:
             return None
-        data = path.read_bytes()
-    except OSError:
+        data = _read.read_bytes(path, _read.ARCHIVE, limit=_SMALL)
+    except (OSError, _read.Refused):
         return None  # the zipfile path words the error
     return _small_requirements(data)
 

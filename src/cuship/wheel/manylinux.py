@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuship import _read
 from cuship.errors import UsageError
 from cuship.wheel.audit import WheelReport
 from cuship.wheel.read.elf import VersionNeed
@@ -67,10 +67,9 @@ def _policies() -> tuple[Mapping[str, object], ...]:
     if not places:
         return ()
     try:
-        data = json.loads(
-            (Path(next(iter(places))) / "policy" / "manylinux-policy.json").read_text()
-        )
-    except (OSError, ValueError, StopIteration):
+        path = Path(next(iter(places))) / "policy" / "manylinux-policy.json"
+        data = _read.read_json(path, _read.CONFIG)
+    except (OSError, _read.Refused, StopIteration):
         return ()
     return tuple(p for p in data if isinstance(p, dict))
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
+from cuship import _names
 from cuship._format import TemplateError, template_fields
 from cuship.errors import UsageError
 
@@ -112,8 +113,8 @@ def check_template(template: str) -> tuple[str, ...]:
     fields = template_fields(template, FIELDS, what="label template")
     label = template.format(**_values(_SAMPLE))
     try:
-        Version(f"0+{label}")
-    except InvalidVersion:
+        _names.local_label(label)
+    except UsageError:
         raise TemplateError(
             f"label template {template!r} writes labels such as {label!r}, which are not valid "
             "local version labels; use letters, digits and '.' around the fields"
@@ -135,8 +136,8 @@ def format_label(variant: Variant, template: str) -> str:
         )
     label = template.format(**values)
     try:
-        Version(f"0+{label}")
-    except InvalidVersion as err:
+        _names.local_label(label)
+    except UsageError as err:
         raise UsageError(
             f"label {label!r} (from template {template!r}) is not a valid local version label",
             hint="use letters, digits and '.' only",

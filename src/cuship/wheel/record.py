@@ -18,6 +18,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from cuship import _read
 from cuship.errors import InputError
 
 __all__ = [
@@ -103,12 +104,20 @@ def parse_record(data: bytes, wheel: str, record: str) -> dict[str, RecordRow]:
             algorithm, _eq, digest = hashed.partition("=")
             if hashed and (not digest or algorithm not in _ALGORITHMS):
                 raise _bad_row(wheel, record, number, f"the hash {hashed!r} is not ALGO=DIGEST")
-            if size and not size.isdigit():
-                raise _bad_row(wheel, record, number, f"the size {size!r} is not a number")
-            rows[path] = RecordRow(algorithm, digest, int(size) if size else None)
+            rows[path] = RecordRow(algorithm, digest, _size(size, wheel, record, number))
     except csv.Error as err:
         raise RecordMismatch(f"{wheel!r}: {record!r} is not CSV: {err}", hint=_HINT) from err
     return rows
+
+
+def _size(size: str, wheel: str, record: str, number: int) -> int | None:
+    """A row's size: ASCII digits (``"²"`` is no size, though ``str.isdigit`` says so)."""
+    if not size:
+        return None
+    try:
+        return _read.integer(size, "the size")
+    except _read.Refused:
+        raise _bad_row(wheel, record, number, f"the size {size!r} is not a number") from None
 
 
 def _bad_row(wheel: str, record: str, number: int, problem: str) -> RecordMismatch:

@@ -22,7 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cuship.errors import InputError, UsageError
+from cuship import _names, _read
+from cuship.errors import InputError
 
 __all__ = [
     "NAMESPACE",
@@ -38,6 +39,7 @@ __all__ = [
     "read_wheel_variant",
     "split_variant",
     "variant_document",
+    "variant_members",
     "variants_json_name",
 ]
 
@@ -53,16 +55,11 @@ _LABEL = re.compile(r"[0-9a-z_.]{1,16}")
 _FEATURES = ("cuda_version_lower_bound", "cuda_version_upper_bound", "sm_arch")
 
 
-def check_label(label: str) -> str:
+def check_label(label: str, *, null: bool = False) -> str:
     """``label`` when it is a variant label uv accepts and every tool keeps (lower case
-    ``[0-9a-z_.]``, at most 16 characters); a :class:`UsageError` naming it otherwise."""
-    if not _LABEL.fullmatch(label):
-        raise UsageError(
-            f"{label!r} is not a variant label: lower-case letters, digits, '_' and '.', "
-            "1 to 16 characters",
-            hint="e.g. cu130 or cu129_sm90; set [variants] label or pass --label",
-        )
-    return label
+    ``[0-9a-z_.]``, at most 16 characters, not ``null`` unless ``null``); a
+    :class:`UsageError` naming it otherwise (:func:`cuship._names.variant_label`)."""
+    return _names.variant_label(label, null=null)
 
 
 def split_variant(filename: str) -> tuple[str, str | None]:
@@ -92,7 +89,7 @@ def variant_document(label: str, props: Mapping[str, Sequence[str]]) -> dict[str
         "$schema": SCHEMA,
         "default-priorities": {"namespace": [NAMESPACE]},
         "providers": {NAMESPACE: dict(PROVIDER)},
-        "variants": {check_label(label): ({NAMESPACE: nvidia} if nvidia else {})},
+        "variants": {check_label(label, null=not nvidia): ({NAMESPACE: nvidia} if nvidia else {})},
     }
 
 
@@ -123,26 +120,17 @@ def dumps(document: Mapping[str, Any]) -> bytes:
 
 
 def read_document(data: bytes, source: str) -> dict[str, Any]:
-    """A ``variant.json`` read from a wheel (untrusted): one variant, of the NVIDIA provider's
-    shape; :class:`InputError` naming ``source`` otherwise."""
-    from cuship import _json
+    """A ``variant.json`` read from a wheel (untrusted): JSON held to the published schema
+    (``input-variant.schema.json``: one variant, its label of the allowed form, the NVIDIA
+    features' values as uv reads them); :class:`InputError` naming ``source`` otherwise."""
+    from cuship import _read
+    from cuship.schema.inputs import check_input
 
     try:
-        document = _json.loads(data)
-    except ValueError as err:
-        raise InputError(f"{source!r} is not JSON: {err}") from err
-    variants = document.get("variants") if isinstance(document, dict) else None
-    if not isinstance(variants, dict) or len(variants) != 1:
-        raise InputError(f"{source!r} does not describe exactly one variant")
-    ((label, entry),) = variants.items()
-    if not isinstance(label, str) or not _LABEL.fullmatch(label) or not isinstance(entry, dict):
-        raise InputError(f"{source!r}: variant {label!r} is not a label with properties")
-    for namespace, features in entry.items():
-        if not isinstance(features, dict) or not all(
-            isinstance(values, list) and all(isinstance(v, str) for v in values)
-            for values in features.values()
-        ):
-            raise InputError(f"{source!r}: the properties of {namespace!r} are not lists of text")
+        document = _read.loads(data)
+    except _read.JsonRefused as err:
+        raise InputError(f"{source!r} {err.problem}") from err
+    check_input(document, "variant", repr(source))
     checked: dict[str, Any] = document
     return checked
 
@@ -157,25 +145,29 @@ def default_label(local: str | None) -> str | None:
 
 def read_wheel_variant(wheel: Path) -> dict[str, Any] | None:
     """The ``variant.json`` inside a wheel (checked), or None for a plain wheel."""
-    import zipfile
 
-    with zipfile.ZipFile(wheel) as archive:
-        member = next(
-            (
-                name
-                for name in archive.namelist()
-                if name.count("/") == 1 and name.endswith(f".dist-info/{VARIANT_JSON}")
-            ),
-            None,
-        )
-        if member is None:
+    with _read.archive(wheel) as archive:
+        members = variant_members(archive.namelist())
+        if not members:
             return None
+        if len(members) > 1:
+            raise InputError(
+                f"{wheel.name} holds {len(members)} variant.json files ({', '.join(members)}): "
+                "a variant made from a variant",
+                hint="make the variant from the plain or labelled wheel",
+            )
+        (member,) = members
         info = archive.getinfo(member)
         if info.file_size > _MAX_DOCUMENT:
             raise InputError(f"{wheel.name}:{member} is {info.file_size} bytes; refused")
         data = archive.read(member)
     found: dict[str, Any] = read_document(data, f"{wheel.name}:{member}")
     return found
+
+
+def variant_members(names: Iterable[str]) -> list[str]:
+    """The ``*.dist-info/variant.json`` members among an archive's ``names``."""
+    return [n for n in names if n.count("/") == 1 and n.endswith(f".dist-info/{VARIANT_JSON}")]
 
 
 _MAX_DOCUMENT = 1024 * 1024

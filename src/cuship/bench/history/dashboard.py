@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -215,7 +214,7 @@ def _check_target(site: Path) -> None:
 
 def write_site(site: Path, files: Mapping[str, str], emit: Emit = discard) -> Path:
     """Write ``files`` as the whole content of directory ``site``, replacing it in one step."""
-    from cuship._fs import exchange, locked, recover, staging_dir
+    from cuship._fs import exchange, locked, recover, remove_tree, staging_dir
 
     site = site.absolute()
     _check_target(site)
@@ -230,7 +229,7 @@ def write_site(site: Path, files: Mapping[str, str], emit: Emit = discard) -> Pa
             staging.chmod(0o755)
             exchange(staging, site)
         except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
+            remove_tree(site.parent, staging)
             raise
     pages = sum(name.endswith(".html") for name in files)
     emit(Event(level="info", topic="dashboard", message=f"wrote {pages} pages to {site}"))

@@ -14,11 +14,12 @@ CUDA context current (it launched nothing on the GPU).
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from cuship import _read
 
 # No GPU work happened in this process: CUDA_ERROR_NOT_INITIALIZED (nothing called cuInit, what a
 # real driver answers after a NumPy call, as on the H100) or CUDA_ERROR_INVALID_CONTEXT (cuInit
@@ -47,7 +48,7 @@ def main(argv: list[str]) -> int:
     from cuship.bench.registry import discover, points
 
     os.dup2(2, 1)  # the case's prints go to stderr; stdout is ncu's
-    spec = json.loads(argv[0])
+    spec = _read.loads(argv[0])
     pythonpath = tuple(Path(p) for p in spec.get("pythonpath", ()))
     cases = discover((spec["module"],), Path(spec["root"]), pythonpath)
     found = [p for p in points(cases) if p.key == spec["key"]]

@@ -9,9 +9,10 @@ callback run by libc's ``bsearch``: callgrind collects only within libffi's ``ff
 from __future__ import annotations
 
 import ctypes
-import json
 import sys
 from pathlib import Path
+
+from cuship import _read
 
 
 def main(argv: list[str]) -> int:
@@ -20,7 +21,7 @@ def main(argv: list[str]) -> int:
     root, module, name, params, seed, calls = argv
     cases = {c.name: c for c in discover((module,), Path(root))}
     case = cases[name]
-    kwargs = case.inputs(json.loads(params), int(seed))
+    kwargs = case.inputs(_read.loads(params), int(seed))
     case.fn(**kwargs)
     count = int(calls)
 

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from cuship import process
+from cuship import _read, process
 from cuship.bench.registry import Point
 from cuship.bench.timers.measure import Measurement
 from cuship.errors import ToolMissing
@@ -51,7 +51,8 @@ def _count(valgrind: str, args: Sequence[str], env: Mapping[str, str], out: Path
     if proc.returncode != 0:
         tail = process.tail(proc.stderr, 6)
         raise RuntimeError(f"the case failed under callgrind (exit {proc.returncode}):\n{tail}")
-    return parse_totals(out.read_text(encoding="utf-8", errors="replace"))
+    data = _read.read_bytes(out, _read.CHILD_OUTPUT)
+    return parse_totals(data.decode("utf-8", errors="replace"))
 
 
 def instructions_per_call(

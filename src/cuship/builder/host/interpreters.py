@@ -17,7 +17,6 @@ candidates and the choice are pure, the probe is the only part that runs anythin
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -27,7 +26,7 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
-from cuship import process
+from cuship import _read, process
 from cuship.builder.host.uvpython import fetch_python, uv_find
 from cuship.errors import CannotStart, ConfigError, TimedOut, ToolMissing
 from cuship.events import Emit, Event, discard
@@ -237,7 +236,7 @@ def probe_interpreter(path: str, environ: Mapping[str, str]) -> Probed | str:
 def parse_probe(stdout: str) -> Probed | str:
     """The probe's answer, or why it is not one."""
     try:
-        doc = json.loads(stdout.strip().splitlines()[-1])
+        doc = _read.loads(stdout.strip().splitlines()[-1])
         major, minor, micro = (int(x) for x in doc["version"])
         return Probed(
             version=(major, minor, micro),

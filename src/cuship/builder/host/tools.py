@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from cuship import process
+from cuship import _read, process
 from cuship.builder.host.interpreters import Search, find_interpreters
 from cuship.builder.model import Host, host_of
 from cuship.config import Config
@@ -101,7 +100,7 @@ def sccache_stats(sccache: str, *, zero: bool = False) -> dict[str, int] | None:
     except ToolMissing:
         return None
     try:
-        stats = json.loads(done.stdout)["stats"]
+        stats = _read.loads(done.stdout)["stats"]
     except (ValueError, KeyError):
         return None
     hits = sum(stats.get("cache_hits", {}).get("counts", {}).values())

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +16,8 @@ from pathlib import Path
 
 from packaging.utils import parse_wheel_filename
 
+from cuship import _read
+from cuship._fs import move, remove_tree, under
 from cuship.builder.archflags import NvccCalls, read_calls
 from cuship.builder.archflags import describe as describe_calls
 from cuship.builder.buildenv import env_site
@@ -93,9 +94,7 @@ def set_aside(wheel: Path) -> Path:
     (``cuship index`` reads only the output directory's own wheels)."""
     folder = wheel.parent / FAILED
     folder.mkdir(exist_ok=True)
-    kept = folder / wheel.name
-    wheel.replace(kept)
-    return kept
+    return move(wheel, folder, wheel.name)
 
 
 def single_wheel(directory: Path, job_id: str) -> Path:
@@ -142,7 +141,7 @@ def finish_wheel(
     from cuship.wheel.write.retag import retag
 
     work = work_dir / "repaired"
-    shutil.rmtree(work, ignore_errors=True)
+    remove_tree(work_dir, "repaired")
     work.mkdir(parents=True)
     start = time.perf_counter()
     _, _, _, tags = parse_wheel_filename(raw.name)
@@ -188,10 +187,10 @@ def finish_wheel(
             for x in report.extensions
             if x.sass or x.ptx
         )
-    final = out_dir / labelled.name
+    final = under(out_dir, labelled.name)
     if immutable:
         _refuse_changed(labelled, final)
-    labelled.replace(final)
+    move(labelled, out_dir, labelled.name)
     return final, dataclasses.replace(report, path=str(final)), problems
 
 
@@ -219,9 +218,8 @@ def _refuse_changed(new: Path, final: Path) -> None:
     before, now = sha256_file(final), sha256_file(new)
     if before == now:
         return
-    aside = final.parent / FAILED / final.name
-    aside.parent.mkdir(parents=True, exist_ok=True)
-    new.replace(aside)
+    (final.parent / FAILED).mkdir(parents=True, exist_ok=True)
+    aside = move(new, final.parent / FAILED, final.name)
     raise BuildFailed(
         f"{final.name}: this build differs from the wheel of that name built before "
         f"(sha256 {before[:12]}... now {now[:12]}...); a wheel of a released sdist keeps its "
@@ -352,7 +350,7 @@ def _run_steps(
         _in_turn(job_id, steps, log, env, emit, locks)
         return True
     except BuildFailed:
-        said = _sccache_error(log.read_text(encoding="utf-8", errors="replace"))
+        said = _sccache_error(_read.read_tail(log))
         if not cached or said is None:
             raise
         emit(
@@ -366,7 +364,7 @@ def _run_steps(
         )
         _note(log, f"cuship: sccache failed ({said}); the steps again without it")
         if build_dir is not None:
-            shutil.rmtree(build_dir, ignore_errors=True)
+            remove_tree(build_dir.parent, build_dir.name)
         bare = [step.without_compiler_cache() for step in steps]
         _in_turn(job_id, bare, log, env, emit, locks, note=" (no compiler cache)")
         return False
@@ -446,7 +444,7 @@ def build_job(
     env = dict(os.environ if environ is None else environ)
     smoke = smoke or JobSmoke()
     start = time.perf_counter()
-    shutil.rmtree(raw_dir, ignore_errors=True)
+    remove_tree(out_dir, raw_dir)
     (raw_dir / "tmp").mkdir(parents=True)
     env["TMPDIR"] = str(raw_dir / "tmp")  # pip, CMake, nvcc, auditwheel: nothing outside out_dir
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -520,7 +518,7 @@ def build_job(
                 f"{err}\n(the wheel is kept apart as {kept}; `cuship index` never publishes it)",
                 hint=err.hint,
             ) from err
-    shutil.rmtree(raw_dir / "tmp", ignore_errors=True)
+    remove_tree(raw_dir, "tmp")
     if problems:
         wheel = set_aside(wheel)
         report = dataclasses.replace(report, path=str(wheel))

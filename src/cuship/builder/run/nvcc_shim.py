@@ -25,14 +25,87 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["ArchFlags", "make_shadow", "parse_arch_flags", "plan_call"]
+__all__ = ["ArchFlags", "expand_options_files", "make_shadow", "parse_arch_flags", "plan_call"]
 
 _GENCODE = ("-gencode", "--generate-code")
 _ARCH = ("-arch", "--gpu-architecture")
 _CODE = ("-code", "--gpu-code")
+# nvcc options whose value may be the next argument: that argument is the option's (ptxas's
+# ``-arch=sm_90`` after ``-Xptxas``, a macro after ``-D``), never a flag of nvcc's own.
+_WITH_VALUE = frozenset(
+    [
+        "-Xptxas",
+        "--ptxas-options",
+        "-Xcompiler",
+        "--compiler-options",
+        "-Xlinker",
+        "--linker-options",
+        "-Xnvlink",
+        "--nvlink-options",
+        "-Xarchive",
+        "--archive-options",
+        "-Xfatbin",
+        "--fatbin-options",
+        "-Xcudafe",
+        "-ccbin",
+        "--compiler-bindir",
+        "-o",
+        "--output-file",
+        "-odir",
+        "--output-directory",
+        "-I",
+        "--include-path",
+        "-D",
+        "--define-macro",
+        "-U",
+        "--undefine-macro",
+        "-L",
+        "--library-path",
+        "-l",
+        "--library",
+        "-isystem",
+        "--system-include",
+        "-include",
+        "--pre-include",
+        "-MF",
+        "--dependency-output",
+        "-MT",
+        "--dependency-target-name",
+        "-x",
+        "--x",
+        "-std",
+        "--std",
+        "-maxrregcount",
+        "--maxrregcount",
+        "-t",
+        "--threads",
+        "-rdc",
+        "--relocatable-device-code",
+        "-ftz",
+        "--ftz",
+        "-prec-div",
+        "--prec-div",
+        "-prec-sqrt",
+        "--prec-sqrt",
+        "-fmad",
+        "--fmad",
+        "-diag-suppress",
+        "--diag-suppress",
+        "-diag-error",
+        "--diag-error",
+        "-diag-warn",
+        "--diag-warn",
+        "--options-file",
+        "-optf",
+        "-split-compile",
+        "--split-compile",
+        "-Werror",
+        "--Werror",
+    ]
+)
 _DEVICE_SOURCES = (".cu", ".ptx", ".fatbin", ".cubin")
 _DEVICE_LINK = ("-dlink", "--device-link", "-dc", "--device-c", "-rdc=true", "-fatbin", "-cubin")
 
@@ -79,6 +152,9 @@ def parse_arch_flags(argv: Sequence[str]) -> ArchFlags:
     i = 0
     while i < len(argv):
         arg = argv[i]
+        if arg in _WITH_VALUE:  # the next argument is this option's value
+            i += 2
+            continue
         name, eq, inline = arg.partition("=")
         kinds = (_GENCODE, _ARCH, _CODE)
         kind = next((k for k in kinds if name in k), None)
@@ -98,6 +174,48 @@ def parse_arch_flags(argv: Sequence[str]) -> ArchFlags:
             found._code += _codes(value)
         i = end
     return found.finish()
+
+
+_OPTIONS_FILE = ("--options-file", "-optf")
+_MAX_OPTIONS_FILE = 1 << 20
+
+
+def expand_options_files(argv: Sequence[str], read: Callable[[str], str]) -> list[str]:
+    """``argv`` with each ``--options-file F`` (``-optf``, ``=F``, comma-separated files)
+    replaced by the options ``F`` holds, as nvcc reads them: arch flags in an options file are
+    arch flags like any other (``stop`` must see them, ``rewrite`` must drop them). ``read``
+    gives a file's text; one level is expanded, as nvcc's own files cannot nest."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        name, eq, inline = argv[i].partition("=")
+        if name not in _OPTIONS_FILE:
+            out.append(argv[i])
+            i += 1
+            continue
+        value = inline if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+        for file in (f for f in value.split(",") if f):
+            out += shlex.split(read(file))
+        i += 1 if eq else 2
+    return out
+
+
+def _read_options_file(path: str) -> str:
+    """An options file's text: a regular file (opened without blocking, so a FIFO is refused),
+    at most 1 MiB, UTF-8; a ValueError saying why otherwise. This script runs with the standard
+    library alone, so it holds the file to cuship's reader's rules itself."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"the options file {path!r} is not a regular file")
+        data = os.read(fd, _MAX_OPTIONS_FILE + 1)
+    finally:
+        os.close(fd)
+    if len(data) > _MAX_OPTIONS_FILE:
+        raise ValueError(f"the options file {path!r} is larger than 1 MiB")
+    return data.decode("utf-8")
 
 
 def _compiles_device_code(argv: Sequence[str]) -> bool:
@@ -145,7 +263,11 @@ def _run(args: list[str]) -> int:
     """``run --real NVCC --mode M --log PATH --gencode 'FLAGS' -- NVCC-ARGS...``"""
     split = args.index("--")
     opts = dict(zip(args[:split:2], args[1:split:2], strict=True))
-    argv = args[split + 1 :]
+    try:
+        argv = expand_options_files(args[split + 1 :], _read_options_file)
+    except (OSError, ValueError) as err:
+        _say(f"error: {err}", error=True)
+        return 2
     gencode = shlex.split(opts["--gencode"])
     new, record = plan_call(argv, gencode, opts["--mode"])
     _log(Path(opts["--log"]), record)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from cuship.check.declare.registry import Op, Scalar, Tensor
+from cuship.check.declare.registry import Op, Scalar, Tensor, edge_sizes
 
 __all__ = [
     "CaseSpec",
@@ -71,12 +71,6 @@ class CaseSpec:
         return f"{dims} {self.distribution}{scalars}"
 
 
-def edge_sizes(block: int, *, limit: int | None = None) -> tuple[int, ...]:
-    """Sizes that break kernels: 1, small primes, just under/at/over the block, a prime past it."""
-    sizes = (1, 2, 7, 31, block - 1, block, block + 1, 3 * block + 7)
-    return tuple(s for s in dict.fromkeys(sizes) if s >= 1 and (limit is None or s <= limit))
-
-
 def case_seed(seed: int, op: str, dtype: str, index: int) -> int:
     """The seed of one case: stable across runs, engines and processes."""
     mix = zlib.crc32(f"{seed}/{op}/{dtype}/{index}".encode())
@@ -108,6 +102,17 @@ def _crossing_shape(op: Op) -> tuple[tuple[str, int], ...] | None:
             base[dim] = size
     shape = tuple(base.items())
     return None if shape == tuple(dict(op.shapes[0]).items()) else shape
+
+
+def _crossing_thresholds(op: Op, *, extended: bool) -> list[tuple[tuple[str, int], ...]]:
+    """The first shape with each declared threshold's dimension one past it (and, thorough, at
+    it)."""
+    shapes = []
+    for dim, sizes in op.crosses.items():
+        for size in sizes:
+            for value in (size, size + 1) if extended else (size + 1,):
+                shapes.append(tuple({**dict(op.shapes[0]), dim: value}.items()))
+    return list(dict.fromkeys(shapes))
 
 
 def _scalar_plan(op: Op, count: int, *, exhaustive: bool, seed: int, dtype: str) -> list[Any]:
@@ -143,10 +148,12 @@ def plan_cases(
     """Cases for one (op, dtype): each shape with each distribution, then ``fuzz`` random ones.
 
     A quick run (not ``extended``) adds one shape crossing a block boundary (see
-    :func:`crossing_size`); an extended run covers every combination of scalar values."""
+    :func:`crossing_size`) and one past each of ``op.crosses``; an extended run takes each of
+    those at and past it, and covers every combination of scalar values."""
     crossing = None if extended else _crossing_shape(op)
     shapes = [*op.shapes, *extra_shapes, *(op.extended_shapes if extended else ())]
     unique = list(dict.fromkeys(tuple(dict(s).items()) for s in shapes))
+    unique += [s for s in _crossing_thresholds(op, extended=extended) if s not in unique]
     unique += [crossing] if crossing is not None and crossing not in unique else []
     dists = op.distributions if all_distributions else op.distributions[:1]
     grid = [(sizes, dist) for dist in dists for sizes in unique]
@@ -189,7 +196,10 @@ class Inputs:
 def bf16_round(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """Round float32 values to the nearest bfloat16 (ties to even), kept as float32."""
     bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    sixteen = np.uint64(16)  # NumPy 1.x: a 0-d uint64 with a Python int becomes float64
+    rounded = (
+        (bits + np.uint64(0x7FFF) + ((bits >> sixteen) & np.uint64(1))) >> sixteen
+    ) << sixteen
     out = rounded.astype(np.uint32).view(np.float32)
     nan = np.isnan(x)
     out[nan] = np.float32("nan")

@@ -29,6 +29,7 @@ __all__ = [
     "Scalar",
     "Tensor",
     "discover",
+    "edge_sizes",
     "load_module",
 ]
 
@@ -57,6 +58,12 @@ def _require(what: str, value: str, valid: Sequence[str], owner: str) -> None:
 
 
 Shape = Mapping[str, int]
+
+
+def edge_sizes(block: int, *, limit: int | None = None) -> tuple[int, ...]:
+    """Sizes that break kernels: 1, small primes, just under/at/over the block, a prime past it."""
+    sizes = (1, 2, 7, 31, block - 1, block, block + 1, 3 * block + 7)
+    return tuple(s for s in dict.fromkeys(sizes) if s >= 1 and (limit is None or s <= limit))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,6 +157,11 @@ class Op:
     the case's dtype name. In a quick run each ``fuzz_dims`` dimension also takes a size one past
     the largest power of two its range holds, so quick cases cross a block boundary.
 
+    ``crosses`` names, per dimension, the sizes past which a kernel takes another path (softmax
+    switching to a looped kernel above 32,768 columns: ``crosses={"cols": (32768,)}``): a quick
+    run adds one case one past each (the first shape, that dimension at N + 1), a thorough run
+    one at each and one past it (N and N + 1).
+
     ``grads`` names inputs whose gradients are checked too: the entry point is differentiable
     (an ``autograd.Function``, or any torch code) and returns its outputs; each gets a seeded
     upstream gradient, and ``torch.autograd.grad`` of the entry point is compared per input
@@ -172,6 +184,7 @@ class Op:
     shapes: tuple[Shape, ...] = ()
     extended_shapes: tuple[Shape, ...] = ()
     fuzz_dims: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    crosses: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     dtypes: tuple[str, ...] = ("float32",)
     distributions: tuple[str, ...] = ("normal", "uniform")
     invariants: tuple[Invariant, ...] = ()
@@ -198,6 +211,8 @@ class Op:
                 )
         if self.grads:
             _check_grads(self, owner)
+        if self.crosses:
+            _check_crosses(self, owner)
         if self.scale is not None and not callable(self.scale):
             raise DeclarationError(
                 f"{owner}: scale is {self.scale!r}, not a function",
@@ -219,6 +234,18 @@ class Op:
         if impl.dtypes is None:
             return self.dtypes
         return tuple(d for d in self.dtypes if d in impl.dtypes)
+
+
+def _check_crosses(op: Op, owner: str) -> None:
+    """``crosses`` names dimensions of the first shape, each with positive sizes."""
+    dims = list(op.shapes[0])
+    for dim, sizes in op.crosses.items():
+        _require("dimension in crosses", dim, dims, owner)
+        if not sizes or not all(isinstance(n, int) and n >= 1 for n in sizes):
+            raise DeclarationError(
+                f"{owner}: crosses[{dim!r}] is {sizes!r}, not a tuple of sizes",
+                (f'crosses={{"{dim}": (32768,)}}',),
+            )
 
 
 def _check_grads(op: Op, owner: str) -> None:

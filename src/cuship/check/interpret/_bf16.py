@@ -14,21 +14,26 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BUILDER_WRAPPERS", "REDUCE_WRAPPERS", "from_f32", "to_f32"]
+__all__ = ["BUILDER_WRAPPERS", "REDUCE_WRAPPERS", "from_f32", "get_bf16", "to_f32"]
 
 Method = Callable[..., Any]
+_SIXTEEN = np.uint64(16)
 
 
 def to_f32(bits: Any) -> Any:
     """bf16 bits (uint16) -> float32 values, same shape."""
-    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+    return (np.asarray(bits).astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
 def from_f32(values: Any) -> Any:
-    """float32 values -> bf16 bits (uint16), rounded to nearest even; NaN stays NaN."""
+    """float32 values -> bf16 bits (uint16), rounded to nearest even; NaN stays NaN.
+
+    The constants are uint64 scalars: under NumPy 1.x a 0-d uint64 array (a reduction's result)
+    mixed with a Python int is promoted to float64, which has no right shift."""
     wide = np.asarray(values, dtype=np.float32)
     bits = wide.view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    odd = (bits >> _SIXTEEN) & np.uint64(1)
+    rounded = ((bits + np.uint64(0x7FFF) + odd) >> _SIXTEEN).astype(np.uint16)
     return np.where(np.isnan(wide), np.uint16(0x7FC0), rounded).astype(np.uint16)
 
 
@@ -127,6 +132,28 @@ def _min_max(original: Method) -> Method:
     return run
 
 
+def _dot(original: Method, interpreter: ModuleType) -> Method:
+    """``tl.dot`` on bf16 operands multiplies their values in float32, accumulating in the
+    accumulator's dtype (float32 unless it is bf16 itself, then rounded back), as tensor cores do."""
+
+    def run(self: Any, a: Any, b: Any, d: Any, *rest: Any) -> Any:
+        if not (_is_bf16(a) or _is_bf16(b) or _is_bf16(d)):
+            return original(self, a, b, d, *rest)
+        wide = [_widen(h, interpreter) for h in (a, b, d)]
+        result = original(self, *wide, *rest)
+        return _narrow(result, d, interpreter) if _is_bf16(d) else result
+
+    return run
+
+
+def get_bf16(self: Any, value: float) -> Any:
+    """A bf16 constant (``0.5 * x`` on a bf16 tensor): the builder method Triton 3.5 lacks."""
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    return interpreter.TensorHandle(from_f32(np.array([value], dtype=np.float32)), tl.bfloat16)
+
+
 BUILDER_WRAPPERS: Mapping[str, Callable[[Method, ModuleType], Method]] = {
     "binary_op": _elementwise,
     "unary_op": _elementwise,
@@ -136,6 +163,7 @@ BUILDER_WRAPPERS: Mapping[str, Callable[[Method, ModuleType], Method]] = {
     "create_erf": _elementwise,
     "cast_impl": _cast,
     "create_fp_to_fp": _cast,
+    "create_dot": _dot,
 }
 
 REDUCE_WRAPPERS: Mapping[str, Callable[[Method], Method]] = {"sum": _sum, "min_max": _min_max}

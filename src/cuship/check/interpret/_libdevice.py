@@ -137,6 +137,9 @@ def emulation(name: str) -> Callable[..., Any]:
 
     call.__name__ = name
     call.__qualname__ = f"libdevice.{name}"
+    # A stub's module: JITFunction's dependency walk (cache_key) passes over libdevice stubs and
+    # refuses any other plain function a kernel's globals name.
+    call.__module__ = "triton.language.extra.libdevice"
     return call
 
 

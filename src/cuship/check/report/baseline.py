@@ -11,7 +11,6 @@ thorough) and seed (:func:`require_comparable`).
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Mapping
@@ -19,9 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuship import _read
 from cuship._fs import write_json
+from cuship._read import shown
 from cuship.check.report.results import CheckReport, GroupResult, Regression, json_number
 from cuship.errors import InputError, UsageError
+from cuship.schema.inputs import check_input
 from cuship.version import __version__
 
 __all__ = [
@@ -104,43 +106,41 @@ def save(baseline: ErrorBaseline, path: Path) -> None:
 
 
 def _float(value: Any) -> float | None:
-    return None if value is None else float(value)
+    return None if value is None else float(value)  # "inf", "nan": what json_number wrote
 
 
 def load(path: Path) -> ErrorBaseline:
-    """Read a baseline file; InputError (exit 2) when it is missing, not JSON or of another format."""
+    """Read a baseline file (:mod:`cuship._read`: a regular file of at most 32 MiB, UTF-8 JSON
+    of bounded depth and numbers) held to ``input-check-baseline.schema.json``; anything else
+    is an InputError (exit 2) naming the file and what is wrong."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = _read.read_json(path, _read.BASELINE)
     except OSError as err:
         raise InputError(f"cannot read baseline {str(path)!r}: {err.strerror}") from err
-    except json.JSONDecodeError as err:
-        raise InputError(f"baseline {str(path)!r} is not JSON: {err}") from err
-    if not isinstance(raw, dict) or raw.get("format") != FORMAT_VERSION:
-        found = raw.get("format") if isinstance(raw, dict) else None
+    found = raw.get("format") if isinstance(raw, dict) else None
+    if found != FORMAT_VERSION:
         raise InputError(
-            f"baseline {str(path)!r} has format {found!r}, expected {FORMAT_VERSION}",
+            f"baseline {str(path)!r} has format {shown(found)}, expected {FORMAT_VERSION}",
             hint="write a new one with --save-baseline",
         )
-    try:
-        entries = {
-            str(key): ErrorBaselineEntry(
-                status=str(e["status"]),
-                max_abs=_float(e.get("max_abs")),
-                max_rel=_float(e.get("max_rel")),
-                cases=int(e.get("cases", 0)),
-            )
-            for key, e in raw["entries"].items()
-        }
-        return ErrorBaseline(
-            cuship_version=str(raw.get("cuship_version", "?")),
-            created=float(raw.get("created", 0)),
-            seed=int(raw.get("seed", 0)),
-            quick=bool(raw.get("quick", False)),
-            device=str(raw.get("device", "cpu")),
-            entries=entries,
+    check_input(raw, "check-baseline", f"baseline {str(path)!r}")
+    entries = {
+        key: ErrorBaselineEntry(
+            status=e["status"],
+            max_abs=_float(e.get("max_abs")),
+            max_rel=_float(e.get("max_rel")),
+            cases=e.get("cases", 0),
         )
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
-        raise InputError(f"baseline {str(path)!r} is malformed: {err!r}") from err
+        for key, e in raw["entries"].items()
+    }
+    return ErrorBaseline(
+        cuship_version=raw.get("cuship_version", "?"),
+        created=float(raw.get("created", 0)),
+        seed=raw.get("seed", 0),
+        quick=raw.get("quick", False),
+        device=raw.get("device", "cpu"),
+        entries=entries,
+    )
 
 
 def _mode(quick: bool) -> str:

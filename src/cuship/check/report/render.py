@@ -89,10 +89,12 @@ def context_lines(report: CheckReport) -> list[str]:
 
 
 def render_text(report: CheckReport) -> str:
-    """A table of groups, where the packages came from, unavailable engines, each failure in
-    full, then the verdict line."""
+    """A package under check that failed to import (first: every case fails after it), a table
+    of groups, where the packages came from, unavailable engines, each failure in full, then
+    the verdict line."""
+    failures = report.provenance.import_failures() if report.provenance is not None else ()
     header = f"{'op':<18} {'engine':<17} {'dtype':<9} {'status':<8} {'cases':>5} {'max abs':>9} {'max rel':>9} {'time':>7}"
-    rows = [header, "-" * len(header)]
+    rows = [*failures, *([""] if failures else []), header, "-" * len(header)]
     for g in report.groups:
         cases = str(len(g.cases)) if g.cases else "-"
         rows.append(

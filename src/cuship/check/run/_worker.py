@@ -16,18 +16,19 @@ worker]``: the worker then writes a marker into that stream (the sanitizer's log
 loading the modules, after each prepare and after each case that has a ``"mark"``, before it
 answers (see :mod:`cuship.check.sanitize.marks`).
 
-``python -m`` puts the working directory (the project root) first on sys.path; the worker drops
-that entry, so that the installed build of the project is imported, not its source tree (the
-hello's pythonpath is appended after site-packages).
+``python -c`` puts the working directory first on sys.path; the worker drops that entry, so that
+the installed build of the project is imported, not a source tree that happens to be there (the
+hello's pythonpath is appended after site-packages; ``PYTHONPATH`` is the user's, before them).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -46,25 +47,41 @@ def _send(channel: IO[str], document: dict[str, Any]) -> None:
 def _serve(channel: IO[str], hello: dict[str, Any]) -> int:
     from cuship.check.declare.registry import discover
 
-    try:
-        ops = {
-            op.name: op
-            for op in discover(
-                hello["modules"], Path(hello["root"]), [Path(p) for p in hello["pythonpath"]]
-            )
-        }
-    except CushipError as err:
-        _send(channel, {"fatal": str(err)})
-        return 1
     ready: dict[str, Any] = {"ready": True}
-    if "packages" in hello:
-        ready["provenance"] = _provenance(hello["packages"])
+    with _importing(hello):
+        try:
+            ops = {
+                op.name: op
+                for op in discover(
+                    hello["modules"], Path(hello["root"]), [Path(p) for p in hello["pythonpath"]]
+                )
+            }
+        except CushipError as err:
+            _send(channel, {"fatal": str(err)})
+            return 1
+        if "packages" in hello:
+            ready["provenance"] = _provenance(hello["packages"])
     marks = _marks(hello)
     if marks is not None:
         marks.write("ready", marks.worker)
     _send(channel, ready)
     _loop(ops, sys.stdin, channel, marks)
     return 0
+
+
+@contextlib.contextmanager
+def _importing(hello: Mapping[str, Any]) -> Iterator[None]:
+    """The Triton interpreter's adaptation while the check modules and the project's packages
+    are imported, for a run with ``triton-interpret`` cases (their decorators run then)."""
+    with contextlib.ExitStack() as stack:
+        if hello.get("interpret"):
+            try:
+                from cuship.check.interpret.adapt import adapted
+
+                stack.enter_context(adapted())
+            except Exception:  # Triton or NumPy missing: the engine's probe says so
+                pass
+        yield
 
 
 def _loop(ops: Mapping[str, Op], requests: IO[str], channel: IO[str], marks: Marks | None) -> None:
@@ -158,7 +175,7 @@ def _run(ops: Mapping[str, Op], request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _drop_working_directory() -> None:
-    """Undo ``python -m``'s sys.path[0] = working directory (the project root)."""
+    """Undo ``python -c``'s sys.path[0] = working directory."""
     if getattr(sys.flags, "safe_path", False) or not sys.path:
         return
     if Path(sys.path[0] or os.curdir).resolve() == Path.cwd().resolve():

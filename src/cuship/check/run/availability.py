@@ -9,11 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cuship.provenance import one_line
 
-__all__ = ["Unavailable", "import_problem", "unavailable", "unavailable_after_death"]
+if TYPE_CHECKING:
+    from cuship.errors import ToolMissing
+
+__all__ = [
+    "Unavailable",
+    "import_problem",
+    "missing_module",
+    "require_numpy",
+    "unavailable",
+    "unavailable_after_death",
+]
 
 _TORCH_CPU = (
     "pip install torch --index-url https://download.pytorch.org/whl/cpu (the CPU build is "
@@ -23,6 +33,7 @@ _TORCH_CPU = (
 # What to install when an engine's top-level module is missing, and when it is there but raises
 # on import. Keys are top-level module names.
 _MISSING_FIX: Mapping[str, str] = {
+    "numpy": "pip install 'cuship[check]' (it brings numpy)",
     "torch": _TORCH_CPU,
     "triton": "pip install 'cuship[check]' (it brings triton)",
     "numba": "pip install 'cuship[check]' (it brings numba and numba-cuda)",
@@ -37,6 +48,39 @@ _BROKEN_FIX: Mapping[str, str] = {
     "numba_cuda": "install numba and numba-cuda releases that support the installed NumPy "
     "(pip install -U numba numba-cuda), or pin numpy to a version they support",
 }
+
+
+def require_numpy() -> None:
+    """``cuship check`` plans each case's values with NumPy: without it, exit 3 with the install
+    line (never a traceback from the first import of it)."""
+    import importlib.util
+    import sys
+
+    from cuship.errors import ToolMissing
+
+    if importlib.util.find_spec("numpy") is None:
+        raise ToolMissing(
+            f"cuship check needs NumPy, and {sys.executable} has none",
+            hint=f"{sys.executable} -m pip install 'cuship[check]' (numpy, triton, numba), and "
+            "for the Triton interpreter torch's CPU build: " + _TORCH_CPU,
+        )
+
+
+def missing_module(err: BaseException, what: str) -> ToolMissing | None:
+    """``what`` (a check module) failed to import because NumPy, torch, Triton or Numba is not
+    installed: that as a missing tool (exit 3) with the install line; None for any other error."""
+    from cuship.errors import ToolMissing
+
+    cause: BaseException | None = err
+    while cause is not None and not isinstance(cause, ModuleNotFoundError):
+        cause = cause.__cause__ or cause.__context__
+    top = str(cause.name or "").partition(".")[0] if cause is not None else ""
+    if cause is None or top not in _MISSING_FIX:
+        return None
+    return ToolMissing(
+        f"{what} imports {top}, which is not installed here ({one_line(cause)})",
+        hint=_MISSING_FIX[top],
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import tempfile
@@ -24,6 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cuship import _read
+from cuship._fs import remove_tree
 from cuship.check.run._fork import EXIT_LINE
 from cuship.check.run.workers import Worker, WorkerDied, stderr_section
 
@@ -63,7 +64,7 @@ class ForkedWorker(Worker):
 
     def _lines(self) -> list[str]:
         try:
-            return self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+            return _read.read_tail(self.log_path).splitlines()
         except OSError:
             return []
 
@@ -96,7 +97,7 @@ class ForkedWorker(Worker):
             with contextlib.suppress(OSError):
                 os.close(self.pidfd)
             self.pidfd = -1
-        shutil.rmtree(self.folder, ignore_errors=True)
+        remove_tree(self.folder.parent, self.folder.name)
 
 
 class Zygote:
@@ -121,7 +122,7 @@ class Zygote:
                 except OSError as err:
                     raise WorkerDied(f"a forked worker did not connect: {err}") from None
             except BaseException:
-                shutil.rmtree(folder, ignore_errors=True)
+                remove_tree(folder.parent, folder.name)
                 raise
             finally:
                 listener.close()

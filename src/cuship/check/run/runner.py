@@ -419,6 +419,8 @@ def setup_for(
     environ: Mapping[str, str],
     packages: Sequence[str] = (),
     force_ptx: bool = False,
+    interpret: bool = False,
+    cwd: Path | None = None,
 ) -> WorkerSetup:
     """How to start workers for a project (see :class:`cuship.check.run.workers.WorkerSetup`)."""
     from cuship.check.case.engines import worker_env
@@ -430,4 +432,6 @@ def setup_for(
         env=worker_env(device, environ, force_ptx=force_ptx),
         packages=tuple(packages),
         fork=device == "cpu" and not force_ptx,
+        interpret=interpret,
+        cwd=cwd,
     )

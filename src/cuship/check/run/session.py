@@ -10,12 +10,12 @@ from pathlib import Path
 
 from cuship.check.case.engines import Device
 from cuship.check.declare.project import CheckProject, find_project
-from cuship.check.declare.registry import discover
+from cuship.check.declare.registry import Op, discover
 from cuship.check.report.baseline import ErrorBaseline, from_report, regressions, require_comparable
 from cuship.check.report.baseline import load as load_baseline
 from cuship.check.report.baseline import save as save_baseline
 from cuship.check.report.results import CheckReport, code_env
-from cuship.check.run.availability import Unavailable
+from cuship.check.run.availability import Unavailable, missing_module
 from cuship.check.run.probe import EngineProbe
 from cuship.check.run.runner import (
     CheckSettings,
@@ -28,7 +28,7 @@ from cuship.check.run.runner import (
     skip_unavailable,
 )
 from cuship.check.run.workers import WorkerSetup
-from cuship.errors import ToolMissing, UsageError
+from cuship.errors import InputError, ToolMissing, UsageError
 from cuship.events import Emit, Event, Level, discard
 from cuship.provenance import Provenance, require_built
 
@@ -59,6 +59,9 @@ class CheckRequest:
     force_ptx: bool = False  # run the extension's PTX under CUDA_FORCE_PTX_JIT=1
     # Fail (exit 3) when an engine the selected ops need cannot run; None: when ``CI`` is set.
     require_engines: bool | None = None
+    # The user's working directory: the workers run there (a relative PYTHONPATH entry is read
+    # against it); None: the project root.
+    cwd: Path | None = None
 
 
 def run_check(
@@ -92,7 +95,7 @@ def run_check(
         _require_gpu(environ)
     sanitizer = _find_sanitizer(environ) if request.sanitize else None
     project = find_project(request.path, installed=request.installed)
-    ops = discover(project.config.modules, project.root, project.pythonpath)
+    ops = _discover(project)
     if project.installed is not None:
         from cuship.provenance.installed import check_imported
 
@@ -126,6 +129,18 @@ def run_check(
         run_id = record(report, store_path, project=project.name, environ=environ)
         emit(Event(level="debug", topic="check", message=f"run {run_id} stored in {store_path}"))
     return report
+
+
+def _discover(project: CheckProject) -> tuple[Op, ...]:
+    """The project's ops; a check module that imports NumPy, torch, Triton or Numba where it is
+    not installed is a missing tool (exit 3, the install line), not a bad input."""
+    try:
+        return discover(project.config.modules, project.root, project.pythonpath)
+    except InputError as err:
+        missing = missing_module(err, "a check module")
+        if missing is not None:
+            raise missing from err
+        raise
 
 
 def _baseline(request: CheckRequest, the_plan: Plan) -> ErrorBaseline | None:
@@ -170,7 +185,8 @@ def _execute(
 ) -> CheckReport:
     """Probe (provenance on one worker, engines once each, on as many workers as the run will
     fork from), then run the plan on those workers or forks of them."""
-    setup = _setup(request, project, environ)
+    interpret = any(g.engine == "triton-interpret" for g in the_plan.runnable)
+    setup = _setup(request, project, environ, interpret=interpret)
     jit: tuple[str, ...] = ()
     parallel = project.config.parallel if request.parallel is None else request.parallel
     spread = lane_count(the_plan, parallel, forked=setup.fork)
@@ -240,7 +256,13 @@ def _require_jit(
     return gate.lines()
 
 
-def _setup(request: CheckRequest, project: CheckProject, environ: Mapping[str, str]) -> WorkerSetup:
+def _setup(
+    request: CheckRequest,
+    project: CheckProject,
+    environ: Mapping[str, str],
+    *,
+    interpret: bool = False,
+) -> WorkerSetup:
     return setup_for(
         modules=project.config.modules,
         root=project.root,
@@ -249,6 +271,8 @@ def _setup(request: CheckRequest, project: CheckProject, environ: Mapping[str, s
         environ=environ,
         packages=project.packages,
         force_ptx=request.force_ptx,
+        interpret=interpret,
+        cwd=request.cwd,
     )
 
 

@@ -1,4 +1,6 @@
-"""Worker processes for ``cuship check``: start, send a case, wait with a timeout, replace on death."""
+"""Worker processes for ``cuship check``: start, send a case, wait with a timeout, replace on death.
+
+A worker runs in the user's environment: ``PYTHONPATH`` and the working directory as given."""
 
 from __future__ import annotations
 
@@ -33,7 +35,11 @@ class WorkerSetup:
     ``prefix``: a command the worker runs under (compute-sanitizer and its options); ``marks``:
     the stream (path) and the worker's name in it, for the markers of a sanitized worker;
     ``fork``: a started worker may be forked to make more (a CPU run; see
-    :mod:`cuship.check.run.forks`).
+    :mod:`cuship.check.run.forks`); ``interpret``: the worker loads the check modules and the
+    project's packages under the Triton interpreter's adaptation (a run with
+    ``triton-interpret`` cases: decorators such as ``triton.jit`` and ``triton.autotune`` run at
+    import); ``cwd``: where the worker runs (the user's working directory, against which a
+    relative ``PYTHONPATH`` entry is read), the project root when None.
     """
 
     modules: tuple[str, ...]
@@ -44,6 +50,8 @@ class WorkerSetup:
     prefix: tuple[str, ...] = ()
     marks: tuple[str, str] | None = None
     fork: bool = False
+    interpret: bool = False
+    cwd: Path | None = None
 
     def hello(self, *, trace: bool = False) -> dict[str, Any]:
         document: dict[str, Any] = {
@@ -55,12 +63,25 @@ class WorkerSetup:
             document["packages"] = list(self.packages)
         if self.marks is not None:
             document["marks"] = list(self.marks)
+        if self.interpret:
+            document["interpret"] = True
         return document
 
 
 def worker_argv(setup: WorkerSetup) -> list[str]:
-    """The worker's command line: this interpreter, under ``setup.prefix`` when there is one."""
-    return [*setup.prefix, sys.executable, "-m", "cuship.check.run._worker"]
+    """The worker's command line: this interpreter, under ``setup.prefix`` when there is one.
+
+    The worker imports this cuship (its directory first on ``sys.path`` for that import only,
+    then taken off): the rest of ``sys.path`` is what the user's Python has (``PYTHONPATH`` as
+    given, then site-packages), so the project's packages come from where the user's Python
+    imports them, never from a site directory that holds cuship."""
+    home = str(IMPORT_ROOT)
+    boot = (
+        f"import sys; sys.path.insert(0, {home!r}); "
+        "from cuship.check.run import _worker; "
+        f"sys.path.remove({home!r}); sys.exit(_worker.main())"
+    )
+    return [*setup.prefix, sys.executable, "-c", boot]
 
 
 class WorkerDied(Exception):
@@ -69,10 +90,6 @@ class WorkerDied(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-
-
-def _package_root() -> str:
-    return str(IMPORT_ROOT)
 
 
 class Worker:
@@ -116,7 +133,6 @@ class Worker:
         provenance of ``setup.packages``. ``spawned`` gets the worker as soon as its process
         exists (to kill it from another thread while it starts)."""
         env = dict(setup.env)
-        env["PYTHONPATH"] = ":".join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
         env["PYTHONUNBUFFERED"] = "1"
         # Workers are the parallelism; torch's thread pools would only fight over the cores.
         env.setdefault("OMP_NUM_THREADS", "1")
@@ -128,7 +144,7 @@ class Worker:
             stdout=process.PIPE,
             stderr=log,
             env=env,
-            cwd=str(setup.root),
+            cwd=str(setup.cwd or setup.root),
             text=False,
             group=bool(setup.prefix),
         )

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from cuship._fs import remove_file
 from cuship.check.sanitize.map import marker
 
 __all__ = ["MarkedStream"]
@@ -93,4 +94,4 @@ class MarkedStream:
         os.close(self._write)
         os.close(self._read)
         if self.path.exists() and stat.S_ISFIFO(self.path.stat().st_mode):
-            self.path.unlink()
+            remove_file(self.path.parent, self.path.name)

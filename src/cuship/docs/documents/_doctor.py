@@ -46,6 +46,10 @@ def _machine() -> Schema:
             "torch_build": torch_build("The installed torch's build; null: no torch."),
             "cuda_libraries": cuda_libraries("The NVIDIA libraries here; null: not looked for."),
             "glibc": nullable("string", "This system's glibc version."),
+            "notes": array(
+                "What could not be read of this machine (a torch file or an ld.so.conf that is "
+                "a FIFO, a device or past its size cap), each a line.",
+            ),
             "loader": loader_view("How this machine's ld.so finds libraries; null: not described."),
         },
     )

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, TypeAlias
 
+from cuship import _read
 from cuship.errors import InputError
 from cuship.wheel.read._elf_machines import MACHINES
 
@@ -114,11 +115,7 @@ def quick_facts(
 
 def glibc_needed(path: Path) -> tuple[int, int] | None:
     """The newest ``GLIBC_x.y`` symbol version that the ELF file at ``path`` requires, if any."""
-    with (
-        _reading(str(path)),
-        path.open("rb") as handle,
-        mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
-    ):
+    with _reading(str(path)), _read.mapped(path, _read.SHARED_OBJECT) as data:
         fmt = _format(data)
         sections = _section_table(data, fmt)
         names = [

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from cuship import _read
 from cuship.errors import InputError
 from cuship.wheel.read.elf import ElfFacts, quick_facts
 
@@ -98,12 +99,11 @@ def fatbin_of_elf(source: Path | bytes) -> tuple[FatbinEntry, ...]:
         facts = quick_facts(source, source="<bytes>", wanted=FATBIN_SECTIONS)
         return parse_sections(source, facts, source="<bytes>")
     try:
-        with source.open("rb") as handle:
-            if source.stat().st_size == 0:
+        with _read.mapped(source, _read.SHARED_OBJECT) as mapped:
+            if not len(mapped):
                 raise InputError(f"{str(source)!r} is empty", hint="rebuild the shared object")
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                facts = quick_facts(mapped, source=str(source), wanted=FATBIN_SECTIONS)
-                return parse_sections(mapped, facts, source=str(source))
+            facts = quick_facts(mapped, source=str(source), wanted=FATBIN_SECTIONS)
+            return parse_sections(mapped, facts, source=str(source))
     except FileNotFoundError as err:
         raise InputError(f"{str(source)!r} does not exist", hint="check the path") from err
 

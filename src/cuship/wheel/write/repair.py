@@ -21,8 +21,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuship import process
-from cuship._fs import file_identity, sha256_file, write_atomic, write_json
+from cuship import _read, process
+from cuship._fs import (
+    file_identity,
+    move,
+    remove_tree,
+    sha256_file,
+    under,
+    write_json,
+)
 from cuship.errors import CheckFailed, InputError, ToolMissing
 from cuship.events import Emit, Event, discard
 from cuship.tools import find_tool
@@ -112,15 +119,15 @@ def _kept(cache: Path, key: str, out_dir: Path) -> Path | None:
     """The kept repair of ``key`` copied into ``out_dir``, when it is there with its bytes."""
     entry = cache / key[:32]
     try:
-        record = json.loads((entry / "record.json").read_text(encoding="utf-8"))
+        record = _read.read_json(entry / "record.json", _read.CACHE)
         name, digest = record["wheel"], record["sha256"]
-        if record["key"] != key or "/" in name or not name.endswith(".whl"):
+        if record["key"] != key or not name.endswith(".whl"):
             return None
-        if sha256_file(entry / name) != digest:
+        if sha256_file(under(entry, name)) != digest:
             return None
         out_dir.mkdir(parents=True, exist_ok=True)
-        return Path(shutil.copy2(entry / name, out_dir / name))
-    except (OSError, ValueError, KeyError, TypeError):
+        return Path(shutil.copy2(entry / name, under(out_dir, name)))
+    except (OSError, _read.Refused, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
@@ -132,11 +139,11 @@ def _keep(cache: Path, key: str, output: Path) -> None:
     try:
         for old in cache.iterdir() if cache.is_dir() else ():
             if old != entry:
-                shutil.rmtree(old, ignore_errors=True)
+                remove_tree(cache, old.name)
         entry.mkdir(parents=True, exist_ok=True)
-        data = output.read_bytes()
-        write_atomic(entry / output.name, data)
-        record = {"key": key, "wheel": output.name, "sha256": hashlib.sha256(data).hexdigest()}
+        shutil.copyfile(output, entry / f".{output.name}.tmp")  # streamed: a wheel may be a GB
+        move(entry / f".{output.name}.tmp", entry, output.name)
+        record = {"key": key, "wheel": output.name, "sha256": sha256_file(output)}
         write_json(entry / "record.json", record)
     except OSError:
         return

@@ -20,6 +20,8 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from cuship import _read
+from cuship._fs import move, remove_file, under
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.wheel.read.members import (
@@ -132,7 +134,7 @@ def retag(
     plan = plan_retag(wheel.name, local, requires=requires)
     target_dir = wheel.parent if out_dir is None else out_dir
     target_dir.mkdir(parents=True, exist_ok=True)
-    target = target_dir / plan.new_filename
+    target = under(target_dir, plan.new_filename)
     handle, tmp_name = tempfile.mkstemp(dir=target_dir, prefix=".retag-", suffix=".whl")
     try:
         os.fchmod(handle, _WHEEL_MODE)  # mkstemp makes 0600; a wheel is published, readable
@@ -140,9 +142,9 @@ def retag(
         os.close(handle)
     try:
         _rewrite(wheel, Path(tmp_name), plan, emit)
-        Path(tmp_name).replace(target)
+        move(Path(tmp_name), target_dir, plan.new_filename)
     except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
+        remove_file(target_dir, tmp_name)
         raise
     emit(Event(level="info", topic="retag", message=f"wrote {target}", data={"path": str(target)}))
     return target
@@ -198,7 +200,7 @@ def public_plan(filename: str, *, new_filename: str | None = None) -> RetagPlan:
 def rewrite(wheel: Path, plan: RetagPlan, *, out_dir: Path, emit: Emit = discard) -> Path:
     """Write ``wheel`` rewritten by ``plan`` into ``out_dir`` (readable by anyone)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / plan.new_filename
+    target = under(out_dir, plan.new_filename)
     _rewrite(wheel, target, plan, emit)
     target.chmod(_WHEEL_MODE)
     return target
@@ -206,7 +208,7 @@ def rewrite(wheel: Path, plan: RetagPlan, *, out_dir: Path, emit: Emit = discard
 
 def _rewrite(source: Path, dest: Path, plan: RetagPlan, emit: Emit) -> None:
     try:
-        with zipfile.ZipFile(source) as old, zipfile.ZipFile(dest, "w") as new:
+        with _read.archive(source) as old, zipfile.ZipFile(dest, "w") as new:
             dist_info = find_dist_info(old, source)
             limits = member_limits()
             check_members(old.infolist(), source.name, limits)
