@@ -247,3 +247,24 @@ def test_libraries_from_nvidia_wheel_directories_before_an_install() -> None:
     assert judge(needs, offer, context=with_cuda).fits
     there = replace(offer, libraries=parse_override("13"))
     assert judge(needs, there, context=Context(installing=True)).fits
+
+
+def test_libraries_of_another_cuda_do_not_stand_in_for_a_wheel_directory(tmp_path: Path) -> None:
+    """jax-cuda12-plugin (nvidia/cublas/lib: no major in the name; PTX ISA 8.8, CUDA 12.9)
+    beside CUDA 13's libraries only: libcurand.so.10, in both, is no CUDA 12 library."""
+    obj = cuda_object(
+        sass=("90",),
+        ptx=("90",),
+        isa="8.8",
+        rpath="$ORIGIN/../nvidia/cublas/lib",
+        imports=["dlopen"],
+    )
+    install(tmp_path, "pkg", "1.0", files={EXT: obj})
+    cuda13 = tmp_path / "cuda13"
+    cuda13.mkdir()
+    for soname in ("libcurand.so.10", "libcudart.so.13"):
+        (cuda13 / soname).write_bytes(shared_library(soname=soname))
+    (problem,) = failing(doctor(tmp_path, LD_LIBRARY_PATH=str(cuda13)))
+    assert "opens CUDA 12's libraries (looked for in $ORIGIN/../nvidia/cublas/lib)" in problem
+    (cuda13 / "libcublas.so.12").write_bytes(shared_library(soname="libcublas.so.12"))
+    assert doctor(tmp_path, LD_LIBRARY_PATH=str(cuda13)).problems == ()

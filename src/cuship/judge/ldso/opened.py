@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from cuship.judge.ldso.process import Node, Process, expand
 from cuship.judge.needs import ObjectNeeds
 from cuship.machine.loader import LoaderView
-from cuship.wheel.cudalibs import is_nvidia_lib, library_stem, toolkit_libraries
+from cuship.wheel.cudalibs import cuda_major_of, is_nvidia_lib, library_stem, toolkit_libraries
 
 __all__ = ["opened", "run_time_dirs"]
 
@@ -83,9 +83,9 @@ def _absent_wheel_dirs(
         return None
     named = next((int(m[1]) for entry, _ in dirs if (m := _MAJOR.search(entry))), None)
     major = named if named is not None else needed
-    if major is not None:
+    if major is not None:  # only libraries whose SONAME names the major (not libcurand.so.10)
         for lib in toolkit_libraries(major):
-            if process.find(lib.soname, root) is not None:
+            if cuda_major_of(lib.soname) == major and process.find(lib.soname, root) is not None:
                 return None  # the system has that CUDA's libraries: it finds them there
     entries = list(dict.fromkeys(entry for entry, _ in dirs))
     what = f"CUDA {major}'s libraries" if major else "its CUDA libraries"
