@@ -211,20 +211,32 @@ def make_elf(
 _ENTRY_KIND = {"ptx": 1, "sass": 2}
 
 
-def fatbin_entry(kind: str, sm: str) -> bytes:
-    """One fatbin entry header (no payload) for ``kind`` "sass" or "ptx" and ``sm`` "90"/"90a"."""
+def fatbin_entry(kind: str, sm: str, isa: str = "1.0") -> bytes:
+    """One fatbin entry header (no payload) for ``kind`` "sass" or "ptx" and ``sm`` "90"/"90a";
+    ``isa``: a PTX entry's ISA version ("8.5"; the default, 1.0, is one no table knows)."""
     arch = int(sm.rstrip("af"))
     flags = 0x11 | (0x100000 if sm.endswith("a") else 0) | (0x200000 if sm.endswith("f") else 0)
+    major, _, minor = isa.partition(".")
     head = struct.pack(
-        "<HHIQI4xHHI8xQ8xQ", _ENTRY_KIND[kind], 0x0101, 0x40, 0, 0, 0, 1, arch, flags, 0
+        "<HHIQI4xHHI8xQ8xQ",
+        _ENTRY_KIND[kind],
+        0x0101,
+        0x40,
+        0,
+        0,
+        int(minor),
+        int(major),
+        arch,
+        flags,
+        0,
     )
     return head.ljust(0x40, b"\0")
 
 
-def fatbin(*, sass: Sequence[str] = (), ptx: Sequence[str] = ()) -> bytes:
-    """A one-container fatbinary with an entry per SASS and PTX arch."""
+def fatbin(*, sass: Sequence[str] = (), ptx: Sequence[str] = (), isa: str = "1.0") -> bytes:
+    """A one-container fatbinary with an entry per SASS and PTX arch (PTX of ISA ``isa``)."""
     body = b"".join(fatbin_entry("sass", sm) for sm in sass)
-    body += b"".join(fatbin_entry("ptx", sm) for sm in ptx)
+    body += b"".join(fatbin_entry("ptx", sm, isa) for sm in ptx)
     return struct.pack("<IHHQ", 0xBA55ED50, 1, 0x10, len(body)) + body
 
 
@@ -235,7 +247,9 @@ def cuda_elf(
     needed: Sequence[str] = ("libcudart.so.13",),
     undefined: Sequence[str] = ("cudaLaunchKernel",),
     soname: str | None = None,
+    isa: str = "1.0",
 ) -> bytes:
-    """A CUDA extension: device code for ``sass``/``ptx`` in ``.nv_fatbin``, linked to ``needed``."""
-    sections = {".nv_fatbin": fatbin(sass=sass, ptx=ptx)} if (sass or ptx) else {}
+    """A CUDA extension: device code for ``sass``/``ptx`` (of PTX ISA ``isa``) in
+    ``.nv_fatbin``, linked to ``needed``."""
+    sections = {".nv_fatbin": fatbin(sass=sass, ptx=ptx, isa=isa)} if (sass or ptx) else {}
     return make_elf(needed=needed, undefined=undefined, soname=soname, sections=sections)

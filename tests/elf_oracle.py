@@ -36,10 +36,10 @@ def elf_facts(stream: BinaryIO, *, source: str, wanted: Iterable[str] = ()) -> E
     try:
         elf = ELFFile(stream)
         sections = list(elf.iter_sections())
-        needed, soname = _dynamic(sections)
+        needed, soname, paths = _dynamic(sections)
         spans = tuple(_spans(sections, frozenset(wanted), size, source))
         imported = _undefined(sections, size, source)
-        versions = _versions(sections, imported, size, source)
+        versions = _versions(sections, [(i, n) for i, n, _ in imported], size, source)
         machine = str(elf["e_machine"])
     except (ELFError, struct.error, ValueError, IndexError, OSError) as err:
         raise InputError(
@@ -52,8 +52,12 @@ def elf_facts(stream: BinaryIO, *, source: str, wanted: Iterable[str] = ()) -> E
         soname=soname,
         needed=needed,
         sections=spans,
-        undefined=tuple(name for _, name in imported),
+        undefined=tuple(name for _, name, _ in imported),
         versions=versions,
+        weak=tuple(name for _, name, weak in imported if weak),
+        rpath=paths.get("DT_RPATH", ()),
+        runpath=paths.get("DT_RUNPATH", ()),
+        nodeflib=bool(paths.get("DT_FLAGS_1")),
     )
 
 
@@ -80,18 +84,34 @@ def _stream_size(stream: BinaryIO) -> int:
     return end
 
 
-def _dynamic(sections: list[Section]) -> tuple[tuple[str, ...], str | None]:
+def _dynamic(
+    sections: list[Section],
+) -> tuple[tuple[str, ...], str | None, dict[str, tuple[str, ...]]]:
+    """DT_NEEDED, DT_SONAME, and DT_RPATH/DT_RUNPATH split at ':' (empty entries dropped) with
+    ``DT_FLAGS_1`` holding ``("nodeflib",)`` when DF_1_NODEFLIB is set."""
     needed: list[str] = []
     soname: str | None = None
+    paths: dict[str, tuple[str, ...]] = {}
     for section in sections:
         if not isinstance(section, DynamicSection):
             continue
         for tag in section.iter_tags():
-            if tag.entry.d_tag == "DT_NEEDED":
+            kind = tag.entry.d_tag
+            if kind == "DT_NEEDED":
                 needed.append(_text(tag.needed))  # type: ignore[attr-defined]
-            elif tag.entry.d_tag == "DT_SONAME":
+            elif kind == "DT_SONAME":
                 soname = _text(tag.soname)  # type: ignore[attr-defined]
-    return tuple(needed), soname
+            elif kind == "DT_RPATH":
+                paths["DT_RPATH"] = _split(tag.rpath)  # type: ignore[attr-defined]
+            elif kind == "DT_RUNPATH":
+                paths["DT_RUNPATH"] = _split(tag.runpath)  # type: ignore[attr-defined]
+            elif kind == "DT_FLAGS_1" and int(tag.entry.d_val) & 0x800:
+                paths["DT_FLAGS_1"] = ("nodeflib",)
+    return tuple(needed), soname, paths
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(part for part in _text(text).split(":") if part)
 
 
 def _spans(
@@ -106,8 +126,9 @@ def _spans(
         )
 
 
-def _undefined(sections: list[Section], size: int, source: str) -> list[tuple[int, str]]:
-    """Index and name of each dynamic symbol whose section is SHN_UNDEF (what it imports)."""
+def _undefined(sections: list[Section], size: int, source: str) -> list[tuple[int, str, bool]]:
+    """Index, name and weakness of each dynamic symbol whose section is SHN_UNDEF (what it
+    imports)."""
     table = next(
         (s for s in sections if isinstance(s, SymbolTableSection) and s.name == ".dynsym"), None
     )
@@ -116,7 +137,7 @@ def _undefined(sections: list[Section], size: int, source: str) -> list[tuple[in
     _inside(table, size, source)
     _inside(sections[int(table["sh_link"])], size, source)
     return [
-        (index, _text(symbol.name))
+        (index, _text(symbol.name), symbol["st_info"]["bind"] == "STB_WEAK")
         for index, symbol in enumerate(table.iter_symbols())
         if symbol["st_shndx"] == "SHN_UNDEF" and symbol["st_name"] != 0
     ]
@@ -129,18 +150,21 @@ def _versions(
     if need is None:
         return ()
     _inside(need, size, source)
-    named: dict[int, tuple[str, str]] = {}
+    named: dict[int, tuple[str, str, bool]] = {}
     for library, entries in need.iter_versions():
         for entry in entries:
-            named[int(entry["vna_other"])] = (_text(library.name or ""), _text(entry.name))
+            weak = bool(int(entry["vna_flags"]) & 0x2)
+            named[int(entry["vna_other"])] = (_text(library.name or ""), _text(entry.name), weak)
     indexes = _version_indexes(sections, size, source)
     symbols: dict[int, list[str]] = {index: [] for index in named}
     for position, name in imported:
         if position < len(indexes):
             symbols.setdefault(indexes[position], []).append(name)
     return tuple(
-        VersionNeed(library=library, version=version, symbols=tuple(sorted(symbols[index])))
-        for index, (library, version) in sorted(named.items())
+        VersionNeed(
+            library=library, version=version, symbols=tuple(sorted(symbols[index])), weak=weak
+        )
+        for index, (library, version, weak) in sorted(named.items())
     )
 
 

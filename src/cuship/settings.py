@@ -70,6 +70,14 @@ CUDA_LIBS = _setting(
     "the library path: CUDA majors (`12,13`), SONAMEs (`libcudart.so.12`), `none`.",
     "searched",
 )
+LD_CACHE = _setting(
+    "CUSHIP_LD_CACHE",
+    "user",
+    "The loader cache the judged machine's ld.so reads instead of `/etc/ld.so.cache`: a path, or "
+    "`none` (as `ld.so --inhibit-cache` runs: only LD_LIBRARY_PATH, RPATH/RUNPATH and the "
+    "default directories are searched).",
+    "/etc/ld.so.cache",
+)
 NVCC = _setting(
     "CUSHIP_NVCC",
     "user",

@@ -135,10 +135,18 @@ def test_stable_torch_abi_needs_that_torch_or_newer(tmp_path: Path) -> None:
 
 
 def test_a_torch_bridge_the_package_does_not_require_is_no_problem(tmp_path: Path) -> None:
-    install(tmp_path, "pkg", "1.0", files={EXT: make_elf(undefined=(SHIM,))})
+    files = {EXT: cuda_elf(sass=["90"]), "pkg/_torch_bridge.abi3.so": make_elf(undefined=(SHIM,))}
+    install(tmp_path, "pkg", "1.0", files=files)
     package = doctor(tmp_path, TORCH="none")
     assert package.problems == () and package.torch.abi == "stable"
     assert "does not require torch" in package.torch.reason
+
+
+def test_a_package_whose_every_object_links_torch_needs_it_said_or_not(tmp_path: Path) -> None:
+    """fbgemm-gpu 1.9.0 names no torch in its METADATA; every one of its objects links it."""
+    install(tmp_path, "pkg", "1.0", files={EXT: make_elf(needed=("libc10.so",), undefined=(SHIM,))})
+    (problem,) = doctor(tmp_path, TORCH="none").problems
+    assert problem.area == "torch" and "but torch is not installed" in problem.message
 
 
 def test_a_cuda_runtime_newer_than_the_driver(tmp_path: Path) -> None:

@@ -14,12 +14,19 @@ ZSTD, LZ4, ARCH_A, ARCH_F = 0x8000, 0x2000, 0x100000, 0x200000
 
 
 def entry(
-    kind: int, arch: int, *, flags: int = 0x11, payload: bytes = b"", header: int = 0x40
+    kind: int,
+    arch: int,
+    *,
+    flags: int = 0x11,
+    payload: bytes = b"",
+    header: int = 0x40,
+    isa: tuple[int, int] = (9, 0),
 ) -> bytes:
     padded = payload + b"\0" * (-len(payload) % 8)
     packed = len(payload) if flags & (ZSTD | LZ4) else 0
+    major, minor = isa
     head = struct.pack(
-        "<HHIQI4xHHI8xQ8xQ", kind, 0x0101, header, len(padded), packed, 0, 1, arch, flags, 0
+        "<HHIQI4xHHI8xQ8xQ", kind, 0x0101, header, len(padded), packed, minor, major, arch, flags, 0
     )
     return head + b"\0" * (header - len(head)) + padded
 
@@ -52,9 +59,16 @@ def test_walks_all_containers_and_counts_per_kind() -> None:
         ("ptx", "120", 1),
     ]
     assert entries[-1] == FatbinEntry(
-        kind="ptx", sm="120", compressed=True, codec="zstd", size=13, container=1
+        kind="ptx", sm="120", compressed=True, codec="zstd", size=13, container=1, isa="9.0"
     )
     assert not entries[0].compressed and entries[0].size == 16
+
+
+def test_a_ptx_entry_says_its_isa_version() -> None:
+    """The PTX ISA version (``.version 8.5``) sits in the entry header as minor, major at
+    +0x18 (nvcc 12.6 writes 8.5, 13.0 writes 9.0); SASS entries carry none."""
+    entries = parse_fatbin(container(entry(1, 52, isa=(8, 5)), entry(2, 90, isa=(1, 8))))
+    assert [(e.kind, e.isa) for e in entries] == [("ptx", "8.5"), ("sass", None)]
 
 
 def test_lz4_and_lto_entries() -> None:

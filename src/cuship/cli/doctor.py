@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 
 from cuship.cli._common import exit_with, json_option, make_console
-from cuship.doctor import DoctorReport, GpuRun, Machine, PackageReport, diagnose
+from cuship.doctor import DoctorReport, GpuRun, Machine, PackageReport, demangler, diagnose
 from cuship.judge.ptx import reach_lines
 
 
@@ -18,7 +18,7 @@ def command(packages: tuple[str, ...], as_json: bool) -> None:
     """Check installed packages with compiled code against this machine's GPUs, driver, torch
     and glibc (all of them, or the PACKAGEs named)."""
     console = make_console()
-    report = diagnose(packages)
+    report = diagnose(packages, demangle=demangler())
     if as_json:
         console.print_json(report.to_json())
     else:
@@ -97,12 +97,30 @@ def _package(package: PackageReport, *, detailed: bool) -> list[str]:
     ]
     lines.append(f"  torch    {_torch(package)}")
     lines.append(f"  glibc    {_glibc(package)}")
+    if package.loads:
+        lines.append(f"  loads    {_loads(package)}")
     for problem in package.problems:
         lines.append(f"  PROBLEM  [{problem.area}] {problem.message}")
         lines.append(f"     fix   {problem.fix}")
     lines += [f"  not checked  {line}" for line in package.unchecked]
     lines += [f"  note     {note}" for note in package.notes]
     return [*lines, ""]
+
+
+def _loads(package: PackageReport) -> str:
+    """How many of its objects load as dlopen(RTLD_NOW) would load them here, and which not."""
+    loads = package.loads
+    good = [x for x in loads if x.loads is True]
+    bad = [x.path.rsplit("/", 1)[-1] for x in loads if x.loads is False]
+    open_ = [x for x in loads if x.loads is None]
+    text = f"{len(good)} of {len(loads)} objects load here as ld.so would load them"
+    if bad:
+        text += f"; not: {', '.join(bad[:3])}" + (
+            f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        )
+    if open_:
+        text += f"; {len(open_)} not decided (see 'not checked')"
+    return text
 
 
 def _count(objects: int) -> str:

@@ -19,9 +19,9 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
-from cuship.compat.checks import check_gpus, check_toolkits, check_torch
-from cuship.compat.files import CudaFile, GpusFile, TorchFile, read
-from cuship.compat.models import CudaToolkit, GpuModel, TorchRelease, format_driver
+from cuship.compat.checks import check_gpus, check_ptx, check_toolkits, check_torch
+from cuship.compat.files import CudaFile, GpusFile, PtxFile, TorchFile, read
+from cuship.compat.models import CudaToolkit, GpuModel, PtxIsa, TorchRelease, format_driver
 from cuship.compat.peaks import GpuPeak, check_peaks
 from cuship.errors import UsageError
 
@@ -32,6 +32,7 @@ __all__ = [
     "CudaToolkit",
     "GpuModel",
     "GpuPeak",
+    "PtxIsa",
     "Section",
     "TorchRelease",
     "format_driver",
@@ -90,6 +91,8 @@ class Compat:
     torch: tuple[TorchRelease, ...]
     gpus: tuple[GpuModel, ...]
     peaks: tuple[GpuPeak, ...] = ()
+    ptx: tuple[PtxIsa, ...] = ()
+    torch_checked: str = ""  # the day torch.toml was last held to an index (YYYY-MM-DD)
 
     def to_json(self, sections: Iterable[Section] = SECTIONS) -> dict[str, list[dict[str, object]]]:
         """``cuship compat --json``: the rows of each of ``sections``, each with its source."""
@@ -205,6 +208,22 @@ class Compat:
             return True
         return minor_compat and toolkit.family_min_driver_linux <= have
 
+    def cuda_of_isa(self, isa: str) -> Version | None:
+        """The first CUDA release that writes and loads PTX ISA ``isa`` (``"8.5"`` -> 12.5);
+        None for a version the data does not know."""
+        try:
+            wanted = Version(isa)
+        except InvalidVersion:
+            return None
+        return next((row.cuda for row in self.ptx if row.version == wanted), None)
+
+    def isa_limit(self, cuda: str | Version) -> Version | None:
+        """The newest PTX ISA a driver running CUDA ``cuda`` JIT-compiles (12.2 -> 8.2); None
+        when the data knows no ISA that old."""
+        have = _minor_of(cuda if isinstance(cuda, Version) else Version(cuda))
+        known = [row.version for row in self.ptx if row.cuda <= have]
+        return known[-1] if known else None
+
 
 def _driver(driver: str | Version) -> Version:
     if isinstance(driver, Version):
@@ -261,4 +280,13 @@ def _load(data_dir: Path) -> Compat:
     check_gpus(gpus_file.at("gpu").each(gpus.gpu), known_sms, gpu_key)
     names_of = {g.name: {gpu_key(n) for n in (g.name, *g.aliases)} for g in gpus.gpu}
     check_peaks(gpus_file.at("peak").each(gpus.peak), names_of, gpu_key)
-    return Compat(toolkits=cuda.toolkit, torch=torch.release, gpus=gpus.gpu, peaks=gpus.peak)
+    ptx_file, ptx = read(data_dir / "ptx.toml", PtxFile)
+    check_ptx(ptx_file.at("isa").each(ptx.isa))
+    return Compat(
+        toolkits=cuda.toolkit,
+        torch=torch.release,
+        gpus=gpus.gpu,
+        peaks=gpus.peak,
+        ptx=ptx.isa,
+        torch_checked=torch.checked,
+    )

@@ -8,10 +8,10 @@ from collections.abc import Callable, Sequence
 
 from packaging.version import InvalidVersion, Version
 
-from cuship.compat.models import CudaToolkit, GpuModel, TorchRelease
+from cuship.compat.models import CudaToolkit, GpuModel, PtxIsa, TorchRelease
 from cuship.schema import Place
 
-__all__ = ["check_gpus", "check_toolkits", "check_torch"]
+__all__ = ["check_gpus", "check_ptx", "check_toolkits", "check_torch"]
 
 SM_PATTERN = re.compile(r"^[1-9][0-9]{1,2}[af]?$")
 MONTH_PATTERN = re.compile(r"^(19|20)[0-9]{2}-(0[1-9]|1[0-2])$")
@@ -135,3 +135,14 @@ def check_gpus(
             if owner.get(normal, gpu.name) != gpu.name:
                 raise row.fail("aliases", f"{label!r} is already a name of {owner[normal]!r}")
             owner[normal] = gpu.name
+
+
+def check_ptx(rows: Sequence[tuple[Place, PtxIsa]]) -> None:
+    """PTX ISA rows: ascending, each with an https source, each CUDA release not before the
+    one of the row above."""
+    _ascending([(row, isa.version) for row, isa in rows], "version")
+    for (_, before), (row, after) in itertools.pairwise(rows):
+        if after.cuda < before.cuda:
+            raise row.fail("cuda", f"{str(after.cuda)!r} is older than the row above's")
+    for row, isa in rows:
+        _common(row, None, isa.source)

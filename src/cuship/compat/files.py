@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from cuship import schema
-from cuship.compat.models import CudaToolkit, GpuModel, TorchRelease
+from cuship.compat.models import CudaToolkit, GpuModel, PtxIsa, TorchRelease
 from cuship.compat.peaks import GpuPeak
 from cuship.schema import Place, field_doc
 
-__all__ = ["CudaFile", "GpusFile", "TorchFile", "read"]
+__all__ = ["CudaFile", "GpusFile", "PtxFile", "TorchFile", "read"]
 
 T = TypeVar("T")
 
@@ -32,6 +32,24 @@ class TorchFile:
 
     release: tuple[TorchRelease, ...] = field_doc(
         "One table per torch minor release, sorted by version.", non_empty=True
+    )
+    checked: str = field_doc(
+        "The day the rows were last held to the package index (YYYY-MM-DD); "
+        "`cuship compat --refresh` checks them again.",
+        default="",
+        schema={"pattern": "^([0-9]{4}-[0-9]{2}-[0-9]{2})?$"},
+    )
+    checked_against: str = field_doc(
+        "The index they were held to (a PEP 503/691 simple index URL).", default=""
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PtxFile:
+    """ptx.toml: the PTX ISA versions and the CUDA release that first knows each."""
+
+    isa: tuple[PtxIsa, ...] = field_doc(
+        "One table per PTX ISA version, sorted by version.", non_empty=True
     )
 
 

@@ -9,7 +9,7 @@ from packaging.version import Version
 
 from cuship.schema import field_doc
 
-__all__ = ["CudaToolkit", "GpuModel", "TorchRelease", "format_driver"]
+__all__ = ["CudaToolkit", "GpuModel", "PtxIsa", "TorchRelease", "format_driver"]
 
 _SM_PREFIX = re.compile(r"^(?:sm_|compute_|sm)")
 
@@ -158,6 +158,24 @@ class GpuModel:
             "sm": self.sm,
             "memory_gib": list(self.memory_gib),
             "arch_family": self.arch_family,
+            "source": self.source,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PtxIsa:
+    """One PTX ISA version (``.version 8.5``) and the CUDA release that first writes and loads it."""
+
+    version: Version = field_doc("The PTX ISA version, e.g. 8.5; rows ascend by version.")
+    cuda: Version = field_doc("The first CUDA release that knows it, e.g. 12.5.")
+    source: str = field_doc("https URL of the page the row comes from.")
+    note: str = field_doc("Free text for people.", default="")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "version": str(self.version),
+            "cuda": str(self.cuda),
             "source": self.source,
             "note": self.note,
         }

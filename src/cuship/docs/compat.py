@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from cuship.compat import Compat, format_driver, load
 from cuship.docs._md import code, table, text
+from cuship.machine.loader import loader_rules
 
 __all__ = ["render"]
 
@@ -82,6 +83,37 @@ def _peaks(data: Compat) -> str:
     return table(["GPU", "variant", "memory GB/s", "dense TFLOP/s", "source"], rows)
 
 
+def _ptx(data: Compat) -> str:
+    rows = [[code(str(r.version)), code(str(r.cuda)), _source(r.source, r.note)] for r in data.ptx]
+    return table(["PTX ISA", "first CUDA release", "source"], rows)
+
+
+def _loader() -> str:
+    rules = loader_rules()
+    search = [[code(r.step), text(r.rule), text(r.source)] for r in rules.search]
+    tokens = [[code("$" + r.name), text(r.rule), text(r.source)] for r in rules.token]
+    layouts = [
+        [text(r.name), " ".join(code(d) for d in r.default_dirs), code(r.lib), text(r.source)]
+        for r in rules.layout
+    ]
+    preload = [[code(r.name), text(r.when), r.scope, text(r.source)] for r in rules.preload]
+    bind = [[text(r.rule), text(r.source)] for r in rules.bind]
+    left = [[text(r.what), text(r.why)] for r in rules.unmodelled]
+    return "\n".join(
+        [
+            table(["step", "rule", "source"], search),
+            table(["token", "expands to", "source"], tokens),
+            table(["layout", "default directories", "$LIB", "source"], layouts),
+            "What a package's import has loaded before its own objects:\n",
+            table(["what", "when", "scope", "source"], preload),
+            "Binding:\n",
+            table(["rule", "source"], bind),
+            "Not modelled:\n",
+            table(["what", "why"], left),
+        ]
+    )
+
+
 def render() -> str:
     """The page: CUDA toolkits, torch releases, GPU models and their datasheet peaks."""
     data = load()
@@ -106,5 +138,13 @@ def render() -> str:
             "What `cuship bench` compares throughput with (`[[peak]]` in `data/gpus.toml`; dense "
             "figures).\n",
             _peaks(data),
+            "## PTX ISA versions\n",
+            "The CUDA release that first writes and loads each PTX ISA version (`data/ptx.toml`): "
+            "what a binary's PTX says of the toolkit that made it, and the newest ISA a driver's "
+            "JIT compiles.\n",
+            _ptx(data),
+            "## How the loader finds a library\n",
+            "The rules the judge loads a package's objects by (`data/loader.toml`), in order.\n",
+            _loader(),
         ]
     )

@@ -10,8 +10,9 @@ from typing import Any
 from cuship import schema
 from cuship._fs import write_json
 from cuship.compat.actions import ActionsFile
-from cuship.compat.files import CudaFile, GpusFile, TorchFile
+from cuship.compat.files import CudaFile, GpusFile, PtxFile, TorchFile
 from cuship.config.script import BuildSwitchesFile
+from cuship.machine.loader import LoaderFile
 from cuship.toolkit.catalog import ToolkitsFile
 from cuship.wheel.cudalibs import CudaLibsFile
 
@@ -25,6 +26,8 @@ FILES: dict[str, type] = {
     "cuda_libs": CudaLibsFile,
     "toolkits": ToolkitsFile,
     "build_switches": BuildSwitchesFile,
+    "ptx": PtxFile,
+    "loader": LoaderFile,
     "actions": ActionsFile,
 }
 

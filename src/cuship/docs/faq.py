@@ -103,6 +103,34 @@ QUESTIONS: tuple[Question, ...] = (
         machine=_machine(torch=TorchBuild(version="2.13.0+cpu", flavour="cpu", cxx11abi=True)),
     ),
     Question(
+        error="libcublas.so.12: cannot open shared object file (at its first use on the GPU)",
+        situation="a package that links no CUDA library and opens cuBLAS 12 itself with dlopen "
+        "(ctranslate2 4.8.5), where only CUDA 13 libraries are installed",
+        package=_package(
+            _ext(
+                sass=("80", "86"),
+                ptx=("86",),
+                ptx_isa=("8.7",),
+                static_runtime=True,
+                opens=("libcublas.so.12", "libcuda.so.1"),
+            ),
+        ),
+        machine=_machine(gpus=(("A100", "8.0"),)),
+    ),
+    Question(
+        error="the provided PTX was compiled with an unsupported toolchain",
+        situation="a wheel whose only device code is PTX of ISA 8.5 (CUDA 12.6), on an A100 with "
+        "driver 535 (CUDA 12.2)",
+        package=_package(_ext(ptx=("52",), ptx_isa=("8.5",), libraries=("libcudart.so.12",))),
+        machine=_machine(
+            gpus=(("A100", "8.0"),),
+            driver_version="535.104.05",
+            driver_cuda="12.2",
+            torch=None,
+            libraries=parse_override("12"),
+        ),
+    ),
+    Question(
         error="version `GLIBC_2.34' not found",
         situation="a wheel tagged manylinux_2_34 on a system with glibc 2.31",
         package=_package(

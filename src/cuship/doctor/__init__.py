@@ -11,8 +11,9 @@ same that resolve and install use), put in doctor's words by :mod:`cuship.doctor
 
 from __future__ import annotations
 
+import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from cuship.compat import Compat, load
@@ -31,7 +32,7 @@ from cuship.doctor.model import (
     TorchCheck,
 )
 from cuship.doctor.scan import scan
-from cuship.errors import NothingToDo
+from cuship.errors import CushipError, NothingToDo
 from cuship.judge.offer import offer_of
 from cuship.machine import Fingerprint, fingerprint
 
@@ -47,6 +48,7 @@ __all__ = [
     "Problem",
     "Skipped",
     "TorchCheck",
+    "demangler",
     "diagnose",
     "judge_installed",
     "machine_of",
@@ -69,6 +71,26 @@ def machine_of(fp: Fingerprint) -> Machine:
     )
 
 
+def demangler() -> Callable[[Sequence[str]], Sequence[str]] | None:
+    """Readable C++ names through binutils' ``c++filt`` (one process for a batch of names);
+    None when it is not installed (names are then shown mangled, and said so)."""
+    tool = shutil.which("c++filt")
+    if tool is None:
+        return None
+
+    def demangle(names: Sequence[str]) -> Sequence[str]:
+        from cuship import process
+
+        try:
+            done = process.run([tool], input="\n".join(names) + "\n", timeout=30)
+        except CushipError:
+            return list(names)
+        lines = done.stdout.splitlines()
+        return lines if done.ok and len(lines) == len(names) else list(names)
+
+    return demangle
+
+
 def diagnose(
     names: Sequence[str] = (),
     *,
@@ -76,13 +98,15 @@ def diagnose(
     environ: Mapping[str, str] | None = None,
     machine: Fingerprint | None = None,
     compat: Compat | None = None,
+    demangle: Callable[[Sequence[str]], Sequence[str]] | None = None,
 ) -> DoctorReport:
     """Check the distributions ``names`` (default: every one with shared objects) installed on
     ``paths`` (default: this interpreter's ``sys.path``) for this machine (``machine``, else the
     fingerprint of ``environ``: ``CUSHIP_GPUS`` and friends fake one).
 
     A name that is not installed is a :class:`~cuship.errors.UsageError`; nothing with compiled
-    code to check is :class:`~cuship.errors.NothingToDo`.
+    code to check is :class:`~cuship.errors.NothingToDo`. ``demangle``: turns the undefined
+    C++ symbols it names readable (:func:`demangler`); None leaves them mangled.
     """
     start = time.perf_counter()
     found = scan(names, paths=paths)
@@ -90,7 +114,7 @@ def diagnose(
     fp = machine if machine is not None else fingerprint(environ, toolkit=False, site_dirs=sites)
     facts = machine_of(fp)
     data = compat or load()
-    packages = tuple(judge_installed(package, facts, data) for package in found.packages)
+    packages = tuple(judge_installed(package, facts, data, demangle) for package in found.packages)
     if not packages:
         detail = "; ".join(f"{s.name}: {s.reason}" for s in found.skipped)
         raise NothingToDo(

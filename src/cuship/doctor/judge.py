@@ -4,6 +4,8 @@ partly is a note, and what could not be checked is said apart, never as passing.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from cuship.compat import Compat
 from cuship.doctor.model import InstalledPackage, Machine, PackageReport, Problem
 from cuship.judge import Context, WheelNeeds, fixes, judge, object_needs
@@ -13,12 +15,13 @@ __all__ = ["judge_installed", "needs_of"]
 
 
 def needs_of(package: InstalledPackage) -> WheelNeeds:
-    """What an installed distribution needs, as its files say."""
+    """What an installed distribution needs, as its files say (each object where it lies)."""
     cuda, torch, cxx11abi = label_parts(package.provenance.variant)
+    root = package.location.rstrip("/")
     return WheelNeeds(
         name=package.name,
         version=package.version,
-        objects=tuple(object_needs(o) for o in package.objects),
+        objects=tuple(object_needs(o, location=f"{root}/{o.path}") for o in package.objects),
         bundled=package.shared,
         requires=package.requires,
         torch_requirement=package.torch_requirement,
@@ -30,10 +33,17 @@ def needs_of(package: InstalledPackage) -> WheelNeeds:
     )
 
 
-def judge_installed(package: InstalledPackage, machine: Machine, compat: Compat) -> PackageReport:
-    """Every check of ``package`` on ``machine``; problems carry their fix."""
+def judge_installed(
+    package: InstalledPackage,
+    machine: Machine,
+    compat: Compat,
+    demangle: Callable[[Sequence[str]], Sequence[str]] | None = None,
+) -> PackageReport:
+    """Every check of ``package`` on ``machine``; problems carry their fix. ``demangle``: what
+    turns mangled C++ names into readable ones (c++filt), None to leave them."""
     needs = needs_of(package)
-    verdict = judge(needs, machine.offer, compat=compat, context=Context(installing=False))
+    context = Context(installing=False, demangle=demangle)
+    verdict = judge(needs, machine.offer, compat=compat, context=context)
     problems = [
         Problem(area="files", message=line, fix=fixes.reinstall_same(needs))
         for line in package.broken
@@ -58,6 +68,7 @@ def judge_installed(package: InstalledPackage, machine: Machine, compat: Compat)
         problems=tuple(problems),
         notes=tuple(notes),
         checks=verdict.checks,
+        loads=verdict.loads,
         unchecked=tuple(
             c.message
             for c in verdict.checks

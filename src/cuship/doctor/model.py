@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cuship.judge.model import Check, GlibcVerdict, GpuRun, LibraryNeed, TorchVerdict
+from cuship.judge.model import Check, GlibcVerdict, GpuRun, LibraryNeed, ObjectLoad, TorchVerdict
 from cuship.judge.offer import Offer
 from cuship.judge.ptx import reach
 from cuship.wheel.audit import ObjectReport
@@ -111,6 +111,7 @@ class Machine:
             ),
             "glibc": self.glibc,
             "notes": list(self.notes),
+            "loader": None if self.offer.loader is None else self.offer.loader.to_json(),
         }
 
 
@@ -145,6 +146,7 @@ class PackageReport:
     notes: tuple[str, ...] = ()
     checks: tuple[Check, ...] = ()  # every check the judge made, passed or not
     unchecked: tuple[str, ...] = ()  # the checks that could not run, and why
+    loads: tuple[ObjectLoad, ...] = ()  # each own object, loaded as ld.so would load it here
 
     @property
     def complete(self) -> bool:
@@ -169,6 +171,7 @@ class PackageReport:
             "notes": list(self.notes),
             "unchecked": list(self.unchecked),
             "checks": [c.to_json() for c in self.checks],
+            "loads": [load.to_json() for load in self.loads],
         }
 
 

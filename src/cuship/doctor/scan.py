@@ -27,7 +27,7 @@ from cuship.resolve.provenance import Handover, read_dist
 from cuship.wheel.audit import ObjectReport, scan_object
 from cuship.wheel.cudalibs import nvidia_requirements
 from cuship.wheel.read.headers import header_fields
-from cuship.wheel.torchabi import TORCH_SYMBOL_HINTS, TorchPin, torch_pin, torch_requirements
+from cuship.wheel.torchabi import TorchPin, torch_pin, torch_requirements
 
 __all__ = ["Scan", "scan"]
 
@@ -178,9 +178,9 @@ def _package(
 ) -> InstalledPackage:
     headers = _headers(dist)
     name, version = _header(headers, _NAME), _header(headers, _VERSION)
-    symbols: bool | tuple[bytes, ...] = (
-        False if canonicalize_name(name) == "torch" else TORCH_SYMBOL_HINTS
-    )
+    # Every undefined symbol is read (the judge binds them); torch's own objects are judged
+    # as torch itself, their symbols unread.
+    symbols = canonicalize_name(name) != "torch"
     objects: list[ObjectReport] = []
     broken: list[str] = list(unread)
     root = Path(str(dist.locate_file("")))

@@ -9,7 +9,13 @@ files and never by importing anything:
   ABI; which objects are the package's own and which are NVIDIA libraries it bundles; the
   wheel's NVIDIA requirements, torch pin and label;
 - :class:`Offer` (:mod:`cuship.judge.offer`): the machine's GPUs, driver, torch (version,
-  C++ ABI, build flavour from ``torch/version.py``), the NVIDIA libraries present, glibc.
+  C++ ABI, build flavour from ``torch/version.py``), the NVIDIA libraries present, glibc, and
+  its dynamic loader (:class:`~cuship.machine.loader.LoaderView`).
+
+Installed objects are loaded as ``dlopen(RTLD_NOW)`` would load them there
+(:mod:`cuship.judge.ldso`: each library found by ld.so's rules, every symbol bound); the CUDA
+each object needs is read from the object itself (:mod:`cuship.judge.release`); one rule says
+which objects are main and which optional (:mod:`cuship.judge.roles`).
 
 :func:`judge` runs the checks of :mod:`cuship.judge.checks` and returns a :class:`Judgement`:
 each check passes, fails (with the error a user would meet and the command that fixes it),
@@ -22,7 +28,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cuship.compat import Compat, load
-from cuship.judge import checks
+from cuship.judge import checks, libraries, release
+from cuship.judge.ldso import loads
 from cuship.judge.model import (
     Area,
     Check,
@@ -31,6 +38,7 @@ from cuship.judge.model import (
     GpuRun,
     Judgement,
     LibraryNeed,
+    ObjectLoad,
     Runs,
     Status,
     TorchVerdict,
@@ -49,6 +57,7 @@ __all__ = [
     "GpuRun",
     "Judgement",
     "LibraryNeed",
+    "ObjectLoad",
     "ObjectNeeds",
     "Offer",
     "Role",
@@ -70,9 +79,10 @@ _CHECKS: tuple[Callable[[Judging], None], ...] = (
     checks.files,
     checks.alternatives,
     checks.gpu,
-    checks.cuda,
-    checks.jit_driver,
-    checks.libraries_check,
+    release.cuda,
+    release.jit_driver,
+    loads,
+    libraries.libraries_check,
     judge_torch,
     checks.glibc_check,
 )
@@ -86,8 +96,9 @@ def judge(
     context: Context | None = None,
 ) -> Judgement:
     """Every check of ``needs`` on ``offer``, in order: files, the CUDA alternative that loads,
-    GPUs, the driver, the libraries, torch, glibc. ``context``: as installed (the default), or
-    before an install."""
+    GPUs, the driver (the CUDA its objects need, the PTX it must JIT), loading each installed
+    object as ld.so would, the NVIDIA libraries, torch, glibc. ``context``: as installed (the
+    default), or before an install."""
     j = Judging(needs=needs, offer=offer, compat=compat or load(), context=context or Context())
     for check in _CHECKS:
         check(j)
@@ -99,4 +110,5 @@ def judge(
         glibc=j.glibc,
         coverage=j.coverage,
         cuda_major=j.cuda_major,
+        loads=j.loads,
     )

@@ -1,21 +1,15 @@
-"""The judge's checks, in the order they run (pure). Each appends :class:`Check` rows.
+"""The judge's checks on files, CUDA alternatives, GPUs and glibc, in the order they run (pure).
+Each appends :class:`Check` rows. The CUDA release checks are :mod:`cuship.judge.release`'s,
+the library checks :mod:`cuship.judge.libraries`', loading and binding
+:mod:`cuship.judge.ldso`'s, torch's :mod:`cuship.judge.torch`'s.
 
 - **alternatives**: a package with objects for several CUDA majors (``libbitsandbytes_cuda126``
   beside ``libbitsandbytes_cuda130``) loads one set: the one of torch's CUDA major when torch is
   a CUDA build among them, else the newest the driver runs. The others are named, not judged.
 - **gpu**: every GPU against the SASS and PTX the runtime loads from each of the package's own
   objects (bundled NVIDIA libraries and relocatable code never count). No object runs on a GPU:
-  ``no kernel image``. Some do and others have nothing for it (an object built only for sm_100
-  beside ones that run here): a partial fit, named, not a failure.
-- **cuda**: each CUDA major named by a needed SONAME against the driver (minor-version
-  compatibility); PTX a GPU must JIT needs the driver of the toolkit minor that made it.
-- **libraries**: every NVIDIA library needed, and where it comes from: bundled in the wheel,
-  the driver (libcuda), torch's own (for an object that loads with torch, from a CUDA build of
-  the same major), a Requires-Dist the install brings, the environment or the system. From
-  nowhere: ``cannot open shared object file``.
-- **torch**: the build (an object linking libc10_cuda needs a CUDA torch; with libcudart.so.12,
-  a torch built for CUDA 12), the release (exact ABI: the same minor; stable: that one or newer)
-  and the C++ ABI.
+  ``no kernel image``. Some have nothing for it beside objects that run (an object built only
+  for sm_100, an optional sm_90a one: :mod:`cuship.judge.roles`): a partial fit, named.
 - **glibc**: the platform tag's glibc against the system's.
 """
 
@@ -27,56 +21,36 @@ from dataclasses import replace
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import parse_tag
-from packaging.utils import canonicalize_name
-from packaging.version import Version
 
-from cuship.compat.models import format_driver
-from cuship.errors import CushipError
 from cuship.judge import fixes
-from cuship.judge.gpu import driver_runs, gpu_coverage
-from cuship.judge.model import GlibcVerdict, GpuRun, LibraryNeed, Runs
+from cuship.judge.gpu import gpu_coverage
+from cuship.judge.model import NO_KERNEL, GlibcVerdict, GpuRun, Runs, which
 from cuship.judge.needs import ObjectNeeds, minor_tuple
 from cuship.judge.offer import TorchBuild
+from cuship.judge.roles import optional_reason
 from cuship.judge.state import Judging
 from cuship.wheel.audit import sm_key
-from cuship.wheel.cudalibs import (
-    cuda_major_of,
-    is_driver_lib,
-    toolkit_libraries,
-    toolkit_majors,
-)
+from cuship.wheel.cudalibs import cuda_major_of
 
 __all__ = [
     "alternatives",
-    "cuda",
+    "device_code",
     "files",
     "glibc_check",
     "gpu",
-    "jit_driver",
-    "libraries_check",
     "torch_to_come",
 ]
-
-NO_KERNEL = "no kernel image is available for execution on the device"
-DRIVER_TOO_OLD = "CUDA driver version is insufficient for CUDA runtime version"
-PTX_TOO_NEW = "the provided PTX was compiled with an unsupported toolchain"
-CANNOT_OPEN = "cannot open shared object file: No such file or directory"
 
 # PEP 600: the legacy manylinux tags are aliases of these glibc versions.
 _LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 _MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_")
 
 
-def _which(paths: Sequence[str], limit: int = 2) -> str:
-    shown = ", ".join(paths[:limit])
-    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
-
-
 def _union(groups: Iterable[Sequence[str]]) -> tuple[str, ...]:
     return tuple(sorted({sm for group in groups for sm in group}, key=sm_key))
 
 
-def _device_code(objects: Sequence[ObjectNeeds]) -> str:
+def device_code(objects: Sequence[ObjectNeeds]) -> str:
     sass = [f"sm_{s}" for s in _union(o.sass for o in objects)]
     ptx = [f"compute_{p}" for p in _union(o.ptx for o in objects)]
     return ", ".join(sass + ptx) or "none"
@@ -161,7 +135,7 @@ def _choose_major(j: Judging, majors: Sequence[int]) -> None:
         "cuda",
         "partial",
         f"has objects for CUDA {', '.join(map(str, majors))}: those for CUDA {chosen} load "
-        f"here ({why}); not {_which(named)}",
+        f"here ({why}); not {which(named)}",
     )
 
 
@@ -189,7 +163,7 @@ def _choose_release(j: Judging) -> None:
         "cuda",
         "partial",
         f"names objects for CUDA releases {', '.join(sorted(releases))}: the one for "
-        f"{torch.described} loads; not {_which(skipped)}",
+        f"{torch.described} loads; not {which(skipped)}",
     )
 
 
@@ -215,7 +189,7 @@ def gpu(j: Judging) -> None:
         j.add(
             "gpu",
             "partial",
-            f"no GPU here: its device code ({_device_code(device)}) installs but cannot run",
+            f"no GPU here: its device code ({device_code(device)}) installs but cannot run",
         )
         return
     runs: list[GpuRun] = []
@@ -245,34 +219,18 @@ def _gpu_run(
         else:
             used.add(f"sm_{arch}")
     arches = tuple(sorted(used, key=lambda a: sm_key(a.partition("_")[2])))
-    sm = cc.replace(".", "")
-    if lacking and len(lacking) == len(device):
-        j.add(
-            "gpu",
-            "fail",
-            f"{name} ({cc}): {_which([o.path for o in lacking])} "
-            + ("carries" if len(lacking) == 1 else "carry")
-            + f" no SASS or PTX it can run ({'it has' if len(lacking) == 1 else 'they have'} "
-            f"{_device_code(lacking)}): {NO_KERNEL!r}",
-            fixes.reinstall(j.needs, f"that has SASS for sm_{sm} (or PTX <= compute_{sm})"),
-        )
+    if len(lacking) == len(device):
+        _no_kernel(j, name, cc, lacking)
         return GpuRun(gpu=name, cc=cc, runs="none", objects=tuple(o.path for o in lacking))
     if lacking:
-        j.add(
-            "gpu",
-            "partial",
-            f"{name} ({cc}): {_which([o.path for o in lacking])} "
-            f"{'has' if len(lacking) == 1 else 'have'} no code for it "
-            f"({_device_code(lacking)}), beside objects that run: the kernels of "
-            f"{'that object' if len(lacking) == 1 else 'those'} are not available here",
-        )
+        _some_lack(j, name, cc, lacking)
     for obj in vendor:
         if gpu_coverage(cc, obj.sass, obj.ptx)[0] is None:
             j.add(
                 "gpu",
                 "partial",
                 f"{name} ({cc}): the bundled NVIDIA library {obj.path} has no code for it "
-                f"({_device_code([obj])})",
+                f"({device_code([obj])})",
             )
     runs: Runs = "ptx" if jit else "sass"
     return GpuRun(
@@ -285,220 +243,35 @@ def _gpu_run(
     )
 
 
-# --- cuda -------------------------------------------------------------------------------
-
-
-def _cuda_needs(j: Judging) -> dict[int, str]:
-    """CUDA major -> what says the objects need it: a library whose SONAME names it, else
-    (a runtime linked statically, or objects not known) the CUDA the label names."""
-    found: dict[int, str] = {}
-    for obj in j.objects:
-        for lib in obj.libraries:
-            major = cuda_major_of(lib)
-            if major is not None:
-                found.setdefault(major, f"needs {lib} (CUDA {major})")
-    label = j.needs.label_cuda
-    if not found and label:
-        major = int(Version(label).major)
-        found[major] = f"built for CUDA {label} (its label; it links no CUDA runtime library)"
-    return dict(sorted(found.items()))
-
-
-def cuda(j: Judging) -> None:
-    needs = _cuda_needs(j)
-    if not needs:
-        return
-    if not j.offer.gpus:
-        if not j.offer.has_driver:
-            j.add(
-                "cuda",
-                "partial",
-                f"no NVIDIA driver here: the CUDA {next(iter(needs))} it needs was not "
-                "checked against one",
-            )
-        return
-    if j.offer.driver_version is None and j.offer.driver_cuda is None:
-        first = next(iter(needs))
-        j.add(
-            "cuda",
-            "unchecked",
-            f"the driver version is unknown: the CUDA {first} it needs was not checked",
-        )
-        return
-    runs_here = j.offer.driver_cuda.split(".")[0] if j.offer.driver_cuda else None
-    for major, why in needs.items():
-        if j.runs_major(major) is not False:
-            continue
-        j.add(
-            "cuda",
-            "fail",
-            f"{why}; {j.driver_text()}: {DRIVER_TOO_OLD!r}",
-            fixes.driver_upgrade(j.family_minimum(major), major)
-            + ", or "
-            + fixes.reinstall(
-                j.needs, f"for CUDA {runs_here}" if runs_here else "this driver runs"
-            ),
-        )
-
-
-def jit_driver(j: Judging) -> None:
-    """PTX compiled by the driver needs a driver of the toolkit minor that made it."""
-    jit = [run for run in j.gpus if run.runs == "ptx"]
-    label = j.needs.label_cuda
-    if label is None or not jit:
-        return
-    cuda = Version(label)
-    if len(cuda.release) < 2:
-        return
-    runs = driver_runs(
-        cuda,
-        driver_version=j.offer.driver_version,
-        driver_cuda=j.offer.driver_cuda,
-        jit=True,
-        compat=j.compat,
+def _no_kernel(j: Judging, name: str, cc: str, lacking: Sequence[ObjectNeeds]) -> None:
+    sm = cc.replace(".", "")
+    one = len(lacking) == 1
+    j.add(
+        "gpu",
+        "fail",
+        f"{name} ({cc}): {which([o.path for o in lacking])} "
+        + ("carries" if one else "carry")
+        + f" no SASS or PTX it can run ({'it has' if one else 'they have'} "
+        f"{device_code(lacking)}): {NO_KERNEL!r}",
+        fixes.reinstall(j.needs, f"that has SASS for sm_{sm} (or PTX <= compute_{sm})"),
     )
-    if runs is not False:
-        return
-    try:
-        minimum: str | None = format_driver(
-            j.compat.cuda(f"{cuda.major}.{cuda.minor}").min_driver_linux
-        )
-    except CushipError:
-        minimum = None
-    for run in jit:
-        sm = run.cc.replace(".", "")
-        need = f"{minimum} or newer" if minimum else f"one that runs CUDA {cuda}"
-        j.add(
-            "cuda",
-            "fail",
-            f"{run.gpu} ({run.cc}) must JIT {', '.join(run.arches)} made by CUDA {cuda}; "
-            f"{j.driver_text()}: {PTX_TOO_NEW!r}",
-            f"upgrade the NVIDIA driver to {need}, or "
-            + fixes.reinstall(j.needs, f"that has SASS for sm_{sm}"),
-        )
 
 
-# --- libraries --------------------------------------------------------------------------
-
-
-def libraries_check(j: Judging) -> None:
-    needed: dict[str, list[ObjectNeeds]] = {}
-    for obj in j.needs.objects:
-        for lib in obj.libraries:
-            needed.setdefault(lib, []).append(obj)
-    judged_paths = {o.path for o in j.objects}
-    found: list[LibraryNeed] = []
-    for soname, users in needed.items():
-        judged = any(u.path in judged_paths for u in users)
-        major = cuda_major_of(soname)
-        source = _source(j, soname)
-        runs = j.runs_major(major) if major is not None and j.offer.gpus else None
-        found.append(
-            LibraryNeed(
-                soname=soname,
-                objects=tuple(u.path for u in users),
-                cuda_major=major,
-                source=source,
-                runs=runs,
-                judged=judged,
-            )
-        )
-    j.libraries = tuple(found)
-    _missing(j, [lib for lib in found if lib.judged], judged_paths)
-
-
-def _missing(j: Judging, found: Sequence[LibraryNeed], judged: set[str]) -> None:
-    """One check for the libraries from nowhere: a failure when no object that needs
-    NVIDIA libraries can load, a partial fit when some can (cupy without cuTENSOR)."""
-    missing = [lib for lib in found if lib.source is None]
-    if not missing:
-        return
-    if j.offer.libraries is None:
-        names = [lib.soname for lib in missing]
-        j.add(
-            "libraries",
-            "unchecked",
-            f"the NVIDIA libraries here were not looked for: {_which(names, 3)} not checked",
-        )
-        return
-    lost = {path for lib in missing for path in lib.objects if path in judged}
-    users = {path for lib in found for path in lib.objects if path in judged}
-    names = [lib.soname for lib in missing]
-    where = "there is no NVIDIA driver here, and " if any(is_driver_lib(n) for n in names) else ""
-    providers = "the wheel, "
-    message = (
-        f"{_which(sorted(lost))} {'needs' if len(lost) == 1 else 'need'} "
-        f"{_which(names, 3)}: {where}neither {providers}torch, the installed NVIDIA wheels "
-        f"nor the system provides {'it' if len(names) == 1 else 'them'}: "
-        f"'{names[0]}: {CANNOT_OPEN}'"
-    )
-    # A missing library of the CUDA runtime family (libcudart, libnvrtc, libcublas: their
-    # SONAMEs name the major) fails the package; one of the rest (cuTENSOR, NCCL) fails only
-    # the objects that need it, when others load.
-    core = any(cuda_major_of(name) is not None for name in names)
-    if users - lost and not core:
-        j.add(
-            "libraries",
-            "partial",
-            message + f"; the objects that need only what is here load "
-            f"({_which(sorted(users - lost))})",
-        )
-        return
-    j.add("libraries", "fail", message, _library_fix(j, missing))
-
-
-def _library_fix(j: Judging, missing: Sequence[LibraryNeed]) -> str:
-    """The package's own extra that brings the most of the missing libraries (cupy's
-    ``[ctk]``), then the wheel of each library left."""
-    if any(is_driver_lib(lib.soname) for lib in missing):
-        return "run it on a machine with an NVIDIA driver"
-    wanted = {lib.soname for lib in missing}
-    extra, covered = _best_extra(j.needs.requires, wanted)
-    lines = [f'pip install "{j.needs.name}[{extra}]"'] if extra else []
-    lines += [
-        fixes.library_install(lib.soname, lib.cuda_major)
-        for lib in missing
-        if lib.soname not in covered
+def _some_lack(j: Judging, name: str, cc: str, lacking: Sequence[ObjectNeeds]) -> None:
+    """Objects with no code for the GPU beside objects that run: named, optional ones with
+    why they are optional."""
+    optional = {o.path: optional_reason(o, j.needs.own) for o in lacking}
+    described = [
+        o.path + (f" (optional: {optional[o.path]})" if optional[o.path] else "") for o in lacking
     ]
-    return "; ".join(dict.fromkeys(lines))
-
-
-def _source(j: Judging, soname: str) -> str | None:
-    if soname in j.needs.bundled:
-        return "bundled in the wheel"
-    if is_driver_lib(soname):
-        return "the NVIDIA driver" if j.offer.has_driver else None
-    torch = j.offer.torch
-    # A CUDA build of torch installs NVIDIA's wheels of its major: what loads beside torch
-    # finds their libraries (torch loads them first, or the package looks them up there).
-    if (
-        torch is not None
-        and torch.cuda_major is not None
-        and soname in {lib.soname for lib in toolkit_libraries(torch.cuda_major, with_torch=True)}
-    ):
-        return f"{torch.described}'s NVIDIA wheels"
-    required = _required(j, soname)
-    if required is not None:
-        return required
-    return j.offer.libraries.where(soname) if j.offer.libraries is not None else None
-
-
-def _required(j: Judging, soname: str) -> str | None:
-    """The Requires-Dist entry that installs ``soname``, when installing brings it."""
-    if not j.context.installing:
-        return None
-    for line in j.needs.requires:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
-        if req.marker is not None and not any(
-            req.marker.evaluate({"extra": extra}) for extra in (*j.context.extras, "")
-        ):
-            continue
-        if soname in _sonames_of(req):
-            return f"its requirement {line.split(';', 1)[0].strip()!r}"
-    return None
+    one = len(lacking) == 1
+    j.add(
+        "gpu",
+        "partial",
+        f"{name} ({cc}): {which(described)} {'has' if one else 'have'} no code for it "
+        f"({device_code(lacking)}), beside objects that run: the kernels of "
+        f"{'that object' if one else 'those'} are not available here",
+    )
 
 
 # --- glibc ------------------------------------------------------------------------------
@@ -552,54 +325,3 @@ def _tags(text: str) -> frozenset[object]:
         return frozenset(parse_tag(text))
     except ValueError:
         return frozenset()
-
-
-def _sonames_of(req: Requirement) -> frozenset[str]:
-    """The SONAMEs a requirement installs: an NVIDIA library wheel's own, or those of the
-    ``cuda-toolkit`` extras it names, for the CUDA majors its version allows."""
-    name = canonicalize_name(req.name)
-    found: set[str] = set()
-    for major in toolkit_majors():
-        toolkit = name == "cuda-toolkit"
-        if toolkit and not _allows_major(req, str(major)):
-            continue
-        for lib in toolkit_libraries(major):
-            wheel = Requirement(lib.wheel)
-            if (toolkit and lib.extra in req.extras) or (
-                canonicalize_name(wheel.name) == name and _versions_meet(req, wheel)
-            ):
-                found.add(lib.soname)
-    return frozenset(found)
-
-
-def _best_extra(requires: Sequence[str], wanted: set[str]) -> tuple[str | None, set[str]]:
-    """The extra of a package whose requirements install the most of ``wanted``, and those."""
-    provided: dict[str, set[str]] = {}
-    for line in requires:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
-        for extra in re.findall(r"extra\s*==\s*['\"]([^'\"]+)['\"]", str(req.marker or "")):
-            provided.setdefault(extra, set()).update(_sonames_of(req) & wanted)
-    best = max(sorted(provided), key=lambda extra: len(provided[extra]), default=None)
-    if best is None or not provided[best]:
-        return None, set()
-    return best, provided[best]
-
-
-def _allows_major(req: Requirement, major: str) -> bool:
-    """Whether ``req`` admits some release ``major.N`` (N < 20)."""
-    if not req.specifier:
-        return True
-    return any(
-        req.specifier.contains(f"{major}.{minor}.0", prereleases=True) for minor in range(20)
-    )
-
-
-def _versions_meet(req: Requirement, wheel: Requirement) -> bool:
-    """Whether ``req`` admits a release of the major the data's entry pins (``==13.*``)."""
-    if not wheel.specifier:
-        return True
-    major = next(iter(wheel.specifier)).version.split(".", 1)[0]
-    return _allows_major(req, major)

@@ -94,9 +94,36 @@ def torch_install(requirement: str, torch: TorchBuild | None, variant: str | Non
 
 
 def torch_fix(needs: WheelNeeds, requirement: str, torch: TorchBuild | None) -> str:
-    """The package's own index offers a build for the installed torch; else install the torch
-    it was built for, of the installed torch's build."""
-    return _from_index(needs) or torch_install(requirement, torch)
+    """The package's own index offers a build for the installed torch; else a build of the
+    package for the installed torch when that torch is the newer (no torch downgrade first),
+    else install the torch it was built for, of the installed torch's build."""
+    index = _from_index(needs)
+    if index is not None:
+        return index
+    line = torch_install(requirement, torch)
+    if torch is not None and _newer_than(torch.version, requirement):
+        return (
+            reinstall(needs, f"built for torch {_public(torch.version)}")
+            + f", or (a downgrade) {line}"
+        )
+    return line
+
+
+def _newer_than(version: str, requirement: str) -> bool:
+    """Whether ``version`` is above every release ``requirement`` (``torch==2.8.*``) admits."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        wanted = Requirement(requirement)
+        have = Version(version)
+    except (InvalidRequirement, InvalidVersion):
+        return False
+    pins = [Version(s.version.rstrip(".*")) for s in wanted.specifier if s.operator == "=="]
+    return (
+        bool(pins)
+        and all(Version(have.public) > pin for pin in pins)
+        and not any(have.release[:2] == pin.release[:2] for pin in pins)
+    )
 
 
 def torch_variant(
@@ -117,15 +144,12 @@ def torch_variant(
     except CushipError:
         return None
     builds = [c for c in release.cuda if c.split(".", 1)[0] == str(cuda_major)]
-    built = _not_newer(builds, built_with)
-    if built:
-        return "cu" + built[-1].replace(".", "")
-    if offer.driver_cuda:
-        runnable = [
+    if offer.driver_cuda:  # never an index whose build the driver cannot run
+        builds = [
             c for c in builds if Version(c).release[:2] <= Version(offer.driver_cuda).release[:2]
         ]
-        builds = runnable or builds
-    return "cu" + builds[-1].replace(".", "") if builds else None
+    built = _not_newer(builds, built_with) or builds
+    return "cu" + built[-1].replace(".", "") if built else None
 
 
 def _not_newer(builds: list[str], built_with: str | None) -> list[str]:
@@ -146,15 +170,22 @@ def torch_for_cuda(
     label names, when it has one), or, when that release has no such build, another build of
     the package."""
     variant = torch_variant(compat, minor, cuda_major, offer, needs.label_cuda)
-    if variant is None:
-        return reinstall(needs, "for the installed torch's build")
-    return torch_install(f"torch=={minor}.*", None, variant)
+    if variant is not None:
+        return torch_install(f"torch=={minor}.*", None, variant)
+    if offer.driver_cuda and torch_variant(compat, minor, cuda_major, Offer()) is not None:
+        return (
+            f"upgrade the NVIDIA driver: this one runs CUDA {offer.driver_cuda} at most, older "
+            f"than every CUDA {cuda_major} build of torch {minor}; or "
+            + reinstall(needs, "for the installed torch's build")
+        )
+    return reinstall(needs, "for the installed torch's build")
 
 
 def library_install(soname: str, cuda_major: int | None) -> str:
-    """The wheel that installs ``soname`` (``pip install nvidia-cuda-runtime-cu12``), else the
-    toolkit of its CUDA major."""
-    wheel = wheel_for(soname)
+    """The wheel that installs ``soname`` for the CUDA major of the object that needs it
+    (``pip install nvidia-cudnn-cu13`` for a CUDA 13 object), else the toolkit of its CUDA
+    major."""
+    wheel = wheel_for(soname, cuda_major)
     if wheel is not None:
         return f'pip install "{wheel}"'
     if cuda_major is not None and toolkit_libraries(cuda_major):

@@ -3,10 +3,15 @@ the facts behind them (how each GPU runs the code, where each library comes from
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = [
+    "CANNOT_OPEN",
+    "DRIVER_TOO_OLD",
+    "NO_KERNEL",
+    "PTX_TOO_NEW",
     "Area",
     "Check",
     "Coverage",
@@ -14,10 +19,25 @@ __all__ = [
     "GpuRun",
     "Judgement",
     "LibraryNeed",
+    "ObjectLoad",
     "Runs",
     "Status",
     "TorchVerdict",
+    "which",
 ]
+
+# The errors users meet, as the CUDA runtime, the driver and ld.so word them.
+NO_KERNEL = "no kernel image is available for execution on the device"
+DRIVER_TOO_OLD = "CUDA driver version is insufficient for CUDA runtime version"
+PTX_TOO_NEW = "the provided PTX was compiled with an unsupported toolchain"
+CANNOT_OPEN = "cannot open shared object file: No such file or directory"
+
+
+def which(paths: Sequence[str], limit: int = 2) -> str:
+    """``a, b and 3 more``: the first ``limit`` of ``paths``, and how many are left."""
+    shown = ", ".join(paths[:limit])
+    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
+
 
 Area = Literal["files", "gpu", "cuda", "libraries", "torch", "glibc"]
 Status = Literal["pass", "fail", "partial", "unchecked"]
@@ -88,6 +108,41 @@ class LibraryNeed:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ObjectLoad:
+    """One own object loaded as ``dlopen(RTLD_NOW)`` would load it here (after the interpreter
+    and, for a package that loads with torch, torch): ``loads`` True, False, or None when it
+    could not be decided (``unchecked`` says what); ``optional``: why the object is optional
+    (:mod:`cuship.judge.roles`), empty for a main one."""
+
+    path: str
+    loads: bool | None
+    optional: str = ""
+    libraries: tuple[tuple[str, str], ...] = ()  # (name, where it was found and how)
+    missing: tuple[str, ...] = ()  # libraries from nowhere
+    versions: tuple[str, ...] = ()  # "libc.so.6: version `GLIBC_2.38' not found (...)"
+    unbound: tuple[str, ...] = ()  # the first undefined symbols, demangled where possible
+    unbound_count: int = 0
+    expected: str = ""  # the library expected to define the first of them
+    opens: tuple[tuple[str, str | None], ...] = ()  # names it opens: where, None: nowhere
+    unchecked: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "loads": self.loads,
+            "optional": self.optional,
+            "libraries": {name: where for name, where in self.libraries},
+            "missing": list(self.missing),
+            "versions": list(self.versions),
+            "unbound": list(self.unbound),
+            "unbound_count": self.unbound_count,
+            "expected": self.expected,
+            "opens": {name: where for name, where in self.opens},
+            "unchecked": list(self.unchecked),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TorchVerdict:
     """The objects' torch needs against the installed torch."""
 
@@ -137,6 +192,7 @@ class Judgement:
     glibc: GlibcVerdict = GlibcVerdict()
     coverage: Coverage = "cpu"
     cuda_major: int | None = None  # the CUDA whose objects load here, among several
+    loads: tuple[ObjectLoad, ...] = ()  # each installed own object, loaded as ld.so would
 
     @property
     def failures(self) -> tuple[Check, ...]:
@@ -172,4 +228,5 @@ class Judgement:
             "libraries": [lib.to_json() for lib in self.libraries],
             "torch": self.torch.to_json(),
             "glibc": self.glibc.to_json(),
+            "loads": [load.to_json() for load in self.loads],
         }

@@ -26,6 +26,7 @@ from cuship.errors import CushipError, InputError
 from cuship.wheel.audit import ROLES, ObjectReport, Role, WheelReport, role_of, sm_key
 from cuship.wheel.cudalibs import cuda_major_of, is_nvidia_lib
 from cuship.wheel.names import parse_label
+from cuship.wheel.read.elf import VersionNeed
 from cuship.wheel.torchabi import (
     TORCH_ABIS,
     TorchAbi,
@@ -60,6 +61,21 @@ class ObjectNeeds:
     torch_libraries: tuple[str, ...] = ()  # libtorch*/libc10* it needs
     torch_symbol: str | None = None  # one torch symbol it imports (the evidence)
     cxx11: bool | None = None  # True: it imports std::__cxx11 names
+    # What the loader reads (cuship.judge.ldso): every DT_NEEDED, the search paths it gives
+    # its own needs, its undefined symbols (None: not known, as from an index's record), the
+    # versions it needs, what it opens itself; and what its bytes say of its CUDA release.
+    needed: tuple[str, ...] = ()
+    rpath: tuple[str, ...] = ()
+    runpath: tuple[str, ...] = ()
+    nodeflib: bool = False
+    imports: tuple[str, ...] | None = None
+    weak: tuple[str, ...] = ()
+    versions: tuple[VersionNeed, ...] = ()
+    opens: tuple[str, ...] | None = None  # names in its strings when it imports dlopen
+    static_runtime: bool = False
+    toolkit: str | None = None  # "12.9": the CUDA release its cubins say made them
+    ptx_isa: tuple[str, ...] = ()  # the ISA versions of its PTX ("8.5")
+    location: str | None = None  # its path on this machine, when installed
 
     @property
     def device(self) -> bool:
@@ -85,7 +101,14 @@ class ObjectNeeds:
     @property
     def matters(self) -> bool:
         """Whether the judge has anything to check in it."""
-        return bool(self.device or self.relocatable or self.libraries or self.links_torch)
+        return bool(
+            self.device
+            or self.relocatable
+            or self.libraries
+            or self.links_torch
+            or self.static_runtime
+            or any(is_nvidia_lib(name) for name in self.opens or ())
+        )
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"path": self.path, "role": self.role}
@@ -95,15 +118,22 @@ class ObjectNeeds:
             ("relocatable", self.relocatable),
             ("libraries", self.libraries),
             ("torch_libraries", self.torch_libraries),
+            ("needed", self.needed),
+            ("rpath", self.rpath),
+            ("runpath", self.runpath),
+            ("ptx_isa", self.ptx_isa),
         ):
             if value:
                 doc[key] = list(value)
-        if self.torch_abi != "none":
-            doc["torch_abi"] = self.torch_abi
-        if self.torch_symbol is not None:
-            doc["torch_symbol"] = self.torch_symbol
-        if self.cxx11 is not None:
-            doc["cxx11"] = self.cxx11
+        optional: tuple[tuple[str, object, object], ...] = (
+            ("torch_abi", self.torch_abi, "none"),
+            ("torch_symbol", self.torch_symbol, None),
+            ("cxx11", self.cxx11, None),
+            ("opens", None if self.opens is None else list(self.opens), None),
+            ("static_runtime", self.static_runtime, False),
+            ("toolkit", self.toolkit, None),
+        )
+        doc.update({key: value for key, value, unset in optional if value != unset})
         return doc
 
 
@@ -172,9 +202,11 @@ def _union(groups: Iterable[Sequence[str]]) -> tuple[str, ...]:
     return tuple(sorted({sm for group in groups for sm in group}, key=sm_key))
 
 
-def object_needs(report: ObjectReport) -> ObjectNeeds:
-    """The needs of one shared object from its report."""
+def object_needs(report: ObjectReport, *, location: str | None = None) -> ObjectNeeds:
+    """The needs of one shared object from its report; ``location``: its path on this machine
+    (an installed object), where the loader looks from."""
     torch = report.torch
+    runtime = report.runtime
     return ObjectNeeds(
         path=report.path,
         role=report.role,
@@ -186,6 +218,18 @@ def object_needs(report: ObjectReport) -> ObjectNeeds:
         torch_libraries=torch.libraries,
         torch_symbol=torch.example,
         cxx11=torch.cxx11,
+        needed=report.needed,
+        rpath=report.rpath,
+        runpath=report.runpath,
+        nodeflib=report.nodeflib,
+        imports=report.imports if report.symbols_read else None,
+        weak=report.weak,
+        versions=report.versions,
+        opens=None if runtime is None else runtime.opens,
+        static_runtime=runtime is not None and runtime.static_runtime,
+        toolkit=None if runtime is None else runtime.toolkit,
+        ptx_isa=report.ptx_isa,
+        location=location,
     )
 
 

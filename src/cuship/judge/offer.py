@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cuship.machine import CudaLibraries, Fingerprint
+from cuship.machine.loader import LoaderView
 
 __all__ = ["Offer", "TorchBuild", "offer_of"]
 
@@ -21,6 +22,7 @@ class TorchBuild:
     cuda: str | None = None  # "13.0" for a CUDA build
     cxx11abi: bool | None = None
     flavour_from: str | None = None
+    location: str | None = None  # its package directory when installed here (files readable)
 
     @property
     def cuda_major(self) -> int | None:
@@ -59,6 +61,7 @@ class Offer:
     libraries: CudaLibraries | None = None
     glibc: str | None = None
     gpu_source: str = "unknown"
+    loader: LoaderView | None = None  # how its ld.so finds libraries; None: not described
 
     @property
     def has_driver(self) -> bool:
@@ -74,6 +77,7 @@ class Offer:
             "torch": None if self.torch is None else self.torch.to_json(),
             "libraries": None if self.libraries is None else self.libraries.to_json(),
             "glibc": self.glibc,
+            "loader": None if self.loader is None else self.loader.to_json(),
         }
 
 
@@ -87,6 +91,7 @@ def offer_of(fp: Fingerprint) -> Offer:
             cuda=fp.torch.cuda,
             cxx11abi=fp.torch.cxx11abi,
             flavour_from=fp.torch.flavour_from,
+            location=fp.torch.location,
         )
     return Offer(
         gpus=tuple((gpu.name, gpu.cc) for gpu in fp.gpus),
@@ -96,4 +101,5 @@ def offer_of(fp: Fingerprint) -> Offer:
         libraries=fp.cuda_libs,
         glibc=fp.glibc,
         gpu_source=fp.gpu_source,
+        loader=fp.loader,
     )

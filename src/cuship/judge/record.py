@@ -17,6 +17,7 @@ __all__ = ["read_needs"]
 _ARCH = re.compile(r"\d{2,3}[af]?")
 _RELOCATABLE = re.compile(r"(?:sm|compute|lto)_\d{2,3}[af]?")
 _LIBRARY = re.compile(r"[A-Za-z0-9_.+-]{1,200}")
+_ISA = re.compile(r"\d{1,2}\.\d{1,2}")
 _MAX_OBJECTS = 1024
 _MAX_ITEMS = 256
 _MAX_TEXT = 1000
@@ -68,6 +69,12 @@ def _object(raw: object, index: int) -> ObjectNeeds:
     except InputError:
         raise _bad(f"{where}torch_abi", abi, "is not none, stable or exact") from None
     role_name: Role = role
+    static = raw.get("static_runtime", False)
+    if not isinstance(static, bool):
+        raise _bad(f"{where}static_runtime", static, "is not true or false")
+    toolkit = _text(raw, "toolkit", where)
+    if toolkit is not None and not _ISA.fullmatch(toolkit):
+        raise _bad(f"{where}toolkit", toolkit, "is not a CUDA release (12.9)")
     return ObjectNeeds(
         path=path,
         role=role_name,
@@ -79,6 +86,13 @@ def _object(raw: object, index: int) -> ObjectNeeds:
         torch_libraries=_strings(raw, "torch_libraries", where, _LIBRARY),
         torch_symbol=_text(raw, "torch_symbol", where),
         cxx11=cxx11,
+        needed=_strings(raw, "needed", where, _LIBRARY),
+        rpath=_strings(raw, "rpath", where, None),
+        runpath=_strings(raw, "runpath", where, None),
+        opens=_strings(raw, "opens", where, _LIBRARY) if "opens" in raw else None,
+        static_runtime=static,
+        toolkit=toolkit,
+        ptx_isa=_strings(raw, "ptx_isa", where, _ISA),
     )
 
 

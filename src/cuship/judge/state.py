@@ -3,6 +3,7 @@ what the checks have found so far (each check module reads and adds to it)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from packaging.version import Version
@@ -18,6 +19,7 @@ from cuship.judge.model import (
     GlibcVerdict,
     GpuRun,
     LibraryNeed,
+    ObjectLoad,
     Status,
     TorchVerdict,
 )
@@ -34,6 +36,8 @@ class Context:
 
     installing: bool = False
     extras: frozenset[str] = frozenset()
+    # Mangled C++ names -> readable ones (c++filt, run by the caller); None: left mangled.
+    demangle: Callable[[Sequence[str]], Sequence[str]] | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -52,6 +56,12 @@ class Judging:
     coverage: Coverage = "cpu"
     cuda_major: int | None = None
     objects: tuple[ObjectNeeds, ...] = ()  # the objects judged (the chosen CUDA's, and the rest)
+    loads: tuple[ObjectLoad, ...] = ()  # the installed own objects, loaded as ld.so would
+    # SONAME -> where the loader found it (None: nowhere), and a directory ld.so.conf names
+    # that holds it though the loader cache does not list it
+    found: dict[str, str | None] = field(default_factory=dict)
+    stale: dict[str, str] = field(default_factory=dict)
+    bound_torch: bool | None = None  # every torch symbol bound (True), some not (False), not tried
 
     def add(self, area: Area, status: Status, message: str, fix: str = "") -> None:
         """Record one check's outcome."""

@@ -73,7 +73,7 @@ def _cuda_major(objects: Sequence[ObjectNeeds]) -> int | None:
 def _missing(j: Judging, base: TorchVerdict, objects: Sequence[ObjectNeeds]) -> TorchVerdict:
     pin = j.needs.torch_requirement
     requirement = _requirement(base.abi, base.built)
-    if pin is None and base.built is None:  # an optional torch bridge
+    if pin is None and base.built is None and _bridge(j):  # an optional torch bridge
         j.add("torch", "partial", "links torch but does not require it: loads only with torch")
         return TorchVerdict(
             abi=base.abi, ok=True, reason="does not require torch: loads only where it is"
@@ -109,6 +109,13 @@ def _missing(j: Judging, base: TorchVerdict, objects: Sequence[ObjectNeeds]) -> 
         ok=False,
         reason="torch is not installed",
     )
+
+
+def _bridge(j: Judging) -> bool:
+    """Whether the objects linking torch are a bridge beside the package's own work: some of
+    its objects with device code or NVIDIA libraries link no torch (a package whose every such
+    object links torch, fbgemm-gpu, needs torch though its METADATA does not say so)."""
+    return any(o.matters and not o.links_torch for o in j.own)
 
 
 def _linked(objects: Sequence[ObjectNeeds], flavour: str) -> str:
@@ -187,7 +194,14 @@ def _failed(base: TorchVerdict, reason: str) -> TorchVerdict:
 def _release(
     j: Judging, base: TorchVerdict, installed: TorchBuild, objects: Sequence[ObjectNeeds]
 ) -> TorchVerdict:
-    """The release and C++ ABI checks."""
+    """The release and C++ ABI checks: where the objects were bound against the installed
+    torch's own files (:mod:`cuship.judge.ldso`), that is the fact; else the torch the wheel
+    says it was built for, against the rules of its ABI."""
+    if j.bound_torch is True:
+        j.add("torch", "pass", f"its torch symbols bind to {installed.described}'s libraries")
+        return _with(base, True, f"its symbols bind to torch {installed.version}")
+    if j.bound_torch is False:
+        return _failed(base, f"undefined torch symbols with torch {installed.version}")
     if base.built is None:
         j.add(
             "torch",

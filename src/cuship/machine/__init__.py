@@ -24,7 +24,7 @@ import platform
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from cuship import _names, _read, settings
 from cuship._read import shown
 from cuship.errors import InputError, UsageError
 from cuship.machine.libraries import CudaLibraries, cuda_libraries
+from cuship.machine.loader import LoaderView, loader_view
 from cuship.machine.probe import NvmlFailure, Probe, SystemProbe
 from cuship.tools import find_tool
 
@@ -39,6 +40,7 @@ __all__ = [
     "CudaLibraries",
     "Fingerprint",
     "Gpu",
+    "LoaderView",
     "Toolkit",
     "TorchInfo",
     "find_toolkit",
@@ -107,13 +109,15 @@ class Fingerprint:
     memory_available_gib: float | None
     notes: tuple[str, ...] = ()
     cuda_libs: CudaLibraries | None = None  # NVIDIA libraries offered; None: not looked for
+    loader: LoaderView | None = None  # how this machine's ld.so finds libraries
 
     @property
     def compute_capabilities(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(g.cc for g in self.gpus if g.cc))
 
     def to_json(self) -> dict[str, Any]:
-        doc = asdict(self)
+        doc = asdict(replace(self, loader=None))
+        doc["loader"] = None if self.loader is None else self.loader.to_json()
         doc["compute_capabilities"] = list(self.compute_capabilities)
         doc["tags"] = list(self.tags[:12])
         doc["tag_count"] = len(self.tags)
@@ -412,6 +416,12 @@ def _meminfo(probe: Probe) -> tuple[float | None, float | None]:
     )
 
 
+def _cpus() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _driver_cuda(driver: str | None, notes: list[str]) -> str | None:
     if driver is None:
         return None
@@ -457,10 +467,12 @@ def fingerprint(
         )
     driver_cuda = env.get(settings.DRIVER_CUDA) or driver_cuda or _driver_cuda(driver, notes)
     sys_tags = tuple(str(t) for t in tags.sys_tags())
+    sites = tuple(sys.path if site_dirs is None else site_dirs)
     total, available = _meminfo(probe)
     glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
     torch = _torch(env, probe, site_dirs)
-    libs = cuda_libraries(env, probe, sys.path if site_dirs is None else site_dirs)
+    libs = cuda_libraries(env, probe, sites)
+    loader = _loader(env, probe, sites, libs)
     notes += getattr(probe, "refused", ())
     return Fingerprint(
         gpus=gpus,
@@ -475,11 +487,19 @@ def fingerprint(
         tags=sys_tags,
         glibc=glibc.split()[-1] if glibc else None,
         machine=platform.machine(),
-        cpus=len(os.sched_getaffinity(0))
-        if hasattr(os, "sched_getaffinity")
-        else (os.cpu_count() or 1),
+        cpus=_cpus(),
         memory_total_gib=total,
         memory_available_gib=available,
         notes=tuple(notes),
         cuda_libs=libs,
+        loader=loader,
     )
+
+
+def _loader(
+    env: Mapping[str, str], probe: Probe, sites: tuple[str, ...], libraries: CudaLibraries
+) -> LoaderView:
+    """The machine's loader; NVIDIA libraries named by CUSHIP_CUDA_LIBS are its only ones."""
+    described = libraries.source == settings.CUDA_LIBS
+    virtual = dict(libraries.found) if described else None
+    return loader_view(env, probe, sites, machine=platform.machine(), virtual=virtual)

@@ -41,6 +41,7 @@ from cuship.wheel.torchabi import (
 if TYPE_CHECKING:
     from cuship.wheel.read.elf import ElfFacts, VersionNeed
     from cuship.wheel.read.fatbin import Buffer, FatbinEntry
+    from cuship.wheel.read.runtime import RuntimeFacts
     from cuship.wheel.record import RecordRow
 
 __all__ = [
@@ -128,6 +129,16 @@ class ObjectReport:
     # Relocatable device code (__nv_relfatbin, "sm_90", "compute_90"): kept for a device link,
     # never loaded by the runtime, so never counted as code a GPU runs.
     relocatable: tuple[str, ...] = ()
+    # What the loader reads: every undefined dynamic symbol (those bound weakly apart), the
+    # search paths it gives its own dependencies, DF_1_NODEFLIB.
+    imports: tuple[str, ...] = ()
+    weak: tuple[str, ...] = ()
+    rpath: tuple[str, ...] = ()
+    runpath: tuple[str, ...] = ()
+    nodeflib: bool = False
+    ptx_isa: tuple[str, ...] = ()  # the PTX ISA versions of the PTX the runtime loads ("8.5")
+    runtime: RuntimeFacts | None = None  # what its strings say (dlopen names, static runtime)
+    symbols_read: bool = True  # False: its undefined symbols were not read (a scan skipped them)
 
     @property
     def torch_abi(self) -> TorchAbi:
@@ -158,6 +169,17 @@ class ObjectReport:
             "torch": self.torch.to_json(),
             "versions": [v.to_json() for v in self.versions],
             "relocatable": list(self.relocatable),
+            "undefined_symbols": len(self.imports),
+            "rpath": list(self.rpath),
+            "runpath": list(self.runpath),
+            "ptx_isa": list(self.ptx_isa),
+            "opens": (
+                None
+                if self.runtime is None or self.runtime.opens is None
+                else list(self.runtime.opens)
+            ),
+            "static_runtime": self.runtime is not None and self.runtime.static_runtime,
+            "toolkit": None if self.runtime is None else self.runtime.toolkit,
         }
 
 
@@ -255,15 +277,22 @@ def inspect_path(path: Path) -> WheelReport | ObjectReport:
 def inspect_object(path: Path) -> ObjectReport:
     """Inspect a shared object on disk, reading only headers and the fatbin sections (mmap)."""
     from cuship.wheel.read.elf import is_elf, quick_facts
-    from cuship.wheel.read.fatbin import FATBIN_SECTIONS
 
     with open(open_regular(path, "shared object"), "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         if not is_elf(handle.read(4)):
             raise InputError(f"{str(path)!r} is not an ELF file", hint="pass a .whl or a .so")
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            facts = quick_facts(mapped, source=str(path), wanted=FATBIN_SECTIONS)
+            facts = quick_facts(mapped, source=str(path), wanted=_wanted())
             return _object_report(str(path), size, facts, mapped)
+
+
+def _wanted() -> tuple[str, ...]:
+    """The sections whose spans an object's report reads: the fatbin's and ``.rodata``."""
+    from cuship.wheel.read.fatbin import FATBIN_SECTIONS
+    from cuship.wheel.read.runtime import RUNTIME_SECTIONS
+
+    return FATBIN_SECTIONS + RUNTIME_SECTIONS
 
 
 def scan_object(
@@ -273,7 +302,6 @@ def scan_object(
     when ``path`` is no ELF file. ``symbols`` as for :func:`quick_facts` (False: the torch ABI
     is read from DT_NEEDED alone); ``name`` is the report's path (default: ``path``)."""
     from cuship.wheel.read.elf import is_elf, quick_facts
-    from cuship.wheel.read.fatbin import FATBIN_SECTIONS
 
     with open(open_regular(path, "shared object"), "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
@@ -285,12 +313,16 @@ def scan_object(
                 hint="reinstall the package",
             )
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            facts = quick_facts(mapped, source=str(path), wanted=FATBIN_SECTIONS, symbols=symbols)
-            return _object_report(name or str(path), size, facts, mapped)
+            facts = quick_facts(mapped, source=str(path), wanted=_wanted(), symbols=symbols)
+            report = _object_report(name or str(path), size, facts, mapped)
+            return (
+                report if symbols is True else replace(report, symbols_read=bool(facts.undefined))
+            )
 
 
 def _object_report(where: str, size: int, facts: ElfFacts, data: Buffer) -> ObjectReport:
     from cuship.wheel.read.fatbin import FATBIN_SECTIONS, parse_sections
+    from cuship.wheel.read.runtime import runtime_facts
 
     found = parse_sections(data, facts, source=where)
     entries = [e for e in found if not e.relocatable]
@@ -312,7 +344,18 @@ def _object_report(where: str, size: int, facts: ElfFacts, data: Buffer) -> Obje
         torch=classify(facts.needed, facts.undefined),
         versions=facts.versions,
         relocatable=_relocatable(e for e in found if e.relocatable),
+        imports=facts.undefined,
+        weak=facts.weak,
+        rpath=facts.rpath,
+        runpath=facts.runpath,
+        nodeflib=facts.nodeflib,
+        ptx_isa=tuple(sorted({e.isa for e in entries if e.isa}, key=_isa_key)),
+        runtime=runtime_facts(data, facts),
     )
+
+
+def _isa_key(isa: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in isa.split(".") if part.isdigit())
 
 
 def inspect_wheel(path: Path, *, record: bool = False) -> WheelReport:
@@ -525,7 +568,6 @@ def _shared_objects(
     held to its hash there."""
     from cuship.wheel.cudalibs import is_cuda_lib
     from cuship.wheel.read.elf import is_elf, quick_facts
-    from cuship.wheel.read.fatbin import FATBIN_SECTIONS
     from cuship.wheel.record import check_digest, hasher
 
     for info in archive.infolist():
@@ -544,7 +586,7 @@ def _shared_objects(
         with member_buffer(archive, info, path.name, limits, handle=handle, digest=digest) as data:
             if digest is not None and rows is not None:
                 check_digest(row, digest.digest(), info.filename, path.name, rows[0])
-            facts = quick_facts(data, source=where, wanted=FATBIN_SECTIONS)
+            facts = quick_facts(data, source=where, wanted=_wanted())
             report = _object_report(info.filename, info.file_size, facts, data)
         yield info.filename, report
 

@@ -183,12 +183,16 @@ def toolkit_libraries(cuda: int, *, with_torch: bool = False) -> tuple[ToolkitLi
     )
 
 
-_NVIDIA_REQUIREMENT = re.compile(r"^\s*(nvidia-[A-Za-z0-9._-]+|cuda-toolkit)\b", re.IGNORECASE)
+_NVIDIA_REQUIREMENT = re.compile(
+    r"^\s*(nvidia-[A-Za-z0-9._-]+|cuda-toolkit|cuda-pathfinder|cuda-bindings|cuda-core)\b",
+    re.IGNORECASE,
+)
 
 
 def nvidia_requirements(requires_dist: Iterable[str]) -> tuple[str, ...]:
-    """The Requires-Dist entries that install NVIDIA libraries (``nvidia-*``, ``cuda-toolkit``),
-    markers and extras kept as written."""
+    """The Requires-Dist entries that install NVIDIA libraries (``nvidia-*``, ``cuda-toolkit``)
+    or open them (``cuda-pathfinder`` and the packages built on it), markers and extras kept as
+    written."""
     return tuple(line.strip() for line in requires_dist if _NVIDIA_REQUIREMENT.match(line))
 
 
@@ -197,15 +201,23 @@ def toolkit_majors() -> tuple[int, ...]:
     return tuple(sorted({toolkit.cuda for toolkit in _DATA.toolkits}))
 
 
-def wheel_for(soname: str) -> str | None:
+def wheel_for(soname: str, cuda: int | None = None) -> str | None:
     """The PyPI requirement that installs the library ``soname`` (``libcudart.so.12`` ->
-    ``nvidia-cuda-runtime-cu12``), when cuship knows one."""
+    ``nvidia-cuda-runtime-cu12``), when cuship knows one; of CUDA major ``cuda`` when given
+    (``libcudnn.so.9`` is in every major's wheels: ``nvidia-cudnn-cu13`` for a CUDA 13
+    object), else of the major its SONAME names, else the newest that has it."""
     wanted = soname.rsplit("/", 1)[-1]
-    for toolkit in _DATA.toolkits:
-        for lib in toolkit.libraries:
-            if lib.soname == wanted:
-                return lib.wheel
-    return None
+    major = cuda if cuda is not None else cuda_major_of(wanted)
+    found = [
+        (toolkit.cuda, lib.wheel)
+        for toolkit in _DATA.toolkits
+        for lib in toolkit.libraries
+        if lib.soname == wanted
+    ]
+    same = [wheel for number, wheel in found if number == major]
+    if same:
+        return same[0]
+    return found[-1][1] if found and major is None else None
 
 
 def auditwheel_excludes() -> tuple[str, ...]:

@@ -8,7 +8,9 @@ from typing import get_args
 from cuship.docs.documents._judge import (
     check,
     cuda_libraries,
+    loader_view,
     nullable,
+    object_load,
     ptx_reach,
     torch_build,
 )
@@ -48,6 +50,7 @@ def _machine() -> Schema:
                 "What could not be read of this machine (a torch file or an ld.so.conf that is "
                 "a FIFO, a device or past its size cap), each a line.",
             ),
+            "loader": loader_view("How this machine's ld.so finds libraries; null: not described."),
         },
     )
 
@@ -155,6 +158,9 @@ def _package() -> Schema:
             "notes": array("What is worth saying, not wrong."),
             "unchecked": array("The checks that could not run, and why."),
             "checks": array("Every check made, passed or not.", check()),
+            "loads": array(
+                "Each own object, loaded as dlopen(RTLD_NOW) would load it here.", object_load()
+            ),
         },
     )
 

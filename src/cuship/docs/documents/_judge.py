@@ -5,11 +5,19 @@ from __future__ import annotations
 
 from typing import get_args
 
-from cuship.docs.documents._parts import Schema, closed, enum, maybe, of
+from cuship.docs.documents._parts import Schema, array, closed, enum, maybe, of
 from cuship.judge.model import Area, Status
 from cuship.judge.ptx import Rule
 
-__all__ = ["check", "cuda_libraries", "nullable", "ptx_reach", "torch_build"]
+__all__ = [
+    "check",
+    "cuda_libraries",
+    "loader_view",
+    "nullable",
+    "object_load",
+    "ptx_reach",
+    "torch_build",
+]
 
 
 def nullable(kind: str, description: str) -> Schema:
@@ -76,5 +84,52 @@ def ptx_reach() -> Schema:
             ),
             "cc": of("string", "The compute capability it was written for (`9.0`)."),
             "serves": of("string", "Which GPUs can JIT it, in words."),
+        },
+    )
+
+
+def _strings(description: str) -> Schema:
+    return of("object", description, additionalProperties={"type": "string"})
+
+
+def loader_view(description: str) -> Schema:
+    view = closed(
+        "The loader of the machine judged (data/loader.toml has its rules).",
+        {
+            "library_path": array("LD_LIBRARY_PATH, in order."),
+            "cache": of("string", "The loader cache read, with its layout and entries, or none."),
+            "default_dirs": array("The default directories of its layout."),
+            "lib": of("string", "What $LIB expands to."),
+            "platform": of("string", "What $PLATFORM expands to."),
+            "site_dirs": array("The site directories (NVIDIA's wheels, torch)."),
+            "interpreter": nullable("string", "The Python executable (the global scope)."),
+            "virtual": _strings("Libraries known by SONAME only, and where they are said to be."),
+            "described": of(
+                "boolean", "true: NVIDIA libraries are the described ones (CUSHIP_CUDA_LIBS)."
+            ),
+        },
+    )
+    return maybe(view, description)
+
+
+def object_load() -> Schema:
+    return closed(
+        "One own object loaded as dlopen(RTLD_NOW) would load it here.",
+        {
+            "path": of("string", "Its path in the package."),
+            "loads": nullable("boolean", "Whether it loads; null: not decided (see unchecked)."),
+            "optional": of("string", "Why it is optional; empty for a main object."),
+            "libraries": _strings("Each library of its lookup scope: where, and how found."),
+            "missing": array("The libraries it needs that nothing provides."),
+            "versions": array("The symbol versions a library lacks (ld.so's words)."),
+            "unbound": array("The first undefined symbols, demangled where possible."),
+            "unbound_count": of("integer", "How many are undefined.", minimum=0),
+            "expected": of("string", "The library expected to define the first of them."),
+            "opens": of(
+                "object",
+                "The NVIDIA libraries it opens at run time: where each is, null: nowhere.",
+                additionalProperties={"type": ["string", "null"]},
+            ),
+            "unchecked": array("What could not be decided, and why."),
         },
     )

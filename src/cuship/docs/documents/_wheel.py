@@ -61,6 +61,19 @@ def shared_object() -> Schema:
             "torch": _torch_facts(),
             "versions": array("The symbol versions it needs.", _version_need()),
             "relocatable": array("Relocatable device code kept for a device link (`sm_90`)."),
+            "undefined_symbols": of("integer", "How many dynamic symbols it imports.", minimum=0),
+            "rpath": array("Its DT_RPATH entries."),
+            "runpath": array("Its DT_RUNPATH entries."),
+            "ptx_isa": array("The PTX ISA versions of the PTX the runtime loads (`8.5`)."),
+            "opens": maybe(
+                array(""),
+                "The library names in its strings when it imports dlopen (what it opens "
+                "itself); null: it does not import dlopen.",
+            ),
+            "static_runtime": of("boolean", "A CUDA runtime is linked into it statically."),
+            "toolkit": maybe(
+                of("string", ""), "The CUDA release its cubins say made them (`12.9`)."
+            ),
         },
     )
 

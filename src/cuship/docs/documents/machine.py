@@ -13,7 +13,7 @@ import dataclasses
 
 from cuship.compat import CudaToolkit, GpuModel, TorchRelease
 from cuship.docs.documents._doctor import doctor_schema
-from cuship.docs.documents._judge import nullable, ptx_reach
+from cuship.docs.documents._judge import loader_view, nullable, ptx_reach
 from cuship.docs.documents._parts import Schema, array, closed, enum, maybe, of
 from cuship.docs.documents._resolve import install_schema, resolve_schema
 from cuship.docs.documents._wheel import shared_object, wheel_report
@@ -107,6 +107,7 @@ def env_schema() -> Schema:
             "memory_available_gib": nullable("number", "Memory free, in GiB."),
             "notes": array("What could not be read, and why."),
             "cuda_libs": _fingerprint_libraries(),
+            "loader": loader_view("How this machine's ld.so finds libraries."),
             "compute_capabilities": array("The GPUs' compute capabilities, once each."),
         },
     )

@@ -1,5 +1,5 @@
-"""ELF facts: machine, SONAME, DT_NEEDED, the undefined dynamic symbols, the symbol versions
-they need and where named sections lie in the file.
+"""ELF facts: machine, SONAME, DT_NEEDED, DT_RPATH and DT_RUNPATH, the undefined dynamic symbols
+(which of them are weak), the symbol versions they need and where named sections lie in the file.
 
 Only headers, the dynamic symbol table, the version tables and their string tables are read;
 other section contents
@@ -54,6 +54,7 @@ class VersionNeed:
     library: str
     version: str
     symbols: tuple[str, ...]
+    weak: bool = False  # VER_FLG_WEAK: a library without this version is no error
 
     def to_json(self) -> dict[str, object]:
         return {"library": self.library, "version": self.version, "symbols": list(self.symbols)}
@@ -70,6 +71,10 @@ class ElfFacts:
     sections: tuple[SectionSpan, ...]
     undefined: tuple[str, ...] = ()  # names of the undefined (imported) dynamic symbols
     versions: tuple[VersionNeed, ...] = ()  # the symbol versions it requires (with the symbols)
+    weak: tuple[str, ...] = ()  # the undefined symbols bound weakly (absent is no error)
+    rpath: tuple[str, ...] = ()  # DT_RPATH, split at ':' (empty entries dropped, as ld.so does)
+    runpath: tuple[str, ...] = ()  # DT_RUNPATH, likewise
+    nodeflib: bool = False  # DF_1_NODEFLIB: the loader skips ld.so.cache and the default dirs
 
     def section(self, name: str) -> SectionSpan | None:
         return next((s for s in self.sections if s.name == name), None)
@@ -84,7 +89,9 @@ Buffer: TypeAlias = bytes | bytearray | memoryview | mmap.mmap
 
 _SHT_SYMTAB, _SHT_DYNAMIC, _SHT_NOBITS, _SHT_DYNSYM = 2, 6, 8, 11
 _SHT_GNU_VERNEED, _SHT_GNU_VERSYM = 0x6FFFFFFE, 0x6FFFFFFF
-_DT_NULL, _DT_NEEDED, _DT_SONAME = 0, 1, 14
+_DT_NULL, _DT_NEEDED, _DT_SONAME, _DT_RPATH, _DT_RUNPATH = 0, 1, 14, 15, 29
+_DT_FLAGS_1, _DF_1_NODEFLIB = 0x6FFFFFFB, 0x800
+_STB_WEAK = 2
 
 
 def quick_facts(
@@ -115,7 +122,7 @@ def glibc_needed(path: Path) -> tuple[int, int] | None:
             version
             for need in sections
             if need.kind == _SHT_GNU_VERNEED
-            for _, _, version in _verneed_entries(
+            for _, _, version, _ in _verneed_entries(
                 _bytes(data, need), _bytes(data, sections[need.link]), little=fmt.little
             )
         ]
@@ -199,12 +206,12 @@ class _Section(NamedTuple):  # a tuple: thousands are made per environment scan
 def _quick(data: Buffer, wanted: frozenset[str], symbols: bool | tuple[bytes, ...]) -> ElfFacts:
     fmt = _format(data)
     sections = _section_table(data, fmt)
-    needed, soname = _quick_dynamic(data, fmt, sections)
+    dynamic = _quick_dynamic(data, fmt, sections)
     dynsym = next(
         (s for s in sections if s.name == ".dynsym" and s.kind in (_SHT_DYNSYM, _SHT_SYMTAB)),
         None,
     )
-    imported: list[tuple[int, str]] = []
+    imported: list[tuple[int, str, bool]] = []
     read_symbols = False
     if symbols is not False and dynsym is not None:
         names = _bytes(data, sections[dynsym.link])
@@ -221,11 +228,15 @@ def _quick(data: Buffer, wanted: frozenset[str], symbols: bool | tuple[bytes, ..
     return ElfFacts(
         machine=MACHINES.get(machine, str(machine)),
         bits=fmt.bits,
-        soname=soname,
-        needed=needed,
+        soname=dynamic.soname,
+        needed=dynamic.needed,
         sections=spans,
-        undefined=tuple(name for _, name in imported),
+        undefined=tuple(name for _, name, _ in imported),
         versions=versions,
+        weak=tuple(name for _, name, weak in imported if weak),
+        rpath=dynamic.rpath,
+        runpath=dynamic.runpath,
+        nodeflib=dynamic.nodeflib,
     )
 
 
@@ -249,11 +260,18 @@ def _section_table(data: Buffer, fmt: _Format) -> tuple[_Section, ...]:
     return tuple(_Section(_cstring(names, f[0]), f[1], f[4], f[5], f[6]) for f in raw)
 
 
-def _quick_dynamic(
-    data: Buffer, fmt: _Format, sections: tuple[_Section, ...]
-) -> tuple[tuple[str, ...], str | None]:
+class _Dynamic(NamedTuple):
+    needed: tuple[str, ...]
+    soname: str | None
+    rpath: tuple[str, ...]
+    runpath: tuple[str, ...]
+    nodeflib: bool
+
+
+def _quick_dynamic(data: Buffer, fmt: _Format, sections: tuple[_Section, ...]) -> _Dynamic:
     needed: list[str] = []
-    soname: str | None = None
+    found: dict[int, str] = {}
+    flags = 0
     entry = struct.Struct(("<" if fmt.little else ">") + fmt.dyn)
     for section in sections:
         if section.kind != _SHT_DYNAMIC:
@@ -265,21 +283,36 @@ def _quick_dynamic(
                 break
             if tag == _DT_NEEDED:
                 needed.append(_cstring(strings, value))
-            elif tag == _DT_SONAME:
-                soname = _cstring(strings, value)
-    return tuple(needed), soname
+            elif tag in (_DT_SONAME, _DT_RPATH, _DT_RUNPATH):
+                found.setdefault(tag, _cstring(strings, value))
+            elif tag == _DT_FLAGS_1:
+                flags = value
+    return _Dynamic(
+        needed=tuple(needed),
+        soname=found.get(_DT_SONAME),
+        rpath=_path_list(found.get(_DT_RPATH)),
+        runpath=_path_list(found.get(_DT_RUNPATH)),
+        nodeflib=bool(flags & _DF_1_NODEFLIB),
+    )
+
+
+def _path_list(text: str | None) -> tuple[str, ...]:
+    """A colon-separated search path; ld.so ignores empty entries of DT_RPATH/DT_RUNPATH
+    (glibc elf/dl-load.c, fillin_rpath)."""
+    return tuple(part for part in (text or "").split(":") if part)
 
 
 # Elf32_Sym: name, value, size, info, other, shndx; Elf64_Sym: name, info, other, shndx, value, size.
 _SYMBOL_LAYOUT = {32: (16, 14), 64: (24, 6)}  # entry size, offset of the 2-byte st_shndx
+_INFO_AT = {32: 12, 64: 4}  # offset of the 1-byte st_info (binding in its high nibble)
 _ZERO = re.compile(b"\x00")
 
 
 def _undefined_indexed(
     data: bytes, names: bytes, *, bits: int, little: bool
-) -> list[tuple[int, str]]:
+) -> list[tuple[int, str, bool]]:
     """The undefined symbols of a ``.dynsym`` table's bytes, with their index in the table,
-    named from its string table.
+    named from its string table, and whether each is bound weakly.
 
     Only symbols whose ``st_shndx`` is 0 are unpacked: the two bytes of that field are taken
     from every entry by slicing, OR-ed, and searched for zero bytes, all in C. A library that
@@ -292,19 +325,24 @@ def _undefined_indexed(
         count, "little"
     )
     name_at = struct.Struct("<I" if little else ">I")  # st_name is the first word in both classes
-    found: list[tuple[int, str]] = []
+    info = _INFO_AT[bits]
+    found: list[tuple[int, str, bool]] = []
     for match in _ZERO.finditer(both):
-        start = name_at.unpack_from(data, match.start() * size)[0]
+        at = match.start() * size
+        start = name_at.unpack_from(data, at)[0]
         if start == 0:  # the null symbol
             continue
         end = names.find(b"\0", start)
         name = names[start : end if end >= 0 else len(names)].decode("utf-8", "replace")
-        found.append((match.start(), name))
+        found.append((match.start(), name, data[at + info] >> 4 == _STB_WEAK))
     return found
 
 
 def _quick_versions(
-    data: Buffer, fmt: _Format, sections: tuple[_Section, ...], imported: list[tuple[int, str]]
+    data: Buffer,
+    fmt: _Format,
+    sections: tuple[_Section, ...],
+    imported: list[tuple[int, str, bool]],
 ) -> tuple[VersionNeed, ...]:
     need = next((s for s in sections if s.kind == _SHT_GNU_VERNEED), None)
     if need is None:
@@ -319,32 +357,43 @@ _HIDDEN = 0x8000  # the versym bit that marks a version as hidden, not part of t
 
 
 def _needs_in(
-    verneed: bytes, strings: bytes, versym: bytes, imported: list[tuple[int, str]], *, little: bool
+    verneed: bytes,
+    strings: bytes,
+    versym: bytes,
+    imported: list[tuple[int, str, bool]],
+    *,
+    little: bool,
 ) -> tuple[VersionNeed, ...]:
     """The versions an object needs and the imported symbols bound to each (``.gnu.version``
     holds one version index per ``.dynsym`` entry)."""
     named = {
-        index: (library, version)
-        for index, library, version in _verneed_entries(verneed, strings, little=little)
+        index: (library, version, weak)
+        for index, library, version, weak in _verneed_entries(verneed, strings, little=little)
     }
     order = "<" if little else ">"
     indexes = struct.unpack(f"{order}{len(versym) // 2}H", versym[: len(versym) // 2 * 2])
     symbols: dict[int, list[str]] = {index: [] for index in named}
-    for position, name in imported:
+    for position, name, _ in imported:
         if position < len(indexes):
             symbols.setdefault(indexes[position] & ~_HIDDEN, []).append(name)
     return tuple(
-        VersionNeed(library=library, version=version, symbols=tuple(sorted(symbols[index])))
-        for index, (library, version) in sorted(named.items())
+        VersionNeed(
+            library=library, version=version, symbols=tuple(sorted(symbols[index])), weak=weak
+        )
+        for index, (library, version, weak) in sorted(named.items())
     )
+
+
+_VER_FLG_WEAK = 0x2
 
 
 def _verneed_entries(
     verneed: bytes, strings: bytes, *, little: bool
-) -> Iterator[tuple[int, str, str]]:
-    """``(version index, library, version)`` for each version ``.gnu.version_r`` requires: per
-    library a record chained by ``vn_next``, holding entries chained by ``vna_next`` whose
-    ``vna_other`` is the version's index. The same layout in both ELF classes."""
+) -> Iterator[tuple[int, str, str, bool]]:
+    """``(version index, library, version, weak)`` for each version ``.gnu.version_r``
+    requires: per library a record chained by ``vn_next``, holding entries chained by
+    ``vna_next`` whose ``vna_other`` is the version's index and ``vna_flags`` may say
+    VER_FLG_WEAK. The same layout in both ELF classes."""
     order = "<" if little else ">"
     need, aux = struct.Struct(order + "HHIII"), struct.Struct(order + "IHHII")
     offset = 0
@@ -352,8 +401,13 @@ def _verneed_entries(
         _version, count, library, first, following = need.unpack_from(verneed, offset)
         at = offset + first
         for _ in range(min(count, len(verneed) // aux.size)):
-            _hash, _flags, other, name, after = aux.unpack_from(verneed, at)
-            yield other, _cstring(strings, library), _cstring(strings, name)
+            _hash, flags, other, name, after = aux.unpack_from(verneed, at)
+            yield (
+                other,
+                _cstring(strings, library),
+                _cstring(strings, name),
+                bool(flags & _VER_FLG_WEAK),
+            )
             if not after:
                 break
             at += after

@@ -3,7 +3,9 @@
 Layout (little-endian, checked against cuobjdump on nvcc 13.0 output; research/validation.md):
 one or more containers back to back, each a 16-byte header (u32 magic 0xBA55ED50, u16 version,
 u16 header size, u64 payload size) followed by entries. Each entry header holds u16 kind at +0,
-u32 header size at +4, u64 padded payload size at +8, u32 arch at +0x1c, u64 flags at +0x28.
+u32 header size at +4, u64 padded payload size at +8, u16 minor and u16 major of the PTX ISA
+version at +0x18 (a PTX entry's ``.version``: 9.0 from CUDA 13.0, 8.5 from 12.5 and 12.6; checked
+against the PTX text cuobjdump extracts), u32 arch at +0x1c, u64 flags at +0x28.
 A linked .so often carries a second container from nvlink's device-link step, so arches are
 counted per kind over all containers, never per container.
 
@@ -61,6 +63,7 @@ class FatbinEntry:
     size: int  # bytes of payload as stored (compressed size when compressed)
     container: int  # index of the container, counted over all fatbin sections of the file
     relocatable: bool = False  # from __nv_relfatbin: for a device link, never loaded as it is
+    isa: str | None = None  # a PTX entry's ISA version ("8.5"); None for SASS and LTO
 
 
 def parse_fatbin(
@@ -157,7 +160,7 @@ def _entry(data: Buffer, pos: int, stop: int, source: str, where: tuple[int, boo
         )
     if header < _ENTRY_MIN or pos + header + padded > stop:
         raise _bad(source, pos, f"truncated fatbin entry: header {header} + payload {padded} bytes")
-    (arch,) = struct.unpack_from("<I", data, pos + 0x1C)
+    minor, major, arch = struct.unpack_from("<HHI", data, pos + 0x18)
     (flags,) = struct.unpack_from("<Q", data, pos + 0x28)
     codec = next((name for bit, name in _CODECS if flags & bit), None)
     return FatbinEntry(
@@ -168,6 +171,7 @@ def _entry(data: Buffer, pos: int, stop: int, source: str, where: tuple[int, boo
         size=packed if codec else padded,
         container=where[0],
         relocatable=where[1],
+        isa=f"{major}.{minor}" if kind == "ptx" else None,
     )
 
 
