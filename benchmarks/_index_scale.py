@@ -113,12 +113,18 @@ def wheel_members(spec: WheelSpec, payload: bytes) -> list[tuple[str, bytes]]:
     return [*members, (f"{info}/RECORD", f"{record}{info}/RECORD,,\n".encode())]
 
 
+ZIP_DATE = (2020, 1, 1, 0, 0, 0)  # every member's date: the same bytes on every run
+
+
 def write_wheel(directory: Path, spec: WheelSpec, payload: bytes) -> Path:
-    """Write ``spec``'s wheel (stored, not deflated) into ``directory``, mode 0644."""
+    """Write ``spec``'s wheel (stored, not deflated) into ``directory``, mode 0644; the same
+    ``spec`` and ``payload`` give the same bytes."""
     path = directory / spec.filename
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
         for name, data in wheel_members(spec, payload):
-            archive.writestr(name, data)
+            info = zipfile.ZipInfo(name, date_time=ZIP_DATE)
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, data)
     path.chmod(0o644)  # cuship hard-links only 0644 wheels into the site
     return path
 
