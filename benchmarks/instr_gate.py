@@ -144,7 +144,7 @@ def cuda_wheel(cache: Path) -> Path:
         return path
     cache.mkdir(parents=True, exist_ok=True)
     try:
-        with urllib.request.urlopen(CUDA_WHEEL_URL, timeout=120) as answer:  # noqa: S310
+        with urllib.request.urlopen(CUDA_WHEEL_URL, timeout=120) as answer:
             data = answer.read()
     except OSError as err:
         raise GateError(f"cannot download {CUDA_WHEEL_URL}: {err}") from err
@@ -306,7 +306,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--record", action="store_true", help="store the counts as the baseline")
     parser.add_argument("--paths", default=",".join(PATHS), help="which paths (comma-separated)")
-    parser.add_argument("--repeat", type=int, default=1, help="counts per path (the minimum is used)")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="counts per path (the minimum is used)"
+    )
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--baseline", type=Path, default=BASELINE)
     parser.add_argument("--work", type=Path, default=None, help="inputs and runs (default: tmp)")

@@ -54,6 +54,8 @@ __all__ = [
     "file_href",
     "group",
     "index_manifest",
+    "manifest_entry",
+    "patched_manifest",
     "project_tree",
     "render",
     "root_pages",
@@ -351,6 +353,40 @@ def index_manifest(entries: Mapping[str, ProjectEntry], base_url: str | None) ->
     schema = _MANIFEST_JSON(INDEX_SCHEMA)
     text = f'{head[:-1]},"projects":{{{",".join(listed)}}},"schema":{schema}}}\n'
     return text.encode("utf-8")
+
+
+def manifest_entry(project: str, entry: ProjectEntry) -> dict[str, object]:
+    """A project's entry in ``cuship-index.json``, as JSON reads it back."""
+    return {
+        "labels": list(entry.labels),
+        "manifest": f"simple/{project}/{PROJECT_MANIFEST}",
+        "wheels": int(entry.wheels),
+    }
+
+
+def patched_manifest(
+    listed: Mapping[str, object],
+    changed: Mapping[str, ProjectEntry | None],
+    labels: Iterable[str],
+    base_url: str | None,
+) -> bytes:
+    """The bytes :func:`index_manifest` gives, from the projects an index's manifest listed
+    (``listed``: their entries as JSON read them) and the entries of the projects this run
+    changed (None: no longer listed): an update copies and encodes the others in C."""
+    projects = dict(listed)
+    for project, entry in changed.items():
+        if entry is None:
+            projects.pop(project, None)
+        else:
+            projects[project] = manifest_entry(project, entry)
+    document = {
+        "base_url": base_url,
+        "generator": f"cuship {__version__}",
+        "indexes": {"": "simple/", **{label: f"{label}/simple/" for label in sorted(labels)}},
+        "projects": projects,
+        "schema": INDEX_SCHEMA,
+    }
+    return _dump(document)
 
 
 def root_tree(entries: Mapping[str, ProjectEntry], base_url: str | None) -> dict[str, bytes]:
