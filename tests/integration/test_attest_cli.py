@@ -21,8 +21,8 @@ from urllib.parse import urljoin
 
 import pytest
 
+from cuship.docs.documents import schema_file
 from cuship.index import site_records, write
-from cuship.schema.documents import schema_file
 from cuship.serve.site import serve
 from tests import wheel_factory
 from tests.integration import cudawheel

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from cuship.docs.documents import schema_file
 from cuship.errors import ConfigError, NothingToDo, UsageError
-from cuship.schema.documents import schema_file
 from tests.integration import clirun
 from tests.jsondocs import schema_errors
 
@@ -146,7 +146,8 @@ def test_help_lists_commands_and_version() -> None:
     assert done.returncode == 0
     for name in ("env", "matrix", "compat", "config"):
         assert name in done.stdout
-    assert cuship("--version").stdout.strip().endswith("0.1.0")
+    version = cuship("--version").stdout.splitlines()
+    assert version[0] == "cuship 0.1.0" and version[1].startswith("from ")
     assert cuship("no-such-command").returncode == 2
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cuship.schema.documents import schema_file
+from cuship.docs.documents import schema_file
 from tests.integration.cudawheel import build_so
 from tests.integration.indexsite import clean_env
 from tests.integration.venvs import make_venv

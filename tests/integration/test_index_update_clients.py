@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pypi_simple import ACCEPT_HTML_ONLY, ACCEPT_JSON_ONLY, PyPISimple
 
-from cuship.schema.documents import schema_file
+from cuship.docs.documents import schema_file
 from cuship.serve.site import IndexServer
 from tests.integration.clirun import cuship
 from tests.integration.indexsite import clean_env

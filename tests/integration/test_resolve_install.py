@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from cuship.docs.documents import schema_file
 from cuship.index import write
 from cuship.index.describe import describe_wheel
-from cuship.schema.documents import schema_file
 from cuship.serve.site import IndexServer, serve
 from tests.integration.clirun import cuship
 from tests.integration.cudawheel import relabel_for_cuda

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from cuship.docs.documents import schema_file
 from cuship.resolve.fetch import fetch_page
-from cuship.schema.documents import schema_file
 from cuship.toolkit import catalog, index_url
 from cuship.toolkit.layout import pick_file
 from tests.integration import clirun

@@ -20,9 +20,9 @@ import pytest
 
 from cuship.builder.run.smoke import builder_site
 from cuship.cli import main
+from cuship.judge.verify import verify
 from cuship.wheel.audit import WheelReport, inspect_path
 from cuship.wheel.torchabi import classify
-from cuship.wheel.verify import verify
 from tests.integration.venvs import make_venv
 
 REPO = Path(__file__).resolve().parents[2]

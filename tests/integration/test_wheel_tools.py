@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from cuship.cli import main
+from cuship.docs.documents import schema_file
 from cuship.events import Event, collect
-from cuship.schema.documents import schema_file
 from cuship.wheel.audit import ObjectReport, WheelReport, inspect_path
 from cuship.wheel.read.fatbin import fatbin_of_elf
 from cuship.wheel.write.repair import repair

@@ -22,8 +22,8 @@ from cuship.attest import (
 from cuship.check.declare.inputs import CaseSpec
 from cuship.check.report.results import CaseResult, CheckReport, GroupResult
 from cuship.cli import main
+from cuship.docs.documents import schema_file
 from cuship.errors import InputError
-from cuship.schema.documents import schema_file
 from cuship.wheel.audit import ObjectReport, WheelReport
 from tests.jsondocs import schema_errors
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from cuship.bench.gate import unasserted_text
-from cuship.bench.request import DEFAULT_OUTPUT, bench_request
+from cuship.bench.request import DEFAULT_OUTPUT, BenchFlags, bench_request
 from cuship.bench.results import FloorCheck, PointResult, export, to_json
 from cuship.bench.stats import Comparison
 from cuship.bench.timers.measure import Measurement
@@ -37,32 +37,36 @@ def test_options_that_make_no_sense_together_are_a_usage_error(
     options: dict[str, Any], said: str
 ) -> None:
     with pytest.raises(UsageError, match=said) as caught:
-        bench_request(HERE, **options)
+        bench_request(HERE, BenchFlags(**options))
     assert caught.value.hint
 
 
 def test_the_options_that_go_together_make_a_request() -> None:
-    request = bench_request(
-        HERE, interleave=True, compare_with=Path("other"), seeds=5, repeats=50, cases=["a"]
+    flags = BenchFlags(
+        interleave=True, compare_with=Path("other"), seeds=5, repeats=50, cases=["a"]
     )
+    request = bench_request(HERE, flags)
     assert (request.compare_with, request.seeds, request.repeats) == (Path("other"), 5, 50)
     assert request.cases == ("a",) and request.store
 
 
 def test_the_full_ncu_set_keeps_its_reports_under_the_output_directory() -> None:
-    assert bench_request(HERE, profile="ncu", ncu_set="full").ncu_reports == DEFAULT_OUTPUT / "ncu"
-    full = bench_request(HERE, profile="ncu", ncu_set="full", output=Path("o"))
+    assert (
+        bench_request(HERE, BenchFlags(profile="ncu", ncu_set="full")).ncu_reports
+        == DEFAULT_OUTPUT / "ncu"
+    )
+    full = bench_request(HERE, BenchFlags(profile="ncu", ncu_set="full", output=Path("o")))
     assert full.ncu_reports == Path("o/ncu")
-    kept = bench_request(HERE, profile="ncu", ncu_set="full", ncu_reports=Path("k"))
+    kept = bench_request(HERE, BenchFlags(profile="ncu", ncu_set="full", ncu_reports=Path("k")))
     assert kept.ncu_reports == Path("k")
-    basic = bench_request(HERE, profile="ncu")
+    basic = bench_request(HERE, BenchFlags(profile="ncu"))
     assert (basic.ncu_set, basic.ncu_reports) == ("basic", None)
 
 
 def test_flags_left_out_leave_the_config_its_say() -> None:
     assert bench_request(HERE).drop_throttled is None  # [bench] drop_throttled decides
-    assert bench_request(HERE, drop_throttled=True).drop_throttled is True
-    assert bench_request(HERE, no_store=True).store is False
+    assert bench_request(HERE, BenchFlags(drop_throttled=True)).drop_throttled is True
+    assert bench_request(HERE, BenchFlags(no_store=True)).store is False
 
 
 def _point(key: str, samples: tuple[float, ...] = (1e-4, 2e-4, 3e-4)) -> PointResult:

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from cuship.check.declare.inputs import CaseSpec
+from cuship.check.report.history import as_check_report
 from cuship.check.report.render import render_json, render_junit, render_text, summary_line
 from cuship.check.report.results import CaseResult, CheckReport, GroupResult
 from cuship.check.run.session import record
@@ -26,7 +27,6 @@ from cuship.check.sanitize.results import (
     summarise,
 )
 from cuship.store.read import load_runs
-from cuship.store.report import as_check_report
 
 H100 = Path(__file__).resolve().parents[1] / "fixtures" / "h100"
 

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from cuship.ci import CiContext, GeneratedFile, context_for, generate, write_files
+from cuship.ci.pin import CushipPin
 from cuship.compat import load
 from cuship.config import Config, load_config
 from cuship.config.ci import CiSection
@@ -24,13 +25,23 @@ def _config(**ci: Any) -> Config:
     return dataclasses.replace(config, ci=dataclasses.replace(config.ci, **ci))
 
 
-def _ctx(config: Config | None = None, project: str = ".") -> CiContext:
-    return context_for(config or load_config(EXAMPLE), load(), project=project)
+PIN = CushipPin(requirements=("cuship[all]==0.1.0",), why="named in the test")
 
 
-def _docs(ctx: CiContext, provider: str) -> dict[str, Any]:
+def _ctx(config: Config | None = None, project: str = ".", pin: CushipPin = PIN) -> CiContext:
+    return context_for(config or load_config(EXAMPLE), load(), project=project, pin=pin)
+
+
+def _docs(ctx: CiContext, provider: str, index: int = 0) -> dict[str, Any]:
     files = generate(ctx, [provider])  # type: ignore[list-item]
-    loaded: dict[str, Any] = yaml.safe_load(files[0].text)
+    loaded: dict[str, Any] = yaml.safe_load(files[index].text)
+    return loaded
+
+
+def _release(ctx: CiContext) -> dict[str, Any]:
+    """The release workflow of ``ctx``."""
+    (file,) = [f for f in generate(ctx, ["github"]) if f.path.endswith("cuship-release.yml")]
+    loaded: dict[str, Any] = yaml.safe_load(file.text)
     return loaded
 
 
@@ -46,7 +57,7 @@ def test_build_job_fans_out_the_prepare_matrix() -> None:
     jobs = _docs(_ctx(), "github")["jobs"]
     prepare, build = jobs["prepare"], jobs["build"]
     assert prepare["outputs"]["matrix"] == "${{ steps.matrix.outputs.matrix }}"
-    assert "cuship matrix . --format github" in prepare["steps"][-1]["run"]
+    assert 'cuship matrix "$PROJECT" --format github' in prepare["steps"][-1]["run"]
     assert build["needs"] == "prepare"
     strategy = build["strategy"]
     assert strategy["matrix"] == "${{ fromJSON(needs.prepare.outputs.matrix) }}"
@@ -55,19 +66,21 @@ def test_build_job_fans_out_the_prepare_matrix() -> None:
     assert build["timeout-minutes"] == 360
     assert build["container"]["image"] == "nvidia/cuda:${{ matrix.cuda }}-devel-ubuntu22.04"
     upload = build["steps"][-1]
-    assert upload["uses"] == "actions/upload-artifact@v4"
+    assert upload["uses"] == "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02"
     assert upload["with"]["name"] == "wheel-${{ matrix.job }}"
     runs = "\n".join(s.get("run", "") for s in build["steps"])
-    assert 'cuship build . --job "${{ matrix.job }}" -o wheelhouse' in runs
+    assert 'cuship build "$PROJECT" --job "$JOB" -o wheelhouse' in runs
+    assert build["env"]["JOB"] == "${{ matrix.job }}"  # a value in env, never in the script
     assert "rm -rf /host/dotnet/*" in runs  # disk clean-up through the mounted host dirs
 
 
 def test_sccache_backends() -> None:
     gha = _docs(_ctx(), "github")["jobs"]["build"]
-    assert gha["env"] == {"SCCACHE_GHA_ENABLED": "true"}
-    assert {"uses": "mozilla-actions/sccache-action@v0.0.9"} in gha["steps"]
+    assert gha["env"] == {"JOB": "${{ matrix.job }}", "SCCACHE_GHA_ENABLED": "true"}
+    sccache = "mozilla-actions/sccache-action@9e7fa8a12102821edf02ca5dbea1acd0f89a2696"
+    assert {"uses": sccache} in gha["steps"]
     cached = _docs(_ctx(_config(sccache="actions-cache")), "github")["jobs"]["build"]
-    cache = next(s for s in cached["steps"] if s.get("uses") == "actions/cache@v4")
+    cache = next(s for s in cached["steps"] if s.get("uses", "").startswith("actions/cache@"))
     assert cache["with"]["key"] == "sccache-${{ matrix.job }}-${{ github.sha }}"
     assert cached["env"]["SCCACHE_DIR"] == "${{ github.workspace }}/.sccache"
 
@@ -82,7 +95,11 @@ def test_gpu_jobs_use_the_configured_labels_and_skip_pull_requests() -> None:
     assert jobs["gpu-l4"]["runs-on"] == ["self-hosted", "l4"]
     runs = "\n".join(s.get("run", "") for s in jobs["gpu-h100"]["steps"])
     # One command runs the whole GPU job; the steps are no longer spelled out in YAML.
-    assert 'cuship gpu-run . --wheels wheelhouse -o gpu-h100 --venv "$RUNNER_TEMP/gpu-venv"' in runs
+    assert (
+        'cuship gpu-run "$PROJECT" --wheels wheelhouse -o "$OUT" --venv "$RUNNER_TEMP/gpu-venv"'
+        in runs
+    )
+    assert jobs["gpu-h100"]["env"] == {"OUT": "gpu-h100"}
     assert "uv pip install pytest wheelhouse/*.whl" in runs  # dependencies; gpu-run: the wheel
     for spelled_out in ("pytest --require-gpu", "cuship check", "cuship bench"):
         assert spelled_out not in runs
@@ -97,29 +114,35 @@ def test_gpu_jobs_use_the_configured_labels_and_skip_pull_requests() -> None:
     assert download["with"]["name"] == f"wheel-{ctx.gpu_job.id}"
     assert ctx.gpu_job.python == ctx.ci.python == "3.12"
     assert ctx.gpu_job.cuda == max(j.cuda for j in ctx.jobs)
-    lint = yaml.safe_load(generate(ctx, ["github"])[1].text)
+    (lint_file,) = [f for f in generate(ctx, ["github"]) if f.path == ".github/actionlint.yaml"]
+    lint = yaml.safe_load(lint_file.text)
     assert lint == {"self-hosted-runner": {"labels": ["gpu", "h100", "l4"]}}
 
 
 def test_no_gpu_jobs_without_gpu_runners() -> None:
     ctx = _ctx(_config(gpu_runners={}))
     assert not [name for name in _docs(ctx, "github")["jobs"] if name.startswith("gpu")]
-    assert [f.path for f in generate(ctx, ["github"])] == [".github/workflows/cuship.yml"]
+    assert [f.path for f in generate(ctx, ["github"])] == [
+        ".github/workflows/cuship.yml",
+        ".github/workflows/cuship-release.yml",
+    ]
 
 
 def test_permissions_are_minimal_per_job() -> None:
     doc = _docs(_ctx(), "github")
     assert doc["permissions"] == {"contents": "read"}
     jobs = doc["jobs"]
-    assert jobs["release"]["permissions"] == {"contents": "write"}
-    assert jobs["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
+    release = _release(_ctx())
+    assert release["permissions"] == {"contents": "read"}
+    assert release["jobs"]["release"]["permissions"] == {"contents": "write"}
+    assert release["jobs"]["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
     assert jobs["nightly"]["permissions"] == {"contents": "read", "actions": "read"}
     for name in ("prepare", "build", "check", "gpu-h100"):
         assert "permissions" not in jobs[name]
 
 
 def test_release_keeps_earlier_releases_and_deploys_pages() -> None:
-    jobs = _docs(_ctx(), "github")["jobs"]
+    jobs = _release(_ctx())["jobs"]
     script = next(s["run"] for s in jobs["release"]["steps"] if s.get("id") == "release")
     assert 'tag="$(date -u +%Y.%m.%d)-$GITHUB_RUN_NUMBER"' in script
     assert "releases/download/$tag/" in script
@@ -131,14 +154,26 @@ def test_release_keeps_earlier_releases_and_deploys_pages() -> None:
     assert 'cuship attest wheelhouse/*.whl --key "$RUNNER_TEMP/cuship-key.pem"' in script
     release = next(s for s in jobs["release"]["steps"] if s.get("id") == "release")
     assert release["env"]["CUSHIP_SIGNING_KEY"] == "${{ secrets.CUSHIP_SIGNING_KEY }}"
-    assert jobs["deploy"]["steps"] == [{"id": "deployment", "uses": "actions/deploy-pages@v4"}]
-    assert _docs(_ctx(_config(release=False)), "github")["jobs"].keys().isdisjoint({"release"})
+    deploy = "actions/deploy-pages@d6db90164ac5ed86f2b6aed7e0febac5b3c0c03e"
+    assert jobs["deploy"]["steps"] == [{"id": "deployment", "uses": deploy}]
+    # the release builds afresh, without the compile cache a pull request's run could write
+    assert "SCCACHE_GHA_ENABLED" not in jobs["build"]["env"]
+    assert not [s for s in jobs["build"]["steps"] if "sccache" in s.get("uses", "")]
+    paths = [f.path for f in generate(_ctx(_config(release=False)), ["github"])]
+    assert ".github/workflows/cuship-release.yml" not in paths
+    assert "release" not in _docs(_ctx(), "github")["jobs"]
 
 
 def test_checks_quick_on_prs_thorough_nightly_with_baseline() -> None:
     jobs = _docs(_ctx(), "github")["jobs"]
     quick = "\n".join(s.get("run", "") for s in jobs["check"]["steps"])
-    assert "cuship check . --quick --require-engines --format junit -o check-junit.xml" in quick
+    assert (
+        'cuship check "$PROJECT" --quick --require-engines --installed '
+        "--format junit -o check-junit.xml" in quick
+    )
+    # the check installs the wheel the build job made for its Python before checking
+    assert jobs["check"]["needs"] == "build"
+    assert "uv pip install wheelhouse/*.whl" in quick
     nightly = jobs["nightly"]
     assert nightly["if"] == "github.event_name == 'schedule'"
     runs = "\n".join(s.get("run", "") for s in nightly["steps"])
@@ -151,10 +186,7 @@ def test_checks_quick_on_prs_thorough_nightly_with_baseline() -> None:
 
 def test_project_path_is_relative_to_the_output_directory() -> None:
     doc = _docs(_ctx(project="examples/cuvecops"), "github")
-    assert (
-        "cuship matrix examples/cuvecops --format github"
-        in doc["jobs"]["prepare"]["steps"][-1]["run"]
-    )
+    assert doc["env"]["PROJECT"] == "examples/cuvecops"
     assert generate(_ctx(project="examples/cuvecops"), ["github"])[0].text.startswith(
         "# GitHub Actions workflow, generated by `cuship ci init` from examples/cuvecops/cuship.toml."
     )
@@ -170,15 +202,19 @@ def test_image_template_fields_a_matrix_entry_lacks_are_refused() -> None:
 def test_gitlab_matrix_tags_and_rules() -> None:
     ctx = _ctx()
     doc = _docs(ctx, "gitlab")
-    assert doc["stages"] == ["build", "check", "gpu"]
+    assert doc["stages"] == ["build", "check", "index", "gpu", "deploy"]
+    assert doc["index"]["needs"] == [{"job": "build", "artifacts": True}]
+    assert doc["pages"]["needs"] == [{"job": "index", "artifacts": True}]
+    assert doc["pages"]["artifacts"] == {"paths": ["public/"]}
     matrix = doc["build"]["parallel"]["matrix"]
     assert [m["JOB"] for m in matrix] == [j.id for j in ctx.jobs]
     assert doc["build"]["image"] == "nvidia/cuda:${CUDA}-devel-ubuntu22.04"
     assert doc["gpu-h100"]["tags"] == ["gpu", "h100"]
     assert doc["gpu-h100"]["script"] == [
-        "uv pip install pytest wheelhouse/*.whl",
-        "cuship gpu-run . --wheels wheelhouse -o gpu-h100 --venv /tmp/gpu-venv",
+        "python3 -m uv pip install pytest wheelhouse/*.whl",
+        'cuship gpu-run "$PROJECT" --wheels wheelhouse -o "$OUT" --venv "$JOB_VENV-gpu"',
     ]
+    assert doc["gpu-h100"]["variables"]["OUT"] == {"value": "gpu-h100", "expand": False}
     assert doc["gpu-h100"]["artifacts"] == {
         "when": "always",
         "paths": ["gpu-h100/"],
@@ -199,7 +235,7 @@ def test_skypilot_task() -> None:
     assert doc["run"].splitlines() == [
         "source ~/cuship-venv/bin/activate",
         "out=~/sky_workdir/cuship-results",
-        'cuship gpu-run . --wheels ~/wheelhouse -o "$out" --venv ~/cuship-gpu-venv',
+        'cuship gpu-run "$PROJECT" --wheels ~/wheelhouse -o "$out" --venv ~/cuship-gpu-venv',
     ]
     assert "~/wheelhouse/*.whl" in doc["setup"]  # cuship, pytest and the wheel's dependencies
     bucket = _docs(_ctx(_config(skypilot_bucket="my-results")), "skypilot")
@@ -270,15 +306,16 @@ def test_unknown_provider() -> None:
 def test_check_jobs_install_what_the_engines_need_and_require_them() -> None:
     for provider in ("github", "gitlab"):
         text = generate(_ctx(), [provider])[0].text
-        assert "--index-url https://download.pytorch.org/whl/cpu torch" in text
-        assert "-r pyproject.toml" in text  # the project's own dependencies
+        assert '--index-url "$TORCH_INDEX" torch' in text
+        assert "https://download.pytorch.org/whl/cpu" in text  # in TORCH_INDEX
+        assert '-r "$PROJECT/pyproject.toml"' in text  # the project's own dependencies
         assert text.count("--require-engines") == 2  # quick and nightly
 
 
 def test_ci_install_settings_are_lists_of_single_requirements() -> None:
-    config = _config(cuship=("cuship[all]", "torch"))
-    text = generate(_ctx(config), ["github"])[0].text
-    assert "pip 'cuship[all]' torch" in text
+    pin = CushipPin(requirements=("cuship[all]", "torch"), why="test")
+    doc = _docs(_ctx(pin=pin), "github")
+    assert doc["env"]["PINNED_CUSHIP"].splitlines() == ["cuship[all]", "torch"]
 
 
 @pytest.mark.parametrize("value", ['"cuship[all] torch"', '["cuship[all] torch"]'])
@@ -315,8 +352,9 @@ def test_a_community_index_gets_no_check_jobs_and_release_notes_name_every_packa
     assert not ctx.has_checks and ctx.projects == ("torchsort", "bottleneck")
     github = _docs(ctx, "github")
     assert not {"check", "nightly"} & set(github["jobs"])
-    release = "\n".join(s.get("run", "") for s in github["jobs"]["release"]["steps"])
-    assert "Wheels of torchsort, bottleneck built by cuship" in release
+    step = next(s for s in _release(ctx)["jobs"]["release"]["steps"] if s.get("id") == "release")
+    assert "Wheels of torchsort, bottleneck built by cuship" in step["env"]["RELEASE_NOTES"]
+    assert '--notes "$RELEASE_NOTES"' in step["run"] and "torchsort" not in step["run"]
     gitlab = _docs(ctx, "gitlab")
     assert not {"check-quick", "check-nightly"} & set(gitlab) and "check" not in gitlab["stages"]
     with_checks = _docs(_ctx(), "github")

@@ -304,3 +304,14 @@ def test_an_ordinary_config_still_loads(tmp_path: Path) -> None:
     assert config.matrix.python == ("3.10", "3.14")
     assert (config.build.nvcc_threads, config.build.memory_per_job_gib) == (64, 2.5)
     assert config.label.template == "cu{cuda_short}torch{torch}"
+
+
+@pytest.mark.parametrize("name", ["../../../../../victim", "foo", "x$(touch PWNED)"])
+def test_packages_yml_entry_cannot_rename_its_package(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """An entry's own `name:` would replace the validated key and reach paths (a build wrote and
+    later deleted outside dist/ with ``../../../../../victim``): refused, whatever it says."""
+    text = f'packages:\n  foo:\n    name: "{name}"\n    versions: ["1.0"]\n'
+    path = _write(tmp_path / "config" / "packages.yml", text)
+    _refused(path, capsys, ": packages.foo.name", "a package's name is its key")

@@ -67,7 +67,7 @@ def test_the_schema_page_flattens_nested_keys() -> None:
 
 
 def test_the_schema_page_has_every_key_of_the_json_documents() -> None:
-    from cuship.schema.documents import document_schemas
+    from cuship.docs.documents import document_schemas
 
     page = schemas.render_documents()
     assert "## cuship build --json" not in schemas.render(), "on its own page"

@@ -18,10 +18,10 @@ from cuship.attest import (
     write_envelope,
 )
 from cuship.cli import main
+from cuship.docs.documents import schema_file
 from cuship.errors import InputError
 from cuship.events import Event, collect
 from cuship.index import attached, site_records, write
-from cuship.schema.documents import schema_file
 from tests.jsondocs import schema_errors
 from tests.wheel_factory import make_wheel
 

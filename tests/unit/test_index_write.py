@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cuship.cli import main
+from cuship.docs.documents import schema_file
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Event, collect
 from cuship.index import (
@@ -22,7 +23,6 @@ from cuship.index import (
     site_records,
     write,
 )
-from cuship.schema.documents import schema_file
 from tests.jsondocs import schema_errors
 from tests.wheel_factory import make_wheel
 

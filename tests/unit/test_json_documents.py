@@ -18,15 +18,15 @@ from cuship.builder.run.batch import Outcome
 from cuship.builder.run.execute import JobResult
 from cuship.builder.run.smoke import Smoke
 from cuship.check.report.results import CheckReport, GroupResult
+from cuship.docs.documents import document_schemas
 from cuship.provenance import PackageOrigin, Provenance
-from cuship.schema.documents import document_schemas
 from cuship.ship import ShipReport
 from cuship.wheel.audit import inspect_wheel
 from tests.elf_factory import cuda_elf, fatbin, make_elf
 from tests.jsondocs import BUILD, SHIP, schema_errors
 from tests.wheel_factory import make_wheel
 
-REGENERATE = "run: python -c 'import cuship.schema.documents as d; d.write_schemas()'"
+REGENERATE = "run: python -c 'import cuship.docs.documents as d; d.write_schemas()'"
 TAG = "cp311-cp311-linux_x86_64"
 
 

@@ -23,9 +23,9 @@ from cuship.bench.stats import compare
 from cuship.bench.timers.hot import Hot
 from cuship.bench.timers.measure import Measurement
 from cuship.compat import load
+from cuship.docs.documents import document_schemas
 from cuship.errors import NothingToDo
 from cuship.provenance import PackageOrigin, Provenance
-from cuship.schema.documents import document_schemas
 from tests.bench_factory import synthetic_runs, write_store
 from tests.bench_reports import report_of
 from tests.jsondocs import BENCH, BENCH_HISTORY, BURN_IN, schema_errors

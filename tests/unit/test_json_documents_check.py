@@ -14,13 +14,13 @@ from cuship.check.report.results import CaseResult, CheckReport, GroupResult, Re
 from cuship.check.run.availability import Unavailable
 from cuship.check.sanitize.parse import Finding
 from cuship.check.sanitize.results import SanitizedCase, SanitizerRun, StrayFindings, summarise
+from cuship.docs.documents import document_schemas
 from cuship.gpurun.results import GpuRunReport, InstallResult, StageResult
 from cuship.gpurun.session import machine_json
 from cuship.gpurun.wheels import choose, read_wheels
 from cuship.machine import fingerprint
 from cuship.provenance import Extension, PackageOrigin, Provenance
 from cuship.resolve.model import target_of
-from cuship.schema.documents import document_schemas
 from tests.jsondocs import CHECK, GPU_RUN, SHIP, schema_errors
 from tests.unit.test_gpurun_wheels import H100
 from tests.unit.test_json_documents import _objects, _ship

@@ -14,14 +14,14 @@ import pytest
 from cuship import index, settings
 from cuship.compat import load
 from cuship.config import load_config
+from cuship.docs.documents import document_schemas, schema_file
 from cuship.doctor import DoctorReport, diagnose
 from cuship.index.describe import describe_wheel
+from cuship.judge.verify import verify
 from cuship.machine import Fingerprint, Toolkit, fingerprint
 from cuship.matrix import expand
 from cuship.resolve.install import IndexResolution, plan_install, resolve_index, target_from_env
-from cuship.schema.documents import document_schemas, schema_file
 from cuship.wheel.audit import inspect_path
-from cuship.wheel.verify import verify
 from tests.elf_factory import cuda_elf, make_elf
 from tests.jsondocs import schema_errors
 from tests.site_factory import install

@@ -17,8 +17,8 @@ from cuship.attest.run import attest_files
 from cuship.ci import plan_ci, write_ci
 from cuship.compat import load
 from cuship.config import load_config
+from cuship.docs.documents import document_schemas, packaging, schema_file
 from cuship.judge.variants import variant_file
-from cuship.schema.documents import document_schemas, packaging, schema_file
 from cuship.store import ResultRow, RunRecord, Store
 from cuship.store.read import load_runs
 from cuship.toolkit import Installed, InstallResult, WheelFile, catalog
@@ -117,7 +117,13 @@ def test_keys_and_attestations_follow_their_schemas(tmp_path: Path) -> None:
 
 
 def test_ci_files_written_follow_the_ci_init_schema(tmp_path: Path) -> None:
-    plan = plan_ci(load_config(EXAMPLE), load(), ("github", "gitlab"), out_dir=tmp_path)
+    plan = plan_ci(
+        load_config(EXAMPLE),
+        load(),
+        ("github", "gitlab"),
+        out_dir=tmp_path,
+        cuship=("cuship[all]==0.1.0",),  # this checkout's editable cuship pins nothing
+    )
     done = write_ci(plan)
     assert len(done.written) >= 2
     assert schema_errors(schema_file("ci-init"), done.to_json()) == []

@@ -21,6 +21,7 @@ from cuship.gpurun.wheels import read_wheels
 from cuship.index import write
 from cuship.index.describe import describe_wheel
 from cuship.judge import Context, Judgement, ObjectNeeds, Offer, WheelNeeds, judge, offer_of
+from cuship.judge.verify import verify
 from cuship.machine import fingerprint
 from cuship.resolve import select, target_of
 from cuship.resolve.decide import decide
@@ -28,7 +29,6 @@ from cuship.resolve.settings import PrebuiltConfig
 from cuship.wheel.audit import inspect_object, inspect_wheel, role_of
 from cuship.wheel.cudalibs import cuda_major_of, is_cuda_lib, library_stem
 from cuship.wheel.torchabi import TorchPin
-from cuship.wheel.verify import verify
 from tests.elf_factory import cuda_elf, fatbin, make_elf
 from tests.site_factory import install
 from tests.unit.test_machine import FakeProbe

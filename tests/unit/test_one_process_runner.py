@@ -40,3 +40,19 @@ def test_only_the_runner_uses_subprocess() -> None:
     }
     assert found == {}, "start processes with cuship.process.run/start instead"
     assert _subprocess_uses(RUNNER), "the runner itself is where subprocess is used"
+
+
+def test_how_a_process_ended_is_said_one_way() -> None:
+    """An exit status and a killing signal are worded by :func:`cuship.process.ended` alone."""
+    from cuship.process import ended
+
+    assert ended(0) == "exited with status 0" and ended(3) == "exited with status 3"
+    assert ended(-11) == "killed by SIGSEGV" and ended(-9) == "killed by SIGKILL"
+    assert ended(-200) == "killed by signal 200"
+    wordings = ("Signals(-", "exited with status", "killed by signal")
+    elsewhere = [
+        str(path.relative_to(SRC))
+        for path in sorted(SRC.rglob("*.py"))
+        if path != RUNNER and any(w in path.read_text(encoding="utf-8") for w in wordings)
+    ]
+    assert elsewhere == [], "say how a process ended with cuship.process.ended"

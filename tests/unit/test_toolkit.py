@@ -15,9 +15,9 @@ from packaging.version import Version
 
 from cuship.cli import main
 from cuship.compat import DATA_DIR
+from cuship.docs.documents import schema_file
 from cuship.errors import CheckFailed, ConfigError, InputError, ToolMissing, UsageError
 from cuship.events import Event, collect
-from cuship.schema.documents import schema_file
 from cuship.toolkit import InstallResult, cached, catalog, install, read_installed, toolkits_root
 from cuship.toolkit.catalog import DATA_FILE, read_catalog
 from cuship.toolkit.install import Probe

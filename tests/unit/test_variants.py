@@ -16,11 +16,11 @@ from cuship.index import write
 from cuship.index.describe import describe_wheel
 from cuship.judge import ObjectNeeds, WheelNeeds
 from cuship.judge.variants import make_variant, properties, publish_variants
+from cuship.judge.verify import verify
 from cuship.resolve import Candidate, Target, WheelFacts, select
 from cuship.resolve.variants import UvMachine, fits, uv_label
 from cuship.wheel.audit import inspect_wheel
 from cuship.wheel.variant import merged, read_wheel_variant, split_variant, variant_document
-from cuship.wheel.verify import verify
 from tests.elf_factory import cuda_elf
 from tests.wheel_factory import make_wheel
 

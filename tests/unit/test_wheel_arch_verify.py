@@ -9,9 +9,9 @@ import pytest
 
 from cuship.arch import ArchTarget, parse_arch_list
 from cuship.errors import UsageError
+from cuship.judge.verify import verify
 from cuship.wheel.audit import ObjectReport, WheelReport
 from cuship.wheel.cudalibs import auditwheel_excludes, is_cuda_lib, library_stem
-from cuship.wheel.verify import verify
 
 
 def test_torch_style_list() -> None:

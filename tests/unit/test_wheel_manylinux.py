@@ -15,11 +15,11 @@ from cuship.builder.glibc import glibc_floor
 from cuship.compat import load
 from cuship.config import BuildSection, load_config
 from cuship.errors import ConfigError, UsageError
+from cuship.judge.verify import verify
 from cuship.matrix import BuildJob, jobs_with_configs
 from cuship.wheel.audit import inspect_wheel
 from cuship.wheel.manylinux import floor_problem, offenders, parse_floor, tag_glibc
 from cuship.wheel.read.elf import VersionNeed, quick_facts
-from cuship.wheel.verify import verify
 from tests.elf_factory import make_elf
 from tests.elf_oracle import elf_facts
 from tests.wheel_factory import make_wheel

@@ -9,9 +9,9 @@ from cuship.arch import parse_arch_list
 from cuship.cli.doctor import render as render_doctor
 from cuship.config import load_config
 from cuship.doctor import diagnose
+from cuship.judge.ptx import jit_arch, reach, reach_lines
+from cuship.judge.verify import verify
 from cuship.machine import fingerprint
-from cuship.wheel.ptx import jit_arch, reach, reach_lines
-from cuship.wheel.verify import verify
 from tests.elf_factory import cuda_elf
 from tests.object_reports import object_report
 from tests.site_factory import install

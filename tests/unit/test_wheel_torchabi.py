@@ -11,10 +11,10 @@ import pytest
 
 from cuship.cli import main
 from cuship.errors import InputError, UsageError
+from cuship.judge.verify import verify
 from cuship.wheel.audit import ObjectReport, WheelReport, inspect_path
 from cuship.wheel.read.elf import quick_facts
 from cuship.wheel.torchabi import classify, strictest, torch_pin, torch_requirements
-from cuship.wheel.verify import verify
 from tests.elf_factory import make_elf
 from tests.wheel_factory import make_wheel
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from cuship import __version__
 from cuship.errors import CushipError, InputError
+from cuship.version import __version__
 from cuship.wheel.audit import WheelReport
 from cuship.wheel.names import parse_label
 

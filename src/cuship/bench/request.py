@@ -15,7 +15,14 @@ from typing import Literal
 from cuship.bench.ncu.profile import NcuSet
 from cuship.errors import UsageError
 
-__all__ = ["DEFAULT_OUTPUT", "BenchRequest", "ProfileKind", "TimerKind", "bench_request"]
+__all__ = [
+    "DEFAULT_OUTPUT",
+    "BenchFlags",
+    "BenchRequest",
+    "ProfileKind",
+    "TimerKind",
+    "bench_request",
+]
 
 TimerKind = Literal["auto", "cuda", "wall", "instructions"]
 ProfileKind = Literal["ncu"]
@@ -48,91 +55,82 @@ class BenchRequest:
     ncu_reports: Path | None = None  # keep each point's .ncu-rep here (None: not kept)
 
 
-def _refuse(
-    *,
-    interleave: bool,
-    compare_with: Path | None,
-    seeds: int | None,
-    repeats: int | None,
-    burn_in: bool,
-    profile: ProfileKind | None,
-    ncu_set: NcuSet | None,
-    ncu_reports: Path | None,
-) -> None:
-    if interleave and compare_with is None:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchFlags:
+    """``cuship bench``'s options, named as its flags are, before their rules are applied."""
+
+    cases: Sequence[str] = ()
+    seeds: int | None = None
+    repeats: int | None = None
+    timer: TimerKind = "auto"
+    min_time: float | None = None
+    timeout: float | None = None
+    noise: float | None = None
+    baseline: str | None = None
+    fail_on_regression: bool = False
+    allow_cross_machine: bool = False
+    assert_floors: bool = False
+    compare_with: Path | None = None
+    interleave: bool = False
+    burn_in: bool = False
+    label: str | None = None
+    no_store: bool = False
+    drop_throttled: bool = False
+    installed: bool = False
+    profile: ProfileKind | None = None
+    ncu_set: NcuSet | None = None
+    ncu_reports: Path | None = None
+    output: Path = DEFAULT_OUTPUT
+
+
+def _refuse(flags: BenchFlags) -> None:
+    if flags.interleave and flags.compare_with is None:
         raise UsageError("--interleave needs --compare-with PATH2", hint="name the other build")
-    if (seeds is None) != (repeats is None):
+    if (flags.seeds is None) != (flags.repeats is None):
         raise UsageError("--seeds and --repeats go together", hint="e.g. --seeds 5 --repeats 50")
-    for flag, value in (("--ncu-set", ncu_set), ("--ncu-reports", ncu_reports)):
-        if value is not None and profile != "ncu":
+    for flag, value in (("--ncu-set", flags.ncu_set), ("--ncu-reports", flags.ncu_reports)):
+        if value is not None and flags.profile != "ncu":
             raise UsageError(f"{flag} needs --profile ncu", hint="add --profile ncu")
-    if profile is not None and burn_in:
+    if flags.profile is not None and flags.burn_in:
         raise UsageError("--profile profiles timed runs, not --burn-in", hint="pick one")
 
 
-def bench_request(
-    path: Path,
-    *,
-    cases: Sequence[str] = (),
-    seeds: int | None = None,
-    repeats: int | None = None,
-    timer: TimerKind = "auto",
-    min_time: float | None = None,
-    timeout: float | None = None,
-    noise: float | None = None,
-    baseline: str | None = None,
-    fail_on_regression: bool = False,
-    allow_cross_machine: bool = False,
-    assert_floors: bool = False,
-    compare_with: Path | None = None,
-    interleave: bool = False,
-    burn_in: bool = False,
-    label: str | None = None,
-    no_store: bool = False,
-    drop_throttled: bool = False,
-    installed: bool = False,
-    profile: ProfileKind | None = None,
-    ncu_set: NcuSet | None = None,
-    ncu_reports: Path | None = None,
-    output: Path = DEFAULT_OUTPUT,
-) -> BenchRequest:
-    """The request ``cuship bench``'s options make (named as its flags are), or a UsageError:
-    ``--interleave`` needs ``--compare-with``, ``--seeds`` and ``--repeats`` go together,
-    ``--ncu-set``/``--ncu-reports`` need ``--profile ncu``, ``--profile`` excludes
-    ``--burn-in``. ``--ncu-set full`` keeps its reports in ``OUTPUT/ncu`` unless
-    ``--ncu-reports`` says where; ``--drop-throttled`` absent leaves the config's choice."""
-    _refuse(
-        interleave=interleave,
-        compare_with=compare_with,
-        seeds=seeds,
-        repeats=repeats,
-        burn_in=burn_in,
-        profile=profile,
-        ncu_set=ncu_set,
-        ncu_reports=ncu_reports,
-    )
-    metric_set: NcuSet = ncu_set or "basic"
-    if ncu_reports is None and metric_set == "full":
-        ncu_reports = output / "ncu"
+# The request's fields that are its flags' values as given.
+_AS_GIVEN = (
+    "seeds",
+    "repeats",
+    "timer",
+    "min_time",
+    "timeout",
+    "noise",
+    "baseline",
+    "fail_on_regression",
+    "allow_cross_machine",
+    "assert_floors",
+    "compare_with",
+    "label",
+    "installed",
+    "profile",
+)
+
+
+def bench_request(path: Path, flags: BenchFlags = BenchFlags()) -> BenchRequest:
+    """The request ``cuship bench``'s flags make, or a UsageError: ``--interleave`` needs
+    ``--compare-with``, ``--seeds`` and ``--repeats`` go together, ``--ncu-set``/``--ncu-reports``
+    need ``--profile ncu``, ``--profile`` excludes ``--burn-in``. ``--ncu-set full`` keeps its
+    reports in ``OUTPUT/ncu`` unless ``--ncu-reports`` says where; ``--drop-throttled`` absent
+    leaves the config's choice."""
+    _refuse(flags)
+    metric_set: NcuSet = flags.ncu_set or "basic"
+    reports = flags.ncu_reports
+    if reports is None and metric_set == "full":
+        reports = flags.output / "ncu"
     return BenchRequest(
         path=path,
-        cases=tuple(cases),
-        seeds=seeds,
-        repeats=repeats,
-        timer=timer,
-        min_time=min_time,
-        timeout=timeout,
-        noise=noise,
-        baseline=baseline,
-        fail_on_regression=fail_on_regression,
-        allow_cross_machine=allow_cross_machine,
-        assert_floors=assert_floors,
-        compare_with=compare_with,
-        label=label,
-        store=not no_store,
-        drop_throttled=True if drop_throttled else None,
-        installed=installed,
-        profile=profile,
+        cases=tuple(flags.cases),
+        store=not flags.no_store,
+        drop_throttled=True if flags.drop_throttled else None,
         ncu_set=metric_set,
-        ncu_reports=ncu_reports,
+        ncu_reports=reports,
+        **{name: getattr(flags, name) for name in _AS_GIVEN},
     )

@@ -329,7 +329,7 @@ def export_name(fingerprint: Mapping[str, Any], started: float, suffix: str) -> 
 
 def to_json(report: BenchReport) -> dict[str, Any]:
     """The JSON export: the run as stored, plus each point's verdict against the baseline."""
-    from cuship import __version__
+    from cuship.version import __version__
 
     results = []
     for r in report.results:

@@ -13,7 +13,7 @@ from cuship.bench.burnin import BurnIn
 from cuship.bench.gate import apply_floor, check_machine, load_baseline
 from cuship.bench.ncu.profile import NcuSession
 from cuship.bench.peak import PeakShare, case_dtype, peak_share
-from cuship.bench.project import BenchProject, find_project
+from cuship.bench.project import BenchProject, find_project, point_floors, point_threshold
 from cuship.bench.registry import Case, Point, code_hash, discover, points
 from cuship.bench.request import DEFAULT_OUTPUT, BenchRequest, TimerKind, bench_request
 from cuship.bench.results import BenchReport, PointResult
@@ -196,13 +196,13 @@ def _gate(
             continue
         r = replace(r, peak=_peak(r, cases.get(r.key), gpu_peak))
         theirs = (baseline or {}).get(r.key)
-        threshold = project.threshold(r.case, r.key)
+        threshold = point_threshold(project.config, r.case, r.key)
         comparison = None
         if theirs and m.unit == "instructions":
             comparison = compare_exact(r.kept[0], theirs[0], threshold)
         elif theirs:
             comparison = compare(r.kept, theirs, threshold)
-        floors = project.floors(r.case, r.key)
+        floors = point_floors(project.config, r.case, r.key)
         floor = apply_floor(floors, fingerprint.get("gpu"), r.numbers()) if floors else None
         out.append(replace(r, comparison=comparison, floor=floor))
     return tuple(out)
@@ -222,13 +222,7 @@ def run_bench(
 
     project = find_project(request.path, installed=request.installed)
     ncu = _ncu_preflight(request, environ)
-    cases = _discover(project)
-    selected = select(points(cases), request.cases)
-    if not selected:
-        raise NothingToDo(
-            f"no benchmark cases in {project.config.modules!r}",
-            hint="declare cases with @cuship.bench.case in the modules named in [bench] modules",
-        )
+    cases, selected = _selected(project, request.cases)
     kind = resolve_timer(request.timer, environ)
     if ncu is not None and kind != "cuda":
         raise ToolMissing(
@@ -250,17 +244,15 @@ def run_bench(
     session = None
     if ncu is not None:  # every point is timed by now: profiling never overlaps a sample
         results, session = _profile(request, project, selected, results, ncu, environ, emit)
-    seeds = request.seeds or project.config.seeds
-    repeats = request.repeats or project.config.repeats
-    fixed = seeds is not None and repeats is not None and kind != "instructions"
+    seeds, repeats = _design(request, project, kind)
     report = BenchReport(
         project=project.name,
         path=str(request.path),
         started=started,
         finished=finished,
         fingerprint=fp,
-        seeds=seeds if fixed and seeds else 1,
-        repeats=repeats if fixed and repeats else 0,
+        seeds=seeds,
+        repeats=repeats,
         label=request.label,
         code_hash={c.name: code_hash(c) for c in cases if any(p.case is c for p in selected)},
         results=results,
@@ -275,6 +267,30 @@ def run_bench(
         report = replace(report, run_id=record(report, store_path))
         emit(Event(level="debug", topic="bench", message=f"run {report.run_id} in {store_path}"))
     return report
+
+
+def _selected(
+    project: BenchProject, keys: Sequence[str]
+) -> tuple[tuple[Case, ...], tuple[Point, ...]]:
+    """The project's cases and the points ``keys`` select (all without keys); none is
+    :class:`NothingToDo`."""
+    cases = _discover(project)
+    selected = select(points(cases), keys)
+    if not selected:
+        raise NothingToDo(
+            f"no benchmark cases in {project.config.modules!r}",
+            hint="declare cases with @cuship.bench.case in the modules named in [bench] modules",
+        )
+    return cases, selected
+
+
+def _design(request: BenchRequest, project: BenchProject, kind: str) -> tuple[int, int]:
+    """The run's seeds × repeats as the report states them: a fixed design (both given, by flag
+    or config, and a timer with run-to-run spread) or one seed and adaptive repeats (0)."""
+    seeds = request.seeds or project.config.seeds
+    repeats = request.repeats or project.config.repeats
+    fixed = seeds is not None and repeats is not None and kind != "instructions"
+    return (seeds if fixed and seeds else 1), (repeats if fixed and repeats else 0)
 
 
 def _ncu_preflight(request: BenchRequest, environ: Mapping[str, str]) -> str | None:
@@ -345,8 +361,8 @@ def _baseline(
 
 def record(report: BenchReport, path: Path) -> int:
     """Store a bench run (one row per case × parameter point) in the results store at ``path``."""
-    from cuship import __version__
     from cuship.store import ResultRow, RunRecord, Store
+    from cuship.version import __version__
 
     run = RunRecord(
         kind="bench",

@@ -35,12 +35,12 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from cuship import __version__
 from cuship._fs import file_identity, sha256_file, write_json
 from cuship.builder.model import BuildDir, BuildPlan, Step, requirement_name
 from cuship.builder.uptodate import digest, steps_document
 from cuship.config import Config
 from cuship.tools import find_tool
+from cuship.version import __version__
 
 __all__ = [
     "BUILD_DIRS",

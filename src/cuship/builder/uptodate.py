@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cuship import __version__
 from cuship._fs import sha256_file, write_json
 from cuship.builder.model import BuildPlan, Step
+from cuship.version import __version__
 
 __all__ = ["digest", "inputs_digest", "record_path", "remember", "reused", "steps_document"]
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from cuship.ci.pin import CushipPin
 from cuship.compat import Compat
 from cuship.config import Config
 from cuship.config.ci import CiSection
@@ -27,8 +27,9 @@ class CiContext:
     project: str  # the project directory relative to the repository root, POSIX ("." at the root)
     name: str  # distribution name
     jobs: tuple[BuildJob, ...]
-    gpu_job: BuildJob | None  # the build whose wheel GPU runs test
+    gpu_job: BuildJob | None  # the build whose wheel GPU runs (and the check jobs) test
     source: str  # the config file, relative to the repository root
+    pin: CushipPin  # the cuship the jobs install, and why
 
     @property
     def ci(self) -> CiSection:
@@ -55,11 +56,6 @@ class CiContext:
         return tuple(dict.fromkeys(job.project for job in self.jobs))
 
     @property
-    def arg(self) -> str:
-        """The project path as a shell argument."""
-        return shlex.quote(self.project)
-
-    @property
     def sccache(self) -> bool:
         return self.config.build.cache == "sccache"
 
@@ -69,27 +65,35 @@ class CiContext:
         return "self-hosted" not in self.ci.runs_on
 
     @property
-    def cuship_requirements(self) -> str:
-        """[ci] cuship as shell words, one quoted requirement each."""
-        return " ".join(shlex.quote(r) for r in self.ci.cuship)
+    def check_python(self) -> str:
+        """Python of the check jobs: that of the build whose wheel they install, if any."""
+        return self.gpu_job.python if self.builds and self.gpu_job else self.ci.python
+
+    def variables(self) -> dict[str, str]:
+        """Every config value a job script reads, by variable name. Scripts read them from the
+        environment (GitHub ``env:``, GitLab ``variables:``, SkyPilot ``envs:``), quoted: a
+        value is never pasted into a script's text, so no name or path can run as code."""
+        values = {"PROJECT": self.project, "PINNED_CUSHIP": self.pin.text}
+        if self.has_checks:
+            values["TORCH_INDEX"] = self.ci.torch_index
+            values["CHECK_REQUIREMENTS"] = "\n".join(self.ci.check_install)
+        return values
 
     def check_installs(self, python: str | None = None) -> list[str]:
         """Shell lines installing what the check engines need on top of cuship: torch's CPU
-        build (the Triton interpreter; triton and numba come with cuship[check]), the project's
-        own dependencies (its pyproject.toml) and [ci] check_install. ``python``: uv's
-        ``--python`` (default: the active virtual environment)."""
+        build from ``$TORCH_INDEX`` (the Triton interpreter; triton and numba come with
+        cuship[check]), the project's own dependencies (its pyproject.toml) and
+        ``$CHECK_REQUIREMENTS`` ([ci] check_install). ``python``: uv's ``--python`` (default:
+        the active virtual environment). Constant text: the values are variables."""
         target = f' --python "{python}"' if python else ""
         lines = []
         if self.ci.torch_index:
-            lines.append(
-                f"uv pip install{target} --index-url {shlex.quote(self.ci.torch_index)} torch"
-            )
+            lines.append(f'uv pip install{target} --index-url "$TORCH_INDEX" torch')
         if (self.config.root / "pyproject.toml").is_file():
-            pyproject = shlex.quote(str(PurePosixPath(self.project) / "pyproject.toml"))
-            lines.append(f"uv pip install{target} -r {pyproject}")
+            lines.append(f'uv pip install{target} -r "$PROJECT/pyproject.toml"')
         if self.ci.check_install:
-            extra = " ".join(shlex.quote(r) for r in self.ci.check_install)
-            lines.append(f"uv pip install{target} {extra}")
+            lines.append("printf '%s\\n' \"$CHECK_REQUIREMENTS\" > check-requirements.txt")
+            lines.append(f"uv pip install{target} -r check-requirements.txt")
         return lines
 
     def image(self, fields: dict[str, str]) -> str:
@@ -131,10 +135,11 @@ def _pick_gpu_job(config: Config, jobs: tuple[BuildJob, ...]) -> BuildJob | None
     return [j for j in same_python if j.cuda == newest][-1]
 
 
-def context_for(config: Config, compat: Compat, *, project: str = ".") -> CiContext:
+def context_for(config: Config, compat: Compat, *, pin: CushipPin, project: str = ".") -> CiContext:
     """Expand the matrix (it must not be empty) and fix the names the generators share.
 
-    ``project`` is the project directory relative to where the CI files go (the repository root).
+    ``project`` is the project directory relative to where the CI files go (the repository root);
+    ``pin`` the cuship the jobs install.
     """
     matrix = expand_all(config, compat)
     if not matrix.jobs:
@@ -154,4 +159,5 @@ def context_for(config: Config, compat: Compat, *, project: str = ".") -> CiCont
         jobs=matrix.jobs,
         gpu_job=_pick_gpu_job(config, matrix.jobs),
         source=source,
+        pin=pin,
     )

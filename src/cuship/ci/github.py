@@ -12,16 +12,29 @@ from typing import Any
 
 from cuship import settings
 from cuship.ci.context import CiContext
+from cuship.compat.actions import uses
 
-__all__ = ["ACTIONLINT_CONFIG", "WORKFLOW", "actionlint_config", "github_workflow"]
+__all__ = [
+    "ACTIONLINT_CONFIG",
+    "RELEASE_WORKFLOW",
+    "WORKFLOW",
+    "actionlint_config",
+    "github_workflow",
+    "literal",
+    "release_workflow",
+]
 
 WORKFLOW = ".github/workflows/cuship.yml"
+# Releases build in a workflow of their own, with no compile or uv cache: a cache a pull
+# request's run could have written never reaches a published wheel (zizmor's cache-poisoning).
+RELEASE_WORKFLOW = ".github/workflows/cuship-release.yml"
 ACTIONLINT_CONFIG = ".github/actionlint.yaml"
 
 Step = dict[str, Any]
 Job = dict[str, Any]
 
-_CHECKOUT: Step = {"uses": "actions/checkout@v4"}
+# The checkout keeps no token in .git/config: no later step pushes (zizmor's artipacked audit).
+_CHECKOUT: Step = {"uses": uses("actions/checkout"), "with": {"persist-credentials": False}}
 _HOST_DIRS = {
     "/usr/share/dotnet": "/host/dotnet",
     "/usr/local/lib/android": "/host/android",
@@ -29,33 +42,48 @@ _HOST_DIRS = {
     "/opt/hostedtoolcache/CodeQL": "/host/codeql",
 }
 _NOT_PR = "github.event_name != 'pull_request'"
-_RELEASE = (
-    "startsWith(github.ref, 'refs/tags/') || "
-    "(github.event_name == 'workflow_dispatch' && inputs.release)"
-)
+_RELEASE = "github.event_name != 'workflow_dispatch' || inputs.release"
+_VENV = '"$RUNNER_TEMP/venv"'
+
+
+def literal(value: str) -> str:
+    """``value`` as GitHub reads it back verbatim: a ``${{`` in a config value (a name, a path,
+    a note) would otherwise be evaluated as an expression wherever the workflow holds it."""
+    return value.replace("${{", "${{ '${{' }}")
+
+
+def _install_script() -> str:
+    """A venv of ``$PYTHON`` on PATH and the requirements of ``$PINNED_CUSHIP`` in it."""
+    return "\n".join(
+        [
+            f'uv venv --python "$PYTHON" {_VENV}',
+            'echo "$RUNNER_TEMP/venv/bin" >> "$GITHUB_PATH"',
+            'echo "VIRTUAL_ENV=$RUNNER_TEMP/venv" >> "$GITHUB_ENV"',
+            "# one requirement a line; installed as a requirements file, never as script text",
+            'printf \'%s\\n\' "$PINNED_CUSHIP" > "$RUNNER_TEMP/cuship-requirements.txt"',
+            'uv pip install --python "$RUNNER_TEMP/venv/bin/python" pip '
+            '-r "$RUNNER_TEMP/cuship-requirements.txt"',
+        ]
+    )
 
 
 def _python(ctx: CiContext, version: str) -> list[Step]:
-    """uv, a virtual environment of ``version`` on PATH, and cuship in it."""
-    venv = '"$RUNNER_TEMP/venv"'
-    run = "\n".join(
-        [
-            f'uv venv --python "{version}" {venv}',
-            'echo "$RUNNER_TEMP/venv/bin" >> "$GITHUB_PATH"',
-            'echo "VIRTUAL_ENV=$RUNNER_TEMP/venv" >> "$GITHUB_ENV"',
-            f'uv pip install --python "$RUNNER_TEMP/venv/bin/python" pip {ctx.cuship_requirements}',
-        ]
-    )
+    """A virtual environment of ``version`` on PATH, and cuship in it: cuship's own action when
+    the pin names its commit on GitHub, else uv and a run step."""
+    if ctx.pin.action is not None:
+        inputs = {"python": version, "cuship": "${{ env.PINNED_CUSHIP }}"}
+        return [{"name": "Python with cuship", "uses": ctx.pin.action, "with": inputs}]
     return [
-        {"uses": "astral-sh/setup-uv@v6"},
-        {"name": f"Python {version} with cuship", "run": run},
+        # no uv cache: this workflow publishes what it builds (zizmor's cache-poisoning audit)
+        {"uses": uses("astral-sh/setup-uv"), "with": {"enable-cache": False}},
+        {"name": "Python with cuship", "env": {"PYTHON": version}, "run": _install_script()},
     ]
 
 
 def _upload(name: str, path: str, **extra: Any) -> Step:
     return {
         "name": f"Upload {name}",
-        "uses": "actions/upload-artifact@v4",
+        "uses": uses("actions/upload-artifact"),
         **({"if": extra.pop("when")} if "when" in extra else {}),
         "with": {"name": name, "path": path, **extra},
     }
@@ -64,7 +92,7 @@ def _upload(name: str, path: str, **extra: Any) -> Step:
 def _prepare(ctx: CiContext) -> Job:
     run = "\n".join(
         [
-            f'matrix="$(cuship matrix {ctx.arg} --format github)"',
+            'matrix="$(cuship matrix "$PROJECT" --format github)"',
             'echo "matrix=$matrix" >> "$GITHUB_OUTPUT"',
             'echo "$matrix" | python -m json.tool',
         ]
@@ -97,9 +125,9 @@ def _sccache(ctx: CiContext) -> tuple[list[Step], dict[str, str]]:
     if not ctx.sccache:
         return [], {}
     if ctx.ci.sccache == "gha":
-        return [{"uses": "mozilla-actions/sccache-action@v0.0.9"}], {"SCCACHE_GHA_ENABLED": "true"}
+        return [{"uses": uses("mozilla-actions/sccache-action")}], {"SCCACHE_GHA_ENABLED": "true"}
     cache = {
-        "uses": "actions/cache@v4",
+        "uses": uses("actions/cache"),
         "with": {
             "path": "${{ github.workspace }}/.sccache",
             "key": "sccache-${{ matrix.job }}-${{ github.sha }}",
@@ -109,8 +137,31 @@ def _sccache(ctx: CiContext) -> tuple[list[Step], dict[str, str]]:
     return [cache], {"SCCACHE_DIR": "${{ github.workspace }}/.sccache"}
 
 
-def _build(ctx: CiContext) -> Job:
-    cache_steps, env = _sccache(ctx)
+def _build_steps(ctx: CiContext, cache_steps: list[Step]) -> list[Step]:
+    """Set up, build the matrix entry's wheel: one step of cuship's action when it is known."""
+    if ctx.pin.action is not None:
+        build: Step = {
+            "name": "Build, repair, label and verify the wheel",
+            "uses": ctx.pin.action,
+            "with": {
+                "command": "build",
+                "path": "${{ env.PROJECT }}",
+                "args": "--job ${{ matrix.job }} -o wheelhouse",
+                "python": "${{ matrix.python }}",
+                "cuship": "${{ env.PINNED_CUSHIP }}",
+            },
+        }
+        return [*cache_steps, build]
+    run = 'cuship build "$PROJECT" --job "$JOB" -o wheelhouse'
+    return [
+        *_python(ctx, "${{ matrix.python }}"),
+        *cache_steps,
+        {"name": "Build, repair, label and verify the wheel", "run": run},
+    ]
+
+
+def _build(ctx: CiContext, *, cached: bool = True) -> Job:
+    cache_steps, env = _sccache(ctx) if cached else ([], {})
     job: Job = {
         "name": "build ${{ matrix.job }}",
         "needs": "prepare",
@@ -127,15 +178,11 @@ def _build(ctx: CiContext) -> Job:
         if ctx.ci.clean_disk and ctx.hosted:
             container["volumes"] = [f"{host}:{inside}" for host, inside in _HOST_DIRS.items()]
         job["container"] = container
-    if env:
-        job["env"] = env
-    build = f'cuship build {ctx.arg} --job "${{{{ matrix.job }}}}" -o wheelhouse'
+    job["env"] = {"JOB": "${{ matrix.job }}", **env}
     job["steps"] = [
         *_clean_disk(ctx),
         _CHECKOUT,
-        *_python(ctx, "${{ matrix.python }}"),
-        *cache_steps,
-        {"name": "Build, repair, label and verify the wheel", "run": build},
+        *_build_steps(ctx, cache_steps),
         _upload("wheel-${{ matrix.job }}", "wheelhouse/*.whl", **{"if-no-files-found": "error"}),
     ]
     return job
@@ -150,17 +197,44 @@ def _engines(ctx: CiContext) -> Step:
     }
 
 
+def _built_wheel(ctx: CiContext) -> list[Step]:
+    """The check jobs test what the build job built: its wheel for the check's Python,
+    installed before checking (a package whose import loads its compiled library cannot be
+    checked from its source tree)."""
+    if not (ctx.builds and ctx.gpu_job):
+        return []
+    return [
+        {
+            "name": "Wheel of the build job for this Python",
+            "uses": uses("actions/download-artifact"),
+            "with": {"name": ctx.gpu_wheel_artifact(), "path": "wheelhouse"},
+        },
+        {"name": "Install the wheel", "run": "uv pip install wheelhouse/*.whl"},
+    ]
+
+
+def _check_job(ctx: CiContext, name: str, condition: str, minutes: int) -> Job:
+    job: Job = {"name": name, "if": condition}
+    if ctx.builds and ctx.gpu_job:
+        job["needs"] = "build"
+    return job | {"runs-on": list(ctx.ci.runs_on), "timeout-minutes": minutes}
+
+
+def _installed(ctx: CiContext) -> str:
+    return " --installed" if ctx.builds and ctx.gpu_job else ""
+
+
 def _check_quick(ctx: CiContext) -> Job:
-    run = f"cuship check {ctx.arg} --quick --require-engines --format junit -o check-junit.xml"
-    return {
-        "name": "check (quick)",
-        "if": "github.event_name != 'schedule'",
-        "runs-on": list(ctx.ci.runs_on),
-        "timeout-minutes": 60,
+    run = (
+        f'cuship check "$PROJECT" --quick --require-engines{_installed(ctx)} '
+        "--format junit -o check-junit.xml"
+    )
+    return _check_job(ctx, "check (quick)", "github.event_name != 'schedule'", 60) | {
         "steps": [
             _CHECKOUT,
-            *_python(ctx, ctx.ci.python),
+            *_python(ctx, ctx.check_python),
             _engines(ctx),
+            *_built_wheel(ctx),
             {"name": "Check kernels against references (quick)", "run": run},
             _upload("check-junit", "check-junit.xml", when="always()"),
         ],
@@ -176,14 +250,14 @@ def _check_nightly(ctx: CiContext) -> Job:
             "else",
             '  echo "::warning::no baseline from an earlier nightly run: this run sets the first one"',
             "fi",
-            f'cuship check {ctx.arg} "${{args[@]}}" --require-engines \\',
+            f'cuship check "$PROJECT" "${{args[@]}}" --require-engines{_installed(ctx)} \\',
             "  --save-baseline check-baseline.json \\",
             "  --format junit -o check-junit.xml",
         ]
     )
     download = {
         "name": "Baseline of the last nightly run",
-        "uses": "dawidd6/action-download-artifact@v6",
+        "uses": uses("dawidd6/action-download-artifact"),
         "with": {
             "workflow": WORKFLOW.rsplit("/", 1)[-1],
             "name": "check-baseline",
@@ -193,16 +267,14 @@ def _check_nightly(ctx: CiContext) -> Job:
             "if_no_artifact_found": "warn",
         },
     }
-    return {
-        "name": "check (thorough, nightly)",
-        "if": "github.event_name == 'schedule'",
-        "runs-on": list(ctx.ci.runs_on),
-        "timeout-minutes": 180,
+    job = _check_job(ctx, "check (thorough, nightly)", "github.event_name == 'schedule'", 180)
+    return job | {
         "permissions": {"contents": "read", "actions": "read"},
         "steps": [
             _CHECKOUT,
-            *_python(ctx, ctx.ci.python),
+            *_python(ctx, ctx.check_python),
             _engines(ctx),
+            *_built_wheel(ctx),
             download,
             {"name": "Check kernels, compared with the baseline", "run": run},
             _upload("check-nightly-junit", "check-junit.xml", when="always()"),
@@ -213,13 +285,13 @@ def _check_nightly(ctx: CiContext) -> Job:
 
 def _gpu(ctx: CiContext, name: str, labels: tuple[str, ...]) -> Job:
     out = f"gpu-{name}"
-    run = f'cuship gpu-run {ctx.arg} --wheels wheelhouse -o {out} --venv "$RUNNER_TEMP/gpu-venv"'
+    run = 'cuship gpu-run "$PROJECT" --wheels wheelhouse -o "$OUT" --venv "$RUNNER_TEMP/gpu-venv"'
     steps: list[Step] = [
         _CHECKOUT,
         *_python(ctx, ctx.gpu_job.python if ctx.gpu_job else ctx.ci.python),
         {
             "name": "Wheel built for this runner",
-            "uses": "actions/download-artifact@v4",
+            "uses": uses("actions/download-artifact"),
             "with": {"name": ctx.gpu_wheel_artifact(), "path": "wheelhouse"},
         },
         # The wheel's dependencies (and pytest) come from the network into cuship's venv;
@@ -238,11 +310,14 @@ def _gpu(ctx: CiContext, name: str, labels: tuple[str, ...]) -> Job:
         "if": _NOT_PR,
         "runs-on": list(labels),
         "timeout-minutes": 120,
+        "env": {"OUT": out},
         "steps": steps,
     }
 
 
-def _release_script(ctx: CiContext) -> str:
+def _release_script() -> str:
+    """The release step's script: constant text; what the config says reaches it through the
+    step's ``env`` (``RELEASE_NOTES``), never pasted into the script."""
     return "\n".join(
         [
             'if [ "$GITHUB_REF_TYPE" = tag ]; then tag="$GITHUB_REF_NAME"; '
@@ -268,7 +343,7 @@ def _release_script(ctx: CiContext) -> str:
             '  if [ -f "$w.intoto.jsonl" ]; then assets+=("$w.intoto.jsonl"); fi',
             "done",
             'gh release create "$tag" "${assets[@]}" cuship-site.tar.gz --target "$GITHUB_SHA" \\',
-            f'  --title "$tag" --notes "{_notes(ctx)}"',
+            '  --title "$tag" --notes "$RELEASE_NOTES"',
         ]
     )
 
@@ -296,7 +371,7 @@ def _release(ctx: CiContext) -> Job:
             *_python(ctx, ctx.ci.python),
             {
                 "name": "Every wheel of this run",
-                "uses": "actions/download-artifact@v4",
+                "uses": uses("actions/download-artifact"),
                 "with": {"pattern": "wheel-*", "merge-multiple": True, "path": "wheelhouse"},
             },
             {
@@ -305,10 +380,11 @@ def _release(ctx: CiContext) -> Job:
                 "env": {
                     "GH_TOKEN": "${{ github.token }}",
                     settings.SIGNING_KEY: "${{ secrets.CUSHIP_SIGNING_KEY }}",
+                    "RELEASE_NOTES": literal(_notes(ctx)),
                 },
-                "run": _release_script(ctx),
+                "run": _release_script(),
             },
-            {"uses": "actions/upload-pages-artifact@v3", "with": {"path": "site"}},
+            {"uses": uses("actions/upload-pages-artifact"), "with": {"path": "site"}},
         ],
     }
 
@@ -321,29 +397,50 @@ def _deploy(ctx: CiContext) -> Job:
         "timeout-minutes": 15,
         "permissions": {"pages": "write", "id-token": "write"},
         "environment": {"name": "github-pages", "url": "${{ steps.deployment.outputs.page_url }}"},
-        "steps": [{"id": "deployment", "uses": "actions/deploy-pages@v4"}],
+        "steps": [{"id": "deployment", "uses": uses("actions/deploy-pages")}],
     }
 
 
+PAGES_NOTE = (
+    "Pages: the deploy job publishes the index of a release, which runs on a v* tag or a",
+    "dispatch with release. Before the first one, in the repository's settings: Pages -> Source:",
+    '"GitHub Actions"; Environments -> github-pages -> Deployment branches and tags: add a tag',
+    "rule v* (its default admits only the default branch, and a tag's deploy is refused).",
+)
+
+
 def _triggers(ctx: CiContext) -> dict[str, Any]:
-    on: dict[str, Any] = {
+    return {
         "pull_request": {"branches": ["main"]},
         "push": {"branches": ["main"]},
         "schedule": [{"cron": ctx.ci.nightly_cron}],
         "workflow_dispatch": {},
     }
-    if ctx.ci.release:
-        on["push"]["tags"] = ["v*"]
-        on["workflow_dispatch"] = {
-            "inputs": {
-                "release": {
-                    "description": "Publish a release (date tag) and its index on GitHub Pages",
-                    "type": "boolean",
-                    "default": False,
-                }
-            }
-        }
-    return on
+
+
+def _release_triggers() -> dict[str, Any]:
+    release = {
+        "description": "Publish a release (date tag) and its index on GitHub Pages",
+        "type": "boolean",
+        "default": False,
+    }
+    return {"push": {"tags": ["v*"]}, "workflow_dispatch": {"inputs": {"release": release}}}
+
+
+def _document(
+    name: str, on: dict[str, Any], ctx: CiContext, jobs: dict[str, Job]
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "on": on,
+        "permissions": {"contents": "read"},
+        "concurrency": {
+            "group": f"{name}-${{{{ github.ref }}}}",
+            "cancel-in-progress": "${{ github.event_name == 'pull_request' }}",
+        },
+        "env": {key: literal(value) for key, value in ctx.variables().items()},
+        "jobs": jobs,
+    }
 
 
 def github_workflow(ctx: CiContext) -> dict[str, Any]:
@@ -355,19 +452,22 @@ def github_workflow(ctx: CiContext) -> dict[str, Any]:
         jobs |= {"check": _check_quick(ctx), "nightly": _check_nightly(ctx)}
     for name, labels in ctx.ci.gpu_runners.items() if ctx.builds else ():
         jobs[f"gpu-{name}"] = _gpu(ctx, name, labels)
-    if ctx.ci.release and ctx.builds:
-        jobs["release"] = _release(ctx)
-        jobs["deploy"] = _deploy(ctx)
-    return {
-        "name": "cuship",
-        "on": _triggers(ctx),
-        "permissions": {"contents": "read"},
-        "concurrency": {
-            "group": "cuship-${{ github.ref }}",
-            "cancel-in-progress": "${{ github.event_name == 'pull_request' }}",
-        },
-        "jobs": jobs,
+    return _document("cuship", _triggers(ctx), ctx, jobs)
+
+
+def release_workflow(ctx: CiContext) -> dict[str, Any] | None:
+    """The release workflow: on a v* tag or a dispatch with release, every matrix entry built
+    afresh (no cache), a GitHub release, its index deployed to Pages. None without [ci] release
+    or a package to build."""
+    if not (ctx.ci.release and ctx.builds):
+        return None
+    jobs = {
+        "prepare": _prepare(ctx),
+        "build": _build(ctx, cached=False),
+        "release": _release(ctx),
+        "deploy": _deploy(ctx),
     }
+    return _document("cuship-release", _release_triggers(), ctx, jobs)
 
 
 def actionlint_config(ctx: CiContext) -> dict[str, Any] | None:

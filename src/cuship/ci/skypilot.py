@@ -24,15 +24,16 @@ def _results_dir(ctx: CiContext) -> str:
     return _BUCKET_MOUNT if ctx.ci.skypilot_bucket else f"~/sky_workdir/{_WORKDIR_RESULTS}"
 
 
-def _setup(ctx: CiContext, python: str) -> str:
+def _setup(python: str) -> str:
     return "\n".join(
         [
             "set -euo pipefail",
             "python3 -m pip install -q uv || python3 -m pip install -q --break-system-packages uv",
             f'python3 -m uv venv --python "{python}" ~/cuship-venv',
             "# cuship, pytest and the wheel's dependencies; gpu-run installs the wheel itself",
+            "printf '%s\\n' \"$PINNED_CUSHIP\" > ~/cuship-requirements.txt",
             "python3 -m uv pip install --python ~/cuship-venv/bin/python pytest "
-            f"{ctx.cuship_requirements} ~/wheelhouse/*.whl",
+            "-r ~/cuship-requirements.txt ~/wheelhouse/*.whl",
         ]
     )
 
@@ -42,17 +43,19 @@ def _run(ctx: CiContext) -> str:
         [
             "source ~/cuship-venv/bin/activate",
             f"out={_results_dir(ctx)}",
-            f'cuship gpu-run {ctx.arg} --wheels ~/wheelhouse -o "$out" --venv ~/cuship-gpu-venv',
+            'cuship gpu-run "$PROJECT" --wheels ~/wheelhouse -o "$out" --venv ~/cuship-gpu-venv',
         ]
     )
 
 
 def skypilot_task(ctx: CiContext) -> dict[str, Any]:
-    """The task document, for ``sky launch`` from the repository root."""
+    """The task document, for ``sky launch`` from the repository root. Config values reach
+    the scripts as ``envs``, never pasted into them."""
     python = ctx.gpu_job.python if ctx.gpu_job else ctx.ci.python
     mounts: dict[str, Any] = {"~/wheelhouse": "./wheelhouse"}
     if ctx.ci.skypilot_bucket:
         mounts[_BUCKET_MOUNT] = {"name": ctx.ci.skypilot_bucket, "mode": "MOUNT"}
+    variables = ctx.variables()
     return {
         "name": _CLUSTER,
         "resources": {
@@ -61,7 +64,8 @@ def skypilot_task(ctx: CiContext) -> dict[str, Any]:
         },
         "workdir": ".",
         "file_mounts": mounts,
-        "setup": _setup(ctx, python),
+        "envs": {k: variables[k] for k in ("PROJECT", "PINNED_CUSHIP")},
+        "setup": _setup(python),
         "run": _run(ctx),
     }
 

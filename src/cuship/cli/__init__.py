@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import click
 
-from cuship import __version__
+from cuship.version import __version__
 
 __all__ = ["main"]
 
@@ -98,8 +98,26 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
+def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``cuship --version``: the version, then where this cuship came from (PEP 610)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from cuship.provenance.direct_url import this_cuship
+
+    source = this_cuship()
+    click.echo(f"cuship {__version__}\nfrom {source.whence()}\npackage: {source.location}")
+    ctx.exit()
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="cuship")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_version,
+    help="Show the version and where this cuship was installed from, and exit.",
+)
 def cli() -> None:
     """cuship: take a CUDA Python package from source to a `pip install` that just works."""
 

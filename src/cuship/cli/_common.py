@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from cuship import __version__
 from cuship.cli._console import Console
 from cuship.errors import INTERNAL_ERROR, INTERRUPTED, CushipError
+from cuship.version import __version__
 
 if TYPE_CHECKING:
     from cuship.config import Config

@@ -71,11 +71,11 @@ def _render(console: Any, report: Any) -> None:
 
 
 def _request(path: Path, options: dict[str, Any]) -> Any:
-    from cuship.bench.request import bench_request
+    from cuship.bench.request import BenchFlags, bench_request
 
     left_out = ("as_json", "export")
     chosen = {k: v for k, v in options.items() if k not in left_out}
-    return bench_request(path, **{**chosen, "burn_in": bool(options["burn_in"])})
+    return bench_request(path, BenchFlags(**{**chosen, "burn_in": bool(options["burn_in"])}))
 
 
 _pos = click.FloatRange(min=0, min_open=True)

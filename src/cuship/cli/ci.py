@@ -32,6 +32,15 @@ def command() -> None:
     default=None,
     help="Repository root to write into. Default: the project directory.",
 )
+@click.option(
+    "--cuship",
+    "cuship",
+    multiple=True,
+    metavar="REQUIREMENT",
+    help="What the jobs install cuship with (repeatable, one requirement each), e.g. "
+    "'cuship[all]==0.1.0'. Default: [ci] cuship, else the cuship running this (its PEP 610 "
+    "record: an index version or a VCS commit); a local or editable cuship needs one of these.",
+)
 @click.option("--force", is_flag=True, help="Overwrite files that exist.")
 @click.option("--print", "to_stdout", is_flag=True, help="Print the files; write nothing.")
 @json_option
@@ -39,6 +48,7 @@ def init(
     path: Path,
     providers: tuple[str, ...],
     out_dir: Path | None,
+    cuship: tuple[str, ...],
     force: bool,
     to_stdout: bool,
     as_json: bool,
@@ -47,6 +57,7 @@ def init(
     from cuship.ci import plan_ci, write_ci
     from cuship.compat import load
     from cuship.config import load_config
+    from cuship.config.ci import check_requirement
 
     console = make_console()
     plan = plan_ci(
@@ -54,6 +65,7 @@ def init(
         load(),
         providers or ("github",),  # type: ignore[arg-type]  # click.Choice above
         out_dir=out_dir,
+        cuship=[check_requirement(r, "--cuship") for r in cuship],
     )
     if to_stdout:
         for file in plan.files:

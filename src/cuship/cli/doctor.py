@@ -8,7 +8,7 @@ import click
 
 from cuship.cli._common import exit_with, json_option, make_console
 from cuship.doctor import DoctorReport, GpuRun, Machine, PackageReport, diagnose
-from cuship.wheel.ptx import reach_lines
+from cuship.judge.ptx import reach_lines
 
 
 @click.command("doctor")

@@ -38,8 +38,8 @@ def command(
     store: Path | None,
 ) -> None:
     """Show the runs recorded in the results store of the project at PATH."""
+    from cuship.check.report.history import render_history
     from cuship.store.read import load_runs, store_for
-    from cuship.store.report import render_history
 
     console = make_console()
     since = time.time() - since_hours * 3600 if since_hours is not None else None

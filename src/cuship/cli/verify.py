@@ -11,8 +11,8 @@ import click
 from cuship.cli._common import exit_with, json_option, make_console
 from cuship.cli._console import Console
 from cuship.errors import NothingToDo
+from cuship.judge.verify import VerifyResult, verify
 from cuship.wheel.audit import inspect_path
-from cuship.wheel.verify import VerifyResult, verify
 
 
 @click.command("verify")

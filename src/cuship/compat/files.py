@@ -1,5 +1,5 @@
 """The data files as dataclasses: what ``data/{cuda,torch,gpus}.toml`` hold, read by the strict
-loader of :mod:`cuship.schema` (their JSON Schemas: :mod:`cuship.schema.data`)."""
+loader of :mod:`cuship.schema` (their JSON Schemas: :mod:`cuship.docs.dataschemas`)."""
 
 from __future__ import annotations
 

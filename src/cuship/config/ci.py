@@ -15,7 +15,7 @@ from cuship.config.values import between
 from cuship.config.values import python_version as _python
 from cuship.schema import field_doc
 
-__all__ = ["CiSection"]
+__all__ = ["CiSection", "check_requirement"]
 
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _ACCELERATOR = re.compile(r"^[A-Za-z0-9-]+(:\d+(\.\d+)?)?$")
@@ -59,6 +59,22 @@ def _requirement(value: str) -> None:
         ) from err
 
 
+def check_requirement(value: str, where: str) -> str:
+    """``value`` when it is one requirement as [ci] cuship takes them; else UsageError (exit 2)
+    naming ``where`` it came from."""
+    from cuship.errors import UsageError
+
+    try:
+        _requirement(value)
+    except ValueError as err:
+        raise UsageError(
+            f"{where} {value!r} is not one requirement: {err}",
+            hint="e.g. --cuship 'cuship[all]==0.1.0' or "
+            "--cuship 'cuship[all] @ git+https://github.com/OWNER/cuship@COMMIT'",
+        ) from err
+    return value
+
+
 def _accelerator(value: str) -> None:
     if not _ACCELERATOR.match(value):
         raise ValueError(f"{value!r} is not a SkyPilot accelerator such as 'H100:1'")
@@ -89,8 +105,11 @@ class CiSection:
         validate=_python,
     )
     cuship: tuple[str, ...] = field_doc(
-        "How CI installs cuship: a list of requirements (or URLs), one per item.",
-        default=("cuship[all]",),
+        "How CI installs cuship: a list of requirements (or URLs), one per item. Default: the "
+        "cuship that runs `ci init` (from an index: cuship[all]==its version; from a VCS: "
+        "cuship[all] @ git+URL@COMMIT); a local or editable cuship needs this or "
+        "`ci init --cuship`.",
+        default=(),
         validate=_requirement,
     )
     check_install: tuple[str, ...] = field_doc(

@@ -123,9 +123,16 @@ def load_packages(path: Path) -> tuple[Mapping[str, Any], tuple[PackageSpec, ...
             raise ConfigError(str(path), f"packages.{name}", "not a valid package name") from err
         if not isinstance(entry, Mapping):
             raise ConfigError(str(path), f"packages.{name}", f"expected a table, got {entry!r}")
+        if "name" in entry:  # the key is the name: the one that was validated above
+            raise ConfigError(
+                str(path),
+                f"packages.{name}.name",
+                f"{entry['name']!r}: a package's name is its key under packages",
+                hint=f"remove `name:` from packages.{name}, or rename the key",
+            )
         specs.append(
             typed.load(
-                PackageSpec, {"name": name, **entry}, source=str(path), key=f"packages.{name}"
+                PackageSpec, {**entry, "name": name}, source=str(path), key=f"packages.{name}"
             )
         )
     return top.matrix, tuple(specs)

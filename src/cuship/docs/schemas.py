@@ -69,7 +69,7 @@ def _keys(schema: Mapping[str, Any]) -> str:
 def render_documents() -> str:
     """The page of the ``--json`` documents: a section per document, from its published
     schema file."""
-    from cuship.schema import documents
+    from cuship.docs import documents
 
     parts = [
         "# JSON output\n",
@@ -90,7 +90,7 @@ def render_documents() -> str:
 def render() -> str:
     """The page: packages.yml's schema, each data file's, then each ``--json`` document's."""
     from cuship.config import packages_json_schema
-    from cuship.schema.data import data_schemas
+    from cuship.docs.dataschemas import data_schemas
 
     parts = [
         "# Schemas\n",

@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from cuship.judge.model import Check, GlibcVerdict, GpuRun, LibraryNeed, TorchVerdict
 from cuship.judge.offer import Offer
+from cuship.judge.ptx import reach
 from cuship.wheel.audit import ObjectReport
-from cuship.wheel.ptx import reach
 from cuship.wheel.torchabi import TorchPin
 
 # The judge's verdicts under the names doctor's reports have always used.

@@ -76,7 +76,7 @@ def facts(dist: str | None, venv: str | None) -> dict[str, Any]:
     """What the parent needs to know about this interpreter."""
     from packaging import tags
 
-    import cuship
+    from cuship.version import __version__
 
     doc: dict[str, Any] = {
         "executable": sys.executable,
@@ -85,7 +85,7 @@ def facts(dist: str | None, venv: str | None) -> dict[str, Any]:
         "site": _site_dirs(),
         "tags": [str(t) for t in tags.sys_tags()],
         "tools": _tools(),
-        "cuship": cuship.__version__,
+        "cuship": __version__,
         "torch": _torch(),
     }
     if venv is not None:

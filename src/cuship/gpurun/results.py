@@ -214,7 +214,7 @@ class GpuRunReport:
         return "\n".join([head, *lines, tail]) + "\n"
 
     def to_json(self) -> dict[str, Any]:
-        from cuship import __version__
+        from cuship.version import __version__
 
         return {
             "cuship": __version__,

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from cuship import _fs
 from cuship.events import Emit, progress
+from cuship.process import ended
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -289,8 +290,7 @@ def _reap(pid: int, fd: int) -> tuple[bool, object]:
     said = isinstance(outcome, tuple) and len(outcome) == 2 and outcome[0] is ok
     if said and (ok or isinstance(outcome[1], BaseException)):  # type: ignore[index]
         return outcome  # type: ignore[return-value]
-    how = f"was killed by signal {-code}" if code < 0 else f"exited {code}"
-    return False, RuntimeError(f"a forked worker {how} without saying why")
+    return False, RuntimeError(f"a forked worker {ended(code)} without saying why")
 
 
 def deal(sizes: Mapping[str, int], count: int) -> list[list[str]]:

@@ -239,7 +239,7 @@ def scan_describes(describe: Describe | None) -> bool:
 
 def describer_key(describe: Describe) -> str:
     """The cache key of ``describe``'s records, less the wheel's sha256 that ends it."""
-    from cuship import __version__
+    from cuship.version import __version__
 
     return f"{__version__}:{describe.__module__}.{describe.__qualname__}:"
 

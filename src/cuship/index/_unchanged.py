@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuship import __version__
 from cuship.errors import NothingToDo
 from cuship.events import Emit
 from cuship.index._cache import FileStamp, ProjectMark, ScanCache
@@ -49,6 +48,7 @@ from cuship.index.scan import (
     wheel_files,
 )
 from cuship.index.yank import spec_project
+from cuship.version import __version__
 
 __all__ = [
     "Attached",

@@ -26,7 +26,6 @@ from urllib.parse import urlsplit
 
 from packaging.version import Version
 
-from cuship import __version__
 from cuship.errors import UsageError
 from cuship.index._pages import (
     FileLink,
@@ -40,6 +39,7 @@ from cuship.index._row import PROJECT_DEPTH, Row, base_of, file_href
 from cuship.index.attached import ATTESTATION_SUFFIX, AttestationRef
 from cuship.index.scan import IndexedWheel
 from cuship.index.yank import yank_reason
+from cuship.version import __version__
 from cuship.wheel.variant import dumps, merged, split_variant, variants_json_name
 
 __all__ = [

@@ -10,6 +10,7 @@ of the source tree. :mod:`cuship.project.declared` imports the declaration modul
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 from cuship.config import BenchSection, CheckSection, has_config, load_config
 from cuship.errors import ConfigError, NothingToDo, UsageError
 from cuship.provenance import project_packages
+from cuship.store import store_path
 
 if TYPE_CHECKING:
     from cuship.provenance.installed import InstalledDist
@@ -33,7 +35,8 @@ _EXAMPLE = {
 
 @dataclass(frozen=True, kw_only=True)
 class Located(Generic[Section]):
-    """What check and bench need to know of a project before importing any of its code."""
+    """What check and bench need to know of a project before importing any of its code: the
+    one shape of a located project (``CheckProject`` and ``BenchProject`` are this type)."""
 
     root: Path
     name: str
@@ -42,6 +45,10 @@ class Located(Generic[Section]):
     pythonpath: tuple[Path, ...]
     packages: tuple[str, ...] = ()  # top-level packages whose provenance a run records
     installed: InstalledDist | None = None  # --installed: the distribution the code must import
+
+    def store_path(self, environ: Mapping[str, str]) -> Path:
+        """The results store: ``CUSHIP_STORE``, else the section's ``store`` under the project."""
+        return store_path(self.root, self.config.store, environ)
 
 
 def _paths(root: Path, entries: tuple[str, ...]) -> tuple[Path, ...]:

@@ -35,7 +35,6 @@ compiling, ``CUSHIP_PREBUILT_INDEX`` replaces the index.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 import re
@@ -50,8 +49,8 @@ from typing import Any, Literal
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import parse_wheel_filename
 
-import cuship
 from cuship import settings
+from cuship._fs import sha256_file
 from cuship.errors import CheckFailed, InputError, ToolMissing, UsageError
 from cuship.events import Emit, Event, Level, discard
 from cuship.resolve.decide import (
@@ -67,6 +66,7 @@ from cuship.resolve.http import DEFAULT_OPTIONS, FetchOptions
 from cuship.resolve.provenance import FILENAME, Handover, add_to_wheel
 from cuship.resolve.settings import PrebuiltConfig, read_config
 from cuship.resolve.stash import STASH, Choice, Stash, stash_for
+from cuship.version import __version__
 from cuship.wheel.write.retag import strip_label
 
 __all__ = ["STASH", "Decision", "Prebuilt", "decide", "load_backend", "prebuilt_candidate"]
@@ -101,14 +101,6 @@ def unmet(requirements: Iterable[str]) -> list[str]:
         if not req.specifier.contains(version, prereleases=True):
             missing.append(text)
     return missing
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -284,13 +276,13 @@ class Prebuilt:
             url=candidate.url,
             index=decision.index,
             label=label,
-            cuship=cuship.__version__,
+            cuship=__version__,
         )
         final = add_to_wheel(path, provenance, out_dir=into)
         shutil.rmtree(into / "download", ignore_errors=True)
         shutil.rmtree(into / "public", ignore_errors=True)
         self._say(f"handing over {final.name} (its provenance in .dist-info/{FILENAME})")
-        return Choice(provenance=provenance, wheel=final.name, wheel_sha256=_sha256(final))
+        return Choice(provenance=provenance, wheel=final.name, wheel_sha256=sha256_file(final))
 
     def _source_choice(self, config: PrebuiltConfig, decision: Decision) -> Choice:
         why = decision.why
@@ -304,7 +296,7 @@ class Prebuilt:
             why=why,
             index=decision.index,
             backend=config.backend,
-            cuship=cuship.__version__,
+            cuship=__version__,
         )
         return Choice(provenance=provenance)
 
@@ -346,7 +338,7 @@ class Prebuilt:
         if choice.wheel is None:
             return None
         wheel = stash.dir / choice.wheel
-        if _sha256(wheel) != choice.wheel_sha256:
+        if sha256_file(wheel) != choice.wheel_sha256:
             raise CheckFailed(
                 f"{str(wheel)!r} changed after cuship.backend verified it; refusing it",
                 hint="something else writes into the build directory; rerun the install",
@@ -389,7 +381,7 @@ class Prebuilt:
         provenance = replace(choice.provenance, version=str(parse_wheel_filename(name)[1]))
         final = add_to_wheel(out / name, provenance, out_dir=stash.dir)
         shutil.rmtree(out, ignore_errors=True)
-        stash.save(replace(choice, wheel=final.name, wheel_sha256=_sha256(final)))
+        stash.save(replace(choice, wheel=final.name, wheel_sha256=sha256_file(final)))
         return final
 
     def build_wheel(

@@ -20,10 +20,11 @@ from typing import IO, Any, TypeVar
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from cuship import __version__, _json, settings
+from cuship import _json, settings
 from cuship._format import size_text
 from cuship.errors import InputError, UsageError
 from cuship.events import Emit, Event, discard
+from cuship.version import __version__
 
 __all__ = [
     "DEFAULT_OPTIONS",

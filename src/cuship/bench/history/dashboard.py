@@ -18,7 +18,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from cuship import __version__
 from cuship.bench.history._plot import (
     format_clock,
     format_hot,
@@ -32,6 +31,7 @@ from cuship.bench.history.changepoints import History, Step, histories, machine_
 from cuship.errors import UsageError
 from cuship.events import Emit, Event, discard
 from cuship.store.read import BenchRun
+from cuship.version import __version__
 
 __all__ = ["MARKER", "bench_page_name", "build_site", "write_site"]
 

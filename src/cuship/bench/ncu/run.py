@@ -36,6 +36,7 @@ from cuship.bench.registry import Point
 from cuship.bench.results import PointResult
 from cuship.errors import TimedOut, ToolMissing, UsageError
 from cuship.events import Emit, Event, discard, progress
+from cuship.version import IMPORT_ROOT
 
 __all__ = [
     "NCU_TIMEOUT",
@@ -131,9 +132,7 @@ def worker_command(python: str, spec: Mapping[str, object]) -> tuple[str, ...]:
     """``python -c BOOT SPEC``: the worker, with this cuship appended to the END of ``sys.path``
     (never on ``PYTHONPATH``, which goes before site-packages and could shadow the installed
     build the run is about); an importable cuship earlier on the path is used first."""
-    import cuship
-
-    home = str(Path(cuship.__file__).resolve().parents[1])
+    home = str(IMPORT_ROOT)
     boot = (
         f"import sys; sys.path.append({home!r}); "
         "from cuship.bench.ncu._worker import main; sys.exit(main(sys.argv[1:]))"

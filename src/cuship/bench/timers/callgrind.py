@@ -19,6 +19,7 @@ from cuship.bench.registry import Point
 from cuship.bench.timers.measure import Measurement
 from cuship.errors import ToolMissing
 from cuship.tools import find_tool
+from cuship.version import IMPORT_ROOT
 
 __all__ = ["find_valgrind", "instructions_per_call", "parse_totals"]
 
@@ -63,9 +64,7 @@ def instructions_per_call(
 ) -> Measurement:
     """Instructions one call of ``point`` executes (seed 0), as a one-sample measurement."""
     valgrind = find_valgrind(environ)
-    import cuship
-
-    paths = [str(p) for p in pythonpath] + [str(Path(cuship.__file__).resolve().parents[1])]
+    paths = [str(p) for p in pythonpath] + [str(IMPORT_ROOT)]
     if environ.get("PYTHONPATH"):
         paths.append(environ["PYTHONPATH"])
     env = {**environ, "PYTHONPATH": os.pathsep.join(paths), "PYTHONHASHSEED": "0"}

@@ -136,8 +136,8 @@ def finish_wheel(
     """
     import time
 
+    from cuship.judge.verify import verify
     from cuship.wheel.audit import inspect_wheel
-    from cuship.wheel.verify import verify
     from cuship.wheel.write.repair import repair
     from cuship.wheel.write.retag import retag
 

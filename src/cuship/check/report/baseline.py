@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuship import __version__
 from cuship._fs import write_json
 from cuship.check.report.results import CheckReport, GroupResult, Regression, json_number
 from cuship.errors import InputError, UsageError
+from cuship.version import __version__
 
 __all__ = [
     "FORMAT_VERSION",

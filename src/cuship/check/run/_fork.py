@@ -20,6 +20,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, NoReturn
 
+from cuship.process import ended
+
 __all__ = ["EXIT_LINE", "adopt", "blocker", "child"]
 
 # The line the worker appends to a forked child's log when it reaps it: "<EXIT_LINE> how".
@@ -49,10 +51,7 @@ def blocker(*, sanitized: bool) -> str | None:
 
 
 def _how(status: int) -> str:
-    code = os.waitstatus_to_exitcode(status)
-    if code < 0:
-        return f"killed by {signal.Signals(-code).name}"
-    return f"exited with status {code}"
+    return ended(os.waitstatus_to_exitcode(status))
 
 
 def _reap(signum: int, frame: FrameType | None) -> None:

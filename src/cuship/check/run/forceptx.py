@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuship.errors import InputError, ToolMissing
+from cuship.judge.ptx import jit_arch
 from cuship.provenance import Provenance
 from cuship.wheel.audit import ObjectReport, scan_object, sm_key
-from cuship.wheel.ptx import jit_arch
 
 __all__ = [
     "FORCED_ENGINES",

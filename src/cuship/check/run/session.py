@@ -303,9 +303,9 @@ def _require_gpu(environ: Mapping[str, str]) -> None:
 
 def record(report: CheckReport, path: Path, *, project: str, environ: Mapping[str, str]) -> int:
     """Store a check run (one result row per op/engine/dtype) in the results store at ``path``."""
-    from cuship import __version__
     from cuship.machine import fingerprint
     from cuship.store import ResultRow, RunRecord, Store
+    from cuship.version import __version__
 
     run = RunRecord(
         kind="check",

@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import select
-import signal
 import sys
 import tempfile
 import time
@@ -15,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import cuship
 from cuship import process
+from cuship.process import ended
+from cuship.version import IMPORT_ROOT
 
 __all__ = ["Worker", "WorkerDied", "WorkerSetup", "stderr_section", "worker_argv"]
 
@@ -72,7 +72,7 @@ class WorkerDied(Exception):
 
 
 def _package_root() -> str:
-    return str(Path(cuship.__file__).resolve().parents[1])
+    return str(IMPORT_ROOT)
 
 
 class Worker:
@@ -180,11 +180,7 @@ class Worker:
         except TimeoutError:
             self.kill()
             code = self.proc.wait()
-        if code < 0:
-            how = f"killed by {signal.Signals(-code).name}"
-        else:
-            how = f"exited with status {code}"
-        return f"worker process {how} while {what}" + self._stderr_tail()
+        return f"worker process {ended(code)} while {what}" + self._stderr_tail()
 
     def _stderr_tail(self) -> str:
         try:

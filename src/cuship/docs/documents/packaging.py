@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import get_args
 
 from cuship.attest.run import PredicateKind
-from cuship.schema.documents._parts import Schema, array, closed, enum, maybe, of
+from cuship.docs.documents._parts import Schema, array, closed, enum, maybe, of
 from cuship.store import RunKind
 
 __all__ = ["DOCUMENTS", "index_summary"]

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from cuship.schema.documents._judge import check, cuda_libraries, nullable
-from cuship.schema.documents._parts import Schema, array, closed, maybe, of
+from cuship.docs.documents._judge import check, cuda_libraries, nullable
+from cuship.docs.documents._parts import Schema, array, closed, maybe, of
 
 __all__ = ["install_schema", "resolve_schema"]
 

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from cuship.schema.documents._parts import Schema, array, closed, enum, maybe, of
+from cuship.docs.documents._parts import Schema, array, closed, enum, maybe, of
 from cuship.wheel.audit import ROLES
 from cuship.wheel.torchabi import TORCH_ABIS
 

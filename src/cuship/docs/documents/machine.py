@@ -12,11 +12,11 @@ from __future__ import annotations
 import dataclasses
 
 from cuship.compat import CudaToolkit, GpuModel, TorchRelease
-from cuship.schema.documents._doctor import doctor_schema
-from cuship.schema.documents._judge import nullable, ptx_reach
-from cuship.schema.documents._parts import Schema, array, closed, enum, maybe, of
-from cuship.schema.documents._resolve import install_schema, resolve_schema
-from cuship.schema.documents._wheel import shared_object, wheel_report
+from cuship.docs.documents._doctor import doctor_schema
+from cuship.docs.documents._judge import nullable, ptx_reach
+from cuship.docs.documents._parts import Schema, array, closed, enum, maybe, of
+from cuship.docs.documents._resolve import install_schema, resolve_schema
+from cuship.docs.documents._wheel import shared_object, wheel_report
 
 __all__ = [
     "DOCUMENTS",

@@ -13,8 +13,8 @@ from cuship.bench.results import FORMAT, Status
 from cuship.bench.stats import Verdict
 from cuship.bench.timers.hot import HotMethod
 from cuship.bench.timers.measure import StopReason
-from cuship.schema.documents._parts import Schema, array, closed, enum, maybe, of
-from cuship.schema.documents.check import provenance
+from cuship.docs.documents._parts import Schema, array, closed, enum, maybe, of
+from cuship.docs.documents.check import provenance
 
 __all__ = ["DOCUMENTS", "bench_schema", "burn_in_schema", "history_schema"]
 

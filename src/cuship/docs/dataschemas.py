@@ -1,4 +1,4 @@
-"""The JSON Schemas of the shipped data files (``<name>.schema.json`` beside this module), made
+"""The JSON Schemas of the shipped data files (``<name>.schema.json`` in ``cuship/schema/``), made
 from the dataclasses the strict loader reads them into; a unit test keeps the published ones
 current."""
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from cuship import schema
 from cuship._fs import write_json
+from cuship.compat.actions import ActionsFile
 from cuship.compat.files import CudaFile, GpusFile, TorchFile
 from cuship.toolkit.catalog import ToolkitsFile
 from cuship.wheel.cudalibs import CudaLibsFile
@@ -22,6 +23,7 @@ FILES: dict[str, type] = {
     "gpus": GpusFile,
     "cuda_libs": CudaLibsFile,
     "toolkits": ToolkitsFile,
+    "actions": ActionsFile,
 }
 
 
@@ -37,7 +39,7 @@ def data_schemas() -> dict[str, dict[str, Any]]:
     return out
 
 
-def write_schemas(directory: Path = Path(__file__).parent) -> None:
+def write_schemas(directory: Path = Path(__file__).parents[1] / "schema") -> None:
     """Write :func:`data_schemas` into ``directory`` (by default beside this module)."""
     for name, doc in data_schemas().items():
         write_json(directory / name, doc)

@@ -10,9 +10,9 @@ from packaging.version import InvalidVersion, Version
 
 from cuship.arch import ArchTarget, parse_arch_list
 from cuship.errors import UsageError
+from cuship.judge.ptx import PtxReach, reach, reach_lines
 from cuship.wheel.audit import ObjectReport, WheelReport, sm_key
 from cuship.wheel.manylinux import floor_problem, parse_floor
-from cuship.wheel.ptx import PtxReach, reach, reach_lines
 from cuship.wheel.torchabi import TorchAbi, TorchPin
 
 __all__ = ["VerifyResult", "satisfies", "verify"]

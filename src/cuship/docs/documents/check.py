@@ -9,8 +9,8 @@ from typing import get_args
 from cuship.check.report.results import Status, Verdict
 from cuship.check.sanitize.results import SanitizedStatus
 from cuship.check.sanitize.tools import TOOLS
+from cuship.docs.documents._parts import Schema, array, closed, enum, maybe, of
 from cuship.provenance import Origin
-from cuship.schema.documents._parts import Schema, array, closed, enum, maybe, of
 
 __all__ = ["DOCUMENTS", "check_report", "check_schema", "provenance"]
 

@@ -9,10 +9,10 @@ from typing import get_args
 from cuship.builder.host.interpreters import Source
 from cuship.builder.run.batch import Status
 from cuship.builder.run.smoke import SmokeEnv
-from cuship.schema.documents._parts import Schema, array, closed, enum, maybe, of
-from cuship.schema.documents._wheel import wheel_report
-from cuship.schema.documents.check import check_report
-from cuship.schema.documents.packaging import index_summary
+from cuship.docs.documents._parts import Schema, array, closed, enum, maybe, of
+from cuship.docs.documents._wheel import wheel_report
+from cuship.docs.documents.check import check_report
+from cuship.docs.documents.packaging import index_summary
 
 __all__ = ["DOCUMENTS", "build_schema", "ship_schema"]
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import get_args
 
-from cuship.doctor.model import Area, Runs
-from cuship.schema.documents._judge import (
+from cuship.docs.documents._judge import (
     check,
     cuda_libraries,
     nullable,
     ptx_reach,
     torch_build,
 )
-from cuship.schema.documents._parts import Schema, array, closed, enum, of
+from cuship.docs.documents._parts import Schema, array, closed, enum, of
+from cuship.doctor.model import Area, Runs
 from cuship.wheel.torchabi import TORCH_ABIS
 
 __all__ = ["doctor_schema"]

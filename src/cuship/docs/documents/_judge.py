@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import get_args
 
+from cuship.docs.documents._parts import Schema, closed, enum, maybe, of
 from cuship.judge.model import Area, Status
-from cuship.schema.documents._parts import Schema, closed, enum, maybe, of
-from cuship.wheel.ptx import Rule
+from cuship.judge.ptx import Rule
 
 __all__ = ["check", "cuda_libraries", "nullable", "ptx_reach", "torch_build"]
 

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from cuship.docs.documents._parts import Schema, array, closed, enum, maybe, of
 from cuship.gpurun.results import PRECEDENCE, VERDICTS
-from cuship.schema.documents._parts import Schema, array, closed, enum, maybe, of
 
 __all__ = ["DOCUMENTS", "gpu_run_schema"]
 

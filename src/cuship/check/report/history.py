@@ -1,4 +1,5 @@
-"""Stored runs as ``cuship report`` prints them: text, JSON or JUnit; a check run as its report."""
+"""Stored runs as ``cuship report`` prints them: text, JSON or JUnit; a stored check run as the
+report it was (the store keeps rows; what they mean as a check is check's to say)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The JSON Schemas of the documents cuship's commands print with ``--json`` (``cuship check
---format json`` for check), published as ``<command>-json.schema.json`` in ``cuship/schema/``.
+--format json`` for check), published as ``<command>-json.schema.json`` in ``cuship/schema/`` (data any layer can read;
+this generator sits beside the docs, the one code that renders them).
 
 Each module of this package describes a family of commands and names its documents in
 ``DOCUMENTS`` (file stem → the command line that prints it, the function that makes its
@@ -15,12 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cuship._fs import write_json
-from cuship.schema.documents import bench, build, check, gpu_run, machine, packaging
-from cuship.schema.documents._parts import DRAFT, Schema
+from cuship.docs.documents import bench, build, check, gpu_run, machine, packaging
+from cuship.docs.documents._parts import DRAFT, Schema
 
 __all__ = ["SCHEMA_DIR", "Schema", "document_schemas", "schema_file", "write_schemas"]
 
-SCHEMA_DIR = Path(__file__).parent.parent  # cuship/schema/, where the files are published
+SCHEMA_DIR = Path(__file__).parents[2] / "schema"  # cuship/schema/, where the files are published
 _FAMILIES: tuple[dict[str, tuple[str, Callable[[], Schema]]], ...] = (
     build.DOCUMENTS,
     check.DOCUMENTS,
