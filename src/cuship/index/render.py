@@ -22,9 +22,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii as _string
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
-
-from packaging.version import Version
 
 from cuship.errors import UsageError
 from cuship.index._pages import (
@@ -41,6 +40,9 @@ from cuship.index.scan import IndexedWheel
 from cuship.index.yank import yank_reason
 from cuship.version import __version__
 from cuship.wheel.variant import dumps, merged, split_variant, variants_json_name
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 __all__ = [
     "MANIFEST",
@@ -155,6 +157,8 @@ def _subset(rows: Sequence[Row], label: str) -> list[Row]:
 
 @functools.lru_cache(maxsize=65536)
 def _version(text: str) -> Version:
+    from packaging.version import Version  # here: a run that renders no page parses none
+
     return Version(text)
 
 

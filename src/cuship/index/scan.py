@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Union, cast
 
-from packaging.version import InvalidVersion, Version
-
 from cuship._format import size_text
 from cuship._fs import (
     NotRegular,
@@ -64,6 +62,7 @@ from cuship.wheel.variant import split_variant
 
 if TYPE_CHECKING:
     from packaging.utils import NormalizedName
+    from packaging.version import Version
 
 __all__ = [
     "CachedFile",
@@ -461,6 +460,8 @@ def _parse_filename(filename: str, path: Path | str) -> _Name:
         if not _VARIANT_LABEL.fullmatch(label):
             raise _Skip(Path(path), f"invalid variant label {label!r} (lower case [0-9a-z_.])")
         filename = plain
+    from packaging.version import InvalidVersion  # here: an unchanged rerun parses no name
+
     stem = filename[:-4]
     if filename.endswith(".whl") and stem.count("-") == 4:
         name_part, version_part, tag_part = stem.split("-", 2)
@@ -489,6 +490,8 @@ def _project_part(name_part: str) -> NormalizedName | None:
 
 @functools.lru_cache(maxsize=65536)
 def _version_part(version_part: str) -> tuple[Version, str, str | None]:
+    from packaging.version import Version
+
     version = Version(version_part)
     return version, str(version), version.local
 
@@ -873,6 +876,8 @@ def _check_metadata(
         if key == "requires-dist" and requires_dist is not None:
             requires_dist.append(value)
     meta_name, meta_version = fields.get("name", ""), fields.get("version", "")
+    from packaging.version import InvalidVersion, Version
+
     try:
         # The filename's own spelling first: it is how METADATA says it, nearly always.
         filename = where.rpartition("/")[2]

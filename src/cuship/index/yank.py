@@ -14,8 +14,6 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from cuship.errors import InputError, UsageError
 from cuship.wheel.read.filename import canonical_name
 
@@ -39,6 +37,8 @@ def _key(spec: str, source: str) -> str:
             f"{source}: cannot read yank entry {spec!r}",
             hint="write a wheel filename or NAME==VERSION, then optionally a reason",
         )
+    from packaging.version import InvalidVersion, Version  # here: most runs yank nothing
+
     try:
         parsed = Version(version.strip())
     except InvalidVersion as err:
