@@ -145,7 +145,8 @@ def parse_gpus_override(text: str, var: str = settings.GPUS) -> tuple[Gpu, ...]:
             raise UsageError(
                 f"{var}: {entry!r} has compute capability {cc!r}", hint="write it as 9.0"
             )
-        known = _known_gpu(name)
+        # the compatibility data (a few TOML files) only for what the entry does not say
+        known = _known_gpu(name) if cc is None or not mem_text else None
         if cc is None:
             if known is None:
                 raise UsageError(
