@@ -24,9 +24,9 @@ import shlex
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import IO, Any
 
+from cuship._record import frozen
 from cuship.errors import CannotStart, CheckFailed, TimedOut
 
 __all__ = ["DEVNULL", "PIPE", "Child", "Result", "ended", "run", "start", "tail"]
@@ -54,7 +54,7 @@ def tail(text: str, lines: int = 15) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Result:
     """A finished process: its exit code and captured output (empty when not captured)."""
 

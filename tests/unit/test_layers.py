@@ -63,6 +63,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_format",
                 "_fs",
                 "_json",
+                "_record",
                 "errors",
                 "events",
                 "process",

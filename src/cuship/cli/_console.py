@@ -73,9 +73,7 @@ class Console:
 
             # emoji=False: cuship writes no :emoji: codes, and looking for them in every
             # string printed loads rich's table of 3,600 names (11 M instructions)
-            self._rich_out = RichConsole(
-                file=self._out, width=self._width(self._out), emoji=False
-            )
+            self._rich_out = RichConsole(file=self._out, width=self._width(self._out), emoji=False)
         return self._rich_out
 
     @property

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 from cuship import _json
 from cuship import schema as typed
+from cuship._record import frozen
 from cuship.config import files, values
 from cuship.config.ci import CiSection
 from cuship.config.packages import PackageSpec, load_packages, packages_schema
@@ -45,7 +46,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class ProjectSection:
     """The package being built; defaults come from pyproject.toml's [project]."""
 
@@ -57,7 +58,7 @@ class ProjectSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class MatrixRule:
     """One include/exclude rule; a key left out matches everything. Versions match by prefix
     (``cuda = "13"`` matches 13.0.2) or shell-style patterns (``torch = "2.*"``)."""
@@ -70,7 +71,7 @@ class MatrixRule:
     platform: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class MatrixSection:
     """The build matrix: every combination of these, pruned by compatibility data."""
 
@@ -127,7 +128,7 @@ class MatrixSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class LabelSection:
     """The local version label each wheel carries, e.g. ``+cu128torch2.8``."""
 
@@ -141,7 +142,7 @@ class LabelSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class VariantsSection:
     """Wheel variants (PEP 825): beside each labelled wheel its variant twin, whose NVIDIA
     properties are read from its binaries, and one plain wheel per Python tag for pip and for
@@ -170,7 +171,7 @@ class VariantsSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class BuildSection:
     """How wheels are built."""
 
@@ -273,7 +274,7 @@ _MAX_CASES = 100_000  # random-shape cases per op and dtype
 _MAX_SAMPLES = 10_000_000  # benchmark samples, seeds, repeats
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class CheckOpSection:
     """Per-op additions and overrides: ``[check.ops.<name>]``."""
 
@@ -293,7 +294,7 @@ class CheckOpSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class CheckModeSection:
     """What ``--quick`` runs: ``[check.quick]``."""
 
@@ -305,7 +306,7 @@ class CheckModeSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class CheckSection:
     """Kernel checks (``cuship check``); the thorough mode's counts live here."""
 
@@ -364,7 +365,7 @@ class CheckSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class BenchCaseSection:
     """Per-case overrides: ``[bench.cases.<case name or key>]``."""
 
@@ -378,7 +379,7 @@ class BenchCaseSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class BenchSection:
     """Benchmarks (``cuship bench``): where cases live, the stopping rule, gates and floors."""
 
@@ -455,7 +456,7 @@ class BenchSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class _ConfigFile:
     """cuship.toml (or [tool.cuship] in pyproject.toml)."""
 
@@ -471,7 +472,7 @@ class _ConfigFile:
     bench: BenchSection = field_doc("Benchmarks.", default_factory=BenchSection)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Config:
     """Everything cuship read from a project's configuration."""
 

@@ -6,11 +6,12 @@ with no ``[project]`` table, its name and version where they are written plainly
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import InvalidName, canonicalize_name
 from packaging.version import InvalidVersion, Version
+
+from cuship._record import frozen
 
 __all__ = ["FORCE_SWITCH", "BuildScript", "read_build_script", "read_text"]
 
@@ -35,7 +36,7 @@ def read_text(path: Path, limit: int = _LIMIT) -> str:
         return ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class BuildScript:
     """What setup.py (or CMakeLists.txt) says, as far as reading it tells."""
 

@@ -9,12 +9,12 @@ import json
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import chain
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from cuship._record import frozen
 from cuship.errors import CheckFailed, InputError
 from cuship.events import Emit, Event
 from cuship.index._cache import FileStamp, ScanCache, record_text
@@ -56,7 +56,7 @@ _LINK_REFUSED = frozenset({errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOENT,
 _NAMED = 5  # bad wheels named in the error; the rest are in the warnings
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Options:
     base_url: str | None
     describe: Describe | None
@@ -78,7 +78,7 @@ class Options:
         return row if yanked == row.yanked else dataclasses.replace(row, yanked=yanked)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class IndexSummary:
     """What :func:`~cuship.index.write` did. ``rewritten``: projects an update rewrote (None
     when the whole tree was rendered)."""
@@ -159,7 +159,7 @@ class Listed(Mapping[str, ProjectEntry]):
         return len(self.raw)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class SiteState:
     """An index's own manifest (schema 2): its projects, their labels and wheel counts, the
     labels and wheels of them all, and the manifest's bytes as read."""

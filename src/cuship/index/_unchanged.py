@@ -27,12 +27,12 @@ import stat
 import struct
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import chain, groupby, starmap
 from operator import attrgetter, itemgetter, methodcaller
 from pathlib import Path
 from typing import NamedTuple
 
+from cuship._record import frozen
 from cuship.errors import NothingToDo
 from cuship.events import Emit
 from cuship.index._cache import FileStamp, ProjectMark, ScanCache
@@ -160,7 +160,7 @@ def _attestations_in(folder: str) -> frozenset[str] | None:
     return frozenset(n for n in names if n.endswith(ATTESTATION_SUFFIX))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Quiet:
     """The projects an update leaves as they are, and the cache keys of their wheels."""
 
@@ -175,7 +175,7 @@ class Quiet:
         return [plan for plan in plans if not isinstance(plan, NewFile) or plan.key not in keys]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Site:
     """What the check needs of the site: where it is, the projects its manifest lists with
     their marks, the projects that must render whatever their marks say."""
@@ -415,7 +415,7 @@ def _mark(
     return ProjectMark(inputs_digest(project, context(project), inputs), manifest)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Given:
     """What an update was given, scanned: the usable wheels (ready and scanned), those
     scanned, the files skipped, the projects left as they are, the attestations beside, the

@@ -20,11 +20,11 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii as _string
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from cuship._record import frozen
 from cuship.errors import UsageError
 from cuship.index._pages import (
     FileLink,
@@ -398,7 +398,7 @@ def root_tree(entries: Mapping[str, ProjectEntry], base_url: str | None) -> dict
     return {**root_pages(entries), MANIFEST: index_manifest(entries, base_url)}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(kw_only=False)
 class ProjectEntry:
     """What the index's manifest says of one project."""
 

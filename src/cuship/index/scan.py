@@ -18,7 +18,7 @@ import stat
 import zipfile
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Union, cast
 
@@ -31,6 +31,7 @@ from cuship._fs import (
     regular_problem,
     sha256_file,
 )
+from cuship._record import frozen
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, FileStamp, ScanCache
@@ -92,7 +93,7 @@ _ATTACHED = ".whl.intoto.jsonl"
 _VARIANT_LABEL = re.compile(r"[0-9a-z_.]+")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class IndexedWheel:
     """One wheel as the index sees it."""
 
@@ -112,7 +113,7 @@ class IndexedWheel:
     described: Mapping[str, object] | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Skipped:
     """A file that was given but not indexed, and why.
 

@@ -29,11 +29,11 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
 from cuship import _fs
+from cuship._record import frozen
 from cuship.errors import InputError
 from cuship.events import Emit
 from cuship.index._cache import ScanCache
@@ -284,7 +284,7 @@ def _rewrite_project(
     return True
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class _Plan:
     """One project this run touches: its rows before and after."""
 

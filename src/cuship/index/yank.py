@@ -11,9 +11,9 @@ lifted) before anything is read or written.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from cuship._record import frozen
 from cuship.errors import InputError, UsageError
 from cuship.wheel.read.filename import canonical_name
 
@@ -114,7 +114,7 @@ def kept_yank(
     return stored
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class IndexRequest:
     """The inputs of :func:`~cuship.index.write`: files and directories given, normalised yank
     entries (spec → reason), the entries whose yank is lifted, and whether to keep what the

@@ -3,8 +3,9 @@ the facts behind them (how each GPU runs the code, where each library comes from
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from cuship._record import frozen
 
 __all__ = [
     "Area",
@@ -25,7 +26,7 @@ Runs = Literal["sass", "ptx", "none"]
 Coverage = Literal["sass", "ptx", "none", "cpu", "no-gpu", "unknown"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Check:
     """One check: ``pass``; ``fail`` (``message`` says what fails, ``fix`` what fixes it);
     ``partial`` (it works, with the caveat in ``message``); ``unchecked`` (it could not run)."""
@@ -39,7 +40,7 @@ class Check:
         return {"area": self.area, "status": self.status, "message": self.message, "fix": self.fix}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class GpuRun:
     """How one GPU runs the package's own device code: native SASS, PTX by JIT, or not at all.
     ``objects``: those that need JIT (``ptx``) or have nothing (``none``); ``partial``: its
@@ -63,7 +64,7 @@ class GpuRun:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class LibraryNeed:
     """An NVIDIA library the objects need, where it comes from here, and whether the driver runs
     the CUDA major its SONAME names. ``source`` None: from nowhere (``cannot open shared object
@@ -87,7 +88,7 @@ class LibraryNeed:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class TorchVerdict:
     """The objects' torch needs against the installed torch."""
 
@@ -113,7 +114,7 @@ class TorchVerdict:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class GlibcVerdict:
     """The glibc the wheel's platform tag promises to need against this system's."""
 
@@ -126,7 +127,7 @@ class GlibcVerdict:
         return {"tag": self.tag, "needed": self.needed, "system": self.system, "ok": self.ok}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Judgement:
     """Every check of one wheel on one machine, and the facts behind them."""
 

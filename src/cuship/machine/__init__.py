@@ -24,11 +24,12 @@ import platform
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from cuship import settings
+from cuship._record import frozen
 from cuship.errors import UsageError
 from cuship.machine.libraries import CudaLibraries, cuda_libraries
 from cuship.machine.probe import NvmlFailure, Probe, SystemProbe
@@ -54,7 +55,7 @@ _CC = re.compile(r"^\d{1,2}\.\d$")
 _DRIVER = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Gpu:
     index: int
     name: str
@@ -67,14 +68,14 @@ class Gpu:
         return None if self.memory_mib is None else round(self.memory_mib / 1024, 1)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Toolkit:
     version: str | None
     nvcc: str | None
     cuda_home: str | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class TorchInfo:
     """The installed torch: version, the CUDA it was built for, C++ ABI, build flavour."""
 
@@ -86,7 +87,7 @@ class TorchInfo:
     flavour_from: str | None = None  # where the flavour was read: "torch/version.py", ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Fingerprint:
     gpus: tuple[Gpu, ...]
     gpu_source: str

@@ -9,11 +9,11 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from cuship import process
+from cuship._record import frozen
 from cuship.errors import TimedOut, ToolMissing
 
 __all__ = ["NvmlAnswer", "NvmlFailure", "NvmlGpu", "Probe", "SystemProbe"]
@@ -21,7 +21,7 @@ __all__ = ["NvmlAnswer", "NvmlFailure", "NvmlGpu", "Probe", "SystemProbe"]
 _DRIVER_NODES = ("/dev/nvidiactl", "/dev/dxg", "/proc/driver/nvidia")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class NvmlGpu:
     index: int
     name: str
@@ -30,14 +30,14 @@ class NvmlGpu:
     uuid: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class NvmlAnswer:
     driver_version: str
     cuda_driver: str  # "12.8"
     gpus: tuple[NvmlGpu, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(kw_only=False)
 class NvmlFailure:
     """NVML is installed and a driver node exists, but NVML failed: ``message`` says how."""
 
@@ -53,7 +53,7 @@ class Probe(Protocol):
     def nvml(self) -> NvmlAnswer | NvmlFailure | None: ...
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(kw_only=False)
 class SystemProbe:
     """Answers from this machine."""
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from cuship import _json
+from cuship._record import frozen
 
 __all__ = ["InstallSource", "Kind", "install_source", "parse_direct_url", "this_cuship"]
 
@@ -38,7 +38,7 @@ _KIND_TEXT: Mapping[Kind, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class InstallSource:
     """One distribution's origin: the installer's record and where its package was imported."""
 

@@ -41,7 +41,7 @@ import re
 import shutil
 import zipfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
@@ -51,6 +51,7 @@ from packaging.utils import parse_wheel_filename
 
 from cuship import settings
 from cuship._fs import sha256_file
+from cuship._record import frozen
 from cuship.errors import CheckFailed, InputError, ToolMissing, UsageError
 from cuship.events import Emit, Event, Level, discard
 from cuship.resolve.decide import (
@@ -103,7 +104,7 @@ def unmet(requirements: Iterable[str]) -> list[str]:
     return missing
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Prebuilt:
     """The hook implementations, bound to a project directory, the environment and an emitter.
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple
 
 import packaging
 
 from cuship import process, settings
+from cuship._record import frozen
 from cuship.errors import CannotStart, CheckFailed, NothingToDo, TimedOut, ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.machine import fingerprint
@@ -131,7 +131,7 @@ def download_dir(environ: Mapping[str, str]) -> Path:
     return Path(cache).expanduser() / "cuship" / "wheels"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class InstallPlan:
     """What ``cuship install`` will do: download ``url`` to ``wheel``, then run ``command``
     (unless ``dry_run``: then it only says so)."""

@@ -22,10 +22,10 @@ import json
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from cuship import process, settings
+from cuship._record import frozen
 from cuship.errors import TimedOut, ToolMissing
 
 __all__ = ["TargetEnv", "find_target"]
@@ -41,7 +41,7 @@ _PROBE = (
 _TIMEOUT = 60.0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class TargetEnv:
     """The interpreter a frontend installs for, how it was found, and what it sees."""
 

@@ -7,13 +7,14 @@ import os
 import re
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from packaging.version import Version
 
 from cuship._fs import NotRegular, open_regular, regular_problem
+from cuship._record import frozen
 from cuship.errors import CushipError, InputError
 from cuship.wheel.names import parse_label
 from cuship.wheel.read.members import (
@@ -105,7 +106,7 @@ def _relocatable(entries: Iterable[FatbinEntry]) -> tuple[str, ...]:
     return tuple(_RELOCATABLE_PREFIX[kind] + sm for kind, sm in ordered)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class ObjectReport:
     """One ELF shared object: its device code per kind, compression, and what it links to."""
 
@@ -160,7 +161,7 @@ class ObjectReport:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class WheelReport:
     """A wheel: its name and tags, every shared object in it, and the libraries it bundles."""
 

@@ -26,13 +26,13 @@ import zipfile
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
     import hashlib
 
 from cuship._format import size_text
+from cuship._record import frozen
 from cuship.errors import InputError
 
 __all__ = [
@@ -65,7 +65,7 @@ class UnsafeMember(InputError):
     """A member that cuship does not inflate: too large, too compressed, or outside the root."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class MemberLimits:
     """The most one member may inflate to (bytes), and its largest inflated/compressed ratio."""
 

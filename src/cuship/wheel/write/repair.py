@@ -18,11 +18,11 @@ import re
 import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from cuship import process
 from cuship._fs import file_identity, sha256_file, write_atomic, write_json
+from cuship._record import frozen
 from cuship.errors import CheckFailed, InputError, ToolMissing
 from cuship.events import Emit, Event, discard
 from cuship.tools import find_tool
@@ -36,7 +36,7 @@ _WRITTEN = re.compile(r"Fixed-up wheel written to (?P<path>\S+\.whl)")
 _MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class RepairPlan:
     """The auditwheel command line cuship will run."""
 
@@ -45,7 +45,7 @@ class RepairPlan:
     argv: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class RepairResult:
     """The repaired wheel, its report, and the excluded libraries its extensions link to."""
 

@@ -12,7 +12,6 @@ import os
 import tempfile
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -20,6 +19,7 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from cuship._record import frozen
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.wheel.read.members import (
@@ -49,7 +49,7 @@ _SIGNATURES = ("RECORD.jws", "RECORD.p7s")
 _WHEEL_MODE = 0o644  # readable by anyone, whatever the umask: wheels are published
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class RetagPlan:
     """Every name that changes when a wheel gets a new local version label."""
 
@@ -148,7 +148,7 @@ def retag(
     return target
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Retagged:
     """The wheel given and the labelled copy :func:`retag_file` wrote of it."""
 
