@@ -116,16 +116,32 @@ def default_work() -> Path:
 
 
 def make_wheels(folder: Path, count: int) -> None:
-    """bench_index_scale's first ``count`` wheels in ``folder``, made once (a marker says
-    complete): the same bytes on every machine."""
-    marker = folder.with_name(folder.name + ".complete")
-    if marker.is_file() and marker.read_text() == f"{count}\n":
+    """bench_index_scale's first ``count`` wheels in ``folder``, made once (written beside it
+    and renamed into place, so that gates running at once share them): the same bytes on
+    every machine."""
+    if folder.is_dir():
         return
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
+    staging = folder.with_name(f"{folder.name}.{os.getpid()}.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
     for i, spec in enumerate(plan_wheels(count)):
-        write_wheel(folder, spec, hashlib.sha256(str(i).encode()).digest() * 64)
-    marker.write_text(f"{count}\n")
+        write_wheel(staging, spec, hashlib.sha256(str(i).encode()).digest() * 64)
+    try:
+        staging.rename(folder)
+    except OSError:  # another gate made them meanwhile
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def precompile(env: Mapping[str, str]) -> None:
+    """What an installed cuship has before its first counted run: its bytecode, and the
+    parse of its data files (:func:`cuship.schema.read_toml`'s cache), written now."""
+    compileall.compile_dir(SRC / "cuship", quiet=1)
+    code = (
+        "import sys; sys.dont_write_bytecode = False\n"
+        "from cuship.schema import read_toml; from cuship.version import PACKAGE\n"
+        "for path in sorted((PACKAGE / 'data').glob('*.toml')): read_toml(path)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], env=dict(env), check=True)
 
 
 def native(args: Sequence[str], env: Mapping[str, str], cwd: Path | None = None) -> str:
@@ -176,7 +192,7 @@ def _copy_site(site: Path, dest: Path) -> None:
 class Inputs:
     """What the paths run on, made by :func:`prepare`."""
 
-    work: Path
+    runs: Path  # this gate's folder (removed by close)
     env: dict[str, str]
     template: Path  # a 5,000-wheel site, copied for each +1 wheel
     new_wheel: Path
@@ -189,8 +205,7 @@ class Inputs:
         if path == "help":
             return ["--help"], None
         if path == "index-plus1":
-            site = self.work / "runs" / f"plus1-{run:02d}" / "site"
-            site.parent.mkdir(parents=True)
+            site = Path(tempfile.mkdtemp(prefix="plus1-", dir=self.runs)) / "site"  # a copy each
             _copy_site(self.template, site)
             return ["index", str(self.new_wheel), "--keep-existing", "-o", str(site)], None
         if path == "index-rerun":
@@ -206,17 +221,20 @@ class Inputs:
             return ["doctor", "torch"], None
         raise GateError(f"unknown path {path!r}; the paths: {', '.join(PATHS)}")
 
+    def close(self) -> None:
+        shutil.rmtree(self.runs, ignore_errors=True)
+
 
 def prepare(work: Path, paths: Sequence[str]) -> Inputs:
     """Make what ``paths`` need under ``work``: the wheels once, the sites anew each run."""
-    env = fixed_env(work)
-    Path(env["HOME"]).mkdir(parents=True, exist_ok=True)
-    compileall.compile_dir(SRC / "cuship", quiet=1)  # as an installed package has it
-    shutil.rmtree(work / "runs", ignore_errors=True)
-    (work / "runs").mkdir(parents=True)
-    wheels, folder = work / "wheels", work / "runs" / "rerun" / "wheels"
-    template, rerun_site = work / "runs" / "template", work / "runs" / "rerun" / "site"
-    new = work / "runs" / "new"
+    work.mkdir(parents=True, exist_ok=True)
+    runs = Path(tempfile.mkdtemp(prefix="runs-", dir=work))  # this gate's; a name of one length
+    env = fixed_env(runs)
+    Path(env["HOME"]).mkdir(parents=True)
+    precompile(env)
+    wheels, folder = work / f"wheels-{WHEELS}", runs / "rerun" / "wheels"
+    template, rerun_site = runs / "template", runs / "rerun" / "site"
+    new = runs / "new"
     new.mkdir()
     new_wheel = write_wheel(new, WheelSpec(spec_at(0).project, "9.0.0"), b"new wheel" * 200)
     if {"index-plus1", "resolve"} & set(paths):
@@ -233,7 +251,7 @@ def prepare(work: Path, paths: Sequence[str]) -> Inputs:
     if "inspect" in paths:
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         wheel = cuda_wheel(cache / "cuship" / "instr-gate")
-    return Inputs(work, env, template, new_wheel, folder, rerun_site, wheel)
+    return Inputs(runs, env, template, new_wheel, folder, rerun_site, wheel)
 
 
 # --- counting -----------------------------------------------------------------------------------
@@ -252,8 +270,7 @@ def find_valgrind() -> str:
 def count(inputs: Inputs, path: str, run: int, valgrind: str, plant: str | None) -> int:
     """The instructions of one run of ``path`` under callgrind."""
     args, cwd = inputs.command(path, run)
-    out_dir = inputs.work / "runs" / f"callgrind-{path}-{run:02d}"
-    out_dir.mkdir(parents=True)
+    out_dir = Path(tempfile.mkdtemp(prefix=f"callgrind-{path}-", dir=inputs.runs))
     code = LAUNCH if plant is None else PLANTED.format(repo=str(REPO), plant=plant)
     argv = callgrind_argv(valgrind, out_dir, [sys.executable, "-c", code, *args])
     proc = subprocess.run(argv, env=inputs.env, cwd=cwd, capture_output=True, text=True)
@@ -320,28 +337,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return opts
 
 
-def main(argv: Sequence[str] | None = None, say: Callable[[str], None] = print) -> int:
-    """Count, then record or compare; 0 when every path is within the margin."""
-    opts = parse_args(argv)
-    work = (opts.work or default_work()).absolute()
-    try:
-        inputs = prepare(work, opts.paths)
-        counts = count_all(inputs, opts.paths, opts.repeat, opts.jobs, opts.plant)
-    except GateError as err:
-        say(f"instr_gate: {err}")
-        return 2
+def judge(
+    counts: Mapping[str, Sequence[int]], baseline_file: Path, say: Callable[[str], None]
+) -> int:
+    """Each path's lowest count against the baseline: 0 within the margin, 1 past it."""
     lowest = {path: min(values) for path, values in counts.items()}
-    if opts.repeat > 1:
-        for path, values in counts.items():
-            say(f"{path}: {len(values)} counts, {spread(values)}")
-    baseline = Baseline.read(opts.baseline)
-    env = environment()
-    if opts.record:
-        baseline.with_counts(lowest, env).write(opts.baseline)
-        for path, total in lowest.items():
-            say(f"recorded {path}: {total:,} instructions")
-        return 0
-    verdicts, message = compare(lowest, baseline, env)
+    baseline = Baseline.read(baseline_file)
+    verdicts, message = compare(lowest, baseline, environment())
     for verdict in verdicts:
         say(verdict.line())
     if message:
@@ -349,6 +351,31 @@ def main(argv: Sequence[str] | None = None, say: Callable[[str], None] = print) 
         return 1
     say(f"every path within +{baseline.margin:.0%} of its baseline (re-record: {RECORD_COMMAND})")
     return 0
+
+
+def main(argv: Sequence[str] | None = None, say: Callable[[str], None] = print) -> int:
+    """Count, then record or compare; 0 when every path is within the margin."""
+    opts = parse_args(argv)
+    work = (opts.work or default_work()).absolute()
+    try:
+        inputs = prepare(work, opts.paths)
+        try:
+            counts = count_all(inputs, opts.paths, opts.repeat, opts.jobs, opts.plant)
+        finally:
+            inputs.close()
+    except GateError as err:
+        say(f"instr_gate: {err}")
+        return 2
+    if opts.repeat > 1:
+        for path, values in counts.items():
+            say(f"{path}: {len(values)} counts, {spread(values)}")
+    if opts.record:
+        lowest = {path: min(values) for path, values in counts.items()}
+        Baseline.read(opts.baseline).with_counts(lowest, environment()).write(opts.baseline)
+        for path, total in lowest.items():
+            say(f"recorded {path}: {total:,} instructions")
+        return 0
+    return judge(counts, opts.baseline, say)
 
 
 if __name__ == "__main__":
