@@ -1,4 +1,4 @@
-"""Index 5,000 synthetic wheels: cuship vs the sha256 floor vs dumb-pypi, cold and incremental.
+"""Index 5,000 synthetic wheels: cuship vs the index's floor vs dumb-pypi, cold and incremental.
 
     python3 benchmarks/bench_index.py [--wheels 5000] [--cache-dir /tmp/cuship-bench] [--repeat 3]
                                       [--bomb-mib 1536]
@@ -7,7 +7,9 @@ The wheels (about 40 kB each, about 200 MB in all, 500 projects, some with CUDA/
 labels) are generated once into the cache directory. Every contender reads the same files from a
 warm page cache:
 
-* floor: hashlib.sha256 over every file's bytes, in this process (no index written at all);
+* floor: the index's floor (benchmarks/_floor.py, one definition for every index bench), a
+  process: the folder stated, every wheel read and hashed, its METADATA and RECORD inflated and
+  hashed, the site's tree (learnt from cuship's) written and its wheels linked;
 * cuship: `python -m cuship index DIR -o SITE` (hash + METADATA + PEP 503/691/658 + sub-indexes);
 * dumb-pypi: what its README asks of a user: a package list with sha256 hashes (computed here with
   hashlib, the floor's work), then the `dumb-pypi` command (PEP 503 HTML and its JSON pages).
@@ -69,9 +71,28 @@ def generate(directory: Path, count: int) -> list[Path]:
     return sorted(directory.glob("*.whl"))
 
 
-def floor(wheels: list[Path]) -> None:
+def warm(wheels: list[Path]) -> None:
+    """Every wheel read once: the page cache warm for every contender."""
     for path in wheels:
-        hashlib.sha256(path.read_bytes()).hexdigest()
+        path.read_bytes()
+
+
+def floor_plan(wheel_dir: Path, wheels: list[Path], work: Path) -> Path:
+    """The plan of the cold index's floor, learnt from a site cuship writes once."""
+    sys.path.insert(0, str(REPO))
+    from benchmarks import _floor
+
+    site = work.parent / "floor-template"
+    shutil.rmtree(site, ignore_errors=True)
+    cuship_index(wheel_dir, site)
+    plan = _floor.cold_plan(site, wheels, work / "floor", given=[str(wheel_dir)])
+    return _floor.write_plan(plan, work.parent / "floor.plan")
+
+
+def floor(plan: Path, work: Path) -> None:
+    """The floor as a process, as cuship runs (benchmarks/_floor.py)."""
+    argv = [sys.executable, str(REPO / "benchmarks" / "_floor.py"), str(plan), str(work / "floor")]
+    subprocess.run(argv, check=True)
 
 
 def cuship_in_process(wheel_dir: Path, site: Path) -> None:
@@ -146,7 +167,7 @@ def main() -> None:
     wheels = generate(wheel_dir, opts.wheels)
     total = sum(p.stat().st_size for p in wheels)
     print(f"{len(wheels)} wheels, {total / 1e6:.0f} MB in {wheel_dir}", flush=True)
-    floor(wheels)  # warm the page cache for everyone
+    warm(wheels)
     work = opts.cache_dir / "work"
     site = work / "cuship-site"
 
@@ -154,8 +175,9 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
 
+    plan = floor_plan(wheel_dir, wheels, work)
     results = {
-        "sha256 floor": timed(lambda: floor(wheels), clean, opts.repeat),
+        "floor": timed(lambda: floor(plan, work), clean, opts.repeat),
         "cuship index (cold)": timed(
             lambda: cuship_index(wheel_dir, site, f"{len(wheels)} wheels, cold"), clean, opts.repeat
         ),
@@ -186,7 +208,7 @@ def main() -> None:
         )
     finally:
         added.unlink(missing_ok=True)
-    base = statistics.median(results["sha256 floor"])
+    base = statistics.median(results["floor"])
     print(f"\n{'contender':<26}{'median s':>10}{'min s':>9}{'vs floor':>10}")
     for name, times in results.items():
         median = statistics.median(times)

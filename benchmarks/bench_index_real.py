@@ -8,17 +8,16 @@ torchvision, torchao, faiss-gpu-cu12: about 300 MB for this Python), downloaded 
 (``~/.cache``) unless ``--wheels`` names a folder of wheels.
 
 Timed, in pairs whose order swaps every run (medians reported; wall clock, and CPU seconds,
-which a busy machine disturbs less):
+which a busy machine disturbs less), each a whole process:
 
 * cuship: ``python -m cuship index WHEELS -o SITE`` into a new directory, no scan cache (a
-  cold run: every wheel read, hashed, described), its bytecode compiled first (as an installed
-  package has it). Its CPU is the child's user + system time; start-up is in it.
-* floor: in this process, what any indexer that says what :mod:`cuship` says must do: the
-  sha256 of every file (read whole) and inflating (zlib, from those bytes) exactly the members
-  cuship inspects: METADATA, RECORD and each ELF shared object it reads (not the bundled CUDA
-  libraries it names without inflating).
-* floor + RECORD: the floor, and the sha256 of each inflated member besides (what holding
-  the inflated members to RECORD's hashes costs on top; issue 34).
+  cold run: every wheel read, hashed, described), its bytecode and data-file caches made first
+  (as an installed package has them). Its CPU is the child's user + system time.
+* floor: the index's floor (benchmarks/_floor.py, the one definition every index bench uses):
+  every wheel read whole and hashed; inflated from those bytes, each once and hashed as it
+  inflates (RECORD's check), exactly the members cuship reports on: METADATA, RECORD and each
+  ELF shared object (not the bundled CUDA libraries it names unread); the site's tree (learnt
+  from one cuship wrote) written and the wheels linked. Its start-up is in it, as cuship's is.
 
 ``--profile FILE``: also run the cold index once under cProfile in this process and print the
 top functions by own time (FILE keeps the stats).
@@ -27,22 +26,16 @@ top functions by own time (FILE keeps the stats).
 from __future__ import annotations
 
 import argparse
-import compileall
-import hashlib
 import json
 import os
 import resource
 import shutil
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
 import time
-import zipfile
-import zlib
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,49 +65,9 @@ def wheels_in(folder: Path | None) -> list[Path]:
     return found
 
 
-# (header offset, compressed size, method) of each member the floor inflates, by wheel
-Plan = dict[Path, list[tuple[int, int, int]]]
-
-
-def inspected(path: Path) -> list[tuple[int, int, int]]:
-    """The members of ``path`` cuship inflates: METADATA, RECORD, and each ELF shared object
-    that is not a bundled CUDA library (cuship's own predicates decide)."""
-    from cuship.wheel.cudalibs import is_cuda_lib
-    from cuship.wheel.read.zipmeta import looks_shared
-
-    members = []
-    with zipfile.ZipFile(path) as archive:
-        for info in archive.infolist():
-            name = info.filename
-            top = name.count("/") == 1 and name.endswith(
-                (".dist-info/METADATA", ".dist-info/RECORD")
-            )
-            elf = (
-                looks_shared(name)
-                and not is_cuda_lib(name)
-                and archive.read(info)[:4] == b"\x7fELF"
-            )
-            if top or elf:
-                members.append((info.header_offset, info.compress_size, info.compress_type))
-    return members
-
-
-def floor(plan: Plan, *, record: bool) -> None:
-    """sha256 of each file, and its inspected members inflated (and hashed, with ``record``)."""
-    for path, members in plan.items():
-        data = path.read_bytes()
-        hashlib.sha256(data).digest()
-        view = memoryview(data)
-        for offset, compressed, method in members:
-            name_len, extra_len = struct.unpack_from("<HH", data, offset + 26)
-            start = offset + _LOCAL + name_len + extra_len
-            raw = view[start : start + compressed]
-            out = zlib.decompressobj(-15).decompress(raw) if method else bytes(raw)
-            if record:
-                hashlib.sha256(out).digest()
-
-
-def cuship_cold(wheels: Sequence[Path], scratch: Path, run: int) -> tuple[float, float]:
+def cuship_cold(
+    wheels: Sequence[Path], scratch: Path, run: int, *, keep: bool = False
+) -> tuple[float, float]:
     """Wall and CPU seconds of one cold ``cuship index``."""
     site = scratch / f"site-{run}"
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
@@ -125,14 +78,37 @@ def cuship_cold(wheels: Sequence[Path], scratch: Path, run: int) -> tuple[float,
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    shutil.rmtree(site)
+    if not keep:
+        shutil.rmtree(site)
     return wall, cpu
 
 
-def timed(fn: Callable[[], None]) -> tuple[float, float]:
-    start, cpu = time.perf_counter(), time.process_time()
-    fn()
-    return time.perf_counter() - start, time.process_time() - cpu
+def floor_run(plan: Path, dest: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of the floor's process (benchmarks/_floor.py) writing at ``dest``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    argv = [sys.executable, str(REPO / "benchmarks" / "_floor.py"), str(plan), str(dest)]
+    subprocess.run(argv, check=True, capture_output=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    shutil.rmtree(dest)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def floor_plan(wheels: Sequence[Path], scratch: Path) -> tuple[Path, int]:
+    """The plan of the cold index's floor, learnt from a site cuship writes once; how many
+    members it inflates."""
+    sys.path.insert(0, str(REPO))
+    from benchmarks import _floor
+
+    cuship_cold(wheels, scratch, -1, keep=True)
+    site = scratch / "site--1"
+    plan = _floor.cold_plan(
+        site, wheels, scratch / "floor", given=[str(w) for w in wheels], elf=True
+    )
+    shutil.rmtree(site)
+    members = sum(len(found) for _path, found in plan["wheels"])
+    return _floor.write_plan(plan, scratch / "floor.plan"), members
 
 
 def profile(wheels: Sequence[Path], scratch: Path, out: Path) -> None:
@@ -157,47 +133,47 @@ def main() -> int:
     wheels = wheels_in(args.wheels)
     if not wheels:
         parser.error("no wheels to index")
-    # An installed cuship has its bytecode; a checkout run with PYTHONDONTWRITEBYTECODE set
-    # would compile every module on each run (a quarter of a second of "ours" that is not)
-    compileall.compile_dir(REPO / "src" / "cuship", quiet=1)
-    plan = {path: inspected(path) for path in wheels}
+    # An installed cuship has its bytecode (and its data files' parse): made first
+    sys.path.insert(0, str(REPO))
+    from benchmarks.instr_gate import fixed_env, precompile
+
+    precompile({**fixed_env(Path(tempfile.gettempdir())), "PATH": os.environ.get("PATH", "")})
     total = sum(path.stat().st_size for path in wheels)
     scratch = Path(tempfile.mkdtemp(prefix="bench-index-real-"))
-    times: dict[str, list[tuple[float, float]]] = {"cuship": [], "floor": [], "record": []}
+    times: dict[str, list[tuple[float, float]]] = {"cuship": [], "floor": []}
     try:
-        floor(plan, record=False)  # the page cache warm for everyone
+        plan, members = floor_plan(wheels, scratch)  # and the page cache warm for everyone
         for run in range(args.runs):
-            order = ["cuship", "floor", "record"]
+            order = ["cuship", "floor"]
             for name in order if run % 2 == 0 else order[::-1]:
                 if name == "cuship":
                     times[name].append(cuship_cold(wheels, scratch, run))
                 else:
-                    times[name].append(timed(partial(floor, plan, record=name == "record")))
+                    times[name].append(floor_run(plan, scratch / "floor"))
         if args.profile is not None:
             profile(wheels, scratch, args.profile)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    report(wheels, total, plan, times, args.json)
+    report(wheels, total, members, times, args.json)
     return 0
 
 
 def report(
     wheels: Sequence[Path],
     total: int,
-    plan: Plan,
+    members: int,
     times: dict[str, list[tuple[float, float]]],
     out: Path | None,
 ) -> None:
     wall = {name: statistics.median(w for w, _ in runs) for name, runs in times.items()}
     cpu = {name: statistics.median(c for _, c in runs) for name, runs in times.items()}
-    members = sum(len(found) for found in plan.values())
+    pairs = [c[0] / f[0] for c, f in zip(times["cuship"], times["floor"], strict=True)]
     print(f"{len(wheels)} wheels, {total / 1e6:.0f} MB, {members} members inflated by the floor")
-    print(f"{'':16}{'wall s':>8}{'CPU s':>8}{'x floor':>10}{'x floor+RECORD':>16}")
-    labels = {"cuship": "cuship index", "floor": "floor", "record": "floor + RECORD"}
-    for name, label in labels.items():
+    print(f"{'':16}{'wall s':>8}{'CPU s':>8}{'x floor':>12}")
+    for name, label in {"cuship": "cuship index", "floor": "floor"}.items():
         ratio = f"{wall[name] / wall['floor']:.2f}/{cpu[name] / cpu['floor']:.2f}"
-        ratio_record = f"{wall[name] / wall['record']:.2f}/{cpu[name] / cpu['record']:.2f}"
-        print(f"{label:16}{wall[name]:8.2f}{cpu[name]:8.2f}{ratio:>10}{ratio_record:>16}")
+        print(f"{label:16}{wall[name]:8.2f}{cpu[name]:8.2f}{ratio:>12}")
+    print(f"cuship/floor pair by pair (wall): {', '.join(f'{r:.2f}' for r in pairs)}")
     print("(ratios: wall/CPU; medians of", len(times["cuship"]), "interleaved runs)")
     if out is not None:
         document = {

@@ -22,9 +22,10 @@ ialloc.c), and skipped if recent, one buffer lookup each. Creating a site right 
 the last one scanned past hundreds of thousands of them: the same floor took 3 s on a quiet disk
 and 12 to 30 s after a deletion, and which step followed which deletion decided the ratio.
 
-* filesystem floor: the tree of a cuship-written site (learned once by walking one) written
-  again with plain os calls: the same directories, the same files with the same bytes, and the
-  wheels hard-linked into files/ as cuship links them. No hashing, no parsing, no rendering;
+* floor: the index's floor (benchmarks/_floor.py, the one definition every index bench
+  uses), a process: the folder stated, every wheel read, hashed and its METADATA and RECORD
+  inflated and hashed, then the tree of a cuship-written site (learned once by walking one)
+  written again with plain os calls and the wheels hard-linked. No parsing, no rendering;
 * cuship: ``python -m cuship index WHEELS -o SITE --json``; its peak RSS comes from wait4 in a
   small spawner process (a process started from this bench would inherit its peak RSS);
 * hash list + dumb-pypi: what dumb-pypi's README asks of a user, a JSON-lines package list with
@@ -35,14 +36,15 @@ timed; every copy is made before the first update, and none is deleted until the
 so no update follows a deletion): +1 wheel of an existing project, +1 wheel of a new
 project, and yanking one file, each as ``python -m cuship index [NEW.whl] --keep-existing
 [--yank FILE] -o SITE`` and in this process as ``cuship.index.write`` (the same call the CLI
-makes, describe included), to tell Python's start-up from the work. dumb-pypi's own partial
+makes, describe included), to tell Python's start-up from the work; and its floor (a process:
+benchmarks/_floor.py, the files the update writes learnt from a run of it on a copy). dumb-pypi's own partial
 rebuild (--previous-package-list-json) is timed beside +1 wheel. The goal is under 0.3 s at
 50,000 wheels and flat in index size.
 
 Folder rerun: what a community index's CI runs after adding files, ``cuship index FOLDER -o
 SITE`` over the whole folder with the site and its scan cache of the last run: a cold index of
-a private copy of the wheels, then, beside the stat floor (os.scandir + stat of the folder, and
-``find FOLDER -newer SITE/cuship-index.json``), the unchanged rerun naming the wheels three ways
+a private copy of the wheels, then, beside the floor (a process that lists the folder and
+states each wheel: benchmarks/_floor.py) and ``find FOLDER -newer SITE/cuship-index.json``, the unchanged rerun naming the wheels three ways
 (the absolute folder, the folder relative to the working directory, the shell's
 ``wheels/*.whl`` list: not run where that list is over ARG_MAX, as a shell would refuse it),
 and +1 wheel over the absolute folder. The goal: each rerun at most 0.1x the cold index.
@@ -65,7 +67,6 @@ first (as an installed package has it). dumb-pypi is found by --dumb-pypi, $DUMB
 from __future__ import annotations
 
 import argparse
-import compileall
 import hashlib
 import json
 import os
@@ -82,19 +83,19 @@ REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
 sys.path[:0] = [str(SRC), str(REPO)]  # this checkout's cuship; the helpers beside this script
 
+from benchmarks import _floor  # noqa: E402
 from benchmarks._index_scale import (  # noqa: E402
+    Outcome,
     Results,
-    SiteTree,
+    Spawner,
     WheelSpec,
     copy_site,
     fresh,
     generate,
-    learn_tree,
     mount_of,
     served,
     spec_at,
     table,
-    write_floor,
     write_wheel,
 )
 
@@ -131,13 +132,6 @@ def check_disk(work: Path, allow_tmpfs: bool) -> str:
 # --- processes ----------------------------------------------------------------------------------
 
 
-class Outcome(NamedTuple):
-    seconds: float
-    returncode: int
-    peak_mb: float
-    stderr: str
-
-
 def cuship_env() -> dict[str, str]:
     return {
         **os.environ,
@@ -146,58 +140,6 @@ def cuship_env() -> dict[str, str]:
         "NO_PROXY": "127.0.0.1,localhost",
         "no_proxy": "127.0.0.1,localhost",
     }
-
-
-# Peak RSS is ru_maxrss from wait4, and Linux carries a process's high-water RSS across exec:
-# a process forked (or vforked) from this bench, which holds a 50,000-wheel site's bytes, starts
-# with this bench's RSS as its peak. So cuship runs are started by a small spawner process,
-# itself started while this bench is small; it times each run and reports its usage.
-_SPAWNER = """\
-import json, os, subprocess, sys, tempfile, time
-for line in sys.stdin:
-    job = json.loads(line)
-    with tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        proc = subprocess.Popen(
-            job["argv"], env=job["env"], cwd=job.get("cwd"), stdout=subprocess.DEVNULL, stderr=err
-        )
-        _pid, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - started
-        err.seek(0)
-        text = err.read().decode(errors="replace")
-    code = os.waitstatus_to_exitcode(status)
-    print(json.dumps([seconds, code, usage.ru_maxrss / 1024, text]), flush=True)
-"""
-
-
-class Spawner:
-    """The small process that starts each timed run (see _SPAWNER)."""
-
-    def __init__(self) -> None:
-        self._proc: subprocess.Popen[str] | None = None
-
-    def start(self) -> None:
-        self._proc = subprocess.Popen(
-            [sys.executable, "-c", _SPAWNER],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-
-    def run(self, argv: Sequence[str], env: dict[str, str], cwd: Path | None = None) -> Outcome:
-        if self._proc is None:
-            self.start()
-        assert self._proc is not None and self._proc.stdin and self._proc.stdout
-        job = {"argv": list(argv), "env": env, "cwd": None if cwd is None else str(cwd)}
-        self._proc.stdin.write(json.dumps(job) + "\n")
-        self._proc.stdin.flush()
-        seconds, code, peak, text = json.loads(self._proc.stdout.readline())
-        return Outcome(seconds, code, peak, text)
-
-    def close(self) -> None:
-        if self._proc is not None:
-            self._proc.communicate()  # its stdin closed: the spawner's loop ends
-            self._proc = None
 
 
 SPAWNER = Spawner()
@@ -213,6 +155,16 @@ def gist(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     errors = [line for line in lines if "error" in line.lower()]
     return (errors or lines or ["(no output)"])[0 if errors else -1]
+
+
+def floor_process(plan: Path, dest: Path | None = None) -> Outcome:
+    """The floor (benchmarks/_floor.py) of the plan at ``plan``, as a process, writing at
+    ``dest`` (default: the plan's)."""
+    argv = [sys.executable, str(REPO / "benchmarks" / "_floor.py"), str(plan)]
+    outcome = spawn([*argv, *([str(dest)] if dest else [])], cuship_env())
+    if outcome.returncode != 0:
+        raise SystemExit(f"the floor failed: {gist(outcome.stderr)}")
+    return outcome
 
 
 def cuship_index(args: Sequence[str], site: Path | str, cwd: Path | None = None) -> Outcome:
@@ -232,7 +184,7 @@ class Size:
     wheels: list[Path]
     run: Path
     template: Path
-    tree: SiteTree
+    floor: Path  # the plan of a cold index's floor (benchmarks/_floor.py)
     repeat: int
     dumb_pypi: str | None
 
@@ -322,9 +274,9 @@ def measure_cold(size: Size, results: Results) -> None:
 
     def run_floor(folder: Path) -> float:
         settle()
-        seconds = timed(lambda: write_floor(size.tree, folder / "floor"))
-        results.add("cold.floor", n, seconds)
-        return seconds
+        outcome = floor_process(size.floor, folder / "floor")
+        results.add("cold.floor", n, outcome.seconds)
+        return outcome.seconds
 
     def run_cuship(folder: Path) -> float:
         settle()
@@ -457,14 +409,34 @@ def warm_up(site: Path, op: Op) -> None:
     shutil.rmtree(site.parent, ignore_errors=True)
 
 
+def update_floor(size: Size, op: Op) -> Path:
+    """The plan of ``op``'s floor (benchmarks/_floor.py), learnt from the files cuship writes
+    doing it once on a copy of the site of its own."""
+    site = copy_site(size.template, size.run / "learn" / op.key.replace(" ", "-") / "site")
+    before = _floor.snapshot(site)
+    if not op_cli(size, op, site, Results()):
+        raise SystemExit(f"{op.key} failed on {site}")
+    project = (op.wheel.name if op.wheel else str(op.yank)).split("-", 1)[0].replace("_", "-")
+    new = [op.wheel] if op.wheel else []
+    plan = _floor.update_plan(before, site, new, size.template, projects=[project])
+    return _floor.write_plan(plan, site.parent / "floor.plan")
+
+
 def measure_incremental(size: Size, results: Results) -> None:
     """Every copy is made first and every update then runs on its own: none follows a
     deletion (see the cold part; an update right after the bench deleted a copy of the site
     paid for the inodes it creates, +1 project the most: 0.34 s where a quiet disk gave
-    0.19 s). The copies go with the run directory at the end."""
+    0.19 s). Each update's floor runs on a copy of its own, its order swapped with the CLI's
+    every repeat. The copies go with the run directory at the end."""
     ops = ops_for(size)
     warm_up(size.run / "warm-up" / "site", ops[0])
-    runs = [(op.key, how, i) for op in ops for i in range(size.repeat) for how in ("cli", "lib")]
+    floors = {op.key: update_floor(size, op) for op in ops}
+    runs = [
+        (op.key, how, i)
+        for op in ops
+        for i in range(size.repeat)
+        for how in ("cli", "lib", "floor")
+    ]
     sites = {
         run: copy_site(size.template, size.run / "inc" / f"{n}" / "site")
         for n, run in enumerate(runs)
@@ -473,20 +445,22 @@ def measure_incremental(size: Size, results: Results) -> None:
     for op in ops:
         cli = lib = True
         for i in range(size.repeat):
+            floor = sites[op.key, "floor", i]
+            if i % 2:
+                results.add(
+                    f"inc.{op.key}.floor", size.count, floor_process(floors[op.key], floor).seconds
+                )
             cli = cli and op_cli(size, op, sites[op.key, "cli", i], results)
+            if not i % 2:
+                results.add(
+                    f"inc.{op.key}.floor", size.count, floor_process(floors[op.key], floor).seconds
+                )
             lib = lib and op_in_process(size, op, sites[op.key, "lib", i], results)
     if size.dumb_pypi and ops[0].wheel is not None:
         dumb_plus_one(size, ops[0].wheel, results)
 
 
 # --- folder rerun -------------------------------------------------------------------------------
-
-
-def stat_floor(folder: Path) -> None:
-    """What noticing that nothing changed costs at least: list the folder, stat every file."""
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            entry.stat()
 
 
 def find_newer(folder: Path, site: Path) -> None:
@@ -520,7 +494,8 @@ def rerun_once(size: Size, folder: Path, site: Path, extra: Path, results: Resul
 
     timed_index("rerun.cold", [str(folder)])
     settle()
-    results.add("rerun.floor.stat", n, timed(lambda: stat_floor(folder)))
+    plan = _floor.write_plan(_floor.rerun_plan([folder]), folder.parent / "rerun-floor.plan")
+    results.add("rerun.floor.stat", n, floor_process(plan).seconds)
     results.add("rerun.floor.find", n, timed(lambda: find_newer(folder, site)))
     timed_index("rerun.same.folder", [str(folder)])
     timed_index("rerun.same.relative", [folder.name], cwd=folder.parent)
@@ -616,14 +591,15 @@ def prepare(count: int, opts: argparse.Namespace) -> Size:
     warmup = cuship_index([str(wheel_dir)], template)
     if warmup.returncode != 0:
         raise SystemExit(f"cuship index failed: {gist(warmup.stderr)}")
-    tree = learn_tree(template, wheel_dir)
-    data = sum(len(b) for _, b in tree.files)
+    cold = _floor.cold_plan(template, wheels, run / "floor", given=[str(wheel_dir)])
+    floor = _floor.write_plan(cold, run / "floor.plan")
+    data = sum(len(b) for _, b in cold["files"])
     print(
-        f"{count} wheels: the site has {len(tree.folders)} folders, {len(tree.files)} files "
-        f"({data / 1e6:.1f} MB) and {len(tree.links)} linked wheels",
+        f"{count} wheels: the site has {len(cold['folders'])} folders, {len(cold['files'])} "
+        f"files ({data / 1e6:.1f} MB) and {len(cold['links'])} linked wheels",
         flush=True,
     )
-    return Size(count, wheel_dir, wheels, run, template, tree, opts.repeat, opts.dumb_pypi)
+    return Size(count, wheel_dir, wheels, run, template, floor, opts.repeat, opts.dumb_pypi)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -669,7 +645,9 @@ def main() -> None:
         print("dumb-pypi not found (--dumb-pypi, $DUMB_PYPI or PATH): its rows stay empty")
     # An installed cuship has its bytecode; a checkout run with PYTHONDONTWRITEBYTECODE set
     # would compile its modules again in every timed process (~30 ms of a 0.25 s update).
-    compileall.compile_dir(SRC / "cuship", quiet=1)
+    from benchmarks.instr_gate import precompile  # bytecode, and the data files' parse
+
+    precompile(cuship_env())
     SPAWNER.start()  # while this process is small (see _SPAWNER)
     results = Results()
     steps = {

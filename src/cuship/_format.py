@@ -9,7 +9,6 @@ names, with no conversion, format spec, index or attribute, and are checked when
 
 from __future__ import annotations
 
-import string
 from collections.abc import Collection
 
 __all__ = ["MAX_TEMPLATE", "TemplateError", "size_text", "template_fields"]
@@ -66,6 +65,8 @@ def template_fields(template: str, fields: Collection[str], *, what: str) -> tup
     ``{{``/``}}`` for braces) is a :class:`TemplateError` naming the template and the fix."""
     if len(template) > MAX_TEMPLATE:
         raise TemplateError(f"{what} is {len(template):,} characters; at most {MAX_TEMPLATE}")
+    import string  # here: most runs read no template
+
     try:
         parts = list(string.Formatter().parse(template))
     except ValueError as err:  # a single { or }

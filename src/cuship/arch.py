@@ -8,8 +8,8 @@ Rendered as CMake (``80-real;120``), torch (``8.0;12.0+PTX``) and nvcc ``-gencod
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from cuship._record import frozen
 from cuship.errors import UsageError
 
 __all__ = ["ArchSpec", "ArchTarget", "parse_arch_list", "sm_of_cc"]
@@ -30,7 +30,7 @@ def sm_of_cc(cc: str) -> str:
     return f"{match['major']}{match['minor']}{match['suffix'].lower()}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class ArchTarget:
     """One architecture: SASS for ``sm`` and/or PTX for its virtual ``compute_`` arch."""
 
@@ -54,7 +54,7 @@ class ArchTarget:
         return f"{self.number // 10}.{self.number % 10}{suffix}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class ArchSpec:
     """An ordered, de-duplicated list of :class:`ArchTarget`."""
 

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from cuship._record import frozen
+
 __all__ = [
     "INTERVAL",
     "Cadence",
@@ -38,7 +40,7 @@ __all__ = [
 Level = Literal["debug", "info", "warning", "error", "progress", "group-start", "group-end"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Event:
     """One thing that happened. ``topic`` groups events (``build``, ``index``, ...)."""
 

@@ -12,13 +12,13 @@ import fnmatch
 import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from cuship._record import frozen
 from cuship.arch import ArchSpec, parse_arch_list
 from cuship.compat import Compat, CudaToolkit, TorchRelease
 from cuship.config import Config, MatrixRule
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class BuildJob:
     """One wheel to build."""
 
@@ -111,7 +111,7 @@ class BuildJob:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Pruned:
     """A combination that was dropped, or an architecture dropped from a job, and why."""
 
@@ -121,7 +121,7 @@ class Pruned:
     job: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Matrix:
     jobs: tuple[BuildJob, ...]
     pruned: tuple[Pruned, ...]
@@ -153,7 +153,7 @@ class Matrix:
         raise unknown_job(job_id, [j.id for j in self.jobs])
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class AbiRecord:
     """What a built wheel showed about torch (``.cuship/torch-abi.json``), so a later run knows
     without building whether the torch axis means anything."""
@@ -251,7 +251,7 @@ def unknown_job(job_id: str, known: Sequence[str]) -> UsageError:
     return UsageError(f"no job {job_id!r} in the matrix", hint=hint)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(kw_only=False)
 class _Combo:
     python: str
     cuda: str
@@ -290,7 +290,9 @@ def _rule_matches(rule: MatrixRule, combo: _Combo) -> bool:
 
 def _rule_text(rule: MatrixRule) -> str:
     parts = [
-        f"{n}={getattr(rule, n)}" for n in MatrixRule.__slots__ if getattr(rule, n) is not None
+        f"{f.name}={getattr(rule, f.name)}"
+        for f in dataclasses.fields(rule)
+        if getattr(rule, f.name) is not None
     ]
     return "{" + ", ".join(parts) + "}"
 

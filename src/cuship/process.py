@@ -26,11 +26,11 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import IO, Any
 
 from cuship import _read
 from cuship._format import size_text
+from cuship._record import frozen
 from cuship.errors import CannotStart, CheckFailed, TimedOut
 
 __all__ = ["DEVNULL", "KEEP", "PIPE", "Child", "Result", "ended", "run", "start", "tail"]
@@ -60,7 +60,7 @@ def tail(text: str, lines: int = 15) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Result:
     """A finished process: its exit code and captured output (empty when not captured)."""
 

@@ -6,13 +6,14 @@ Code reads or sets a variable through the constants below, never a literal spell
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from cuship._record import frozen
 
 __all__ = ["SETTINGS", "Setting", "render_markdown"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Setting:
     """One environment variable. ``by``: ``user`` (cuship reads it) or ``cuship`` (cuship sets it
     for the project's build or tests to read)."""

@@ -23,10 +23,10 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from cuship import settings
+from cuship._record import frozen
 
 __all__ = [
     "DEFAULT_TOOLKIT_BIN",
@@ -45,7 +45,7 @@ Which = Callable[[str, str | None], str | None]
 """``shutil.which(name, path)``, or a stand-in (a machine probe)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Tool:
     """How one executable is looked for: the setting that names it, whether it is part of the
     CUDA toolkit, and whether its PyPI package may have put it beside this Python."""
@@ -75,7 +75,7 @@ TOOLS: Mapping[str, Tool] = {
 """The tools cuship looks for; any other name is looked for on PATH alone."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class FoundTool:
     """Where ``name`` is (None: nowhere, or the setting says there is none), how it was found
     and the places searched, described for a message.

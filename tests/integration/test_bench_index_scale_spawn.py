@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from benchmarks.bench_index_scale import Spawner
+from benchmarks._index_scale import Spawner
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,5 @@
-"""`tools/test-deps`, the first step of the README's test command: Chromium for the dashboard test."""
+"""`tools/test-deps`, the first step of the README's test command: Chromium for the dashboard test,
+valgrind for the instruction-count gate."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "test-deps"
 
 
 def _run(path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """The script with only ``path`` on PATH (so neither the real chromium nor apt-get is seen)."""
+    """The script with only ``path`` on PATH (so neither the real tools nor apt-get is seen)."""
     return subprocess.run(
         ["/bin/bash", str(SCRIPT)],
         env={"PATH": str(path), **env},
@@ -29,8 +30,9 @@ def _executable(path: Path, text: str) -> None:
     path.chmod(0o755)
 
 
-def test_chromium_on_path_is_enough(tmp_path: Path) -> None:
+def test_chromium_and_valgrind_on_path_are_enough(tmp_path: Path) -> None:
     _executable(tmp_path / "chromium", "#!/bin/sh\n")
+    _executable(tmp_path / "valgrind", "#!/bin/sh\n")
     done = _run(tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
@@ -40,24 +42,27 @@ def test_without_apt_get_it_says_what_to_install_and_lets_the_tests_run(tmp_path
     assert done.returncode == 0, done.stderr
     assert "chromium not found on PATH" in done.stderr
     assert "apt-get install -y --no-install-recommends chromium" in done.stderr
+    assert "valgrind not found on PATH" in done.stderr
+    assert "apt-get install -y valgrind" in done.stderr
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the apt-get path is taken as root only")
-def test_as_root_with_apt_get_it_installs_chromium(tmp_path: Path) -> None:
+def test_as_root_with_apt_get_it_installs_valgrind_and_chromium(tmp_path: Path) -> None:
     calls = tmp_path / "calls"
-    fake_apt = (
+    fake_apt = (  # installs the last word as an executable
         f'#!/bin/bash\necho "$*" >> {calls}\n'
-        f'if [ "$1" = install ]; then printf "#!/bin/sh\\n" > {tmp_path}/chromium; '
-        f"/bin/chmod +x {tmp_path}/chromium; fi\n"
+        f'if [ "$1" = install ]; then tool="${{@: -1}}"; printf "#!/bin/sh\\n" > {tmp_path}/$tool; '
+        f"/bin/chmod +x {tmp_path}/$tool; fi\n"
     )
     _executable(tmp_path / "apt-get", fake_apt)
     done = _run(tmp_path)
     assert done.returncode == 0, done.stderr
     assert calls.read_text().splitlines() == [
         "update -qq",
+        "install -y -qq --no-install-recommends valgrind",
         "install -y -qq --no-install-recommends chromium",
     ]
-    assert (tmp_path / "chromium").is_file()
+    assert (tmp_path / "chromium").is_file() and (tmp_path / "valgrind").is_file()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the apt-get path is taken as root only")
@@ -75,6 +80,10 @@ def test_as_root_a_failed_install_stops_the_set_up(tmp_path: Path) -> None:
 @pytest.mark.skipif(os.geteuid() != 0, reason="the apt-get path is taken as root only")
 def test_as_root_an_install_that_leaves_no_chromium_says_so(tmp_path: Path) -> None:
     _executable(tmp_path / "apt-get", "#!/bin/bash\n")
+    done = _run(tmp_path)
+    assert done.returncode == 1
+    assert "apt-get installed no valgrind" in done.stderr
+    _executable(tmp_path / "valgrind", "#!/bin/sh\n")
     done = _run(tmp_path)
     assert done.returncode == 1
     assert "apt-get installed no working chromium" in done.stderr

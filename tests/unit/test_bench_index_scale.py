@@ -13,12 +13,10 @@ from benchmarks._index_scale import (
     LABELS,
     Results,
     WheelSpec,
-    learn_tree,
     mount_of,
     plan_wheels,
     table,
     wheel_members,
-    write_floor,
     write_wheel,
 )
 from packaging.utils import parse_wheel_filename
@@ -60,26 +58,6 @@ def test_written_wheel_is_a_stored_zip_readable_by_name(tmp_path: Path) -> None:
     with zipfile.ZipFile(path) as archive:
         assert archive.testzip() is None
         assert {i.compress_type for i in archive.infolist()} == {zipfile.ZIP_STORED}
-
-
-def test_floor_writes_the_same_tree_and_links_the_wheels(tmp_path: Path) -> None:
-    wheels = tmp_path / "wheels"
-    wheels.mkdir()
-    wheel = write_wheel(wheels, WheelSpec("p", "1.0"), b"w")
-    site = tmp_path / "site"
-    (site / "simple" / "p").mkdir(parents=True)
-    (site / "files").mkdir()
-    (site / "simple" / "p" / "index.html").write_bytes(b"<a>p</a>")
-    (site / "index.html").write_bytes(b"top")
-    (site / "files" / wheel.name).hardlink_to(wheel)
-    tree = learn_tree(site, wheels)
-    assert tree.folders == ("files", "simple", "simple/p")
-    assert [rel for rel, _ in tree.links] == [f"files/{wheel.name}"]
-
-    copy = tmp_path / "copy"
-    write_floor(tree, copy)
-    assert learn_tree(copy, wheels) == tree
-    assert (copy / "files" / wheel.name).stat().st_ino == wheel.stat().st_ino
 
 
 def test_mount_of_picks_the_longest_mount_holding_the_path() -> None:

@@ -296,6 +296,31 @@ def test_the_index_manifest_is_the_text_json_writes(
     assert json.loads(index_manifest(entries, base_url)) == document
 
 
+@pytest.mark.parametrize("base_url", [None, "https://example.org/r\u00e9leases"])
+@pytest.mark.parametrize("projects", _PROJECT_LISTS)
+def test_an_update_patches_the_manifest_to_the_bytes_a_full_render_gives(
+    projects: list[str], base_url: str | None
+) -> None:
+    # An update encodes the manifest it read with its changed projects put in (one changed,
+    # one new, one gone): the bytes must be those of rendering every project's entry.
+    from cuship.index._shared import Listed
+    from cuship.index.render import ProjectEntry, index_manifest, patched_manifest
+
+    shapes = [(), ("cu128",), ("cu128", "cu130torch2.9"), ('\u2603"<',)]
+    before = {p: ProjectEntry(shapes[i % len(shapes)], i + 1) for i, p in enumerate(projects)}
+    listed = Listed(json.loads(index_manifest(before, base_url))["projects"])
+    changed: dict[str, ProjectEntry | None] = {"zz-new": ProjectEntry((), 1)}
+    if projects:
+        changed[projects[0]] = ProjectEntry(("cu126",), 7)
+    if len(projects) > 1:
+        changed[projects[-1]] = None
+    after = {p: e for p, e in {**before, **changed}.items() if e is not None}
+    labels = {label for entry in after.values() for label in entry.labels}
+    expected = index_manifest(after, base_url)
+    assert patched_manifest(listed.raw, changed, labels, base_url) == expected
+    assert {p: listed[p] for p in listed} == before  # the entries read back, made on demand
+
+
 def test_a_project_manifest_is_the_text_json_writes_of_its_records() -> None:
     # cuship.json is written as text, each describe record once; it must be json.dumps's
     # text of the records (keys sorted), byte for byte, whatever the rows hold.

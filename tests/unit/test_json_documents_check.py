@@ -4,6 +4,7 @@ sanitizer findings summarised) pass; a key missing, an unknown key or a wrong ty
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,7 @@ def _check() -> CheckReport:
 
 
 def _fields(origin: PackageOrigin) -> dict[str, Any]:
-    return {name: getattr(origin, name) for name in PackageOrigin.__slots__}
+    return {f.name: getattr(origin, f.name) for f in dataclasses.fields(PackageOrigin)}
 
 
 def test_a_check_report_with_every_part_follows_the_check_schema() -> None:

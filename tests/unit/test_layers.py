@@ -62,8 +62,10 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             {
                 "_format",
                 "_fs",
+                "_json",
                 "_names",
                 "_read",
+                "_record",
                 "errors",
                 "events",
                 "process",

@@ -71,7 +71,9 @@ class Console:
         if self._rich_out is None:
             from rich.console import Console as RichConsole
 
-            self._rich_out = RichConsole(file=self._out, width=self._width(self._out))
+            # emoji=False: cuship writes no :emoji: codes, and looking for them in every
+            # string printed loads rich's table of 3,600 names (11 M instructions)
+            self._rich_out = RichConsole(file=self._out, width=self._width(self._out), emoji=False)
         return self._rich_out
 
     @property
@@ -80,7 +82,7 @@ class Console:
             from rich.console import Console as RichConsole
 
             self._rich_err = RichConsole(
-                file=self._err, width=self._width(self._err), highlight=False
+                file=self._err, width=self._width(self._err), highlight=False, emoji=False
             )
         return self._rich_err
 

@@ -13,12 +13,12 @@ import difflib
 import functools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
+from cuship._record import frozen
 from cuship.compat.checks import check_gpus, check_ptx, check_toolkits, check_torch
 from cuship.compat.files import CudaFile, GpusFile, PtxFile, TorchFile, read
 from cuship.compat.models import CudaToolkit, GpuModel, PtxIsa, TorchRelease, format_driver
@@ -83,7 +83,7 @@ def _minor_of(version: Version) -> Version:
     return Version(f"{version.major}.{version.minor}")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Compat:
     """All compatibility knowledge, with the questions cuship asks of it."""
 

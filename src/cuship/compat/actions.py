@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from cuship import schema
+from cuship._record import frozen
 from cuship.schema import field_doc
 
 __all__ = ["ActionPin", "ActionsFile", "load_actions", "uses"]
@@ -27,7 +27,7 @@ def _name(value: str) -> None:
         raise ValueError(f"{value!r} is not OWNER/REPOSITORY")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class ActionPin:
     """One action and the commit its release tag names."""
 
@@ -41,7 +41,7 @@ class ActionPin:
         return f"{self.name}@{self.commit}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class ActionsFile:
     """actions.toml: the GitHub Actions generated workflows use, pinned by commit."""
 

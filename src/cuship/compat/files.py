@@ -3,11 +3,11 @@ loader of :mod:`cuship.schema` (their JSON Schemas: :mod:`cuship.docs.dataschema
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from cuship import schema
+from cuship._record import frozen
 from cuship.compat.models import CudaToolkit, GpuModel, PtxIsa, TorchRelease
 from cuship.compat.peaks import GpuPeak
 from cuship.schema import Place, field_doc
@@ -17,7 +17,7 @@ __all__ = ["CudaFile", "GpusFile", "PtxFile", "TorchFile", "read"]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class CudaFile:
     """cuda.toml: the CUDA toolkits, their driver minimums and the SASS targets nvcc accepts."""
 
@@ -26,7 +26,7 @@ class CudaFile:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class TorchFile:
     """torch.toml: the torch releases and the wheels published for each."""
 
@@ -44,7 +44,7 @@ class TorchFile:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class PtxFile:
     """ptx.toml: the PTX ISA versions and the CUDA release that first knows each."""
 
@@ -53,7 +53,7 @@ class PtxFile:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class GpusFile:
     """gpus.toml: the GPU models with the names NVML reports, and datasheet peaks by variant."""
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from packaging.version import Version
 
+from cuship._record import frozen
 from cuship.schema import field_doc
 
 __all__ = ["CudaToolkit", "GpuModel", "PtxIsa", "TorchRelease", "format_driver"]
@@ -26,7 +26,7 @@ def _sm_of(sm: str) -> str:
     return text.replace(".", "")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class CudaToolkit:
     """One CUDA toolkit release (``12.8.1``): driver minimums and the SASS targets nvcc accepts."""
 
@@ -74,7 +74,7 @@ class CudaToolkit:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class TorchRelease:
     """One torch minor release (``2.8``) and the wheels published for it."""
 
@@ -131,7 +131,7 @@ class TorchRelease:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class GpuModel:
     """A GPU model, the names NVML/nvidia-smi report for it, and its compute capability."""
 
@@ -163,7 +163,7 @@ class GpuModel:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class PtxIsa:
     """One PTX ISA version (``.version 8.5``) and the CUDA release that first writes and loads it."""
 

@@ -4,8 +4,8 @@ dense TFLOP/s per precision, each row citing the NVIDIA page it comes from."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
+from cuship._record import frozen
 from cuship.schema import Place, field_doc
 
 __all__ = ["PRECISIONS", "GpuPeak", "check_peaks"]
@@ -27,7 +27,7 @@ def _tflops(table: Mapping[str, float]) -> None:
             raise ValueError(f"{key} must be a positive number, got {value!r}")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class GpuPeak:
     """One GPU variant's datasheet peaks: ``memory_gbps`` (GB/s) and dense TFLOP/s by precision."""
 

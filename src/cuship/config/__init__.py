@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 from cuship import _read
 from cuship import schema as typed
+from cuship._record import frozen
 from cuship.config import files, values
 from cuship.config.ci import CiSection
 from cuship.config.packages import PackageSpec, load_packages, packages_schema
@@ -47,7 +48,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class ProjectSection:
     """The package being built; defaults come from pyproject.toml's [project]."""
 
@@ -59,7 +60,7 @@ class ProjectSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class MatrixRule:
     """One include/exclude rule; a key left out matches everything. Versions match by prefix
     (``cuda = "13"`` matches 13.0.2) or shell-style patterns (``torch = "2.*"``)."""
@@ -72,7 +73,7 @@ class MatrixRule:
     platform: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class MatrixSection:
     """The build matrix: every combination of these, pruned by compatibility data."""
 
@@ -131,7 +132,7 @@ class MatrixSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class LabelSection:
     """The local version label each wheel carries, e.g. ``+cu128torch2.8``."""
 
@@ -145,7 +146,7 @@ class LabelSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class VariantsSection:
     """Wheel variants (PEP 825): beside each labelled wheel its variant twin, whose NVIDIA
     properties are read from its binaries, and one plain wheel per Python tag for pip and for
@@ -174,7 +175,7 @@ class VariantsSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class BuildSection:
     """How wheels are built."""
 
@@ -281,7 +282,7 @@ _MAX_CASES = 100_000  # random-shape cases per op and dtype
 _MAX_SAMPLES = 10_000_000  # benchmark samples, seeds, repeats
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class CheckOpSection:
     """Per-op additions and overrides: ``[check.ops.<name>]``."""
 
@@ -301,7 +302,7 @@ class CheckOpSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class CheckModeSection:
     """What ``--quick`` runs: ``[check.quick]``."""
 
@@ -313,7 +314,7 @@ class CheckModeSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class CheckSection:
     """Kernel checks (``cuship check``); the thorough mode's counts live here."""
 
@@ -372,7 +373,7 @@ class CheckSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class BenchCaseSection:
     """Per-case overrides: ``[bench.cases.<case name or key>]``."""
 
@@ -386,7 +387,7 @@ class BenchCaseSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class BenchSection:
     """Benchmarks (``cuship bench``): where cases live, the stopping rule, gates and floors."""
 
@@ -463,7 +464,7 @@ class BenchSection:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class _ConfigFile:
     """cuship.toml (or [tool.cuship] in pyproject.toml)."""
 
@@ -479,7 +480,7 @@ class _ConfigFile:
     bench: BenchSection = field_doc("Benchmarks.", default_factory=BenchSection)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Config:
     """Everything cuship read from a project's configuration."""
 

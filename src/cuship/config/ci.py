@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal
 
+from cuship._record import frozen
 from cuship.config.values import between
 from cuship.config.values import python_version as _python
 from cuship.schema import field_doc
@@ -80,7 +80,7 @@ def _accelerator(value: str) -> None:
         raise ValueError(f"{value!r} is not a SkyPilot accelerator such as 'H100:1'")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class CiSection:
     """Generated CI (``cuship ci init``): runners, limits, schedules, caches, spot GPUs."""
 

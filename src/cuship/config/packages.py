@@ -23,13 +23,14 @@ A package's own ``matrix`` replaces only the keys it names; its ``env`` adds to 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from packaging.utils import InvalidName, canonicalize_name
 
 from cuship import schema as typed
+from cuship._record import frozen
 from cuship.config import files, values
 from cuship.errors import ConfigError
 from cuship.schema import field_doc
@@ -47,7 +48,7 @@ def _given(check: Callable[[Any], None]) -> Callable[[Any], None]:
     return run
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class PackageMatrix:
     """The [matrix] keys one package sets for itself; a key left out keeps the file's value."""
 
@@ -75,7 +76,7 @@ class PackageMatrix:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class PackageSpec:
     """One entry of a community index's ``config/packages.yml``."""
 
@@ -101,7 +102,7 @@ class PackageSpec:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class PackagesFile:
     """config/packages.yml: the packages a community index builds, and their common matrix."""
 

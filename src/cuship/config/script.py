@@ -10,13 +10,13 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import InvalidName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from cuship import _read, schema
+from cuship._record import frozen
 from cuship.errors import ConfigError
 from cuship.schema import field_doc
 
@@ -50,7 +50,7 @@ _TORCH_EXTENSION = re.compile(r"\b(?:cpp_extension|CUDAExtension|BuildExtension)
 _CUDA_GATE = re.compile(r"\bcuda\.is_available\(|\bcuda\._is_compiled\(")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Gate:
     """A switch that opens a torch extension's CUDA gate (``FORCE_CUDA=1``)."""
 
@@ -72,7 +72,7 @@ class Gate:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class BuildSwitchesFile:
     """build_switches.toml: the switches that open a torch extension's CUDA gate."""
 
@@ -103,7 +103,7 @@ def read_text(path: Path, limit: int = _LIMIT) -> str:
         return ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class BuildScript:
     """What setup.py (or CMakeLists.txt) says, as far as reading it tells."""
 

@@ -3,9 +3,9 @@ check, and the problems with the command that fixes each."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from cuship._record import frozen
 from cuship.judge.model import Check, GlibcVerdict, GpuRun, LibraryNeed, ObjectLoad, TorchVerdict
 from cuship.judge.offer import Offer
 from cuship.judge.ptx import reach
@@ -37,7 +37,7 @@ Area = Literal["files", "gpu", "cuda", "libraries", "torch", "glibc"]
 Runs = Literal["sass", "ptx", "none"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class InstallOrigin:
     """Where an installed distribution came from, as far as its files say."""
 
@@ -61,7 +61,7 @@ class InstallOrigin:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class InstalledPackage:
     """One installed distribution and its shared objects, as read from its files (no decisions)."""
 
@@ -78,7 +78,7 @@ class InstalledPackage:
     shared: tuple[str, ...] = ()  # file names of every shared object its RECORD lists
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Machine:
     """The facts of this machine the checks use."""
 
@@ -115,7 +115,7 @@ class Machine:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Problem:
     """One thing that fails on this machine, the error a user meets, and what to run."""
 
@@ -127,7 +127,7 @@ class Problem:
         return {"area": self.area, "message": self.message, "fix": self.fix}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class PackageReport:
     """Every check of one distribution; ``problems`` is empty when it should work here."""
 
@@ -175,7 +175,7 @@ class PackageReport:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Skipped:
     """A distribution that was looked at and not checked, and why."""
 
@@ -186,7 +186,7 @@ class Skipped:
         return {"name": self.name, "reason": self.reason}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class DoctorReport:
     """The whole run: this machine, each distribution checked, those passed over."""
 

@@ -12,7 +12,6 @@ import csv
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from email.parser import HeaderParser
 from importlib import metadata
 from pathlib import Path
@@ -21,6 +20,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from cuship import _read
+from cuship._record import frozen
 from cuship.doctor.model import InstalledPackage, InstallOrigin, Skipped
 from cuship.errors import CushipError, UsageError
 from cuship.resolve.provenance import Handover, read_dist
@@ -35,7 +35,7 @@ _NAME = re.compile(r"^Name:[ \t]*(\S+)", re.MULTILINE)
 _VERSION = re.compile(r"^Version:[ \t]*(\S+)", re.MULTILINE)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Scan:
     """The distributions with shared objects, those passed over, and how many were looked at."""
 

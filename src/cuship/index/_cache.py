@@ -18,12 +18,12 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
 
 from cuship import _fs
+from cuship._record import frozen
 
 __all__ = ["CacheDelta", "CacheEntry", "FileStamp", "ProjectMark", "ScanCache", "record_text"]
 
@@ -105,7 +105,7 @@ class CacheDelta(NamedTuple):
     stored: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class CacheEntry:
     """What the cache remembers about one wheel file."""
 

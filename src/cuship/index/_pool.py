@@ -32,7 +32,6 @@ import gc
 import itertools
 import mmap
 import os
-import pickle
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -41,7 +40,6 @@ from typing import TYPE_CHECKING, TypeVar
 
 from cuship import _fs
 from cuship.events import Emit, progress
-from cuship.process import ended
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -246,6 +244,8 @@ def _uncollected(fn: Callable[[T], R], share: T) -> R:
 
 def _fork(fn: Callable[[T], R], share: T) -> tuple[int, int]:
     global _IN_CHILD
+    import pickle  # here, before the fork: a run that forks nothing needs none
+
     read, write = os.pipe()
     pid = os.fork()
     if pid != 0:
@@ -276,6 +276,8 @@ def _fork(fn: Callable[[T], R], share: T) -> tuple[int, int]:
 
 def _reap(pid: int, fd: int) -> tuple[bool, object]:
     """Wait for one child: (True, its result) or (False, its failure)."""
+    import pickle
+
     with open(fd, "rb") as pipe:
         message = pipe.read()
     _pid, status = os.waitpid(pid, 0)
@@ -290,6 +292,8 @@ def _reap(pid: int, fd: int) -> tuple[bool, object]:
     said = isinstance(outcome, tuple) and len(outcome) == 2 and outcome[0] is ok
     if said and (ok or isinstance(outcome[1], BaseException)):  # type: ignore[index]
         return outcome  # type: ignore[return-value]
+    from cuship.process import ended
+
     return False, RuntimeError(f"a forked worker {ended(code)} without saying why")
 
 

@@ -20,17 +20,17 @@ import json
 import os
 import shutil
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from cuship import _read
+from cuship._record import frozen
 
 __all__ = ["RETIRED", "Retired", "carry_over"]
 
 RETIRED = "cuship-retired.json"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Retired:
     """The record: ``retired`` (kept until the next update), and while an update runs,
     ``previous`` (what that update deletes at its end)."""

@@ -9,10 +9,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from cuship._record import frozen
 from cuship.index._pages import FileLink
 from cuship.index.attached import ATTESTATION_SUFFIX
 
@@ -47,7 +48,7 @@ def base_of(url: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Row:
     """One wheel as the index shows it. ``base``: where the file lives (None: ``files/``)."""
 

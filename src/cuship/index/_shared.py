@@ -10,11 +10,14 @@ import errno
 import json
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
+from typing import Any
 
 from cuship import _fs, _read
+from cuship._record import frozen
 from cuship.errors import CheckFailed, InputError
 from cuship.events import Emit, Event
 from cuship.index._cache import FileStamp, ScanCache, record_text
@@ -36,6 +39,7 @@ __all__ = [
     "STATE_DIR",
     "Describe",
     "IndexSummary",
+    "Listed",
     "Options",
     "SiteState",
     "cache_path",
@@ -122,7 +126,7 @@ def carry_state(site: Path, staging: Path) -> None:
             shutil.copy2(state / name, into / name)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Options:
     base_url: str | None
     describe: Describe | None
@@ -144,7 +148,7 @@ class Options:
         return row if yanked == row.yanked else dataclasses.replace(row, yanked=yanked)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class IndexSummary:
     """What :func:`~cuship.index.write` did. ``rewritten``: projects an update rewrote (None
     when the whole tree was rendered)."""
@@ -197,35 +201,79 @@ class IndexSummary:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+class Listed(Mapping[str, ProjectEntry]):
+    """The projects an index's manifest lists, as read: a project's entry is made when it is
+    asked for. An update touches a few projects of thousands; the others stay JSON values,
+    and counting, listing or copying them runs in C (see :meth:`SiteState.read`)."""
+
+    __slots__ = ("_made", "raw")
+
+    def __init__(self, raw: Mapping[str, Mapping[str, Any]]) -> None:
+        self.raw = raw
+        self._made: dict[str, ProjectEntry] = {}
+
+    def __getitem__(self, name: str) -> ProjectEntry:
+        entry = self._made.get(name)
+        if entry is None:
+            found = self.raw[name]
+            entry = self._made[name] = ProjectEntry(tuple(found["labels"]), found["wheels"])
+        return entry
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+
+@frozen
 class SiteState:
-    """An index's own manifest (schema 2): its projects, their labels and wheel counts."""
+    """An index's own manifest (schema 2): its projects, their labels and wheel counts, the
+    labels and wheels of them all, and the manifest's bytes as read."""
 
     base_url: str | None
-    projects: Mapping[str, ProjectEntry]
+    projects: Listed
+    labels: frozenset[str] = frozenset()
+    wheels: int = 0
+    text: bytes = b""
 
     @classmethod
     def read(cls, out: Path) -> SiteState | None:
         """The state of the index at ``out``; None when there is none to update in place
-        (no index, an older schema, or a manifest that cannot be read: rendered afresh)."""
+        (no index, an older schema, or a manifest that cannot be read: rendered afresh).
+
+        Read at the start of every update: each project's entry is checked (a dict with a
+        list of string labels and an integer count) by C loops over the parsed JSON, not by a
+        Python statement per project (50,000 wheels are 5,000 projects)."""
         try:
-            document = json.loads(_read.read_bytes(out / MANIFEST, _read.INDEX_FILE))
-            if document.get("schema") != INDEX_SCHEMA:
+            text = _read.read_bytes(out / MANIFEST, _read.INDEX_FILE)
+            document = json.loads(text)
+            raw = document["projects"]
+            if document.get("schema") != INDEX_SCHEMA or type(raw) is not dict:
                 return None
-            # Read at the start of every update, one entry per project: the few label sets
-            # an index has are each made once.
-            shapes: dict[tuple[object, ...], tuple[str, ...]] = {}
-            projects: dict[str, ProjectEntry] = {}
-            for name, entry in document["projects"].items():
-                listed = tuple(entry["labels"])
-                labels = shapes.get(listed)
-                if labels is None:
-                    labels = shapes[listed] = tuple(str(label) for label in listed)
-                projects[str(name)] = ProjectEntry(labels, int(entry["wheels"]))
+            entries = list(raw.values())
+            if not set(map(type, entries)) <= {dict}:
+                return None
+            listed = list(map(itemgetter("labels"), entries))
+            counts = list(map(itemgetter("wheels"), entries))
+            if not (set(map(type, listed)) <= {list} and set(map(type, counts)) <= {int}):
+                return None
+            labels = frozenset(chain.from_iterable(listed))
+            if not set(map(type, labels)) <= {str}:
+                return None
             base = document.get("base_url")
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
-        return cls(base_url=None if base is None else str(base), projects=projects)
+        return cls(
+            base_url=None if base is None else str(base),
+            projects=Listed(raw),
+            labels=labels,
+            wheels=sum(counts),
+            text=text,
+        )
 
 
 def settle(

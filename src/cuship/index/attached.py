@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from cuship import _read
+from cuship._record import frozen
 from cuship.events import Emit, Event, discard
 from cuship.index.scan import IndexedWheel
 
@@ -22,7 +22,7 @@ __all__ = ["ATTESTATION_SUFFIX", "AttestationRef", "find_attestations", "stateme
 ATTESTATION_SUFFIX = ".intoto.jsonl"  # the same name cuship.attest writes
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class AttestationRef:
     """An attestation the index links: its sha256 and, when the site holds it, its bytes.
 

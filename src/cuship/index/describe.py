@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cuship.errors import CushipError
-from cuship.wheel.torchabi import torch_entries, torch_requirements
 
 __all__ = ["describe_pure", "describe_wheel"]
 
@@ -49,6 +48,8 @@ def describe_pure(
 
     The record is shared by every wheel of the same label and torch requirements (an index
     repeats a few such pairs many times): read it, never change it."""
+    from cuship.wheel.torchabi import torch_entries, torch_requirements
+
     source = f"{path.rpartition('/')[2]}:{metadata.name}"
     if requires_dist is None:
         requirements = torch_requirements(metadata.data.decode("utf-8", "replace"), source=source)

@@ -14,11 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from cuship import _fs, _read
+from cuship._record import frozen
 from cuship.errors import InputError
 from cuship.index.attached import ATTESTATION_SUFFIX, AttestationRef
 from cuship.index.render import MANIFEST, PROJECT_MANIFEST, Row, base_of
@@ -37,7 +38,7 @@ __all__ = [
 _HINT = "repair or delete the site, or run without --keep-existing to start afresh"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Kept:
     """Wheels of the previous index that stay, with where each one lives."""
 

@@ -20,12 +20,13 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii as _string
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
 from cuship import _names
+from cuship._record import frozen
 from cuship.index._pages import (
     FileLink,
     landing_html,
@@ -41,6 +42,9 @@ from cuship.index.yank import yank_reason
 from cuship.version import __version__
 from cuship.wheel.variant import dumps, merged, split_variant, variants_json_name
 
+if TYPE_CHECKING:
+    from packaging.version import Version
+
 __all__ = [
     "MANIFEST",
     "PROJECT_MANIFEST",
@@ -53,6 +57,8 @@ __all__ = [
     "file_href",
     "group",
     "index_manifest",
+    "manifest_entry",
+    "patched_manifest",
     "project_tree",
     "render",
     "root_pages",
@@ -144,6 +150,8 @@ def _subset(rows: Sequence[Row], label: str) -> list[Row]:
 
 @functools.lru_cache(maxsize=65536)
 def _version(text: str) -> Version:
+    from packaging.version import Version  # here: a run that renders no page parses none
+
     return Version(text)
 
 
@@ -344,12 +352,46 @@ def index_manifest(entries: Mapping[str, ProjectEntry], base_url: str | None) ->
     return text.encode("utf-8")
 
 
+def manifest_entry(project: str, entry: ProjectEntry) -> dict[str, object]:
+    """A project's entry in ``cuship-index.json``, as JSON reads it back."""
+    return {
+        "labels": list(entry.labels),
+        "manifest": f"simple/{project}/{PROJECT_MANIFEST}",
+        "wheels": int(entry.wheels),
+    }
+
+
+def patched_manifest(
+    listed: Mapping[str, object],
+    changed: Mapping[str, ProjectEntry | None],
+    labels: Iterable[str],
+    base_url: str | None,
+) -> bytes:
+    """The bytes :func:`index_manifest` gives, from the projects an index's manifest listed
+    (``listed``: their entries as JSON read them) and the entries of the projects this run
+    changed (None: no longer listed): an update copies and encodes the others in C."""
+    projects = dict(listed)
+    for project, entry in changed.items():
+        if entry is None:
+            projects.pop(project, None)
+        else:
+            projects[project] = manifest_entry(project, entry)
+    document = {
+        "base_url": base_url,
+        "generator": f"cuship {__version__}",
+        "indexes": {"": "simple/", **{label: f"{label}/simple/" for label in sorted(labels)}},
+        "projects": projects,
+        "schema": INDEX_SCHEMA,
+    }
+    return _dump(document)
+
+
 def root_tree(entries: Mapping[str, ProjectEntry], base_url: str | None) -> dict[str, bytes]:
     """The roots (:func:`root_pages`), then the index's manifest (last)."""
     return {**root_pages(entries), MANIFEST: index_manifest(entries, base_url)}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(kw_only=False)
 class ProjectEntry:
     """What the index's manifest says of one project."""
 

@@ -18,7 +18,7 @@ import stat
 import zipfile
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Union, cast
 
@@ -28,6 +28,7 @@ from cuship import _read
 from cuship._format import size_text
 from cuship._fs import sha256_file
 from cuship._read import NotRegular, file_kind, open_regular, open_stated, regular_problem
+from cuship._record import frozen
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, FileStamp, ScanCache
@@ -59,6 +60,7 @@ from cuship.wheel.variant import split_variant
 
 if TYPE_CHECKING:
     from packaging.utils import NormalizedName
+    from packaging.version import Version
 
 __all__ = [
     "CachedFile",
@@ -88,7 +90,7 @@ _ATTACHED = ".whl.intoto.jsonl"
 _VARIANT_LABEL = re.compile(r"[0-9a-z_.]+")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class IndexedWheel:
     """One wheel as the index sees it."""
 
@@ -108,7 +110,7 @@ class IndexedWheel:
     described: Mapping[str, object] | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Skipped:
     """A file that was given but not indexed, and why.
 
@@ -456,6 +458,7 @@ def _parse_filename(filename: str, path: Path | str) -> _Name:
         if not _VARIANT_LABEL.fullmatch(label):
             raise _Skip(Path(path), f"invalid variant label {label!r} (lower case [0-9a-z_.])")
         filename = plain
+
     stem = filename[:-4]
     if filename.endswith(".whl") and stem.count("-") == 4:
         name_part, version_part, tag_part = stem.split("-", 2)
@@ -484,6 +487,8 @@ def _project_part(name_part: str) -> NormalizedName | None:
 
 @functools.lru_cache(maxsize=65536)
 def _version_part(version_part: str) -> tuple[Version, str, str | None]:
+    from packaging.version import Version
+
     version = Version(version_part)
     return version, str(version), version.local
 
@@ -868,6 +873,8 @@ def _check_metadata(
         if key == "requires-dist" and requires_dist is not None:
             requires_dist.append(value)
     meta_name, meta_version = fields.get("name", ""), fields.get("version", "")
+    from packaging.version import Version
+
     try:
         # The filename's own spelling first: it is how METADATA says it, nearly always.
         filename = where.rpartition("/")[2]

@@ -29,10 +29,10 @@ import os
 import shutil
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from cuship import _fs
+from cuship._record import frozen
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheDelta, FileStamp, ProjectMark, ScanCache
@@ -249,7 +249,7 @@ def _refuse_foreign(out: Path) -> None:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(kw_only=False)
 class _Share:
     """The part of a rebuild one process does: the given files and wheels of some projects,
     and the names of those projects' wheels the earlier index keeps."""
@@ -261,7 +261,7 @@ class _Share:
     slot: int = 0  # where it counts its files scanned (see ScanProgress)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(kw_only=False)
 class _Built:
     """What a share's process reports: its projects' entries for the roots, its counts, its
     skips and events (a child's, to be emitted by the parent), the cache keys of the wheels

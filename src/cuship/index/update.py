@@ -29,10 +29,11 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 from cuship import _fs, _read
+from cuship._record import frozen
 from cuship.errors import InputError
 from cuship.events import Emit
 from cuship.index._cache import ScanCache
@@ -59,7 +60,7 @@ from cuship.index.render import (
     ProjectEntry,
     Row,
     group,
-    index_manifest,
+    patched_manifest,
     project_tree,
     root_pages,
     rows_of,
@@ -200,7 +201,7 @@ def _touched(
     as they were last rendered)."""
     if options.keep:
         named = {spec_project(spec) for spec in (*options.yanked, *options.unyanked)}
-        return set(new) | (named & set(site.projects))
+        return set(new) | {project for project in named if project in site.projects}
     try:
         on_disk = {entry.name for entry in os.scandir(out / "simple") if entry.is_dir()}
     except OSError:
@@ -282,7 +283,7 @@ def _rewrite_project(
     return True
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class _Plan:
     """One project this run touches: its rows before and after."""
 
@@ -315,9 +316,10 @@ def _removed(out: Path, plans: Sequence[_Plan], gone: Iterable[str]) -> set[str]
     return {rel for rel in found if os.path.lexists(out / rel)}
 
 
-def _live(plans: Sequence[_Plan], entries: Mapping[str, ProjectEntry]) -> set[str]:
-    """The paths of :func:`_removed`'s kinds that this run lists (never retired, nor deleted)."""
-    live = {label for entry in entries.values() for label in entry.labels}
+def _live(plans: Sequence[_Plan], labels: Collection[str]) -> set[str]:
+    """The paths of :func:`_removed`'s kinds that this run lists (never retired, nor deleted);
+    ``labels``: the sub-indexes it lists."""
+    live = set(labels)
     for plan in plans:
         if plan.rows:
             live.add(f"simple/{plan.project}")
@@ -329,7 +331,7 @@ def _live(plans: Sequence[_Plan], entries: Mapping[str, ProjectEntry]) -> set[st
 def _labels_before(state: SiteState, options: Options, out: Path, record: Retired) -> set[str]:
     """The sub-indexes the site had: its manifest's, and without ``keep`` any left on disk
     by a run stopped after the manifest no longer named them (but for retired ones)."""
-    labels = {label for entry in state.projects.values() for label in entry.labels}
+    labels = set(state.labels)
     if not options.keep:
         try:
             found = [e.name for e in os.scandir(out) if e.is_dir() and e.name not in _OWN]
@@ -357,18 +359,50 @@ def _old_rows(out: Path, project: str, options: Options, record: Retired) -> lis
         return []
 
 
-def _shape(entries: Mapping[str, ProjectEntry]) -> dict[str, tuple[str, ...]]:
-    return {project: entry.labels for project, entry in entries.items()}
+class _After:
+    """The index's projects after this run: those the manifest listed (``state``) and the
+    entries of the projects this run changes (None: no longer listed). The counts, the labels
+    and whether the roots change come from the projects changed, not from a statement per
+    project of the index."""
+
+    def __init__(self, state: SiteState, plans: Sequence[_Plan]) -> None:
+        self.state = state
+        listed = state.projects
+        self.changed = {p.project: ProjectEntry.of(p.rows) if p.rows else None for p in plans}
+        before = [listed[p] for p in self.changed if p in listed]
+        now = [entry for entry in self.changed.values() if entry is not None]
+        self.wheels = state.wheels - sum(e.wheels for e in before) + sum(e.wheels for e in now)
+        self.projects = len(listed) - len(before) + len(now)
+        gained = {label for entry in now for label in entry.labels}
+        lost = {label for entry in before for label in entry.labels} - gained
+        self.labels = set(state.labels) | gained
+        if lost:  # another project may still have a label that these no longer have
+            raw = listed.raw
+            others = (raw[p]["labels"] for p in raw if p not in self.changed)
+            self.labels -= lost - set(chain.from_iterable(others))
+        # the root pages show only which projects there are and the labels of each
+        self.reshaped = any(
+            (listed[p].labels if p in listed else None) != (e.labels if e else None)
+            for p, e in self.changed.items()
+        )
+
+    def entries(self) -> dict[str, ProjectEntry]:
+        """Every project's entry (a statement per project: for the roots, when they change)."""
+        listed = self.state.projects
+        merged = {p: listed[p] for p in listed if p not in self.changed}
+        merged.update((p, e) for p, e in self.changed.items() if e is not None)
+        return merged
 
 
-def _commit(
-    site: _Site, state: SiteState, entries: Mapping[str, ProjectEntry], options: Options
-) -> None:
-    """Step 3: the roots and the index's manifest."""
-    if _shape(entries) != _shape(state.projects):  # the root pages show only the shape
-        for rel, data in root_pages(entries).items():
+def _commit(site: _Site, after: _After, options: Options) -> None:
+    """Step 3: the roots (where they change) and the index's manifest."""
+    if after.reshaped:
+        for rel, data in root_pages(after.entries()).items():
             site.put_changed(rel, data)
-    site.put_changed(MANIFEST, index_manifest(entries, options.base_url))
+    listed = after.state.projects.raw
+    manifest = patched_manifest(listed, after.changed, after.labels, options.base_url)
+    if manifest != after.state.text:
+        site.put(MANIFEST, manifest)
 
 
 def _retire(site: _Site, before: Retired, now: Retired) -> None:
@@ -449,15 +483,9 @@ def update(
     )
     by_name = {wheel.filename: wheel for wheel in wheels}
     plans = _plans(state, new, options, record, out, by_name, emit, scan.quiet.projects)
-    entries = dict(state.projects)
-    for plan in plans:
-        if plan.rows:
-            entries[plan.project] = ProjectEntry.of(plan.rows)
-        else:
-            entries.pop(plan.project, None)
-    labels_now = {label for entry in entries.values() for label in entry.labels}
-    gone = _labels_before(state, options, out, record) - labels_now
-    now = record.started(_removed(out, plans, gone), _live(plans, entries))
+    after = _After(state, plans)
+    gone = _labels_before(state, options, out, record) - after.labels
+    now = record.started(_removed(out, plans, gone), _live(plans, after.labels))
     site = _Site(out)
     site.journal = now.encoded()
     rewritten = 0
@@ -467,7 +495,7 @@ def update(
                 rewritten += _rewrite_project(
                     site, plan.project, plan.rows, plan.old, by_name, attestations
                 )
-        _commit(site, state, entries, options)
+        _commit(site, after, options)
         _retire(site, record, now)
     finally:
         site.close()
@@ -475,12 +503,12 @@ def update(
     if plans and not options.keep:
         _forget_others(cache, options, scan)
     upload_note(options.base_url, out, emit)
-    total = sum(entry.wheels for entry in entries.values())
+    total = after.wheels
     return IndexSummary(
         site=out,
         wheels=total,
-        projects=len(entries),
-        variants=tuple(sorted(labels_now)),
+        projects=after.projects,
+        variants=tuple(sorted(after.labels)),
         skipped=scan.skipped,
         hashed=cache.misses,
         cached=cache.hits,

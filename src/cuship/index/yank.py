@@ -11,11 +11,9 @@ lifted) before anything is read or written.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
+from cuship._record import frozen
 from cuship.errors import InputError, UsageError
 from cuship.wheel.read.filename import canonical_name
 
@@ -39,6 +37,8 @@ def _key(spec: str, source: str) -> str:
             f"{source}: cannot read yank entry {spec!r}",
             hint="write a wheel filename or NAME==VERSION, then optionally a reason",
         )
+    from packaging.version import InvalidVersion, Version  # here: most runs yank nothing
+
     try:
         parsed = Version(version.strip())
     except InvalidVersion as err:
@@ -109,7 +109,7 @@ def kept_yank(
     return stored
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class IndexRequest:
     """The inputs of :func:`~cuship.index.write`: files and directories given, normalised yank
     entries (spec → reason), the entries whose yank is lifted, and whether to keep what the

@@ -4,8 +4,9 @@ the facts behind them (how each GPU runs the code, where each library comes from
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from cuship._record import frozen
 
 __all__ = [
     "CANNOT_OPEN",
@@ -45,7 +46,7 @@ Runs = Literal["sass", "ptx", "none"]
 Coverage = Literal["sass", "ptx", "none", "cpu", "no-gpu", "unknown"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Check:
     """One check: ``pass``; ``fail`` (``message`` says what fails, ``fix`` what fixes it);
     ``partial`` (it works, with the caveat in ``message``); ``unchecked`` (it could not run)."""
@@ -59,7 +60,7 @@ class Check:
         return {"area": self.area, "status": self.status, "message": self.message, "fix": self.fix}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class GpuRun:
     """How one GPU runs the package's own device code: native SASS, PTX by JIT, or not at all.
     ``objects``: those that need JIT (``ptx``) or have nothing (``none``); ``partial``: its
@@ -83,7 +84,7 @@ class GpuRun:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class LibraryNeed:
     """An NVIDIA library the objects need, where it comes from here, and whether the driver runs
     the CUDA major its SONAME names. ``source`` None: from nowhere (``cannot open shared object
@@ -107,7 +108,7 @@ class LibraryNeed:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class ObjectLoad:
     """One own object loaded as ``dlopen(RTLD_NOW)`` would load it here (after the interpreter
     and, for a package that loads with torch, torch): ``loads`` True, False, or None when it
@@ -142,7 +143,7 @@ class ObjectLoad:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class TorchVerdict:
     """The objects' torch needs against the installed torch."""
 
@@ -168,7 +169,7 @@ class TorchVerdict:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class GlibcVerdict:
     """The glibc the wheel's platform tag promises to need against this system's."""
 
@@ -181,7 +182,7 @@ class GlibcVerdict:
         return {"tag": self.tag, "needed": self.needed, "system": self.system, "ok": self.ok}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Judgement:
     """Every check of one wheel on one machine, and the facts behind them."""
 

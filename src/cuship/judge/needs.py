@@ -17,11 +17,11 @@ what its local version label says.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from cuship._record import frozen
 from cuship.errors import CushipError, InputError
 from cuship.wheel.audit import ROLES, ObjectReport, Role, WheelReport, role_of, sm_key
 from cuship.wheel.cudalibs import cuda_major_of, is_nvidia_lib
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class ObjectNeeds:
     """One shared object: its role, the device code the runtime loads, what it links."""
 
@@ -137,7 +137,7 @@ class ObjectNeeds:
         return doc
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class WheelNeeds:
     """A wheel or installed distribution: its objects' needs and what its metadata says.
 

@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from cuship._record import frozen
 from cuship.machine import CudaLibraries, Fingerprint
 from cuship.machine.loader import LoaderView
 
 __all__ = ["Offer", "TorchBuild", "offer_of"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class TorchBuild:
     """The installed torch: ``flavour`` is ``cpu``, ``cuda``, ``rocm``, ``xpu`` or None when it
     could not be read (then no check that needs it is said to pass)."""
@@ -49,7 +49,7 @@ class TorchBuild:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Offer:
     """The machine as the judge sees it. ``libraries`` None: they were not looked for (the
     library checks are then said not to have run)."""

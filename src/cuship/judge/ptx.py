@@ -12,9 +12,9 @@ toolkit that wrote the PTX (a driver older than that toolkit refuses it with
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from cuship._record import frozen
 from cuship.judge.gpu import cc_tuple, covers
 from cuship.wheel.audit import sm_key
 
@@ -25,7 +25,7 @@ _RULES: dict[str, Rule] = {"": "forward", "a": "exact", "f": "family"}
 _DRIVER = "the driver must support the CUDA toolkit that made it"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class PtxReach:
     """One PTX arch and the GPUs that can JIT it."""
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
+from cuship._record import frozen
 from cuship.compat import Compat
 from cuship.compat.models import format_driver
 from cuship.errors import CushipError
@@ -29,7 +30,7 @@ from cuship.judge.offer import Offer
 __all__ = ["Context", "Judging"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Context:
     """How the wheel is judged: ``installing`` (before an install: the torch and NVIDIA wheels
     its requirements bring will be there, with ``extras`` switched on) or as installed."""

@@ -13,10 +13,11 @@ PTX serves; ``cuda_version_lower_bound`` the oldest CUDA major of the runtimes i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cuship._record import frozen
 from cuship.errors import CushipError, InputError, UsageError
 from cuship.judge.gpu import gpu_coverage
 from cuship.judge.needs import WheelNeeds, wheel_needs
@@ -145,7 +146,7 @@ def make_variant(
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class VariantWheel:
     """The wheel given, its variant twin, and the ``variant.json`` the twin carries."""
 

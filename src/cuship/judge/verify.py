@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from cuship._record import frozen
 from cuship.arch import ArchTarget, parse_arch_list
 from cuship.errors import UsageError
 from cuship.judge.ptx import PtxReach, reach, reach_lines
@@ -18,7 +18,7 @@ from cuship.wheel.torchabi import TorchAbi, TorchPin
 __all__ = ["VerifyResult", "satisfies", "verify"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class VerifyResult:
     """What was checked, and what is missing (empty ``problems`` means the wheel passed)."""
 

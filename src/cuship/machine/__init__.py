@@ -24,12 +24,13 @@ import platform
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from cuship import _names, _read, settings
 from cuship._read import shown
+from cuship._record import frozen
 from cuship.errors import InputError, UsageError
 from cuship.machine.libraries import CudaLibraries, cuda_libraries
 from cuship.machine.loader import LoaderView, loader_view
@@ -58,7 +59,7 @@ _CC = re.compile(r"^\d{1,2}\.\d$")
 _DRIVER = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Gpu:
     index: int
     name: str
@@ -71,14 +72,14 @@ class Gpu:
         return None if self.memory_mib is None else round(self.memory_mib / 1024, 1)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Toolkit:
     version: str | None
     nvcc: str | None
     cuda_home: str | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class TorchInfo:
     """The installed torch: version, the CUDA it was built for, C++ ABI, build flavour."""
 
@@ -90,7 +91,7 @@ class TorchInfo:
     flavour_from: str | None = None  # where the flavour was read: "torch/version.py", ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Fingerprint:
     gpus: tuple[Gpu, ...]
     gpu_source: str
@@ -151,7 +152,8 @@ def parse_gpus_override(text: str, var: str = settings.GPUS) -> tuple[Gpu, ...]:
             raise UsageError(
                 f"{var}: {entry!r} has compute capability {cc!r}", hint="write it as 9.0"
             )
-        known = _known_gpu(name)
+        # the compatibility data (a few TOML files) only for what the entry does not say
+        known = _known_gpu(name) if cc is None or not mem_text else None
         if cc is None:
             if known is None:
                 raise UsageError(

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from cuship import settings
+from cuship._record import frozen
 from cuship.errors import UsageError
 from cuship.machine.probe import Probe
 from cuship.wheel.cudalibs import is_nvidia_lib, toolkit_libraries
@@ -29,7 +29,7 @@ _DEFAULT_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib")
 _MAX_CONF_FILES = 64  # include globs of ld.so.conf followed, at most
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class CudaLibraries:
     """NVIDIA libraries found, by file name (a SONAME, usually), each with where it is."""
 

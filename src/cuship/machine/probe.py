@@ -9,11 +9,12 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Protocol
 
 from cuship import _read, process
+from cuship._record import frozen
 from cuship.errors import TimedOut, ToolMissing
 
 __all__ = ["NvmlAnswer", "NvmlFailure", "NvmlGpu", "Probe", "SystemProbe"]
@@ -21,7 +22,7 @@ __all__ = ["NvmlAnswer", "NvmlFailure", "NvmlGpu", "Probe", "SystemProbe"]
 _DRIVER_NODES = ("/dev/nvidiactl", "/dev/dxg", "/proc/driver/nvidia")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class NvmlGpu:
     index: int
     name: str
@@ -30,14 +31,14 @@ class NvmlGpu:
     uuid: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class NvmlAnswer:
     driver_version: str
     cuda_driver: str  # "12.8"
     gpus: tuple[NvmlGpu, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(kw_only=False)
 class NvmlFailure:
     """NVML is installed and a driver node exists, but NVML failed: ``message`` says how."""
 
@@ -53,7 +54,7 @@ class Probe(Protocol):
     def nvml(self) -> NvmlAnswer | NvmlFailure | None: ...
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(kw_only=False)
 class SystemProbe:
     """Answers from this machine. A file it will not read (a FIFO, a device, past its cap, not
     UTF-8: :mod:`cuship._read`) answers None like a missing one, and why is kept in

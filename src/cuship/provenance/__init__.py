@@ -18,11 +18,12 @@ import importlib.machinery
 import importlib.util
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.utils import canonicalize_name
+
+from cuship._record import frozen
 
 if TYPE_CHECKING:  # imported where distributions are read: packaging.requirements is not cheap
     from cuship.provenance.installed import InstalledDist
@@ -56,7 +57,7 @@ def one_line(err: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Extension:
     """A compiled extension module (``*.so``/``*.pyd``) under a package, and whether it imports."""
 
@@ -88,7 +89,7 @@ class Extension:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class PackageOrigin:
     """One top-level package: the file imported, where it lies, its extensions."""
 
@@ -146,7 +147,7 @@ class PackageOrigin:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Provenance:
     """The project packages a run used; ``note`` says what could not be traced, and why."""
 

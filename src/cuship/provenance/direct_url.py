@@ -14,13 +14,13 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from cuship import _read
+from cuship._record import frozen
 from cuship.errors import InputError
 
 __all__ = ["InstallSource", "Kind", "install_source", "parse_direct_url", "this_cuship"]
@@ -39,7 +39,7 @@ _KIND_TEXT: Mapping[Kind, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class InstallSource:
     """One distribution's origin: the installer's record and where its package was imported."""
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 
@@ -20,6 +19,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from cuship import _read
+from cuship._record import frozen
 from cuship.errors import CheckFailed, ConfigError, ToolMissing
 
 __all__ = [
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class InstalledDist:
     """One installed distribution: its files are what a test of the wheel must import."""
 

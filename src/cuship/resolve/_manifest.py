@@ -25,13 +25,13 @@ followed (files come from the page).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from packaging.utils import canonicalize_name
 
 from cuship import _read
+from cuship._record import frozen
 from cuship.errors import InputError
 from cuship.events import Emit, Event
 from cuship.resolve.http import FetchOptions, Missing, get, outside_scheme
@@ -45,7 +45,7 @@ _MAX_URL = 8192  # characters of a manifest URL cuship follows (pip's longest ar
 Records = Mapping[str, Mapping[str, Any]]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Found:
     """The manifest whose records were read (its URL) and those records by file name."""
 
@@ -53,7 +53,7 @@ class Found:
     records: Records
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class _Reader:
     """What every read needs: the index (its scheme decides what may be read) and the project."""
 

@@ -40,7 +40,7 @@ import os
 import re
 import shutil
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,6 +49,7 @@ from packaging.utils import parse_wheel_filename
 
 from cuship import _read, settings
 from cuship._fs import remove_tree, sha256_file, under
+from cuship._record import frozen
 from cuship.errors import CheckFailed, InputError, ToolMissing, UsageError
 from cuship.events import Emit, Event, Level, discard
 from cuship.resolve.decide import (
@@ -101,7 +102,7 @@ def unmet(requirements: Iterable[str]) -> list[str]:
     return missing
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Prebuilt:
     """The hook implementations, bound to a project directory, the environment and an emitter.
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import sys
 import sysconfig
 from collections.abc import Mapping
-from dataclasses import dataclass
 from urllib.parse import unquote
 
 from packaging.version import Version
 
 from cuship import _read, settings
+from cuship._record import frozen
 from cuship.errors import CushipError
 from cuship.events import Emit, Event, discard
 from cuship.machine import fingerprint
@@ -44,7 +44,7 @@ _COVERAGE = {  # no-gpu and unknown: the resolver's notes say it
 }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Decision:
     """Use ``candidate`` (downloaded and verified later), or build from source because of ``why``."""
 

@@ -22,7 +22,7 @@ import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -32,6 +32,7 @@ from packaging.utils import canonicalize_name
 
 from cuship import _names, _read, settings
 from cuship._fs import move, remove_file, sha256_file
+from cuship._record import frozen
 from cuship.errors import CheckFailed, InputError, UsageError
 from cuship.events import Emit, Event, discard, progress
 from cuship.resolve._manifest import Records, find_manifest, manifest_urls
@@ -63,7 +64,7 @@ JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 ACCEPT = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class IndexPage:
     """One project's files as an index lists them."""
 

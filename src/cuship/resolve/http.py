@@ -14,7 +14,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
 from urllib.parse import urlsplit
@@ -22,6 +21,7 @@ from urllib.request import url2pathname
 
 from cuship import _read, settings
 from cuship._format import size_text
+from cuship._record import frozen
 from cuship.errors import InputError, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.version import __version__
@@ -46,7 +46,7 @@ _MiB = 1 << 20
 SCHEMES = ("http", "https", "file")  # what cuship reads an index or a file over
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class FetchOptions:
     """How patient to be (seconds per network read, extra attempts, first back-off pause, and
     ``deadline``: seconds one fetch may take in all, tries and pauses included; None: each try
@@ -100,7 +100,7 @@ def fetch_options(environ: Mapping[str, str], **given: Any) -> FetchOptions:
     return FetchOptions(**values)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Response:
     url: str  # after redirects
     content_type: str

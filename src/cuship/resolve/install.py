@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import packaging
 
 from cuship import _read, process, settings
+from cuship._record import frozen
 from cuship.errors import (
     CannotStart,
     CheckFailed,
@@ -164,7 +165,7 @@ def download_dir(environ: Mapping[str, str]) -> Path:
     return Path(cache).expanduser() / "cuship" / "wheels"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class InstallPlan:
     """What ``cuship install`` will do: download ``url`` to ``wheel``, give the installer
     ``installs`` (``wheel``, or a variant's bytes under its plain wheel name: ``how`` says

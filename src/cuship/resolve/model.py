@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from cuship._read import shown
+from cuship._record import frozen
 from cuship.errors import InputError
 from cuship.judge.model import Judgement
 from cuship.judge.needs import ObjectNeeds, WheelNeeds
@@ -21,7 +22,7 @@ from cuship.machine import CudaLibraries, Fingerprint
 __all__ = ["Candidate", "Resolution", "Target", "Verdict", "WheelFacts", "target_of"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class WheelFacts:
     """What a cuship manifest record says of a wheel beyond its name."""
 
@@ -175,7 +176,7 @@ def _needs_field(record: Mapping[str, object]) -> WheelNeeds | None:
     return read_needs(value, WheelNeeds(name="", version=""))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Candidate:
     """One file an index lists for a project."""
 
@@ -190,7 +191,7 @@ class Candidate:
     refused: str | None = None  # why it must not be fetched at all (a URL outside the index)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Target:
     """The machine a wheel is chosen for (see :func:`target_of`)."""
 
@@ -261,7 +262,7 @@ def target_of(
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Verdict:
     """How one file was judged: ``rule`` is ``"ok"`` or the rule it failed; ``reason`` says why."""
 
@@ -299,7 +300,7 @@ class Verdict:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Resolution:
     """The choice (None when nothing fits), the other acceptable files in rank order, the rest."""
 

@@ -16,12 +16,13 @@ import os
 import tempfile
 import zipfile
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
 from cuship import _fs, _read
+from cuship._record import frozen
 from cuship.errors import InputError, UsageError
 from cuship.wheel.read.members import check_members, copy_into, member_limits, read_member
 from cuship.wheel.write.retag import find_dist_info, record_hash
@@ -34,7 +35,7 @@ Kind = Literal["prebuilt", "source"]
 _SIGNATURES = ("RECORD.jws", "RECORD.p7s")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Handover:
     """The backend's hand-over record (``cuship.json`` in the installed dist-info): where the
     wheel ``cuship.backend`` handed to the frontend came from, and why. One of three provenance

@@ -13,13 +13,13 @@ from __future__ import annotations
 import email.parser
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 from cuship import _read
+from cuship._record import frozen
 from cuship.config.script import read_build_script
 from cuship.errors import ConfigError
 
@@ -36,7 +36,7 @@ _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 _BACKEND = re.compile(rf"{_DOTTED}(:{_DOTTED})?")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class PrebuiltConfig:
     """Where prebuilt wheels are, and the real backend that builds from source."""
 

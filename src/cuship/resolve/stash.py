@@ -13,11 +13,11 @@ import contextlib
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from cuship import _read
 from cuship._fs import remove_dir, remove_tree, write_json
+from cuship._record import frozen
 from cuship.errors import CushipError
 from cuship.resolve.provenance import Handover
 
@@ -39,7 +39,7 @@ def frontend_key(pid: int) -> str | None:
     return f"{pid}-{fields[19]}" if len(fields) > 19 else str(pid)  # field 22: starttime
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Choice:
     """What a frontend run decided; ``wheel`` is a finished wheel in the stash, if one is."""
 
@@ -55,7 +55,7 @@ class Choice:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Stash:
     """A directory for one frontend run's decision and wheel; ``shared``: later hooks see it."""
 

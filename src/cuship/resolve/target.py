@@ -21,11 +21,11 @@ import functools
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from cuship import _read, process, settings
 from cuship._format import size_text
+from cuship._record import frozen
 from cuship.errors import InputError, TimedOut, ToolMissing
 from cuship.schema.check import check
 
@@ -42,7 +42,7 @@ _PROBE = (
 _TIMEOUT = 60.0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class TargetEnv:
     """The interpreter a frontend installs for, how it was found, and what it sees."""
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from cuship._record import frozen
 from cuship.wheel.variant import NAMESPACE, NULL
 
 __all__ = ["UvMachine", "fits", "uv_label"]
@@ -30,7 +30,7 @@ _FEATURES = ("cuda_version_lower_bound", "cuda_version_upper_bound", "sm_arch")
 _SM = re.compile(r"(\d{1,3})(\d)_(real|virtual)")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class UvMachine:
     """What uv's NVIDIA provider detects: the driver's CUDA and the highest GPU."""
 

@@ -7,7 +7,7 @@ import os
 import re
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
@@ -15,6 +15,7 @@ from packaging.version import Version
 
 from cuship import _read
 from cuship._read import NotRegular, open_regular, regular_problem
+from cuship._record import frozen
 from cuship.errors import CushipError, InputError
 from cuship.wheel.names import parse_label
 from cuship.wheel.read.members import (
@@ -107,7 +108,7 @@ def _relocatable(entries: Iterable[FatbinEntry]) -> tuple[str, ...]:
     return tuple(_RELOCATABLE_PREFIX[kind] + sm for kind, sm in ordered)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class ObjectReport:
     """One ELF shared object: its device code per kind, compression, and what it links to."""
 
@@ -183,7 +184,7 @@ class ObjectReport:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class WheelReport:
     """A wheel: its name and tags, every shared object in it, and the libraries it bundles."""
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from cuship import schema
+from cuship._record import frozen
 from cuship.schema import field_doc
 
 __all__ = [
@@ -36,7 +36,7 @@ __all__ = [
 DATA_FILE = Path(__file__).parent.parent / "data" / "cuda_libs.toml"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class CudaLibGroup:
     """Libraries that come from one place (the driver, a toolkit wheel, torch)."""
 
@@ -48,7 +48,7 @@ class CudaLibGroup:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class TracksCuda:
     """Libraries versioned with the CUDA toolkit: ``libcudart.so.13`` belongs to CUDA 13."""
 
@@ -57,7 +57,7 @@ class TracksCuda:
     stems: tuple[str, ...] = field_doc('Library stems: "libcudart".', non_empty=True)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class ToolkitLib:
     """One library of a CUDA toolkit: its SONAME and the PyPI wheel that carries it."""
 
@@ -72,7 +72,7 @@ class ToolkitLib:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class ToolkitLibs:
     """The shared libraries of one CUDA major."""
 
@@ -81,7 +81,7 @@ class ToolkitLibs:
     libraries: tuple[ToolkitLib, ...] = field_doc("Its libraries.", non_empty=True)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class CudaLibsFile:
     """cuda_libs.toml: the shared libraries a CUDA wheel must never bundle."""
 
@@ -98,7 +98,7 @@ class CudaLibsFile:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(kw_only=False)
 class _Data:
     patterns: tuple[str, ...]
     tracks: frozenset[str]

@@ -12,10 +12,10 @@ import functools
 import importlib.util
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from cuship import _read
+from cuship._record import frozen
 from cuship.errors import UsageError
 from cuship.wheel.audit import WheelReport
 from cuship.wheel.read.elf import VersionNeed
@@ -97,7 +97,7 @@ def _too_new(need: VersionNeed, floor: Glibc, allowed: Mapping[str, frozenset[st
     return (int(parts[0]), int(parts[1])) > floor
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Offender:
     """A shared object's symbol version above the floor, and the symbols bound to it."""
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
 from cuship import _names
 from cuship._format import TemplateError, template_fields
+from cuship._record import frozen
 from cuship.errors import UsageError
 
 __all__ = [
@@ -48,7 +48,7 @@ FIELDS = tuple(_FIELDS)
 _MAX_LABEL_TEMPLATE = 200
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Variant:
     """What a label says: the CUDA and torch a wheel was built for, and the C++ ABI."""
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.version import InvalidVersion, Version
 
+from cuship._record import frozen
 from cuship.errors import InputError
 from cuship.wheel.read.filename import canonical_name
 from cuship.wheel.read.headers import header_fields
@@ -68,7 +68,7 @@ TORCH_SYMBOL_HINTS = (b"3c10", b"2at", b"5torch", b"6caffe2", b"torch_")
 _TORCH_LIBRARY = re.compile(r"lib(?:torch|c10)(?:_[a-z0-9_]+)?\.so(?:\.[0-9.]+)?")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class TorchAbiFacts:
     """The torch ABI of one shared object and the evidence for it."""
 
@@ -166,7 +166,7 @@ def strictest(abis: Iterable[TorchAbi]) -> TorchAbi:
     return max(abis, key=TORCH_ABIS.index, default="none")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class TorchPin:
     """What a wheel's torch requirement admits: one minor version, a minimum, or neither."""
 

@@ -16,11 +16,11 @@ import re
 import struct
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, TypeAlias
 
 from cuship import _read
+from cuship._record import frozen
 from cuship.errors import InputError
 from cuship.wheel.read._elf_machines import MACHINES
 
@@ -37,7 +37,7 @@ __all__ = [
 ELF_MAGIC = b"\x7fELF"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class SectionSpan:
     """Where a section's bytes lie in the file: ``[offset, offset + size)``."""
 
@@ -46,7 +46,7 @@ class SectionSpan:
     size: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class VersionNeed:
     """The symbols an object imports at one version of one library (``GLIBC_2.34`` of
     ``libc.so.6``), from ``.gnu.version_r`` and ``.gnu.version``."""
@@ -60,7 +60,7 @@ class VersionNeed:
         return {"library": self.library, "version": self.version, "symbols": list(self.symbols)}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class ElfFacts:
     """What cuship needs to know about one ELF file."""
 
@@ -162,7 +162,7 @@ class _Truncated(Exception):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(kw_only=False)
 class _Format:
     """The struct layouts of one ELF class and byte order."""
 

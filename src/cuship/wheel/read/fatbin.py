@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import mmap
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
 from cuship import _read
+from cuship._record import frozen
 from cuship.errors import InputError
 from cuship.wheel.read.elf import ElfFacts, quick_facts
 
@@ -52,7 +52,7 @@ _FLAG_ARCH_F = 0x200000  # sm_100f: family-portable code
 _CODECS = ((0x8000, "zstd"), (0x2000, "lz4"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class FatbinEntry:
     """One image in a fatbinary: SASS (a cubin), PTX, or LTO IR, for one SM."""
 

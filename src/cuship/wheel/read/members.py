@@ -26,14 +26,13 @@ import zipfile
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
     import hashlib
 
-from cuship import settings
 from cuship._format import size_text
+from cuship._record import frozen
 from cuship.errors import InputError
 
 __all__ = [
@@ -66,7 +65,7 @@ class UnsafeMember(InputError):
     """A member that cuship does not inflate: too large, too compressed, or outside the root."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class MemberLimits:
     """The most one member may inflate to (bytes), and its largest inflated/compressed ratio."""
 
@@ -79,6 +78,7 @@ def member_limits(environ: Mapping[str, str] | None = None) -> MemberLimits:
     a value that is not a positive integer is a :class:`~cuship.errors.UsageError`."""
     import os
 
+    from cuship import settings
     from cuship.errors import UsageError
 
     text = (os.environ if environ is None else environ).get(settings.WHEEL_MEMBER_LIMIT, "")
@@ -121,6 +121,8 @@ def check_member(info: zipfile.ZipInfo, source: str, limits: MemberLimits) -> No
             hint="rebuild the wheel with a standard build backend",
         )
     if info.file_size > limits.size:
+        from cuship import settings
+
         raise UnsafeMember(
             f"{where!r} declares {size_text(info.file_size)} inflated, over the "
             f"{size_text(limits.size)} a wheel member may have; refused, nothing inflated",

@@ -18,7 +18,6 @@ import re
 import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from cuship import _read, process
@@ -30,6 +29,7 @@ from cuship._fs import (
     under,
     write_json,
 )
+from cuship._record import frozen
 from cuship.errors import CheckFailed, InputError, ToolMissing
 from cuship.events import Emit, Event, discard
 from cuship.tools import find_tool, tool_path
@@ -43,7 +43,7 @@ _WRITTEN = re.compile(r"Fixed-up wheel written to (?P<path>\S+\.whl)")
 _MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class RepairPlan:
     """The auditwheel command line cuship will run."""
 
@@ -52,7 +52,7 @@ class RepairPlan:
     argv: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class RepairResult:
     """The repaired wheel, its report, and the excluded libraries its extensions link to."""
 

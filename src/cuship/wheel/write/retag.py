@@ -12,7 +12,6 @@ import os
 import tempfile
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -22,6 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from cuship import _read
 from cuship._fs import move, remove_file, under
+from cuship._record import frozen
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.wheel.read.members import (
@@ -51,7 +51,7 @@ _SIGNATURES = ("RECORD.jws", "RECORD.p7s")
 _WHEEL_MODE = 0o644  # readable by anyone, whatever the umask: wheels are published
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class RetagPlan:
     """Every name that changes when a wheel gets a new local version label."""
 
@@ -150,7 +150,7 @@ def retag(
     return target
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen
 class Retagged:
     """The wheel given and the labelled copy :func:`retag_file` wrote of it."""
 
