@@ -64,6 +64,14 @@ TORCH_CUDA = _setting(
     "`+cu130`/`+cpu` label (PyPI's CUDA builds carry none).",
     "torch/version.py",
 )
+MATRIX_CUDA = _setting(
+    "CUSHIP_MATRIX_CUDA",
+    "user",
+    "The CUDA axis (`13.0`, or `12.8,13.0`) of a config whose `[matrix] cuda` names none, in "
+    "place of this host's: generated CI sets it to what `cuship ci init` planned, so that every "
+    "runner (with its own nvcc, or none) plans the same jobs.",
+    "this host's nvcc",
+)
 CUDA_LIBS = _setting(
     "CUSHIP_CUDA_LIBS",
     "user",

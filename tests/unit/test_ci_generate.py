@@ -18,6 +18,7 @@ from cuship.compat import load
 from cuship.config import Config, load_config
 from cuship.config.ci import CiSection
 from cuship.errors import ConfigError, InputError, UsageError
+from cuship.matrix import AbiRecord, expand_all
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 
@@ -422,3 +423,39 @@ def test_the_index_state_is_never_published(tmp_path: Path) -> None:
     gitlab = _docs(_ctx(), "gitlab")
     assert gitlab["index"]["script"][-1] == f"rm -rf site/{STATE_DIR}"
     assert "mv site public" in gitlab["pages"]["script"]
+
+
+def test_a_cuda_axis_found_here_reaches_every_job_as_cuship_matrix_cuda() -> None:
+    """ci init of a config naming no CUDA plans this host's; its jobs get that axis as
+    CUSHIP_MATRIX_CUDA, so the prepare job, the drift check and each build (another nvcc, or
+    none) plan the same job IDs the file names."""
+    config = load_config(EXAMPLE)
+    found = _ctx_found(config, ("13.0",))
+    assert _docs(found, "github")["env"]["CUSHIP_MATRIX_CUDA"] == "13.0"
+    assert _release(found)["env"]["CUSHIP_MATRIX_CUDA"] == "13.0"
+    variable = {"value": "13.0", "expand": False}
+    assert _docs(found, "gitlab")["variables"]["CUSHIP_MATRIX_CUDA"] == variable
+    told = _ctx(config)
+    assert "CUSHIP_MATRIX_CUDA" not in _docs(told, "github")["env"]
+    assert "CUSHIP_MATRIX_CUDA" not in _docs(told, "gitlab")["variables"]
+
+
+def test_ci_init_collapses_the_torch_axis_as_cuship_matrix_does(tmp_path: Path) -> None:
+    (tmp_path / "cuship.toml").write_text(
+        '[project]\nname = "demo"\nversion = "1.0"\n[matrix]\npython = ["3.12"]\n'
+        'cuda = ["13.0.2"]\ntorch = ["2.9", "2.10"]\n'
+    )
+    config = load_config(tmp_path)
+    record = AbiRecord(
+        project="demo", version="1.0", torch_abi="none", wheel="demo.whl", job="demo-1.0"
+    )
+    collapsed = expand_all(config, load(), torch_abi=record).jobs
+    assert len(collapsed) < len(expand_all(config, load()).jobs)
+    ctx = context_for(config, load(), pin=PIN, torch_abi=record)
+    assert ctx.jobs == collapsed
+    entries = _docs(ctx, "gitlab")["build"]["parallel"]["matrix"]
+    assert [e["JOB"] for e in entries] == [j.id for j in collapsed]
+
+
+def _ctx_found(config: Config, cuda: tuple[str, ...]) -> CiContext:
+    return context_for(config, load(), pin=PIN, found_cuda=cuda)

@@ -26,7 +26,7 @@ from cuship.builder.run.commands import BuildFailed
 from cuship.builder.run.execute import build_job
 from cuship.compat import load
 from cuship.config import Config, load_config
-from cuship.errors import NothingToDo
+from cuship.errors import NothingToDo, UsageError
 from cuship.events import Event
 from cuship.judge.fixes import torch_variant
 from cuship.judge.offer import Offer
@@ -320,3 +320,25 @@ def test_the_smoke_import_names_its_torch_and_calls_no_backend_module(
     venv = smoke._Venv(root=tmp_path / "venv", log=tmp_path / "log", environ={}, runner=runner)
     said = smoke._import(venv, "grouped_gemm", torch_first=True)
     assert said == "grouped_gemm   (over torch 2.13.0+cu130)"
+
+
+def test_cuship_matrix_cuda_names_the_axis_instead_of_this_host_s(tmp_path: Path) -> None:
+    """Generated CI passes the CUDA `cuship ci init` planned as CUSHIP_MATRIX_CUDA: a runner
+    plans it whatever its nvcc (or none), and nvcc is not even asked."""
+    config = _index(tmp_path, '{python: ["3.11"], arch: ["9.0"]}')
+    planned = defaults.prepare(config, {"CUSHIP_MATRIX_CUDA": "12.8, 13.0"}, sdists=False)
+    assert planned.matrix.cuda == ("12.8", "13.0")
+    assert "[matrix] cuda not given: CUDA 12.8, 13.0 from CUSHIP_MATRIX_CUDA" in planned.found
+    assert [j.id for _, j in jobs_with_configs(planned, load())] == [
+        "chamferdist-1.0.3-cp311-cu128",
+        "chamferdist-1.0.3-cp311-cu130",
+    ]
+    given = _index(tmp_path / "g", '{python: ["3.11"], cuda: ["12.9"], arch: ["9.0"]}')
+    kept = defaults.prepare(given, {"CUSHIP_MATRIX_CUDA": "12.8"}, sdists=False)
+    assert kept.matrix.cuda == ("12.9",)
+
+
+def test_an_unknown_cuda_in_cuship_matrix_cuda_is_refused_naming_it(tmp_path: Path) -> None:
+    config = _index(tmp_path, '{python: ["3.11"], arch: ["9.0"]}')
+    with pytest.raises(UsageError, match=r"CUSHIP_MATRIX_CUDA='13.0,7.7': '7.7' is no CUDA"):
+        defaults.with_cuda_given(config, "13.0,7.7", load())

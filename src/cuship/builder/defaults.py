@@ -4,7 +4,8 @@
   (``13.0`` for a 13.0.88 nvcc); with no nvcc and ``[build] toolkits = "fetch"``, the newest
   CUDA cuship assembles from PyPI; with neither, the newest CUDA cuship knows (its jobs then
   need another runner, and the plan says so). The plan says where the default came from, and
-  what ``toolkits = "fetch"`` could bring besides.
+  what ``toolkits = "fetch"`` could bring besides. ``CUSHIP_MATRIX_CUDA`` names it instead
+  (generated CI sets it to what ``cuship ci init`` planned, whatever a runner's nvcc).
 - **A packages.yml entry's sdist** is fetched, unpacked and read (:mod:`~.sdists`): whether it
   holds device code (none: one ``+cpu`` job per Python) and what its setup.py steers.
 
@@ -20,14 +21,15 @@ from collections.abc import Mapping
 
 from packaging.version import InvalidVersion, Version
 
+from cuship import settings
 from cuship.compat import Compat, load
 from cuship.config import Config
-from cuship.errors import CushipError
+from cuship.errors import CushipError, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.machine import Toolkit, find_toolkit
 from cuship.toolkit import catalog
 
-__all__ = ["fetch_note", "prepare", "with_cuda_default"]
+__all__ = ["fetch_note", "prepare", "with_cuda_default", "with_cuda_given"]
 
 
 def fetch_note() -> str:
@@ -86,6 +88,26 @@ def with_cuda_default(config: Config, toolkit: Toolkit | None, compat: Compat) -
     return dataclasses.replace(config, matrix=matrix, found=found)
 
 
+def with_cuda_given(config: Config, given: str, compat: Compat) -> Config:
+    """``config`` with ``[matrix] cuda`` set to ``given`` (``CUSHIP_MATRIX_CUDA``: CUDA versions,
+    comma-separated) when it names none; unchanged when it names one."""
+    if config.matrix.cuda:
+        return config
+    cudas = tuple(dict.fromkeys(part.strip() for part in given.split(",") if part.strip()))
+    for cuda in cudas or (given,):
+        try:
+            compat.cuda(cuda)
+        except CushipError as err:
+            raise UsageError(
+                f"{settings.MATRIX_CUDA}={given!r}: {cuda!r} is no CUDA cuship knows ({err})",
+                hint=f"name CUDA versions such as '13.0' or '12.8,13.0', or unset "
+                f"{settings.MATRIX_CUDA} to plan this host's CUDA",
+            ) from err
+    matrix = dataclasses.replace(config.matrix, cuda=cudas)
+    why = f"[matrix] cuda not given: CUDA {', '.join(cudas)} from {settings.MATRIX_CUDA}"
+    return dataclasses.replace(config, matrix=matrix, found=(*config.found, why))
+
+
 def torch_default(config: Config, compat: Compat) -> Config:
     """``config`` with the torch a torch extension's sdist builds against when its entry names
     none: the newest torch release with a build for the first CUDA of the axis (its major, no
@@ -116,7 +138,10 @@ def prepare(
     Each finding is told as an event of topic ``plan``."""
     from cuship.builder.sdists import fetch_sdists, parse_pip_config, sdist_cache
 
-    if not config.matrix.cuda:  # nvcc --version only when its answer is needed
+    given = environ.get(settings.MATRIX_CUDA, "").strip()
+    if not config.matrix.cuda and given:
+        config = with_cuda_given(config, given, load())
+    elif not config.matrix.cuda:  # nvcc --version only when its answer is needed
         config = with_cuda_default(config, find_toolkit(environ), load())
     config = torch_default(config, load())
     if sdists and config.packages:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from cuship import settings
 from cuship.ci.pin import CushipPin
 from cuship.compat import Compat
 from cuship.config import Config
 from cuship.config.ci import CiSection
 from cuship.errors import ConfigError, NothingToDo
-from cuship.matrix import BuildJob, expand_all, unknown_job
+from cuship.matrix import AbiRecord, BuildJob, expand_all, unknown_job
 
 __all__ = ["BUILT_WHEELS", "CiContext", "context_for"]
 
@@ -38,6 +39,7 @@ class CiContext:
     gpu_job: BuildJob | None  # the build whose wheel GPU runs (and the check jobs) test
     source: str  # the config file, relative to the repository root
     pin: CushipPin  # the cuship the jobs install, and why
+    found_cuda: tuple[str, ...] = ()  # the CUDA axis ci init found here for a config naming none
 
     @property
     def ci(self) -> CiSection:
@@ -82,6 +84,8 @@ class CiContext:
         environment (GitHub ``env:``, GitLab ``variables:``, SkyPilot ``envs:``), quoted: a
         value is never pasted into a script's text, so no name or path can run as code."""
         values = {"PROJECT": self.project, "PINNED_CUSHIP": self.pin.text}
+        if self.found_cuda:  # every runner plans the CUDA ci init planned, whatever its nvcc
+            values[settings.MATRIX_CUDA] = ",".join(self.found_cuda)
         if self.has_checks:
             values["TORCH_INDEX"] = self.ci.torch_index
             values["CHECK_REQUIREMENTS"] = "\n".join(self.ci.check_install)
@@ -143,13 +147,25 @@ def _pick_gpu_job(config: Config, jobs: tuple[BuildJob, ...]) -> BuildJob | None
     return [j for j in same_python if j.cuda == newest][-1]
 
 
-def context_for(config: Config, compat: Compat, *, pin: CushipPin, project: str = ".") -> CiContext:
+def context_for(
+    config: Config,
+    compat: Compat,
+    *,
+    pin: CushipPin,
+    project: str = ".",
+    torch_abi: AbiRecord | None = None,
+    found_cuda: tuple[str, ...] = (),
+) -> CiContext:
     """Expand the matrix (it must not be empty) and fix the names the generators share.
 
     ``project`` is the project directory relative to where the CI files go (the repository root);
-    ``pin`` the cuship the jobs install.
+    ``pin`` the cuship the jobs install; ``config`` and ``torch_abi`` as ``cuship matrix`` has
+    them (the host's CUDA default and the sdists read, the torch axis collapsed by the record),
+    so the jobs are the ones the generated prepare job and ``cuship build --job`` plan;
+    ``found_cuda`` the CUDA axis found on this host for a config that names none, which the jobs
+    get as ``CUSHIP_MATRIX_CUDA`` (a runner's own nvcc, or none, would plan another).
     """
-    matrix = expand_all(config, compat)
+    matrix = expand_all(config, compat, torch_abi=torch_abi)
     if not matrix.jobs:
         raise NothingToDo(
             f"the matrix of {str(config.source)!r} is empty: generated CI would build nothing",
@@ -168,4 +184,5 @@ def context_for(config: Config, compat: Compat, *, pin: CushipPin, project: str 
         gpu_job=_pick_gpu_job(config, matrix.jobs),
         source=source,
         pin=pin,
+        found_cuda=found_cuda,
     )

@@ -30,6 +30,7 @@ from cuship.provenance.direct_url import this_cuship
 if TYPE_CHECKING:
     from cuship.compat import Compat
     from cuship.config import Config
+    from cuship.matrix import AbiRecord
     from cuship.provenance.direct_url import InstallSource
 
 __all__ = [
@@ -180,14 +181,21 @@ def plan_ci(
     out_dir: Path | None = None,
     cuship: Sequence[str] = (),
     source: InstallSource | None = None,
+    torch_abi: AbiRecord | None = None,
+    found_cuda: tuple[str, ...] = (),
 ) -> CiPlan:
     """The files of ``providers`` for the project of ``config``, to be written under
     ``out_dir`` (default: the project directory). The jobs install ``cuship`` (requirements),
-    else ``[ci] cuship``, else the cuship ``source`` says (default: this one)."""
+    else ``[ci] cuship``, else the cuship ``source`` says (default: this one). ``config`` is
+    planned as ``cuship matrix`` plans it (:func:`cuship.builder.defaults.prepare`, and the
+    project's ``torch_abi`` record); ``found_cuda``: the CUDA axis it found on this host for a
+    config that names none, passed on to the jobs (:func:`~cuship.ci.context.context_for`)."""
     target = config.root if out_dir is None else out_dir
     project = _project_from(config.root, target)
     pin = pin_cuship(cuship, config.ci.cuship, source or this_cuship())
-    ctx = context_for(config, compat, project=project, pin=pin)
+    ctx = context_for(
+        config, compat, project=project, pin=pin, torch_abi=torch_abi, found_cuda=found_cuda
+    )
     return CiPlan(project=ctx.project, target=target, files=generate(ctx, providers))
 
 

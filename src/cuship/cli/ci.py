@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -53,19 +54,29 @@ def init(
     to_stdout: bool,
     as_json: bool,
 ) -> None:
-    """Write CI files for the project at PATH (its cuship.toml, [ci] section included)."""
+    """Write CI files for the project at PATH (its cuship.toml, [ci] section included).
+
+    Its jobs are those `cuship matrix PATH` plans here: the host's CUDA when the config names
+    none (passed to the jobs as CUSHIP_MATRIX_CUDA, so every runner plans it too), a
+    packages.yml's sdists read (no device code: +cpu jobs), the torch axis collapsed."""
+    from cuship.builder.defaults import prepare
+    from cuship.builder.record import read_record
     from cuship.ci import plan_ci, write_ci
     from cuship.compat import load
     from cuship.config import load_config
     from cuship.config.ci import check_requirement
 
     console = make_console()
+    loaded = load_config(path)
+    config = prepare(loaded, os.environ, emit=console.emit)
     plan = plan_ci(
-        load_config(path),
+        config,
         load(),
         providers or ("github",),  # type: ignore[arg-type]  # click.Choice above
         out_dir=out_dir,
         cuship=[check_requirement(r, "--cuship") for r in cuship],
+        torch_abi=read_record(config.root),
+        found_cuda=() if loaded.matrix.cuda else config.matrix.cuda,
     )
     if to_stdout:
         for file in plan.files:
