@@ -226,8 +226,10 @@ def run(
         name=name,
         hint=hint,
     )
-    streams = _Streams(child, keep, input, stop=stop_past_keep) if captured else None
-    try:
+    streams: _Streams | None = None
+    try:  # from here on, a Ctrl-C (even one while the readers start) ends the group
+        if captured:
+            streams = _Streams(child, keep, input, stop=stop_past_keep)
         code = _wait(child, streams, timeout)
     except TimeoutError as expired:
         _end(child, streams)
