@@ -3,6 +3,14 @@
 Accepted, separated by ``;``, ``,`` or spaces: ``8.0``, ``9.0a``, ``10.0f``, ``12.0+PTX``,
 ``sm_90``, ``sm_90a``, ``compute_90`` (PTX only), ``90``, ``90a``.
 Rendered as CMake (``80-real;120``), torch (``8.0;12.0+PTX``) and nvcc ``-gencode`` flags.
+
+This module is the one place an SM or compute-capability spelling is parsed
+(``tests/unit/test_arch_spellings.py`` fails on a regex spelling one elsewhere): besides arch
+lists, a single SM (:func:`sm_parts`, :func:`is_sm_number`, :func:`is_sm_name`,
+:func:`is_relocatable`, :func:`bare_sm`), a compute capability (:func:`is_cc`,
+:func:`cc_tuple`), their sort key (:func:`sm_key`), the knowledge tables' strict spellings
+(:func:`is_table_sm`, :func:`is_table_cc`), a variant's ``sm_arch`` value (:func:`variant_sm`,
+:data:`VARIANT_SM_SCHEMA`) and an arch flag in a build script (:func:`names_arch_flag`).
 """
 
 from __future__ import annotations
@@ -12,12 +20,127 @@ import re
 from cuship._record import frozen
 from cuship.errors import UsageError
 
-__all__ = ["ArchSpec", "ArchTarget", "parse_arch_list", "sm_of_cc"]
+__all__ = [
+    "VARIANT_SM_SCHEMA",
+    "ArchSpec",
+    "ArchTarget",
+    "bare_sm",
+    "cc_tuple",
+    "is_cc",
+    "is_relocatable",
+    "is_sm_name",
+    "is_sm_number",
+    "is_table_cc",
+    "is_table_sm",
+    "names_arch_flag",
+    "parse_arch_list",
+    "sm_key",
+    "sm_of_cc",
+    "sm_parts",
+    "variant_sm",
+]
 
 _CC = re.compile(r"^(?P<major>\d{1,2})\.(?P<minor>\d)(?P<suffix>[af]?)(?P<ptx>\+ptx)?$", re.I)
 _SM = re.compile(
     r"^(?:(?P<kind>sm|compute)_)?(?P<num>\d{2,3})(?P<suffix>[af]?)(?P<ptx>\+ptx)?$", re.I
 )
+
+
+# One SM: "90", "90a", "100f", optionally named "sm_90" (SASS) or "compute_90" (PTX).
+_SM_NUMBER = r"(\d{2,3})([af]?)"
+_SM_PREFIXED = re.compile(r"(?:sm_|compute_)?" + _SM_NUMBER)
+_SM_PREFIXED_ANYCASE = re.compile(_SM_PREFIXED.pattern, re.IGNORECASE)
+_SM_BARE = re.compile(_SM_NUMBER)
+_SM_ANY_SUFFIX = re.compile(r"(\d+)([a-z]*)")  # what sm_key orders as a number and a suffix
+_RELOCATABLE = re.compile(r"(?:sm|compute|lto)_" + _SM_NUMBER)
+_SM_NAME_PREFIX = re.compile(r"^(?:sm_|compute_|sm)")
+# A compute capability: "9.0", "12.0" (one minor digit; "12.10" is a version, not a cc).
+_CC_PLAIN = re.compile(r"^\d{1,2}\.\d$")
+# The knowledge tables' spellings: ASCII digits, no leading zero.
+_TABLE_SM = re.compile(r"^[1-9][0-9]{1,2}[af]?$")
+_TABLE_CC = re.compile(r"^[1-9][0-9]?\.[0-9]$")
+# A wheel variant's sm_arch value (the NVIDIA provider's): "{X}{m}_real" or "{X}{m}_virtual".
+_VARIANT_SM = re.compile(r"(\d{1,3})(\d)_(real|virtual)")
+VARIANT_SM_SCHEMA = "^[0-9]{1,3}[0-9]_(real|virtual)$"  # the same, in the published schemas
+# A line of a build script that picks GPU architectures.
+_ARCH_FLAG = re.compile(
+    r"""["'](?:-gencode|--generate-code|-arch|--gpu-architecture)\b"""  # a flag in a string
+    r"""|["'][^"'\n]*arch=compute_\d"""  # "arch=compute_90,code=sm_90"
+    r"""|CMAKE_CUDA_ARCHITECTURES\s+["']?\d"""  # set(CMAKE_CUDA_ARCHITECTURES 80 90)
+)
+
+
+def sm_parts(sm: str) -> tuple[int, int, str] | None:
+    """``"sm_90a"`` → ``(9, 0, "a")``, ``"compute_120"`` → ``(12, 0, "")``; None for no SM
+    (surrounding blanks and case ignored)."""
+    match = _SM_PREFIXED.fullmatch(sm.strip().lower())
+    if match is None:
+        return None
+    number = int(match[1])
+    return number // 10, number % 10, match[2]
+
+
+def is_sm_number(text: str) -> bool:
+    """``"90"``, ``"90a"``, ``"100f"``: an SM as a record writes it (no prefix, no blanks)."""
+    return _SM_BARE.fullmatch(text) is not None
+
+
+def is_sm_name(text: str) -> bool:
+    """An SM with or without its ``sm_``/``compute_`` prefix, in any case: ``"SM_120"``."""
+    return _SM_PREFIXED_ANYCASE.fullmatch(text) is not None
+
+
+def is_relocatable(text: str) -> bool:
+    """Relocatable device code by kind and arch: ``"sm_90"``, ``"compute_90a"``, ``"lto_100"``."""
+    return _RELOCATABLE.fullmatch(text) is not None
+
+
+def bare_sm(text: str) -> str:
+    """``"sm_90a"``, ``"compute_90"``, ``"9.0"`` or ``"90"`` → ``"90a"``/``"90"`` (no check)."""
+    return _SM_NAME_PREFIX.sub("", text.strip().lower()).replace(".", "")
+
+
+def sm_key(sm: str) -> tuple[int, str]:
+    """Sort key for SM strings: ``"90" < "90a" < "100" < "100f" < "120"``."""
+    match = _SM_ANY_SUFFIX.fullmatch(sm)
+    return (int(match.group(1)), match.group(2)) if match else (1 << 30, sm)
+
+
+def is_cc(text: str) -> bool:
+    """``"9.0"``, ``"12.0"``: a compute capability as MAJOR.MINOR (one minor digit)."""
+    return _CC_PLAIN.match(text) is not None
+
+
+def cc_tuple(cc: str) -> tuple[int, int]:
+    """``"8.6"`` → ``(8, 6)``, ``"10.0"`` → ``(10, 0)`` (a suffix dropped: ``"9.0a"`` → ``(9, 0)``),
+    so capabilities compare as numbers, not strings."""
+    major, _, minor = cc.partition(".")
+    return int(major), int(minor.rstrip("af") or 0)
+
+
+def is_table_sm(text: str) -> bool:
+    """An SM as the knowledge tables write it: ``"90"``, ``"90a"``, ``"100f"``."""
+    return _TABLE_SM.match(text) is not None
+
+
+def is_table_cc(text: str) -> bool:
+    """A compute capability as the knowledge tables write it: ``"9.0"``, ``"12.0"``."""
+    return _TABLE_CC.match(text) is not None
+
+
+def variant_sm(value: str) -> tuple[int, int, str] | None:
+    """A variant's ``sm_arch`` value: ``"90_real"`` → ``(9, 0, "real")``, ``"120_virtual"`` →
+    ``(12, 0, "virtual")``; None for anything else."""
+    match = _VARIANT_SM.fullmatch(value)
+    if match is None:
+        return None
+    return int(match[1]), int(match[2]), match[3]
+
+
+def names_arch_flag(line: str) -> bool:
+    """Whether a line of a build script picks GPU architectures: an nvcc arch flag in a string,
+    an ``arch=compute_XY`` gencode, or ``CMAKE_CUDA_ARCHITECTURES`` set to numbers."""
+    return _ARCH_FLAG.search(line) is not None
 
 
 def sm_of_cc(cc: str) -> str:
