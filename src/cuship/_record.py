@@ -148,8 +148,9 @@ def _make(cls: type[T], kw_only: bool) -> type[T]:
         "__getstate__": _getstate,
         "__setstate__": _setstate,
         "__record_repr__": tuple(f.name for f in fields if f.repr),
-        "__record_key__": _key(compared),
-        "__record_hash__": _key(hashed),
+        # static: a key made by a lambda (none or one field) must not be bound to the instance
+        "__record_key__": staticmethod(_key(compared)),
+        "__record_hash__": staticmethod(_key(hashed)),
     }
     explicit_hash = "__hash__" in body and not (body["__hash__"] is None and "__eq__" in body)
     for name, value in attrs.items():

@@ -62,7 +62,6 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             {
                 "_format",
                 "_fs",
-                "_json",
                 "_names",
                 "_read",
                 "_record",

@@ -47,6 +47,10 @@ ALLOWED: dict[str, str] = {
     "check/sanitize/stream.py:__init__:os.open": "the FIFO cuship made for compute-sanitizer",
     "check/sanitize/stream.py:_drain:os.read": "the FIFO cuship made, read without blocking",
     "index/_cache.py:store_shared:sqlite3.connect": _OWN_CACHE,
+    "schema/__init__.py:_cached:marshal.loads": (
+        "cuship's own parse of its own data files (bytes read by the reader, kind CACHE; "
+        "anything wrong is parsed afresh)"
+    ),
     "index/_cache.py:_open:sqlite3.connect": _OWN_CACHE,
     "index/_cache.py:described:json.loads": _OWN_CACHE,
     "index/_pool.py:__init__:mmap.mmap": "an anonymous shared map of counts, no file",

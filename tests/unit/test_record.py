@@ -112,3 +112,17 @@ def test_a_class_on_a_frozen_dataclass_is_made_by_dataclasses() -> None:
     assert child.extra == 2 and child == Child(name="a", extra=2)
     with pytest.raises(dataclasses.FrozenInstanceError):
         child.extra = 3  # type: ignore[misc]
+
+
+@frozen
+class Empty:
+    """No field: every instance is equal."""
+
+
+def test_records_of_one_field_and_of_none_compare_and_hash_as_the_dataclass_s() -> None:
+    """A key of one field or none is a plain function on the class: it must not be bound to
+    the instance (``Checked(value=1) == Checked(value=1)`` once raised a TypeError)."""
+    one, same, other = Checked(value=1), Checked(value=1), Checked(value=2)
+    assert one == same and one != other and hash(one) == hash(same)
+    assert {one, same, other} == {one, other}
+    assert Empty() == Empty() and hash(Empty()) == hash(Empty())

@@ -19,7 +19,6 @@ import dataclasses
 import functools
 import marshal
 import math
-import os
 import sys
 import types
 import typing
@@ -399,9 +398,8 @@ def _cached(path: Path, cache: Path) -> tuple[tuple[int, int], dict[str, Any]] |
     """The cached parse of ``path``, when it was made from the file as it is now."""
     try:
         stat = path.stat()
-        with open(cache, "rb") as handle:
-            stamp, document = marshal.loads(handle.read())
-    except (OSError, EOFError, ValueError, TypeError):
+        stamp, document = marshal.loads(_read.read_bytes(cache, _read.CACHE))
+    except (OSError, EOFError, ValueError, TypeError, _read.Refused):
         return None
     if stamp != (stat.st_size, stat.st_mtime_ns) or type(document) is not dict:
         return None
@@ -411,13 +409,11 @@ def _cached(path: Path, cache: Path) -> tuple[tuple[int, int], dict[str, Any]] |
 def _write_cache(path: Path, cache: Path, document: dict[str, Any]) -> None:
     if sys.dont_write_bytecode:
         return
+    from cuship._fs import write_atomic
+
     try:
         stat = path.stat()
-        data = marshal.dumps(((stat.st_size, stat.st_mtime_ns), document))
-        cache.parent.mkdir(exist_ok=True)
-        temp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-        temp.write_bytes(data)
-        temp.replace(cache)
+        write_atomic(cache, marshal.dumps(((stat.st_size, stat.st_mtime_ns), document)))
     except (OSError, ValueError):  # read-only, or a value marshal cannot write: parsed each time
         return
 
