@@ -15,6 +15,7 @@ lists, a single SM (:func:`sm_parts`, :func:`is_sm_number`, :func:`is_sm_name`,
 
 from __future__ import annotations
 
+import functools
 import re
 
 from cuship._record import frozen
@@ -46,34 +47,70 @@ _SM = re.compile(
 )
 
 
-# One SM: "90", "90a", "100f", optionally named "sm_90" (SASS) or "compute_90" (PTX).
-_SM_NUMBER = r"(\d{2,3})([af]?)"
-_SM_PREFIXED = re.compile(r"(?:sm_|compute_)?" + _SM_NUMBER)
-_SM_PREFIXED_ANYCASE = re.compile(_SM_PREFIXED.pattern, re.IGNORECASE)
-_SM_BARE = re.compile(_SM_NUMBER)
-_SM_ANY_SUFFIX = re.compile(r"(\d+)([a-z]*)")  # what sm_key orders as a number and a suffix
-_RELOCATABLE = re.compile(r"(?:sm|compute|lto)_" + _SM_NUMBER)
-_SM_NAME_PREFIX = re.compile(r"^(?:sm_|compute_|sm)")
-# A compute capability: "9.0", "12.0" (one minor digit; "12.10" is a version, not a cc).
-_CC_PLAIN = re.compile(r"^\d{1,2}\.\d$")
-# The knowledge tables' spellings: ASCII digits, no leading zero.
-_TABLE_SM = re.compile(r"^[1-9][0-9]{1,2}[af]?$")
-_TABLE_CC = re.compile(r"^[1-9][0-9]?\.[0-9]$")
-# A wheel variant's sm_arch value (the NVIDIA provider's): "{X}{m}_real" or "{X}{m}_virtual".
-_VARIANT_SM = re.compile(r"(\d{1,3})(\d)_(real|virtual)")
-VARIANT_SM_SCHEMA = "^[0-9]{1,3}[0-9]_(real|virtual)$"  # the same, in the published schemas
-# A line of a build script that picks GPU architectures.
-_ARCH_FLAG = re.compile(
-    r"""["'](?:-gencode|--generate-code|-arch|--gpu-architecture)\b"""  # a flag in a string
-    r"""|["'][^"'\n]*arch=compute_\d"""  # "arch=compute_90,code=sm_90"
-    r"""|CMAKE_CUDA_ARCHITECTURES\s+["']?\d"""  # set(CMAKE_CUDA_ARCHITECTURES 80 90)
-)
+_SM_NUMBER = r"(\d{2,3})([af]?)"  # one SM: "90", "90a", "100f"
+VARIANT_SM_SCHEMA = "^[0-9]{1,3}[0-9]_(real|virtual)$"  # a variant's sm_arch, as the schemas say
+
+
+class _Patterns:
+    """The spellings below arch lists, each compiled on first use: importing arch (as the index
+    and the resolver do, for one spelling or none) compiles none that is not used."""
+
+    @functools.cached_property
+    def sm_prefixed(self) -> re.Pattern[str]:  # optionally named "sm_90" (SASS), "compute_90"
+        return re.compile(r"(?:sm_|compute_)?" + _SM_NUMBER)
+
+    @functools.cached_property
+    def sm_prefixed_anycase(self) -> re.Pattern[str]:
+        return re.compile(r"(?:sm_|compute_)?" + _SM_NUMBER, re.IGNORECASE)
+
+    @functools.cached_property
+    def sm_bare(self) -> re.Pattern[str]:
+        return re.compile(_SM_NUMBER)
+
+    @functools.cached_property
+    def sm_any_suffix(self) -> re.Pattern[str]:  # what sm_key orders as a number and a suffix
+        return re.compile(r"(\d+)([a-z]*)")
+
+    @functools.cached_property
+    def relocatable(self) -> re.Pattern[str]:
+        return re.compile(r"(?:sm|compute|lto)_" + _SM_NUMBER)
+
+    @functools.cached_property
+    def sm_name_prefix(self) -> re.Pattern[str]:
+        return re.compile(r"^(?:sm_|compute_|sm)")
+
+    @functools.cached_property
+    def cc_plain(self) -> re.Pattern[str]:  # one minor digit: "12.10" is a version, not a cc
+        return re.compile(r"^\d{1,2}\.\d$")
+
+    @functools.cached_property
+    def table_sm(self) -> re.Pattern[str]:  # the knowledge tables': ASCII, no leading zero
+        return re.compile(r"^[1-9][0-9]{1,2}[af]?$")
+
+    @functools.cached_property
+    def table_cc(self) -> re.Pattern[str]:
+        return re.compile(r"^[1-9][0-9]?\.[0-9]$")
+
+    @functools.cached_property
+    def variant_sm(self) -> re.Pattern[str]:  # the NVIDIA provider's "{X}{m}_real|virtual"
+        return re.compile(r"(\d{1,3})(\d)_(real|virtual)")
+
+    @functools.cached_property
+    def arch_flag(self) -> re.Pattern[str]:  # a line of a build script that picks GPU arches
+        return re.compile(
+            r"""["'](?:-gencode|--generate-code|-arch|--gpu-architecture)\b"""  # a flag, quoted
+            r"""|["'][^"'\n]*arch=compute_\d"""  # "arch=compute_90,code=sm_90"
+            r"""|CMAKE_CUDA_ARCHITECTURES\s+["']?\d"""  # set(CMAKE_CUDA_ARCHITECTURES 80 90)
+        )
+
+
+_P = _Patterns()
 
 
 def sm_parts(sm: str) -> tuple[int, int, str] | None:
     """``"sm_90a"`` → ``(9, 0, "a")``, ``"compute_120"`` → ``(12, 0, "")``; None for no SM
     (surrounding blanks and case ignored)."""
-    match = _SM_PREFIXED.fullmatch(sm.strip().lower())
+    match = _P.sm_prefixed.fullmatch(sm.strip().lower())
     if match is None:
         return None
     number = int(match[1])
@@ -82,33 +119,33 @@ def sm_parts(sm: str) -> tuple[int, int, str] | None:
 
 def is_sm_number(text: str) -> bool:
     """``"90"``, ``"90a"``, ``"100f"``: an SM as a record writes it (no prefix, no blanks)."""
-    return _SM_BARE.fullmatch(text) is not None
+    return _P.sm_bare.fullmatch(text) is not None
 
 
 def is_sm_name(text: str) -> bool:
     """An SM with or without its ``sm_``/``compute_`` prefix, in any case: ``"SM_120"``."""
-    return _SM_PREFIXED_ANYCASE.fullmatch(text) is not None
+    return _P.sm_prefixed_anycase.fullmatch(text) is not None
 
 
 def is_relocatable(text: str) -> bool:
     """Relocatable device code by kind and arch: ``"sm_90"``, ``"compute_90a"``, ``"lto_100"``."""
-    return _RELOCATABLE.fullmatch(text) is not None
+    return _P.relocatable.fullmatch(text) is not None
 
 
 def bare_sm(text: str) -> str:
     """``"sm_90a"``, ``"compute_90"``, ``"9.0"`` or ``"90"`` → ``"90a"``/``"90"`` (no check)."""
-    return _SM_NAME_PREFIX.sub("", text.strip().lower()).replace(".", "")
+    return _P.sm_name_prefix.sub("", text.strip().lower()).replace(".", "")
 
 
 def sm_key(sm: str) -> tuple[int, str]:
     """Sort key for SM strings: ``"90" < "90a" < "100" < "100f" < "120"``."""
-    match = _SM_ANY_SUFFIX.fullmatch(sm)
+    match = _P.sm_any_suffix.fullmatch(sm)
     return (int(match.group(1)), match.group(2)) if match else (1 << 30, sm)
 
 
 def is_cc(text: str) -> bool:
     """``"9.0"``, ``"12.0"``: a compute capability as MAJOR.MINOR (one minor digit)."""
-    return _CC_PLAIN.match(text) is not None
+    return _P.cc_plain.match(text) is not None
 
 
 def cc_tuple(cc: str) -> tuple[int, int]:
@@ -120,18 +157,18 @@ def cc_tuple(cc: str) -> tuple[int, int]:
 
 def is_table_sm(text: str) -> bool:
     """An SM as the knowledge tables write it: ``"90"``, ``"90a"``, ``"100f"``."""
-    return _TABLE_SM.match(text) is not None
+    return _P.table_sm.match(text) is not None
 
 
 def is_table_cc(text: str) -> bool:
     """A compute capability as the knowledge tables write it: ``"9.0"``, ``"12.0"``."""
-    return _TABLE_CC.match(text) is not None
+    return _P.table_cc.match(text) is not None
 
 
 def variant_sm(value: str) -> tuple[int, int, str] | None:
     """A variant's ``sm_arch`` value: ``"90_real"`` → ``(9, 0, "real")``, ``"120_virtual"`` →
     ``(12, 0, "virtual")``; None for anything else."""
-    match = _VARIANT_SM.fullmatch(value)
+    match = _P.variant_sm.fullmatch(value)
     if match is None:
         return None
     return int(match[1]), int(match[2]), match[3]
@@ -140,7 +177,7 @@ def variant_sm(value: str) -> tuple[int, int, str] | None:
 def names_arch_flag(line: str) -> bool:
     """Whether a line of a build script picks GPU architectures: an nvcc arch flag in a string,
     an ``arch=compute_XY`` gencode, or ``CMAKE_CUDA_ARCHITECTURES`` set to numbers."""
-    return _ARCH_FLAG.search(line) is not None
+    return _P.arch_flag.search(line) is not None
 
 
 def sm_of_cc(cc: str) -> str:

@@ -451,19 +451,18 @@ def _read_fresh(job: tuple[str, int | None, bool]) -> tuple[_Read, FileStamp | N
     where, size, describe = job
     try:
         name = _parse_filename(where.rpartition("/")[2], where)
-        wheel, entry = _read_wheel(where, size)
-        size = wheel.size
-        stamp = None if wheel.found is None else FileStamp.of(wheel.found)
-        check_dist_info(wheel.metadata.name, name.project)
+        (_, metadata, no_shared, size, found, problem), entry = _read_wheel(where, size)
+        stamp = None if found is None else FileStamp.of(found)
+        check_dist_info(metadata.name, name.project)
         requires_dist: list[str] = []
         read = _fields(where, name, size, entry, requires_dist)
-        if wheel.problem is not None:  # after the checks that word commoner faults
-            raise _Skip(Path(where), f"{wheel.problem.message}; {wheel.problem.hint}")
+        if problem is not None:  # after the checks that word commoner faults
+            raise _Skip(Path(where), f"{problem.message}; {problem.hint}")
     except (_Skip, Disagrees) as why:
         return str(why)
-    pure = wheel.no_shared and size <= _DESCRIBE_PURE
+    pure = no_shared and size <= _DESCRIBE_PURE
     if describe and pure and split_variant(where)[1] is None:  # a variant: its variant.json too
-        described = _describe_pure(where, name, size, wheel.metadata, requires_dist)
+        described = _describe_pure(where, name, size, metadata, requires_dist)
         return (*read[:-1], described), stamp
     if describe:
         try:
@@ -589,4 +588,4 @@ def _read_wheel(path: str, size: int | None) -> tuple[WheelRead, CacheEntry]:
         raise _Skip(Path(path), err.message.replace(f"the wheel {path!r} ", "it ")) from err
     except OSError as err:
         raise _Skip(Path(path), f"cannot read it: {err.strerror or err}") from err
-    return read, CacheEntry(sha256=read.sha256, metadata=read.metadata.data)
+    return read, CacheEntry(sha256=read[0], metadata=read[1].data)

@@ -29,6 +29,7 @@ import os
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from cuship import _fs
 from cuship._record import frozen
@@ -289,8 +290,9 @@ class _Built:
     marks: dict[str, ProjectMark | None]
 
 
-@frozen
-class _Run:
+class _Run(
+    NamedTuple
+):  # a NamedTuple: a 10-field frozen dataclass costs the import 3M instructions
     """What every share of a rebuild reads: where the index goes and is staged, the options,
     the scan cache (a child's own copy), the hashes the earlier index published, the wheels
     it keeps, the folders made before the shares, the attestations in the folders listed

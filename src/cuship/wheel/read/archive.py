@@ -20,7 +20,7 @@ import zipfile
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion
 
@@ -78,15 +78,11 @@ class Disagrees(Exception):
     the wheel); the message says how."""
 
 
-class WheelRead(NamedTuple):
-    """What reading a wheel gives."""
-
-    sha256: str
-    metadata: Member  # METADATA's member name and bytes
-    no_shared: bool  # known to hold no shared object (all member names read, none like *.so)
-    size: int
-    found: os.stat_result | None  # the file opened, when no size was planned
-    problem: RecordMismatch | None  # how RECORD disagrees with the archive
+# What reading a wheel gives (a tuple: a NamedTuple class costs the index's start-up a million
+# instructions): its sha256; METADATA's member (name and bytes); whether it is known to hold no
+# shared object (all member names read, none like *.so); its size; the stat of the file opened,
+# when no size was planned; how RECORD disagrees with the archive
+WheelRead = tuple[str, Member, bool, int, "os.stat_result | None", "RecordMismatch | None"]
 
 
 @functools.lru_cache(maxsize=65536)
@@ -123,7 +119,7 @@ def read_wheel(path: str, size: int | None) -> WheelRead:
         digest = sha256_file(Path(path))
         with _read.reader(path, _read.ARCHIVE) as handle:
             member, problem = _metadata_from(handle, path)
-    return WheelRead(digest, member, no_shared, size, found, problem)
+    return digest, member, no_shared, size, found, problem
 
 
 def _read_stated(path: str) -> tuple[bytes | None, os.stat_result]:
