@@ -67,6 +67,7 @@ def test_as_root_with_apt_get_it_installs_valgrind_and_chromium(tmp_path: Path) 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the apt-get path is taken as root only")
 def test_as_root_a_failed_install_stops_the_set_up(tmp_path: Path) -> None:
+    _executable(tmp_path / "valgrind", "#!/bin/sh\n")  # chromium is the one to install
     _executable(
         tmp_path / "apt-get",
         '#!/bin/bash\n[ "$1" = update ] || echo "E: no such package"\n[ "$1" = update ]\n',
@@ -94,8 +95,9 @@ _LOCKED = "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by proc
 
 def _locking_apt(tmp_path: Path, locked_calls: int) -> Path:
     """An apt-get whose first ``locked_calls`` installs find dpkg's lock held; the next one
-    installs chromium. Its calls are in the file it returns."""
+    installs chromium (valgrind is on PATH already). Its calls are in the file it returns."""
     calls = tmp_path / "calls"
+    _executable(tmp_path / "valgrind", "#!/bin/sh\n")
     _executable(
         tmp_path / "apt-get",
         f'#!/bin/bash\necho "$*" >> {calls}\n[ "$1" = update ] && exit 0\n'
