@@ -35,11 +35,8 @@ __all__ = [
     "expand",
     "expand_all",
     "jobs_with_configs",
-    "parse_shard",
     "select_jobs",
     "shard",
-    "to_github",
-    "to_gitlab",
     "torch_bound_fields",
     "torch_free_key",
     "unknown_job",
@@ -588,48 +585,9 @@ def expand_all(config: Config, compat: Compat, *, torch_abi: AbiRecord | None = 
     )
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    """``"2/4"`` → ``(2, 4)``; shards count from 1."""
-    try:
-        index_text, count_text = text.split("/")
-        index, count = int(index_text), int(count_text)
-    except ValueError as err:
-        raise UsageError(f"--shard {text!r} is not I/N", hint="e.g. --shard 1/4") from err
-    if not 1 <= index <= count:
-        raise UsageError(f"--shard {text!r}: I must be between 1 and N", hint="e.g. --shard 1/4")
-    return index, count
-
-
 def shard(jobs: Sequence[BuildJob], index: int, count: int) -> tuple[BuildJob, ...]:
     """The ``index``-th of ``count`` even slices (sizes differ by at most one), in order."""
     size, extra = divmod(len(jobs), count)
     start = (index - 1) * size + min(index - 1, extra)
     end = start + size + (1 if index <= extra else 0)
     return tuple(jobs[start:end])
-
-
-def to_github(jobs: Sequence[BuildJob]) -> dict[str, Any]:
-    """A ``strategy.matrix`` value: ``{"include": [...]}`` with one entry per job."""
-    return {"include": [_ci_entry(job) for job in jobs]}
-
-
-def to_gitlab(jobs: Sequence[BuildJob]) -> dict[str, Any]:
-    """A ``parallel: matrix:`` value: a list of single-valued variable sets (GitLab upper-cases)."""
-    return {
-        "parallel": {"matrix": [{k.upper(): [v] for k, v in _ci_entry(j).items()} for j in jobs]}
-    }
-
-
-def _ci_entry(job: BuildJob) -> dict[str, str]:
-    entry = {
-        "job": job.id,
-        "python": job.python,
-        "cuda": str(job.cuda),
-        "torch": "" if job.torch is None else str(job.torch),
-        "arch": job.arch.torch,
-        "label": job.label,
-        "platform": job.platform,
-    }
-    if job.cxx11abi is not None:
-        entry["cxx11abi"] = "TRUE" if job.cxx11abi else "FALSE"
-    return entry

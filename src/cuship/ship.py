@@ -208,25 +208,10 @@ def ship(
     :func:`~cuship.builder.run.batch.build_all`); a job whose wheel an earlier run built from the
     same inputs is reused unless ``rebuild``.
     """
-    from cuship.index.describe import describe_wheel
-    from cuship.index.simple import write
-
-    key = None
-    if sign_key is not None:  # read before any build, so a bad key costs seconds, not a build
-        from cuship.attest import load_signing_key
-
-        key = load_signing_key(sign_key)
+    key = _signing_key(sign_key)  # read before any build: a bad key costs seconds, not a build
     clock = _Clock()
     with clock.run("plan", emit):
-        record, collapser = collapse.start(config, emit)
-        pairs = jobs_with_configs(config, load(), torch_abi=record)
-
-        def plan_all(host: Host) -> list[BuildPlan]:
-            wheels = out_dir / "wheels"
-            return [plan_job(job, cfg, host, mode="local", out_dir=wheels) for cfg, job in pairs]
-
-        at_once = config.build.parallel if parallel is None else parallel
-        plans, workers = plan_shared(plan_all, host, at_once, collapser)
+        plans, workers, collapser = _plan(config, host, out_dir / "wheels", parallel, emit)
     cpu_only = _cpu_only(config, host, emit, all(p.job.cpu for p in plans))
     if not cpu_only:
         require_buildable(plans, repr(str(path)))
@@ -240,47 +225,95 @@ def ship(
             rebuild=rebuild,
         )
         if cpu_only:
-            from cuship.builder.run.cpu import plan_cpu, run_cpu
-
-            cpu = run_cpu(
-                plan_cpu(config, host, out_dir=out_dir / "wheels"), environ=environ, emit=emit
-            )
-            outcomes = (*outcomes, cpu)
+            outcomes = (*outcomes, _cpu_outcome(config, host, out_dir, environ, emit))
     check = None
     wheels = [o.result.wheel for o in outcomes if o.result is not None and o.status == "built"]
     if quick_check and config.check.modules:
         with clock.run("check", emit):
-            installable = _installable_here(wheels)
-            name = config.project.name
-            if installable is not None and name:
-                check = _check_installed(path, installable, name, out_dir, environ, emit)
-            else:
-                check = _quick_check(path, environ, emit)
+            check = _checked(path, config, wheels, out_dir, environ, emit)
     if key is not None and wheels:
         with clock.run("attest", emit):
             _attest(outcomes, plans, key, environ, emit)
-    variants: tuple[Path, ...] = ()
-    if wheels and config.variants.enabled:
-        from cuship.judge.variants import publish_configured
-
-        with clock.run("variants", emit):
-            variants = publish_configured(config.variants, wheels, out_dir / "wheels")
-            wheels += variants
-    site = out_dir / "site"
-    summary = None
-    if wheels:
-        with clock.run("index", emit):
-            summary = write(wheels, site, describe=describe_wheel, emit=emit)
+    variants, summary = _publish(config, wheels, out_dir, clock, emit)
     return ShipReport(
         outcomes=outcomes,
         index=summary,
-        site=site,
+        site=out_dir / "site",
         stages=dict(clock.stages),
         check=check,
         cpu_only=cpu_only,
         torch_axis=collapse.axis_notes(config, load()),
         variants=tuple(path.name for path in variants),
     )
+
+
+def _signing_key(path: Path | None) -> SigningKey | None:
+    if path is None:
+        return None
+    from cuship.attest import load_signing_key
+
+    return load_signing_key(path)
+
+
+def _plan(
+    config: Config, host: Host, wheels: Path, parallel: int | None, emit: Emit
+) -> tuple[list[BuildPlan], int, collapse.Collapser]:
+    """Every job of the matrix planned for this host, wheels under ``wheels``, up to
+    ``parallel`` (None: ``[build] parallel``) built at once: the plans, how many workers build
+    them, the torch axis."""
+    at_once = config.build.parallel if parallel is None else parallel
+    record, collapser = collapse.start(config, emit)
+    pairs = jobs_with_configs(config, load(), torch_abi=record)
+
+    def plan_all(host: Host) -> list[BuildPlan]:
+        return [plan_job(job, cfg, host, mode="local", out_dir=wheels) for cfg, job in pairs]
+
+    plans, workers = plan_shared(plan_all, host, at_once, collapser)
+    return plans, workers, collapser
+
+
+def _cpu_outcome(
+    config: Config, host: Host, out_dir: Path, environ: Mapping[str, str], emit: Emit
+) -> Outcome:
+    from cuship.builder.run.cpu import plan_cpu, run_cpu
+
+    return run_cpu(plan_cpu(config, host, out_dir=out_dir / "wheels"), environ=environ, emit=emit)
+
+
+def _checked(
+    path: Path,
+    config: Config,
+    wheels: Sequence[Path],
+    out_dir: Path,
+    environ: Mapping[str, str],
+    emit: Emit,
+) -> CheckReport:
+    """The quick check, against the wheel built for this interpreter when there is one."""
+    installable = _installable_here(wheels)
+    name = config.project.name
+    if installable is not None and name:
+        return _check_installed(path, installable, name, out_dir, environ, emit)
+    return _quick_check(path, environ, emit)
+
+
+def _publish(
+    config: Config, wheels: list[Path], out_dir: Path, clock: _Clock, emit: Emit
+) -> tuple[tuple[Path, ...], IndexSummary | None]:
+    """The variant wheels (when ``[variants]`` asks) and the index of every wheel, each a stage."""
+    from cuship.index.describe import describe_wheel
+    from cuship.index.simple import write
+
+    variants: tuple[Path, ...] = ()
+    if wheels and config.variants.enabled:
+        from cuship.judge.variants import publish_configured
+
+        with clock.run("variants", emit):
+            variants = publish_configured(config.variants, wheels, out_dir / "wheels")
+            wheels = [*wheels, *variants]
+    if not wheels:
+        return variants, None
+    with clock.run("index", emit):
+        return variants, write(wheels, out_dir / "site", describe=describe_wheel, emit=emit)
 
 
 def _cpu_only(config: Config, host: Host, emit: Emit, no_cuda: bool = False) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cuship.builder.glibc import GlibcFloor
-from cuship.builder.run.execute import finish_wheel
+from cuship.builder.run.finish import finish_wheel
 from cuship.cli import main
 from cuship.events import Event, collect
 from cuship.wheel.read.elf import glibc_needed

@@ -14,7 +14,7 @@ import pytest
 from cuship.builder import archflags
 from cuship.builder.model import user_env
 from cuship.builder.run import nvcc_shim
-from cuship.builder.run.execute import set_aside
+from cuship.builder.run.finish import set_aside
 from cuship.builder.run.smoke import builder_torch
 from cuship.config import load_config
 from cuship.config.script import read_build_script

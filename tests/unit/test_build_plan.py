@@ -66,7 +66,7 @@ def test_the_torch_a_wheel_builds_against_is_the_matrix_s_else_the_host_s(tmp_pa
 
 
 def test_a_wheel_linking_torch_gets_the_pin_its_abi_needs() -> None:
-    from cuship.builder.run.execute import _torch_pin
+    from cuship.builder.run.finish import _torch_pin
 
     assert _torch_pin("none", "2.13.0+cpu", "w.whl") == ((), ())
     assert _torch_pin("exact", "2.13.0+cpu", "w.whl") == (("torch==2.13.*",), ())

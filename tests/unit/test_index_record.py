@@ -26,7 +26,7 @@ from tests.wheel_factory import make_wheel
 INFO = "bad-1.0.dist-info"
 EXTRA = b"x = 1\n"
 RECORD = f"{INFO}/RECORD"
-scan_module = importlib.import_module("cuship.index.scan")  # the package names a function scan
+archive_module = importlib.import_module("cuship.wheel.read.archive")
 
 
 def _hash(data: bytes) -> str:
@@ -100,7 +100,7 @@ def read_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     """Both ways the scan reads a wheel: whole into memory (small wheels), or through zipfile
     (past 64 MiB); and both ways a shared object is inflated (in memory, in pieces)."""
     if request.param == "zipfile":
-        monkeypatch.setattr(scan_module, "_READ_WHOLE", 0)
+        monkeypatch.setattr(archive_module, "READ_WHOLE", 0)
         monkeypatch.setattr(members_module, "IN_MEMORY", 16)
     return str(request.param)
 

@@ -194,14 +194,14 @@ def test_the_scan_keys_a_path_as_path_absolute_does(where: str) -> None:
 @pytest.mark.parametrize("stat_size", [0, 1, 2999, 3000, 3001, 10**6])
 def test_a_wheel_is_read_whole_whatever_its_stat_said(tmp_path: Path, stat_size: int) -> None:
     # The size from the plan's stat is a hint: a file that grew or shrank since is read whole.
-    from cuship.index.scan import _read_whole
+    from cuship.wheel.read.archive import read_whole
 
     path = tmp_path / "x.whl"
     data = bytes(range(256)) * 11 + b"end" * 64  # 3,008 bytes
     path.write_bytes(data[:3000])
-    assert _read_whole(str(path), stat_size) == data[:3000]
+    assert read_whole(str(path), stat_size) == data[:3000]
     path.write_bytes(data)
-    assert _read_whole(str(path), stat_size) == data
+    assert read_whole(str(path), stat_size) == data
 
 
 @pytest.mark.parametrize("read_whole", [64 * 1024 * 1024, 100])
@@ -215,7 +215,9 @@ def test_a_first_scan_stamps_each_wheel_from_the_file_it_opened(
     from cuship.index.scan import cache_key, scan_files
 
     scanning = importlib.import_module("cuship.index.scan")
-    monkeypatch.setattr(scanning, "_READ_WHOLE", read_whole)
+    monkeypatch.setattr(
+        importlib.import_module("cuship.wheel.read.archive"), "READ_WHOLE", read_whole
+    )
     wheel = make_wheel(tmp_path / "wheels", "demo", "1.0")
     stats: list[str] = []
     real_stat = os.stat

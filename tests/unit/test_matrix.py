@@ -4,10 +4,12 @@ from pathlib import Path
 
 import pytest
 
+from cuship.ci.matrix import to_github, to_gitlab
+from cuship.cli.matrix import parse_shard
 from cuship.compat import load
 from cuship.config import load_config
 from cuship.errors import ConfigError, UsageError
-from cuship.matrix import expand, parse_shard, shard, to_github, to_gitlab
+from cuship.matrix import expand, shard
 
 
 def project(tmp_path: Path, matrix: str, extra: str = "") -> Path:

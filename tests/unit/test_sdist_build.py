@@ -23,7 +23,7 @@ from cuship.builder.plan import plan_job
 from cuship.builder.run import commands, nvcc_shim
 from cuship.builder.run.batch import Outcome, require_buildable
 from cuship.builder.run.commands import BuildFailed
-from cuship.builder.run.execute import build_job
+from cuship.builder.run.execute import JobWork, build_job
 from cuship.compat import load
 from cuship.config import Config, load_config
 from cuship.errors import NothingToDo, UsageError
@@ -232,8 +232,11 @@ def test_an_interrupted_build_leaves_no_tmp_behind(
     monkeypatch.setattr(execute, "_run_steps", interrupted)
     with pytest.raises(KeyboardInterrupt):
         build_job(
-            "job", [], raw_dir=raw, out_dir=tmp_path, log=tmp_path / "job.log",
-            label="cu130", arches="9.0", test_import=None, environ=dict(os.environ),
+            JobWork(
+                job_id="job", steps=[], raw_dir=raw, out_dir=tmp_path, log=tmp_path / "job.log",
+                label="cu130", arches="9.0",
+            ),
+            environ=dict(os.environ),
         )  # fmt: skip
     assert raw.is_dir() and not (raw / "tmp").exists()
 

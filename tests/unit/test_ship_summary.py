@@ -61,7 +61,7 @@ def test_commands_are_never_wrapped_and_left_out_engines_are_said(
     out = io.StringIO()
     report = _report(tmp_path)
     line = report.install_line("demo")
-    _render(Console(out=out, err=io.StringIO(), github=False), report, line)
+    _render(Console(out=out, err=io.StringIO(), github=False), report, "demo")
     printed = out.getvalue().splitlines()
     uv_line = report.variants_line("demo")
     assert uv_line is not None and len(uv_line) > 40

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from cuship.arch import sm_key
 from cuship.errors import InputError
-from cuship.wheel.audit import WheelReport, inspect_path, sm_key
+from cuship.wheel.audit import WheelReport, inspect_path
 
 
 def make_wheel(directory: Path, name: str, files: dict[str, bytes]) -> Path:

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from cuship.ci.context import BUILT_WHEELS, CiContext
+from cuship.ci.matrix import to_gitlab
 from cuship.index import STATE_DIR
-from cuship.matrix import BuildJob, to_gitlab
+from cuship.matrix import BuildJob
 
 __all__ = ["GITLAB_CI", "gitlab_ci"]
 

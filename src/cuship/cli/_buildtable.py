@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from cuship._format import size_text
+from cuship.arch import sm_key
 from cuship.builder.run.batch import Outcome
 from cuship.builder.run.execute import JobResult
 from cuship.cli._console import Console
-from cuship.wheel.audit import sm_key
 
 __all__ = ["python_label", "render_build_summary"]
 

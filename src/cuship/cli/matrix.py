@@ -9,12 +9,25 @@ from pathlib import Path
 import click
 
 from cuship.builder.record import read_record
+from cuship.ci.matrix import to_github, to_gitlab
 from cuship.cli._common import make_console
 from cuship.cli._console import Console
 from cuship.compat import load
 from cuship.config import load_config
-from cuship.errors import NothingToDo
-from cuship.matrix import BuildJob, Matrix, expand_all, parse_shard, to_github, to_gitlab
+from cuship.errors import NothingToDo, UsageError
+from cuship.matrix import BuildJob, Matrix, expand_all
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"2/4"`` → ``(2, 4)``; shards count from 1."""
+    try:
+        index_text, count_text = text.split("/")
+        index, count = int(index_text), int(count_text)
+    except ValueError as err:
+        raise UsageError(f"--shard {text!r} is not I/N", hint="e.g. --shard 1/4") from err
+    if not 1 <= index <= count:
+        raise UsageError(f"--shard {text!r}: I must be between 1 and N", hint="e.g. --shard 1/4")
+    return index, count
 
 
 def _table(console: Console, jobs: tuple[BuildJob, ...]) -> None:

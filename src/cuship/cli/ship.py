@@ -86,11 +86,10 @@ def command(
         )
     lines = report.install_lines()
     name = config.project.name or (lines[0].project if lines else "PROJECT")
-    line = report.install_line(name)
     if as_json:
         console.print_json(report.to_json(name))
     else:
-        _render(console, report, line, per_project=bool(config.packages))
+        _render(console, report, name, per_project=bool(config.packages))
     _step_summary(console, report)
     if report.failed:
         exit_with(1)
@@ -112,7 +111,8 @@ def _step_summary(console: Console, report: ShipReport) -> None:
     write_step_summary(console, "\n\n".join(parts))
 
 
-def _render(console: Console, report: ShipReport, line: str, *, per_project: bool = False) -> None:
+def _render(console: Console, report: ShipReport, name: str, *, per_project: bool = False) -> None:
+    """The ship's summary, ending with the lines that install project ``name`` from the index."""
     from cuship.cli._buildtable import render_build_summary
 
     render_build_summary(console, report.outcomes, None)
@@ -150,8 +150,10 @@ def _render(console: Console, report: ShipReport, line: str, *, per_project: boo
         for note in report.torch_notes():
             console.out.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     else:
-        console.out.print(f"install with:\n  {line}", markup=False, soft_wrap=True)
-    uv_line = report.variants_line(line.split()[2])
+        console.out.print(
+            f"install with:\n  {report.install_line(name)}", markup=False, soft_wrap=True
+        )
+    uv_line = report.variants_line(name)
     if uv_line is not None:
         console.out.print(
             f"or, the variant built for this machine's GPU and driver (uv 0.13+):\n  {uv_line}",

@@ -8,14 +8,13 @@ from collections.abc import Callable, Sequence
 
 from packaging.version import InvalidVersion, Version
 
+from cuship.arch import is_table_cc, is_table_sm
 from cuship.compat.models import CudaToolkit, GpuModel, PtxIsa, TorchRelease
 from cuship.schema import Place
 
 __all__ = ["check_gpus", "check_ptx", "check_toolkits", "check_torch"]
 
-SM_PATTERN = re.compile(r"^[1-9][0-9]{1,2}[af]?$")
 MONTH_PATTERN = re.compile(r"^(19|20)[0-9]{2}-(0[1-9]|1[0-2])$")
-CC_PATTERN = re.compile(r"^[1-9][0-9]?\.[0-9]$")
 GLIBC_FLOOR_PATTERN = re.compile(r"^[0-9]+_[0-9]+$")
 
 
@@ -41,7 +40,7 @@ def _ascending(rows: Sequence[tuple[Place, Version]], name: str) -> None:
 def _check_sms(row: Place, sms: Sequence[str], name: str) -> None:
     seen: set[str] = set()
     for sm in sms:
-        if not SM_PATTERN.match(sm):
+        if not is_table_sm(sm):
             raise row.fail(
                 name, f"{sm!r} is not an SM", hint='write targets like "90", "90a", "100f"'
             )
@@ -126,7 +125,7 @@ def check_gpus(
     owner: dict[str, str] = {}
     for row, gpu in rows:
         _common(row, None, gpu.source)
-        if not CC_PATTERN.match(gpu.cc) or gpu.cc.replace(".", "") not in known_sms:
+        if not is_table_cc(gpu.cc) or gpu.cc.replace(".", "") not in known_sms:
             raise row.fail("cc", f"{gpu.cc!r} is not a compute capability any toolkit targets")
         for label in (gpu.name, *gpu.aliases):
             normal = key(label)

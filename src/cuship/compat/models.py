@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import re
-
 from packaging.version import Version
 
 from cuship._record import frozen
+from cuship.arch import bare_sm
 from cuship.schema import field_doc
 
 __all__ = ["CudaToolkit", "GpuModel", "PtxIsa", "TorchRelease", "format_driver"]
-
-_SM_PREFIX = re.compile(r"^(?:sm_|compute_|sm)")
 
 
 def format_driver(version: Version) -> str:
     """A driver version as NVIDIA writes it: ``Version("570.124.6")`` → ``"570.124.06"``."""
     parts = version.release
     return ".".join([str(p) for p in parts[:2]] + [f"{p:02d}" for p in parts[2:]])
-
-
-def _sm_of(sm: str) -> str:
-    """``"sm_90a"``, ``"compute_90"``, ``"9.0"`` or ``"90"`` → ``"90a"``/``"90"``."""
-    text = _SM_PREFIX.sub("", sm.strip().lower())
-    return text.replace(".", "")
 
 
 @frozen
@@ -58,7 +49,7 @@ class CudaToolkit:
 
     def can_target(self, sm: str) -> bool:
         """True if this nvcc can emit SASS for ``sm`` (``"80"``, ``"90a"``, ``"sm_100f"``)."""
-        return _sm_of(sm) in self.sms
+        return bare_sm(sm) in self.sms
 
     def to_json(self) -> dict[str, object]:
         return {

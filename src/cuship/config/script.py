@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from cuship import _read, schema
 from cuship._record import frozen
+from cuship.arch import names_arch_flag
 from cuship.errors import ConfigError
 from cuship.schema import field_doc
 
@@ -34,11 +35,6 @@ __all__ = [
 SWITCHES_FILE = Path(__file__).parent.parent / "data" / "build_switches.toml"
 
 FORCE_SWITCH = re.compile(r"""["']([A-Z][A-Z0-9_]*_FORCE_BUILD)["']""")
-_ARCH_FLAG = re.compile(
-    r"""["'](?:-gencode|--generate-code|-arch|--gpu-architecture)\b"""  # a flag in a string
-    r"""|["'][^"'\n]*arch=compute_\d"""  # "arch=compute_90,code=sm_90"
-    r"""|CMAKE_CUDA_ARCHITECTURES\s+["']?\d"""  # set(CMAKE_CUDA_ARCHITECTURES 80 90)
-)
 _PACKAGE_NAME = re.compile(r"""^PACKAGE_NAME\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']""", re.M)
 _SETUP_NAME = re.compile(r"""\bname\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']""")
 _VERSION = re.compile(r"""^__version__\s*=\s*["']([^"'\n]{1,64})["']""", re.M)
@@ -121,7 +117,7 @@ def _arch_lines(text: str) -> tuple[str, ...]:
     lines = [
         line.strip()
         for line in text.splitlines()
-        if _ARCH_FLAG.search(line) and not line.strip().startswith("#")
+        if names_arch_flag(line) and not line.strip().startswith("#")
     ]
     return tuple(line[:120] for line in lines[:3])
 

@@ -85,7 +85,8 @@ def _walk(cls: type, schema: Mapping[str, Any], section: str) -> Iterator[Key]:
 
 def all_keys() -> list[Key]:
     """Every key of cuship.toml, section by section, in the order the loader declares them."""
-    from cuship.config import _ConfigFile, json_schema
+    from cuship.config import json_schema
+    from cuship.config.sections import _ConfigFile
 
     return list(_walk(_ConfigFile, json_schema(), ""))
 

@@ -11,56 +11,39 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import io
 import os
-import re
 import stat
-import zipfile
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Union, cast
 
-from packaging.version import InvalidVersion, Version
-
-from cuship import _read
-from cuship._format import size_text
-from cuship._fs import sha256_file
-from cuship._read import NotRegular, file_kind, open_regular, open_stated, regular_problem
+from cuship._read import NotRegular, file_kind, regular_problem
 from cuship._record import frozen
 from cuship.errors import InputError
 from cuship.events import Emit, Event, discard
 from cuship.index._cache import CacheEntry, FileStamp, ScanCache
 from cuship.index._pool import Counted, map_spread, uncounted
 from cuship.index.describe import describe_pure
-from cuship.wheel.read.filename import canonical_name, plain_project, tag_set
-from cuship.wheel.read.headers import header_fields
-from cuship.wheel.read.members import name_problem
+from cuship.wheel.read.archive import (
+    Disagrees,
+    Unreadable,
+    WheelRead,
+    check_dist_info,
+    check_metadata,
+    read_wheel,
+)
+from cuship.wheel.read.filename import BadFilename, FilenameSays, canonical_name, parse_filename
 from cuship.wheel.read.zipmeta import (
-    METADATA_LIMIT,
-    Listing,
     Member,
-    member_at,
-    member_names,
-    metadata_fast,
 )
 from cuship.wheel.record import (
-    RECORD_LIMIT,
     RecordMismatch,
-    check_digest,
-    check_listing,
-    hasher,
-    missing_record,
-    parse_record,
-    record_agrees,
-    record_name,
 )
 from cuship.wheel.variant import split_variant
 
 if TYPE_CHECKING:
     from packaging.utils import NormalizedName
-    from packaging.version import Version
 
 __all__ = [
     "CachedFile",
@@ -81,13 +64,10 @@ __all__ = [
     "wheel_files",
 ]
 
-# Wheels up to this size are read once into memory (hash and zip from the same bytes).
-_READ_WHOLE = 64 * 1024 * 1024
 # Pure wheels up to this size are described by the scan (describe_wheel reads larger ones whole
 # through zipfile: the same record, the same bound as its own fast path)
 _DESCRIBE_PURE = 16 * 1024 * 1024
 _ATTACHED = ".whl.intoto.jsonl"
-_VARIANT_LABEL = re.compile(r"[0-9a-z_.]+")
 
 
 @frozen
@@ -124,10 +104,6 @@ class Skipped:
     @property
     def bad_wheel(self) -> bool:
         return self.path.name.endswith(".whl")
-
-
-class _Unreadable(Exception):
-    """Internal: the archive is broken or holds no single METADATA."""
 
 
 class _Skip(Exception):
@@ -437,65 +413,13 @@ def _plain_absolute(where: str) -> bool:
     )
 
 
-class _Name(NamedTuple):
-    """What a wheel's filename says, parsed."""
-
-    project: NormalizedName
-    version: Version
-    version_text: str  # str(version): the normal form
-    local: str | None
-    tags: tuple[str, ...]  # sorted
-
-
-def _parse_filename(filename: str, path: Path | str) -> _Name:
-    """``filename`` parsed as :func:`packaging.utils.parse_wheel_filename` does, its parts
-    through caches (an index repeats project names, versions and tag sets many times);
-    anything unusual (a build tag, a name that is not plain), and every error, goes to
-    packaging itself. A wheel variant's label (PEP 825, the last dash component) is read past.
-    ``path``: for the skip."""
-    plain, label = split_variant(filename)
-    if label is not None:
-        if not _VARIANT_LABEL.fullmatch(label):
-            raise _Skip(Path(path), f"invalid variant label {label!r} (lower case [0-9a-z_.])")
-        filename = plain
-
-    stem = filename[:-4]
-    if filename.endswith(".whl") and stem.count("-") == 4:
-        name_part, version_part, tag_part = stem.split("-", 2)
-        project = _project_part(name_part)
-        tags = _tag_part(tag_part)
-        if project is not None and tags is not None:
-            try:
-                version, text, local = _version_part(version_part)
-            except InvalidVersion:
-                pass  # worded below
-            else:
-                return _Name(project, version, text, local, tags)
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-
+def _parse_filename(filename: str, path: Path | str) -> FilenameSays:
+    """:func:`~cuship.wheel.read.filename.parse_filename`; a name it refuses is a skip of the
+    file at ``path``."""
     try:
-        name, version, _build, parsed = parse_wheel_filename(filename)
-    except (InvalidWheelFilename, InvalidVersion) as err:
-        raise _Skip(Path(path), f"invalid wheel filename: {err}") from err
-    return _Name(name, version, str(version), version.local, tuple(sorted(map(str, parsed))))
-
-
-@functools.lru_cache(maxsize=65536)
-def _project_part(name_part: str) -> NormalizedName | None:
-    return plain_project(name_part)
-
-
-@functools.lru_cache(maxsize=65536)
-def _version_part(version_part: str) -> tuple[Version, str, str | None]:
-    from packaging.version import Version
-
-    version = Version(version_part)
-    return version, str(version), version.local
-
-
-@functools.lru_cache(maxsize=4096)
-def _tag_part(tag_part: str) -> tuple[str, ...] | None:
-    return tag_set(tag_part)
+        return parse_filename(filename)
+    except BadFilename as why:
+        raise _Skip(Path(path), str(why)) from why.__cause__
 
 
 @functools.lru_cache(maxsize=65536)
@@ -527,16 +451,17 @@ def _read_fresh(job: tuple[str, int | None, bool]) -> tuple[_Read, FileStamp | N
     where, size, describe = job
     try:
         name = _parse_filename(where.rpartition("/")[2], where)
-        entry, member, pure, size, stamp, problem = _read_wheel(where, size)
-        _check_dist_info(where, member, name.project)
+        (_, metadata, no_shared, size, found, problem), entry = _read_wheel(where, size)
+        stamp = None if found is None else FileStamp.of(found)
+        check_dist_info(metadata.name, name.project)
         requires_dist: list[str] = []
         read = _fields(where, name, size, entry, requires_dist)
         if problem is not None:  # after the checks that word commoner faults
             raise _Skip(Path(where), f"{problem.message}; {problem.hint}")
-    except _Skip as why:
+    except (_Skip, Disagrees) as why:
         return str(why)
+    pure = no_shared and size <= _DESCRIBE_PURE
     if describe and pure and split_variant(where)[1] is None:  # a variant: its variant.json too
-        metadata = Member(member, entry.metadata)
         described = _describe_pure(where, name, size, metadata, requires_dist)
         return (*read[:-1], described), stamp
     if describe:
@@ -567,7 +492,7 @@ def _describe_whole(where: str) -> Mapping[str, object] | None:
 
 
 def _describe_pure(
-    path: str, name: _Name, size: int, metadata: Member, requires_dist: list[str]
+    path: str, name: FilenameSays, size: int, metadata: Member, requires_dist: list[str]
 ) -> Mapping[str, object] | None:
     """The wheel described from what was read, or None (then it is described as before,
     reading it again, where a failure is worded)."""
@@ -625,11 +550,18 @@ def _indexed(path: Path, read: _Read) -> IndexedWheel:
 
 
 def _fields(
-    where: str, name: _Name, size: int, entry: CacheEntry, requires_dist: list[str] | None = None
+    where: str,
+    name: FilenameSays,
+    size: int,
+    entry: CacheEntry,
+    requires_dist: list[str] | None = None,
 ) -> _Read:
     """The wheel's IndexedWheel fields (see :data:`_Read`), after checking its METADATA;
     ``where``: the wheel's path; ``requires_dist`` gets METADATA's Requires-Dist values."""
-    requires_python = _check_metadata(where, entry.metadata, name, requires_dist)
+    try:
+        requires_python = check_metadata(where, entry.metadata, name, requires_dist)
+    except Disagrees as why:
+        raise _Skip(Path(where), str(why)) from why.__cause__
     return (
         where.rpartition("/")[2],
         name.project,
@@ -645,248 +577,15 @@ def _fields(
     )
 
 
-# What reading a wheel gives: its cache entry, METADATA's member name, whether it holds no shared
-# object, its size, its stamp when it was read unplanned, and how RECORD disagrees with it
-_Readout = tuple[CacheEntry, str, bool, int, FileStamp | None, RecordMismatch | None]
-
-
-def _read_wheel(path: str, size: int | None) -> _Readout:
-    """Hash the file and pull its METADATA (and that member's name), reading small files once;
-    whether it is known to hold no shared object (a small wheel whose member names were all
-    read on the way to its METADATA, none like ``*.so``); its size; and, when no ``size`` was
-    planned, the stamp of the file opened."""
+def _read_wheel(path: str, size: int | None) -> tuple[WheelRead, CacheEntry]:
+    """:func:`~cuship.wheel.read.archive.read_wheel`, what it cannot read a skip; with the
+    wheel's cache entry."""
     try:
-        return _read_unchecked(path, size)
-    except _Unreadable as why:
+        read = read_wheel(path, size)
+    except Unreadable as why:
         raise _Skip(Path(path), str(why)) from why
     except NotRegular as err:
         raise _Skip(Path(path), err.message.replace(f"the wheel {path!r} ", "it ")) from err
     except OSError as err:
         raise _Skip(Path(path), f"cannot read it: {err.strerror or err}") from err
-
-
-def _read_unchecked(path: str, size: int | None) -> _Readout:
-    pure = False
-    stamp = None
-    data = None
-    if size is None:
-        data, stamp = _read_stamped(path)
-        size = stamp.size
-    elif size <= _READ_WHOLE:
-        data = _read_whole(path, size)
-    if data is not None:
-        digest = hashlib.sha256(data).hexdigest()
-        shared: list[bool] = []
-        suspect: list[bool] = []
-        listing: Listing = ({}, [])
-        fast = metadata_fast(data, shared, suspect, listing)
-        if fast is not None and suspect:
-            _check_names(member_names(data) or [])
-        pure = fast is not None and not shared and size <= _DESCRIBE_PURE
-        if fast is not None:
-            member, problem = fast, _record_fast(data, fast, path, listing)
-        else:
-            member, problem = _metadata_from(io.BytesIO(data), path)
-    else:
-        digest = sha256_file(Path(path))
-        with _read.reader(path, _read.ARCHIVE) as handle:
-            member, problem = _metadata_from(handle, path)
-    entry = CacheEntry(sha256=digest, metadata=member.data)
-    return entry, member.name, pure, size, stamp, problem
-
-
-def _read_stamped(path: str) -> tuple[bytes | None, FileStamp]:
-    """The file's bytes (None when larger than :data:`_READ_WHOLE`) and its stamp, from the
-    file opened: one path lookup, where a stat and then an open take two."""
-    fd, found = open_stated(path, "wheel")
-    try:
-        stamp = FileStamp.of(found)
-        data = None if stamp.size > _READ_WHOLE else _read_fd(fd, stamp.size)
-    finally:
-        os.close(fd)
-    return data, stamp
-
-
-def _read_whole(path: str, size: int) -> bytes:
-    """The file's bytes (plain os calls: pathlib's read_bytes costs twice as much per wheel);
-    ``size``, from the stat before, is a hint: a file that grew since is read to its end."""
-    fd = open_regular(path, "wheel")
-    try:
-        return _read_fd(fd, size)
-    finally:
-        os.close(fd)
-
-
-def _read_fd(fd: int, size: int) -> bytes:
-    """What is left to read from ``fd``, ``size`` bytes expected (more are read, if there)."""
-    first = os.read(fd, size + 1)
-    if len(first) == size:  # one byte fewer than asked: the end, as the stat said
-        return first
-    chunks = [first]
-    while chunks[-1]:
-        chunks.append(os.read(fd, max(size, 1 << 16)))
-    return b"".join(chunks)
-
-
-_LIMIT_TEXT = size_text(METADATA_LIMIT)
-
-
-def _metadata_from(
-    source: io.BufferedIOBase | io.BytesIO, path: str
-) -> tuple[Member, RecordMismatch | None]:
-    """The METADATA member through :mod:`zipfile`, inflating at most ``METADATA_LIMIT + 1``,
-    and how the RECORD beside it disagrees with the archive (``path``: the wheel's)."""
-    try:
-        with zipfile.ZipFile(source) as archive:
-            _check_names(archive.namelist())
-            infos = [
-                i
-                for i in archive.infolist()
-                if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/METADATA")
-            ]
-            if len(infos) != 1:
-                found = "no" if not infos else f"{len(infos)}"
-                raise _Unreadable(f"{found} .dist-info/METADATA in the wheel")
-            (info,) = infos
-            if info.file_size > METADATA_LIMIT:
-                raise _Unreadable(
-                    f"{info.filename} is {info.file_size} bytes, over the {_LIMIT_TEXT} limit"
-                )
-            with archive.open(info) as member:
-                data = member.read(METADATA_LIMIT + 1)
-            problem = None
-            if len(data) <= METADATA_LIMIT:
-                problem = _record_zip(archive, Member(info.filename, data), path)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as err:
-        raise _Unreadable(f"broken zip: {err}") from err
-    except zlib.error as err:
-        raise _Unreadable(f"corrupt compressed data in METADATA: {err}") from err
-    except (NotImplementedError, RuntimeError) as err:  # unknown method, encrypted member
-        raise _Unreadable(f"unreadable METADATA: {err}") from err
-    if len(data) > METADATA_LIMIT:
-        raise _Unreadable(f"{info.filename} inflates past the {_LIMIT_TEXT} limit")
-    return Member(info.filename, data), problem
-
-
-def _record_fast(
-    data: bytes, metadata: Member, path: str, listing: Listing
-) -> RecordMismatch | None:
-    """How RECORD disagrees with the wheel ``data`` (its central directory, ``listing``, and
-    METADATA's hash), read without :mod:`zipfile` where the archive allows."""
-    record = record_name(metadata.name)
-    wanted = record.encode()
-    at = next((entry for name, entry in listing[1] if name == wanted), None)
-    content = None if at is None else member_at(data, at, RECORD_LIMIT)
-    if at is not None and content is None:
-        return _metadata_from(io.BytesIO(data), path)[1]  # zipfile words what is unusual
-    if content is not None and record_agrees(
-        content, listing[0], record, metadata.name, metadata.data
-    ):
-        return None
-    named = [(name.decode("utf-8", errors="replace"), size) for name, size in listing[0].items()]
-    return _record_problem(named, content, metadata, path.rpartition("/")[2])
-
-
-def _record_zip(archive: zipfile.ZipFile, metadata: Member, path: str) -> RecordMismatch | None:
-    """:func:`_record_fast` through :mod:`zipfile` (its errors go to the caller)."""
-    record = record_name(metadata.name)
-    wheel = path.rpartition("/")[2]
-    try:
-        info = archive.getinfo(record)
-    except KeyError:
-        return missing_record(wheel, record)
-    if info.file_size > RECORD_LIMIT:
-        return RecordMismatch(
-            f"{wheel!r}: {record!r} is {info.file_size} bytes, over the {RECORD_LIMIT} a RECORD "
-            "may have",
-            hint="rebuild the wheel with a standard build backend",
-        )
-    with archive.open(info) as member:
-        content = member.read(RECORD_LIMIT + 1)
-    listing = [(i.filename, i.file_size) for i in archive.infolist()]
-    return _record_problem(listing, content, metadata, wheel)
-
-
-def _record_problem(
-    listing: list[tuple[str, int]], content: bytes | None, metadata: Member, wheel: str
-) -> RecordMismatch | None:
-    record = record_name(metadata.name)
-    if content is None:
-        return missing_record(wheel, record)
-    try:
-        rows = parse_record(content, wheel, record)
-        check_listing(rows, listing, wheel, record)
-        row = rows.get(metadata.name)
-        digest = hasher(row)
-        if digest is not None:
-            digest.update(metadata.data)
-            check_digest(row, digest.digest(), metadata.name, wheel, record)
-    except RecordMismatch as err:
-        return err
-    return None
-
-
-def _check_names(names: Iterable[str]) -> None:
-    """Refuse a wheel with a member that leaves the archive's root (pip would write it
-    outside site-packages, or refuse it)."""
-    for name in names:
-        problem = name_problem(name)
-        if problem is not None:
-            raise _Unreadable(f"the member name {_shown(name)} {problem}")
-
-
-def _shown(name: str) -> str:
-    return repr(name if len(name) <= 120 else name[:117] + "...")
-
-
-def _check_dist_info(where: str, member: str, name: NormalizedName) -> None:
-    """pip installs a wheel only when its ``.dist-info`` directory names the project."""
-    folder = member.partition("/")[0]
-    if not _names_project(folder, name):
-        raise _Skip(
-            Path(where),
-            f"its metadata directory {folder!r} does not name the project {name!r} "
-            "(pip would reject it)",
-        )
-
-
-def _names_project(folder: str, name: NormalizedName) -> bool:
-    stem = folder.removesuffix(".dist-info")
-    first, last = stem.partition("-")[0], stem.rpartition("-")[0] or stem
-    return name == _canonical(first) or name == _canonical(last)
-
-
-def _check_metadata(
-    where: str, metadata: bytes, name: _Name, requires_dist: list[str] | None = None
-) -> str | None:
-    """Requires-Python from METADATA, after checking Name and Version agree with the filename
-    of the wheel at ``where``; ``requires_dist`` gets the Requires-Dist values."""
-    fields: dict[str, str] = {}
-    try:
-        text = metadata.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise _Skip(
-            Path(where), f"its METADATA is not UTF-8 ({err.reason} at byte {err.start})"
-        ) from err
-    for key, value in header_fields(text):
-        fields[key] = value
-        if key == "requires-dist" and requires_dist is not None:
-            requires_dist.append(value)
-    meta_name, meta_version = fields.get("name", ""), fields.get("version", "")
-    from packaging.version import Version
-
-    try:
-        # The filename's own spelling first: it is how METADATA says it, nearly always.
-        filename = where.rpartition("/")[2]
-        same_version = (
-            meta_version == filename.split("-", 2)[1] or Version(meta_version) == name.version
-        )
-    except InvalidVersion:
-        same_version = False
-    if _canonical(meta_name) != name.project or not same_version:
-        raise _Skip(
-            Path(where),
-            f"METADATA says Name {meta_name!r} Version {meta_version!r} but the filename says "
-            f"{name.project!r} {name.version_text!r} (pip would reject it)",
-        )
-    return fields.get("requires-python") or None
+    return read, CacheEntry(sha256=read[0], metadata=read[1].data)

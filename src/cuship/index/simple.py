@@ -26,10 +26,10 @@ rebuild (swapped in).
 from __future__ import annotations
 
 import os
-import shutil
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from cuship import _fs
 from cuship._record import frozen
@@ -49,9 +49,9 @@ from cuship.index._pool import (
     write_trees,
 )
 from cuship.index._retire import carry_over
+from cuship.index._row import Row
 from cuship.index._shared import (
     DIR_MODE,
-    FILE_MODE,
     Describe,
     IndexSummary,
     Options,
@@ -63,14 +63,13 @@ from cuship.index._shared import (
     describer_key,
     drop_state,
     has_tree,
-    link_published,
+    place_wheels,
     scan_describes,
     settle,
-    try_link,
     upload_note,
 )
 from cuship.index._unchanged import Attached, context_of, marks_of
-from cuship.index.attached import ATTESTATION_SUFFIX, find_attestations
+from cuship.index.attached import ATTESTATION_SUFFIX, AttestationRef, find_attestations
 from cuship.index.keep import Kept, read_existing, site_records
 from cuship.index.render import (
     MANIFEST,
@@ -127,7 +126,6 @@ def write(
     """
     base = check_base_url(base_url)
     out = _real_target(Path(out))
-    given = list(wheels_or_paths)
     options = Options(
         base_url=base,
         describe=describe,
@@ -136,30 +134,43 @@ def write(
         keep=keep_existing,
         replace_published=replace_published,
     )
+    summary = _locked_write(list(wheels_or_paths), out, options, rebuild=rebuild, emit=emit)
+    _note_current_directory(out, emit)
+    message = _said(summary, out, keep_existing=keep_existing)
+    emit(Event(level="info", topic="index", message=message, data=summary.to_json()))
+    return summary
+
+
+def _locked_write(
+    given: list[IndexedWheel | Path], out: Path, options: Options, *, rebuild: bool, emit: Emit
+) -> IndexSummary:
+    """:func:`_write` under the site's lock, after recovering what an interrupted run left;
+    a new site's state is dropped again when it fails."""
     with _fs.locked(out, emit, transient=True):
         _fs.recover(out, emit)
         _refuse_foreign(out)
         fresh = not has_tree(out)
         try:
-            summary = _write(given, out, options, fresh=fresh, rebuild=rebuild, emit=emit)
+            return _write(given, out, options, fresh=fresh, rebuild=rebuild, emit=emit)
         except BaseException:
             if fresh:
                 drop_state(out)
             raise
-    _note_current_directory(out, emit)
+
+
+def _said(summary: IndexSummary, out: Path, *, keep_existing: bool) -> str:
+    """What a run did, in one line: wheels, projects, pages rewritten, files read."""
     kept = f" ({summary.kept} kept from before)" if keep_existing else ""
     how = (
         f"rewrote {summary.rewritten} of {summary.projects} projects"
         if summary.rewritten is not None
         else "rendered every page"
     )
-    message = (
+    return (
         f"indexed {summary.wheels} wheels of {summary.projects} projects{kept} into {str(out)!r} "
         f"({how}; {summary.hashed} files read, {summary.cached} from cache, "
         f"{len(summary.variants)} variants)"
     )
-    emit(Event(level="info", topic="index", message=message, data=summary.to_json()))
-    return summary
 
 
 def _write(
@@ -279,6 +290,27 @@ class _Built:
     marks: dict[str, ProjectMark | None]
 
 
+class _Run(
+    NamedTuple
+):  # a NamedTuple: a 10-field frozen dataclass costs the import 3M instructions
+    """What every share of a rebuild reads: where the index goes and is staged, the options,
+    the scan cache (a child's own copy), the hashes the earlier index published, the wheels
+    it keeps, the folders made before the shares, the attestations in the folders listed
+    (:func:`wheel_files`), the stats of the files given by name; ``alone``: one share only
+    (then its files are written by a few threads)."""
+
+    out: Path
+    staging: Path
+    options: Options
+    cache: ScanCache
+    previous: Mapping[str, object]
+    kept: Kept
+    made: frozenset[str]
+    attached: Mapping[str, frozenset[str]]
+    stats: Mapping[str, os.stat_result]
+    alone: bool
+
+
 def _build(
     given: list[IndexedWheel | Path],
     out: Path,
@@ -311,16 +343,12 @@ def _build(
     if options.describe is not None:  # imported once, before the children start
         import cuship.wheel.audit  # noqa: F401
 
-    alone = len(shares) == 1
+    run = _Run(
+        out=out, staging=staging, options=options, cache=cache, previous=previous, kept=kept,
+        made=frozenset(made), attached=attached, stats=stats, alone=len(shares) == 1,
+    )  # fmt: skip
     scan = ScanProgress(len(files), emit, shares=len(shares))
-
-    def build(share: _Share) -> _Built:
-        return _build_share(
-            share, out, staging, options, cache, previous, kept, made, attached, emit,
-            alone=alone, stats=stats, counted=scan.counter(share.slot),
-        )  # fmt: skip
-
-    built = fork_map(build, shares)
+    built = fork_map(lambda share: _build_share(share, run, emit, scan.counter(share.slot)), shares)
     for part in built:
         cache.absorb(part.delta)
         for event in part.events:
@@ -337,23 +365,30 @@ def _build(
             f"no usable wheel among {len(given)} input(s); {len(skipped)} skipped",
             hint="pass .whl files or directories holding them (see the warnings above)",
         )
+    summary = _write_roots(run, built, skipped, made, emit)
+    return summary, scanned, {name: mark for part in built for name, mark in part.marks.items()}
+
+
+def _write_roots(
+    run: _Run, built: Sequence[_Built], skipped: tuple[Skipped, ...], made: set[str], emit: Emit
+) -> IndexSummary:
+    """The roots of the index written from what the shares report; the summary."""
     entries = {project: entry for part in built for project, entry in part.entries.items()}
     if not entries:
-        raise NothingToDo(f"{str(out)!r} lists no wheels to keep, and none were given")
-    write_trees(staging, [root_tree(entries, options.base_url)], made)
-    upload_note(options.base_url, out, emit)
-    summary = IndexSummary(
-        site=out,
+        raise NothingToDo(f"{str(run.out)!r} lists no wheels to keep, and none were given")
+    write_trees(run.staging, [root_tree(entries, run.options.base_url)], made)
+    upload_note(run.options.base_url, run.out, emit)
+    return IndexSummary(
+        site=run.out,
         wheels=sum(entry.wheels for entry in entries.values()),
         projects=len(entries),
         variants=tuple(sorted({label for entry in entries.values() for label in entry.labels})),
         skipped=skipped,
-        hashed=cache.misses,
-        cached=cache.hits,
-        base_url=options.base_url,
+        hashed=run.cache.misses,
+        cached=run.cache.hits,
+        base_url=run.options.base_url,
         kept=sum(part.kept for part in built),
     )
-    return summary, scanned, {name: mark for part in built for name, mark in part.marks.items()}
 
 
 def _in_order(skipped: Iterable[Skipped], files: Sequence[str]) -> tuple[Skipped, ...]:
@@ -365,40 +400,55 @@ def _in_order(skipped: Iterable[Skipped], files: Sequence[str]) -> tuple[Skipped
     return tuple(sorted(found, key=lambda s: order.get(s.path, 0)))
 
 
-def _build_share(
-    share: _Share,
-    out: Path,
-    staging: Path,
-    options: Options,
-    cache: ScanCache,
-    previous: Mapping[str, object],
-    kept_before: Kept,
-    made: set[str],
-    attached: Mapping[str, frozenset[str]],
-    emit: Emit,
-    *,
-    alone: bool,
-    stats: Mapping[str, os.stat_result],
-    counted: Counted,
-) -> _Built:
-    """One share of :func:`_build`, here or in a forked child; ``attached``: attestations in
-    the folders listed (:func:`wheel_files`); ``alone``: no other share runs meanwhile (then
-    its files are written by a few threads); ``stats``: of the files given by name;
-    ``counted``: told of its files as they are scanned."""
+def _build_share(share: _Share, run: _Run, emit: Emit, counted: Counted) -> _Built:
+    """One share of :func:`_build`, here or in a forked child; ``counted``: told of its files
+    as they are scanned."""
     forked = in_child()
     events: list[Event] = []
     say = events.append if forked else emit
-    describes = scan_describes(options.describe)
+    options = run.options
     scanned, skipped = scan_files(
-        share.files, cache=cache, emit=say, describe=describes, stats=stats, counted=counted
+        share.files,
+        cache=run.cache,
+        emit=say,
+        describe=scan_describes(options.describe),
+        stats=run.stats,
+        counted=counted,
     )
     wheels = [*share.ready, *scanned]
-    described = describe_all(wheels, options.describe, cache, retain=False)
+    described = describe_all(wheels, options.describe, run.cache, retain=False)
     names = {w.filename for w in wheels}
     for wheel in wheels:
-        check_replaced(wheel, previous.get(wheel.filename), options, say)
-    kept = kept_before.only([name for name in share.kept if name not in names])
-    attestations = {**kept.attestations, **find_attestations(wheels, say, listed=attached)}
+        check_replaced(wheel, run.previous.get(wheel.filename), options, say)
+    kept = run.kept.only([name for name in share.kept if name not in names])
+    attestations = {**kept.attestations, **find_attestations(wheels, say, listed=run.attached)}
+    rows = _share_rows(wheels, kept, described, attestations, options)
+    by_project = group(rows)
+    keys = [cache_key(w.path) for w in scanned]
+    delta, stamps = _write_share(share, run, wheels, kept, attestations, by_project, keys, say)
+    who = "" if options.describe is None else describer_key(options.describe)
+    return _Built(
+        entries={project: ProjectEntry.of(rows) for project, rows in by_project.items()},
+        usable=len(wheels),
+        kept=len(kept.wheels),
+        skipped=skipped,
+        events=tuple(events),
+        scanned=tuple(keys),
+        described=tuple(who + w.sha256 for w in wheels) if who else (),
+        delta=delta,
+        marks=_share_marks(scanned, share, by_project, stamps, run),
+    )
+
+
+def _share_rows(
+    wheels: Sequence[IndexedWheel],
+    kept: Kept,
+    described: Mapping[str, Mapping[str, object]],
+    attestations: Mapping[str, AttestationRef],
+    options: Options,
+) -> list[Row]:
+    """The rows of a share's wheels, then of the wheels the earlier index keeps (their yanks
+    carried over)."""
     rows = rows_of(
         wheels,
         base_url=options.base_url,
@@ -414,6 +464,22 @@ def _build_share(
         attestations=attestations,
     ):
         rows.append(options.keep_yank(row, kept.yanks.get(row.filename)))
+    return rows
+
+
+def _write_share(
+    share: _Share,
+    run: _Run,
+    wheels: Sequence[IndexedWheel],
+    kept: Kept,
+    attestations: Mapping[str, AttestationRef],
+    by_project: Mapping[str, list[Row]],
+    keys: Sequence[str],
+    say: Emit,
+) -> tuple[CacheDelta, dict[str, FileStamp]]:
+    """A share's files (into the one folder files/, shared by every share) and pages (into each
+    project's folder, its own), in the order :attr:`_Share.pages_first` says; what its copy of
+    the cache learnt, and the stamps of the wheels it linked."""
     everything = [*wheels, *kept.wheels]
     files: dict[str, bytes] = {}
     for wheel in everything:
@@ -421,48 +487,34 @@ def _build_share(
         ref = attestations.get(wheel.filename)
         if ref is not None and ref.content is not None:
             files[f"files/{wheel.filename}{ATTESTATION_SUFFIX}"] = ref.content
-    inside = [w for w in everything if kept.bases.get(w.filename, options.base_url) is None]
-    made = set(made)  # this process's own record of the folders it made
-    keys = [cache_key(w.path) for w in scanned]
-    by_project = group(rows)
-
+    base_url = run.options.base_url
+    inside = [w for w in everything if kept.bases.get(w.filename, base_url) is None]
+    made = set(run.made)  # this process's own record of the folders it made
     stamps: dict[str, FileStamp] = {}
 
-    def write_files() -> CacheDelta:  # into the one folder files/, shared by every share
-        write_trees(staging, [files], made, threads=alone)
-        linked = _place_wheels(inside, staging / "files", out, previous, say)
-        stamps.update(settle(cache, keys, linked))  # linked: their ctimes as this run leaves them
+    def write_files() -> CacheDelta:
+        write_trees(run.staging, [files], made, threads=run.alone)
+        linked = place_wheels(inside, run.staging / "files", run.out, run.previous, say)
+        stamps.update(settle(run.cache, keys, linked))  # linked: their ctimes as this run leaves
         # All this share's cache learns, stored now: a share that writes its files first
         # stores them while the others are still at work (two shares storing at the same
         # time take turns on SQLite's lock, and one waits for the other)
-        if forked:  # through a connection of its own
-            return cache.store_shared()
-        cache.flush()
-        return cache.take_delta()
+        if in_child():  # through a connection of its own
+            return run.cache.store_shared()
+        run.cache.flush()
+        return run.cache.take_delta()
 
-    def write_pages() -> None:  # into each project's folder, this share's own
+    def write_pages() -> None:
         texts: DescribeTexts = {}  # rows share describe records: each is written once
         trees = (project_tree(p, by_project[p], describe_texts=texts) for p in sorted(by_project))
-        write_trees(staging, trees, made, threads=alone)
+        write_trees(run.staging, trees, made, threads=run.alone)
 
     if share.pages_first:
         write_pages()
-        delta = write_files()
-    else:
-        delta = write_files()
-        write_pages()
-    who = "" if options.describe is None else describer_key(options.describe)
-    return _Built(
-        entries={project: ProjectEntry.of(rows) for project, rows in by_project.items()},
-        usable=len(wheels),
-        kept=len(kept.wheels),
-        skipped=skipped,
-        events=tuple(events),
-        scanned=tuple(keys),
-        described=tuple(who + w.sha256 for w in wheels) if who else (),
-        delta=delta,
-        marks=_share_marks(scanned, share, by_project, stamps, options, attached, staging),
-    )
+        return write_files(), stamps
+    delta = write_files()
+    write_pages()
+    return delta, stamps
 
 
 def _share_marks(
@@ -470,18 +522,16 @@ def _share_marks(
     share: _Share,
     projects: Collection[str],
     stamps: Mapping[str, FileStamp],
-    options: Options,
-    attached: Mapping[str, frozenset[str]],
-    staging: Path,
+    run: _Run,
 ) -> dict[str, ProjectMark | None]:
     """The marks of a share's projects, rendered under ``staging`` from the files given
     (none with ``keep``, nor for a project given a ready wheel: such inputs are not files)."""
-    if options.keep:
+    if run.options.keep:
         return {}
     ready = {wheel.project for wheel in share.ready}
     given = [project for project in projects if project not in ready]
-    context = context_of(options)
-    return marks_of(scanned, given, stamps, context, Attached(attached), str(staging))
+    context = context_of(run.options)
+    return marks_of(scanned, given, stamps, context, Attached(run.attached), str(run.staging))
 
 
 def _shares(
@@ -543,40 +593,3 @@ def _previous_hashes(out: Path) -> dict[str, object]:
         return {str(r.get("filename")): r.get("sha256") for r in site_records(out)}
     except InputError:
         return {}
-
-
-def _place_wheels(
-    wheels: Sequence[IndexedWheel],
-    files: Path,
-    out: Path,
-    previous: Mapping[str, object],
-    emit: Emit,
-) -> dict[str, FileStamp]:
-    """Hard-link each wheel into ``files`` (reuse the last run's copy, when ``previous`` lists
-    it with the same sha256); copy it across filesystems, or when its mode is not 0644 (a link
-    shares the mode, and the site's files must be readable by anyone without cuship changing
-    the input's mode). ``files`` exists: it is made with the site's other shared folders.
-
-    Returns the stamp of each wheel linked from where it was given (by :func:`cache_key`),
-    taken after linking: what :func:`settle` needs, with no second stat."""
-    copied = 0
-    folder = f"{files}/"  # strings, not Paths: 50,000 wheels at a time
-    linked: dict[str, FileStamp] = {}
-    for wheel in wheels:
-        target = folder + wheel.filename
-        found = link_published(wheel.path, target)
-        if found is not None:
-            linked[cache_key(wheel.path)] = FileStamp.of(found)
-            continue
-        old = out / "files" / wheel.filename
-        if previous.get(wheel.filename) == wheel.sha256 and try_link(old, target):
-            continue
-        try:
-            shutil.copyfile(wheel.path, target)
-            os.chmod(target, FILE_MODE)  # noqa: PTH101
-        except OSError as err:
-            raise InputError(f"cannot copy {str(wheel.path)!r} into the index: {err}") from err
-        copied += 1
-    if copied:
-        emit(Event(level="debug", topic="index", message=f"copied {copied} wheels (no hard link)"))
-    return linked

@@ -22,6 +22,7 @@ from dataclasses import replace
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import parse_tag
 
+from cuship.arch import sm_key
 from cuship.judge import fixes
 from cuship.judge.gpu import gpu_coverage
 from cuship.judge.model import NO_KERNEL, GlibcVerdict, GpuRun, Runs, which
@@ -29,7 +30,6 @@ from cuship.judge.needs import ObjectNeeds, minor_tuple
 from cuship.judge.offer import TorchBuild
 from cuship.judge.roles import optional_reason
 from cuship.judge.state import Judging
-from cuship.wheel.audit import sm_key
 from cuship.wheel.cudalibs import cuda_major_of
 
 __all__ = [

@@ -16,38 +16,23 @@ that relies on PTX for some GPU needs a driver that supports the wheel's own CUD
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Literal
 
 from packaging.version import Version
 
+from cuship.arch import cc_tuple, sm_parts
 from cuship.compat import Compat
 from cuship.errors import UsageError
 
-__all__ = ["Coverage", "cc_tuple", "covers", "driver_runs", "gpu_coverage"]
+__all__ = ["Coverage", "covers", "driver_runs", "gpu_coverage"]
 
 Coverage = Literal["sass", "ptx"]
-_SM = re.compile(r"^(?:sm_|compute_)?(\d{2,3})([af]?)$")
-
-
-def cc_tuple(cc: str) -> tuple[int, int]:
-    """``"8.6"`` → ``(8, 6)``."""
-    major, _, minor = cc.partition(".")
-    return int(major), int(minor.rstrip("af") or 0)
-
-
-def _sm_parts(sm: str) -> tuple[int, int, str] | None:
-    match = _SM.match(sm.strip().lower())
-    if match is None:
-        return None
-    number = int(match[1])
-    return number // 10, number % 10, match[2]
 
 
 def covers(sm: str, cc: tuple[int, int], *, ptx: bool) -> bool:
     """True if code for ``sm`` (SASS, or PTX with ``ptx=True``) runs on compute capability ``cc``."""
-    parts = _sm_parts(sm)
+    parts = sm_parts(sm)
     if parts is None:
         return False
     major, minor, suffix = parts

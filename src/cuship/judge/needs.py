@@ -22,8 +22,9 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from cuship._record import frozen
+from cuship.arch import sm_key
 from cuship.errors import CushipError, InputError
-from cuship.wheel.audit import ROLES, ObjectReport, Role, WheelReport, role_of, sm_key
+from cuship.wheel.audit import ROLES, ObjectReport, Role, WheelReport, role_of
 from cuship.wheel.cudalibs import cuda_major_of, is_nvidia_lib
 from cuship.wheel.names import parse_label
 from cuship.wheel.read.elf import VersionNeed

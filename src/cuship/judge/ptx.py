@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from cuship._record import frozen
-from cuship.judge.gpu import cc_tuple, covers
-from cuship.wheel.audit import sm_key
+from cuship.arch import cc_tuple, sm_key
+from cuship.judge.gpu import covers
 
 __all__ = ["PtxReach", "jit_arch", "reach", "reach_lines"]
 

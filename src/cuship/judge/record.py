@@ -4,18 +4,17 @@ field is checked, counts are bounded, a bad one is an :class:`InputError` naming
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from cuship._read import shown
+from cuship.arch import is_relocatable, is_sm_number
 from cuship.errors import InputError
 from cuship.judge.needs import ROLES, ObjectNeeds, Role, WheelNeeds, check_abi
 
 __all__ = ["read_needs"]
 
-_ARCH = re.compile(r"\d{2,3}[af]?")
-_RELOCATABLE = re.compile(r"(?:sm|compute|lto)_\d{2,3}[af]?")
 _LIBRARY = re.compile(r"[A-Za-z0-9_.+-]{1,200}")
 _ISA = re.compile(r"\d{1,2}\.\d{1,2}")
 _MAX_OBJECTS = 1024
@@ -38,7 +37,7 @@ def _text(record: Mapping[str, Any], key: str, where: str) -> str | None:
 
 
 def _strings(
-    record: Mapping[str, Any], key: str, where: str, pattern: re.Pattern[str] | None
+    record: Mapping[str, Any], key: str, where: str, accepts: Callable[[str], object] | None
 ) -> tuple[str, ...]:
     value = record.get(key)
     if value is None:
@@ -47,7 +46,7 @@ def _strings(
         raise _bad(f"{where}{key}", value, f"is not a list of at most {_MAX_ITEMS} items")
     for index, item in enumerate(value):
         ok = isinstance(item, str) and len(item) <= _MAX_TEXT
-        if not ok or (pattern is not None and not pattern.fullmatch(item)):
+        if not ok or (accepts is not None and not accepts(item)):
             raise _bad(f"{where}{key}[{index}]", item, "is not what the field holds")
     return tuple(value)
 
@@ -78,21 +77,21 @@ def _object(raw: object, index: int) -> ObjectNeeds:
     return ObjectNeeds(
         path=path,
         role=role_name,
-        sass=_strings(raw, "sass", where, _ARCH),
-        ptx=_strings(raw, "ptx", where, _ARCH),
-        relocatable=_strings(raw, "relocatable", where, _RELOCATABLE),
-        libraries=_strings(raw, "libraries", where, _LIBRARY),
+        sass=_strings(raw, "sass", where, is_sm_number),
+        ptx=_strings(raw, "ptx", where, is_sm_number),
+        relocatable=_strings(raw, "relocatable", where, is_relocatable),
+        libraries=_strings(raw, "libraries", where, _LIBRARY.fullmatch),
         torch_abi=torch_abi,
-        torch_libraries=_strings(raw, "torch_libraries", where, _LIBRARY),
+        torch_libraries=_strings(raw, "torch_libraries", where, _LIBRARY.fullmatch),
         torch_symbol=_text(raw, "torch_symbol", where),
         cxx11=cxx11,
-        needed=_strings(raw, "needed", where, _LIBRARY),
+        needed=_strings(raw, "needed", where, _LIBRARY.fullmatch),
         rpath=_strings(raw, "rpath", where, None),
         runpath=_strings(raw, "runpath", where, None),
-        opens=_strings(raw, "opens", where, _LIBRARY) if "opens" in raw else None,
+        opens=_strings(raw, "opens", where, _LIBRARY.fullmatch) if "opens" in raw else None,
         static_runtime=static,
         toolkit=toolkit,
-        ptx_isa=_strings(raw, "ptx_isa", where, _ISA),
+        ptx_isa=_strings(raw, "ptx_isa", where, _ISA.fullmatch),
     )
 
 
@@ -106,7 +105,7 @@ def read_needs(record: Mapping[str, Any], base: WheelNeeds) -> WheelNeeds:
     return replace(
         base,
         objects=tuple(_object(raw, index) for index, raw in enumerate(objects)),
-        bundled=_strings(record, "bundled", "", _LIBRARY),
+        bundled=_strings(record, "bundled", "", _LIBRARY.fullmatch),
         requires=_strings(record, "requires", "", None),
         unread=_strings(record, "unread", "", None),
         complete=True,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cuship._record import frozen
+from cuship.arch import cc_tuple, sm_key
 from cuship.errors import CushipError, InputError, UsageError
 from cuship.judge.gpu import gpu_coverage
 from cuship.judge.needs import WheelNeeds, wheel_needs
@@ -59,9 +60,8 @@ def _known_minors(arches: Sequence[str]) -> dict[int, list[int]]:
     ccs = [gpu.cc for gpu in load().gpus] + [
         f"{int(a.rstrip('af')) // 10}.{int(a.rstrip('af')) % 10}" for a in arches
     ]
-    for cc in ccs:
-        major, _, minor = cc.partition(".")
-        found.setdefault(int(major), set()).add(int(minor))
+    for major, minor in map(cc_tuple, ccs):
+        found.setdefault(major, set()).add(minor)
     return {major: sorted(minors) for major, minors in found.items()}
 
 
@@ -75,7 +75,7 @@ def properties(needs: WheelNeeds, *, upper_bound: bool = False) -> dict[str, lis
     device = [(o.sass, o.ptx) for o in needs.own if o.device]
     if not device:
         return {}
-    sass = sorted({s for o in needs.own for s in o.sass}, key=_sm_key)
+    sass = sorted({s for o in needs.own for s in o.sass}, key=sm_key)
     minors = _known_minors(sass)
     real: list[str] = []
     for sm in dict.fromkeys(s.rstrip("af") for s in sass):
@@ -276,8 +276,3 @@ def publish_configured(
         null=section.null,
         upper_bound=section.upper_bound,
     )
-
-
-def _sm_key(sm: str) -> tuple[int, str]:
-    digits = sm.rstrip("af")
-    return int(digits), sm[len(digits) :]

@@ -8,10 +8,10 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from cuship._record import frozen
-from cuship.arch import ArchTarget, parse_arch_list
+from cuship.arch import ArchTarget, parse_arch_list, sm_key
 from cuship.errors import UsageError
 from cuship.judge.ptx import PtxReach, reach, reach_lines
-from cuship.wheel.audit import ObjectReport, WheelReport, sm_key
+from cuship.wheel.audit import ObjectReport, WheelReport
 from cuship.wheel.manylinux import floor_problem, parse_floor
 from cuship.wheel.torchabi import TorchAbi, TorchPin
 

@@ -31,6 +31,7 @@ from typing import Any
 from cuship import _names, _read, settings
 from cuship._read import shown
 from cuship._record import frozen
+from cuship.arch import is_cc
 from cuship.errors import InputError, UsageError
 from cuship.machine.libraries import CudaLibraries, cuda_libraries
 from cuship.machine.loader import LoaderView, loader_view
@@ -55,7 +56,6 @@ _UNITS_MIB = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
 _SMI_FIELDS = "index,name,compute_cap,memory.total,driver_version,uuid"
 _CUDA_HEADER = re.compile(r"CUDA(?:\s+UMD)?\s+Version\s*:\s*(\d+\.\d+)")
 _KERNEL_MODULE = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
-_CC = re.compile(r"^\d{1,2}\.\d$")
 _DRIVER = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
 
 
@@ -148,7 +148,7 @@ def parse_gpus_override(text: str, var: str = settings.GPUS) -> tuple[Gpu, ...]:
                 f"{var}: entry {index} ({entry!r}) has no name", hint='e.g. "H100:9.0:80GiB"'
             )
         cc = cc_text or None
-        if cc is not None and not _CC.match(cc):
+        if cc is not None and not is_cc(cc):
             raise UsageError(
                 f"{var}: {entry!r} has compute capability {cc!r}", hint="write it as 9.0"
             )
@@ -181,7 +181,7 @@ def _smi_gpus(output: str, notes: list[str]) -> tuple[tuple[Gpu, ...], str | Non
         if not line.strip():
             continue
         cells = [c.strip() for c in line.split(",")]
-        ok = len(cells) == 6 and cells[0].isdigit() and _CC.match(cells[2]) and cells[3].isdigit()
+        ok = len(cells) == 6 and cells[0].isdigit() and is_cc(cells[2]) and cells[3].isdigit()
         if not ok or not _DRIVER.match(cells[4]):
             notes.append(f"nvidia-smi printed a line cuship cannot read: {line.strip()[:80]!r}")
             continue

@@ -18,8 +18,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from cuship import settings
+from cuship.arch import cc_tuple
 from cuship.machine import Fingerprint, Gpu
-from cuship.pytest_plugin.markers import GpuRequirement, article, cc_key, describe, format_gib
+from cuship.pytest_plugin.markers import GpuRequirement, article, describe, format_gib
 
 if TYPE_CHECKING:
     from cuship.compat import GpuModel
@@ -252,20 +253,20 @@ def _checks(req: GpuRequirement, find_model: FindModel) -> list[_Check]:
         phrase = f"{article(cards)} {cards}" if req.count == 1 else f"model {cards}"
         checks.append(_Check(phrase=phrase, ok=is_model, show=None))
     if req.min_cc is not None:
-        low = cc_key(req.min_cc)
+        low = cc_tuple(req.min_cc)
         checks.append(
             _Check(
                 phrase=f"compute capability ≥ {req.min_cc}",
-                ok=lambda g: g.cc is not None and cc_key(g.cc) >= low,
+                ok=lambda g: g.cc is not None and cc_tuple(g.cc) >= low,
                 show=_show_cc,
             )
         )
     if req.cc:
-        wanted = {cc_key(c) for c in req.cc}
+        wanted = {cc_tuple(c) for c in req.cc}
         checks.append(
             _Check(
                 phrase=f"compute capability {' or '.join(req.cc)}",
-                ok=lambda g: g.cc is not None and cc_key(g.cc) in wanted,
+                ok=lambda g: g.cc is not None and cc_tuple(g.cc) in wanted,
                 show=_show_cc,
             )
         )

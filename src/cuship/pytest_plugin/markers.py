@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from cuship.arch import is_cc
 from cuship.errors import UsageError
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ __all__ = [
     "SHORTHAND_MARKERS",
     "GpuRequirement",
     "article",
-    "cc_key",
     "describe",
     "format_gib",
     "gpu_conditions",
@@ -45,7 +45,6 @@ SHORTHAND_MARKERS: Mapping[str, str] = {
 }
 KEYWORDS = ("count", "min_cc", "cc", "memory", "cuda", "name")
 
-_CC = re.compile(r"^\d{1,2}\.\d$")
 _MEMORY = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[KMGT])i?B$", re.IGNORECASE)
 _UNIT_MIB = {"K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 * 1024}
 
@@ -63,12 +62,6 @@ class GpuRequirement:
     memory_mib: int | None = None
     cuda: SpecifierSet | None = None
     names: tuple[str, ...] = ()
-
-
-def cc_key(cc: str) -> tuple[int, int]:
-    """``"10.0"`` → ``(10, 0)``, so capabilities compare as numbers, not strings."""
-    major, _, minor = cc.partition(".")
-    return int(major), int(minor or 0)
 
 
 def marker_text(name: str, args: Sequence[object], kwargs: Mapping[str, object]) -> str:
@@ -127,7 +120,7 @@ def _count(value: object) -> int:
 def _cc(value: object, key: str) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = f"{float(value):.1f}"
-    if not isinstance(value, str) or not _CC.match(value.strip()):
+    if not isinstance(value, str) or not is_cc(value.strip()):
         raise UsageError(
             f"{key} {value!r} is not a compute capability",
             hint=f'write it as MAJOR.MINOR, e.g. {key}="8.0"',

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import field
 from typing import Any
@@ -12,6 +11,7 @@ from packaging.version import InvalidVersion, Version
 
 from cuship._read import shown
 from cuship._record import frozen
+from cuship.arch import is_sm_name
 from cuship.errors import InputError
 from cuship.judge.model import Judgement
 from cuship.judge.needs import ObjectNeeds, WheelNeeds
@@ -67,7 +67,6 @@ class WheelFacts:
         )
 
 
-_ARCH = re.compile(r"(?:sm_|compute_)?\d{2,3}[af]?", re.IGNORECASE)
 _TORCH_ABIS = ("none", "stable", "exact")
 _MAX_ARCHES = 128
 _MAX_TEXT = 200
@@ -121,7 +120,7 @@ def _arch_field(record: Mapping[str, object], key: str) -> tuple[str, ...]:
     for index, item in enumerate(value):
         if not isinstance(item, str):
             raise _bad(f"{key}[{index}]", item, "is not a string")
-        if not _ARCH.fullmatch(item):
+        if not is_sm_name(item):
             raise _bad(f"{key}[{index}]", item, "is not an arch such as '90a' or 'sm_120'")
     return tuple(value)
 

@@ -22,12 +22,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cuship._record import frozen
+from cuship.arch import variant_sm
 from cuship.wheel.variant import NAMESPACE, NULL
 
 __all__ = ["UvMachine", "fits", "uv_label"]
 
 _FEATURES = ("cuda_version_lower_bound", "cuda_version_upper_bound", "sm_arch")
-_SM = re.compile(r"(\d{1,3})(\d)_(real|virtual)")
 
 
 @frozen
@@ -73,10 +73,10 @@ def _value_rank(feature: str, value: str, machine: UvMachine) -> int | None:
 
 
 def _sm_rank(value: str, cc: tuple[int, int] | None) -> int | None:
-    match = _SM.fullmatch(value)
-    if match is None or cc is None:
+    parts = variant_sm(value)
+    if parts is None or cc is None:
         return None
-    major, minor, kind = int(match[1]), int(match[2]), match[3]
+    major, minor, kind = parts
     if major != cc[0]:
         return None
     if kind == "real":

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from cuship.arch import VARIANT_SM_SCHEMA
 from cuship.schema.check import check
 
 __all__ = ["INPUTS", "check_input", "input_schemas", "schema_file"]
@@ -26,7 +27,7 @@ _TEXT = {"type": "string", "maxLength": 4096}
 _URL = {"type": "string", "maxLength": 8192}
 _NAME = {"type": "string", "maxLength": 255}
 _CUDA = {"type": "string", "pattern": "^[0-9]{1,3}(\\.[0-9]{1,3}){0,2}$", "maxLength": 11}
-_SM_ARCH = {"type": "string", "pattern": "^[0-9]{1,3}[0-9]_(real|virtual)$"}
+_SM_ARCH = {"type": "string", "pattern": VARIANT_SM_SCHEMA}
 _LABEL = {"type": "string", "pattern": "^[0-9a-z_.]{1,16}$"}
 _NUMBER_OR_WORD = {
     "anyOf": [{"type": "number"}, {"enum": ["inf", "-inf", "nan"]}, {"type": "null"}]

@@ -16,6 +16,7 @@ from packaging.version import Version
 from cuship import _read
 from cuship._read import NotRegular, open_regular, regular_problem
 from cuship._record import frozen
+from cuship.arch import sm_key
 from cuship.errors import CushipError, InputError
 from cuship.wheel.names import parse_label
 from cuship.wheel.read.members import (
@@ -55,10 +56,8 @@ __all__ = [
     "inspect_wheel",
     "role_of",
     "scan_object",
-    "sm_key",
 ]
 
-_SM = re.compile(r"(\d+)([a-z]*)")
 _SMALL = 16 * 1024 * 1024  # wheels up to this size are read into memory whole
 _EXTENSION_MODULE = re.compile(r"\.(cpython-|abi3\.|pypy)")
 
@@ -86,12 +85,6 @@ def role_of(path: str) -> Role:
     if _MODULE_SUFFIX.search(base) or not base.startswith("lib"):
         return "extension"
     return "library"
-
-
-def sm_key(sm: str) -> tuple[int, str]:
-    """Sort key for SM strings: ``"90" < "90a" < "100" < "100f" < "120"``."""
-    match = _SM.fullmatch(sm)
-    return (int(match.group(1)), match.group(2)) if match else (1 << 30, sm)
 
 
 def _arches(entries: Iterable[FatbinEntry], kind: str) -> tuple[str, ...]:

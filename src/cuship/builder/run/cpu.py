@@ -16,7 +16,7 @@ from pathlib import Path
 from cuship import settings
 from cuship.builder.model import Host, Step, wheel_step
 from cuship.builder.run.batch import Outcome, outcome_of
-from cuship.builder.run.execute import build_job
+from cuship.builder.run.execute import JobWork, build_job
 from cuship.config import Config
 from cuship.events import Emit, discard
 from cuship.wheel.names import CPU_LABEL
@@ -56,17 +56,15 @@ def run_cpu(
     plan: CpuPlan, *, environ: Mapping[str, str] | None = None, emit: Emit = discard
 ) -> Outcome:
     """Build, label, verify (no device code) and smoke-import the CPU-only wheel."""
-    build = functools.partial(
-        build_job,
-        plan.job_id,
-        (plan.step,),
+    work = JobWork(
+        job_id=plan.job_id,
+        steps=(plan.step,),
         raw_dir=plan.raw_dir,
         out_dir=plan.out_dir,
         log=plan.log,
         label=CPU_LABEL,
         arches="",
         test_import=plan.test_import,
-        environ=environ,
-        emit=emit,
     )
+    build = functools.partial(build_job, work, environ=environ, emit=emit)
     return outcome_of(plan.job_id, build, emit)

@@ -14,10 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.utils import parse_wheel_filename
-
 from cuship import _read
-from cuship._fs import move, remove_tree, under
+from cuship._fs import remove_tree
 from cuship.builder.archflags import NvccCalls, no_device_code, read_calls
 from cuship.builder.archflags import describe as describe_calls
 from cuship.builder.buildenv import env_site
@@ -27,20 +25,20 @@ from cuship.builder.host.tools import start_sccache_server
 from cuship.builder.model import BuildPlan, Step
 from cuship.builder.reuse import key_parts, open_build_dir, seal
 from cuship.builder.run.commands import BuildFailed, run_step
+from cuship.builder.run.finish import finish_wheel, note, set_aside
 from cuship.builder.run.shared import Locks, describe
 from cuship.builder.run.smoke import Smoke, SmokeMode, smoke_test
 from cuship.errors import CushipError
 from cuship.events import Emit, Event, discard
 from cuship.tools import find_tool
 from cuship.wheel.audit import WheelReport
-from cuship.wheel.torchabi import TorchAbi, pin_for
 
 __all__ = [
     "BuildFailed",
     "JobResult",
     "JobSmoke",
+    "JobWork",
     "build_job",
-    "finish_wheel",
     "run_plan",
     "run_step",
     "single_wheel",
@@ -85,18 +83,6 @@ class JobResult:
         }
 
 
-FAILED = "failed"
-"""The folder under the output directory where a failed job's wheel is kept, out of the index."""
-
-
-def set_aside(wheel: Path) -> Path:
-    """Move the wheel of a failed job to ``failed/`` beside it: kept to look at, never indexed
-    (``cuship index`` reads only the output directory's own wheels)."""
-    folder = wheel.parent / FAILED
-    folder.mkdir(exist_ok=True)
-    return move(wheel, folder, wheel.name)
-
-
 def single_wheel(directory: Path, job_id: str) -> Path:
     wheels = sorted(directory.glob("*.whl"))
     if len(wheels) != 1:
@@ -104,169 +90,6 @@ def single_wheel(directory: Path, job_id: str) -> Path:
             f"{job_id}: expected one wheel in {str(directory)!r}, found {len(wheels)}"
         )
     return wheels[0]
-
-
-def finish_wheel(
-    raw: Path,
-    *,
-    work_dir: Path,
-    out_dir: Path,
-    label: str,
-    arches: str,
-    environ: Mapping[str, str],
-    torch: str | None = None,
-    floor: GlibcFloor | None = None,
-    emit: Emit = discard,
-    immutable: bool = False,
-    repairs: Path | None = None,
-    log: Path | None = None,
-) -> tuple[Path, WheelReport, tuple[str, ...]]:
-    """Repair (unless pure), label, inspect and verify ``raw``; the final wheel lands in ``out_dir``.
-
-    ``arches`` is the arch spec the wheel must cover; empty for a CPU-only wheel, which must then
-    hold no device code at all. ``torch``: the torch it was built against; a wheel that links
-    torch gets the pin its torch ABI needs (``torch==X.Y.*`` exact, ``torch>=X.Y`` stable).
-    ``floor``: the glibc floor it is verified against when enforced, else warned against.
-    ``immutable``: a wheel of the same name already in ``out_dir`` must not change its bytes
-    (a released sdist's wheel, which may be published): a build that differs is refused and
-    kept apart, the earlier wheel stays. ``repairs``: where repairs are kept to be reused for
-    the same raw wheel (see :func:`~cuship.wheel.write.repair.repair`). ``log``: the job log, given the
-    time of each of these steps.
-    """
-    import time
-
-    from cuship.judge.verify import verify
-    from cuship.wheel.audit import inspect_wheel
-    from cuship.wheel.write.repair import repair
-    from cuship.wheel.write.retag import retag
-
-    work = work_dir / "repaired"
-    remove_tree(work_dir, "repaired")
-    work.mkdir(parents=True)
-    start = time.perf_counter()
-    _, _, _, tags = parse_wheel_filename(raw.name)
-    if all(tag.platform == "any" for tag in tags):
-        emit(
-            Event(
-                level="warning" if arches else "info",
-                topic="build",
-                message=f"{raw.name}: a pure wheel, nothing to repair",
-            )
-        )
-        repaired, said = raw, "a pure wheel, nothing to repair"
-    else:
-        done = repair(raw, out_dir=work, env=environ, emit=emit, cache=repairs)
-        repaired, said = done.output, f"reused {done.reused}" if done.reused else "done"
-    start = _timed(log, "repair", said, start)
-    requires, unpinned = _torch_pin(inspect_wheel(repaired).torch_abi, torch, repaired.name)
-    labelled = retag(
-        repaired, local=label, out_dir=work_dir / "labelled", requires=requires, emit=emit
-    )
-    start = _timed(log, "retag", "done", start)
-    report = inspect_wheel(labelled)
-    enforced = floor.floor if floor is not None and floor.enforced else None
-    checked = verify(report, arches=arches, local=label, torch=torch, manylinux=enforced)
-    _timed(log, "verify", "done", start)
-    problems = unpinned + checked.problems
-    extra = _extra_sass(report, arches)
-    if extra:
-        emit(
-            Event(
-                level="warning",
-                topic="build",
-                message=f"{labelled.name}: holds SASS for {', '.join(extra)} beyond [matrix] "
-                "arch: the build passed its own arch flags ([build] arch_flags = 'rewrite' "
-                "compiles only the configured ones)",
-            )
-        )
-    if floor is not None and not floor.enforced:
-        _warn_floor(report, floor, emit)
-    if not arches:
-        problems += tuple(
-            f"{x.path}: CUDA device code in a CPU-only wheel"
-            for x in report.extensions
-            if x.sass or x.ptx
-        )
-    final = under(out_dir, labelled.name)
-    if immutable:
-        _refuse_changed(labelled, final)
-    move(labelled, out_dir, labelled.name)
-    return final, dataclasses.replace(report, path=str(final)), problems
-
-
-def _timed(log: Path | None, name: str, said: str, start: float) -> float:
-    """Write ``# name: said in N s`` (since ``start``) to ``log``; the time now."""
-    import time
-
-    now = time.perf_counter()
-    if log is not None:
-        _note(log, f"{name}: {said} in {now - start:.1f} s")
-    return now
-
-
-def _note(log: Path, line: str) -> None:
-    with log.open("a", encoding="utf-8") as out:
-        out.write(f"# {line}\n")
-
-
-def _refuse_changed(new: Path, final: Path) -> None:
-    """Raise when ``final`` exists with other bytes than ``new`` (moved to ``failed/``)."""
-    from cuship._fs import sha256_file
-
-    if not final.is_file():
-        return
-    before, now = sha256_file(final), sha256_file(new)
-    if before == now:
-        return
-    (final.parent / FAILED).mkdir(parents=True, exist_ok=True)
-    aside = move(new, final.parent / FAILED, final.name)
-    raise BuildFailed(
-        f"{final.name}: this build differs from the wheel of that name built before "
-        f"(sha256 {before[:12]}... now {now[:12]}...); a wheel of a released sdist keeps its "
-        f"bytes under its name, as an index that published it must. The earlier wheel stays; "
-        f"this one is kept apart as {aside}",
-        hint="publish the new build under a new name (a new version of the package), or "
-        "delete the earlier wheel yourself if it was never published",
-    )
-
-
-def _extra_sass(report: WheelReport, arches: str) -> list[str]:
-    """SASS the wheel's own objects hold that the job's arch list did not ask for."""
-    from cuship.arch import parse_arch_list
-
-    if not arches.strip():
-        return []
-    asked = {t.sm for t in parse_arch_list(arches).targets if t.sass}
-    return [f"sm_{sm}" for sm in report.sass if sm not in asked]
-
-
-def _warn_floor(report: WheelReport, floor: GlibcFloor, emit: Emit) -> None:
-    """Say so when a wheel is above a floor that is not enforced, and what that costs."""
-    from cuship.wheel.manylinux import floor_problem, parse_floor
-
-    problem = floor_problem(report, parse_floor(floor.floor))
-    if problem is None:
-        return
-    message = (
-        f"{report.filename}: {problem}. Users with an older glibc cannot install it "
-        f"(this floor is {floor.why}; set [build] manylinux to make it a verification failure)"
-    )
-    emit(Event(level="warning", topic="build", message=message, data={"floor": floor.floor}))
-
-
-def _torch_pin(
-    abi: TorchAbi, torch: str | None, name: str
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(requirements to write, problems): the pin ``abi`` needs, or why there can be none."""
-    if abi == "none":
-        return (), ()
-    if torch is None:
-        return (), (
-            f"{name} links torch ({abi} ABI) but the torch it builds against is unknown, so it "
-            "cannot be pinned: add torch to [matrix] torch, or build without isolation",
-        )
-    pin = pin_for(abi, torch)
-    return ((pin,) if pin else ()), ()
 
 
 def run_plan(
@@ -284,26 +107,24 @@ def run_plan(
     kept = plan.build_dir
     key = functools.partial(key_parts, plan, os.environ if environ is None else environ)
     build_dir = (kept.path, key) if kept else None
-    return build_job(
-        plan.job.id,
-        plan.steps,
+    work = JobWork(
+        job_id=plan.job.id,
+        steps=plan.steps,
         raw_dir=plan.raw_dir,
         out_dir=plan.out_dir,
         log=plan.log,
         label=plan.job.label,
         arches=plan.job.arch.torch,
         test_import=test_import,
-        environ=environ,
         torch=plan.torch,
         floor=plan.glibc_floor,
-        emit=emit,
         smoke=JobSmoke(python=plan.python, mode=plan.smoke, site_dirs=site_dirs),
-        locks=locks,
         immutable=plan.inputs is not None and plan.tree is None,  # a released sdist's
         build_dir=build_dir,
         repairs=plan.repairs,
         gate=plan.gate,
     )
+    return build_job(work, environ=environ, emit=emit, locks=locks)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -363,7 +184,7 @@ def _run_steps(
                 data={"job": job_id, "sccache": said},
             )
         )
-        _note(log, f"cuship: sccache failed ({said}); the steps again without it")
+        note(log, f"cuship: sccache failed ({said}); the steps again without it")
         if build_dir is not None:
             remove_tree(build_dir.parent, build_dir.name)
         bare = [step.without_compiler_cache() for step in steps]
@@ -416,7 +237,7 @@ def _tell_nvcc(
     """What cuship's nvcc log says the build compiled, told in the job's log and as an event."""
     nvcc = read_calls(raw_dir)
     if nvcc is None and kept_dir:
-        _note(log, f"cuship: {job_id}: nvcc compiled nothing (the kept build dir was up to date)")
+        note(log, f"cuship: {job_id}: nvcc compiled nothing (the kept build dir was up to date)")
     if nvcc is not None:
         said = f"{job_id}: {describe_calls(nvcc)}"
         with log.open("a", encoding="utf-8") as out:
@@ -456,113 +277,154 @@ def _require_device_code(job_id: str, raw_dir: Path, gate: tuple[str, ...]) -> N
     )
 
 
-def build_job(
-    job_id: str,
-    steps: Sequence[Step],
-    *,
-    raw_dir: Path,
-    out_dir: Path,
-    log: Path,
-    label: str,
-    arches: str,
-    test_import: str | None,
-    environ: Mapping[str, str] | None = None,
-    torch: str | None = None,
-    floor: GlibcFloor | None = None,
-    emit: Emit = discard,
-    smoke: JobSmoke | None = None,
-    locks: Locks | None = None,
-    immutable: bool = False,
-    build_dir: tuple[Path, Callable[[], Mapping[str, str]]] | None = None,
-    repairs: Path | None = None,
-    gate: tuple[str, ...] = (),
-) -> JobResult:
-    """Run ``steps`` (a fresh ``raw_dir`` and log), then finish, label and smoke-test the wheel.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobWork:
+    """One job as :func:`build_job` runs it: its command steps (each in a fresh ``raw_dir``,
+    ``log`` written anew), where its wheel lands, and what the wheel is held to. Made from a
+    :class:`~cuship.builder.model.BuildPlan` by :func:`run_plan`, and by the CPU-only job.
 
-    Shared by matrix jobs and the CPU-only job; ``arches`` empty means "no device code".
-    Temporary files (``TMPDIR`` of the steps, the smoke venv) stay under ``raw_dir``. ``locks``:
-    the batch's, when other jobs are built at the same time (see :mod:`cuship.builder.run.shared`).
-    ``build_dir``: the CMake build directory the steps use and how to read its key (before the
-    steps, to open it; after them, to seal it: a build venv's packages are installed by the
-    steps), kept for a rebuild when the key holds (see :mod:`cuship.builder.reuse`);
-    ``repairs``: see :func:`finish_wheel`. ``gate``: the CUDA-gate switches the build set,
-    named when a CUDA job's build compiled no device code (stopped then, before repair).
-    Whatever ends the job (a failure, an interrupt), it leaves no ``tmp`` behind.
+    ``arches`` empty means "no device code". ``immutable``, ``repairs``: see
+    :func:`finish_wheel`. ``build_dir``: the CMake build directory the steps use and how to read
+    its key (before the steps, to open it; after them, to seal it: a build venv's packages are
+    installed by the steps), kept for a rebuild when the key holds (see
+    :mod:`cuship.builder.reuse`). ``gate``: the CUDA-gate switches the build set, named when a
+    CUDA job's build compiled no device code (stopped then, before repair).
+    """
+
+    job_id: str
+    steps: Sequence[Step]
+    raw_dir: Path
+    out_dir: Path
+    log: Path
+    label: str
+    arches: str
+    test_import: str | None = None
+    torch: str | None = None
+    floor: GlibcFloor | None = None
+    smoke: JobSmoke = dataclasses.field(default_factory=JobSmoke)
+    immutable: bool = False
+    build_dir: tuple[Path, Callable[[], Mapping[str, str]]] | None = None
+    repairs: Path | None = None
+    gate: tuple[str, ...] = ()
+
+
+def build_job(
+    work: JobWork,
+    *,
+    environ: Mapping[str, str] | None = None,
+    emit: Emit = discard,
+    locks: Locks | None = None,
+) -> JobResult:
+    """Run the job's steps, then finish, label and smoke-test the wheel.
+
+    Shared by matrix jobs and the CPU-only job. Temporary files (``TMPDIR`` of the steps, the
+    smoke venv) stay under ``raw_dir``. ``locks``: the batch's, when other jobs are built at the
+    same time (see :mod:`cuship.builder.run.shared`). Whatever ends the job (a failure, an
+    interrupt), it leaves no ``tmp`` behind.
     """
     import time
 
-    env = dict(os.environ if environ is None else environ)
-    smoke = smoke or JobSmoke()
     start = time.perf_counter()
-    remove_tree(out_dir, raw_dir)
-    (raw_dir / "tmp").mkdir(parents=True)
-    env["TMPDIR"] = str(raw_dir / "tmp")  # pip, CMake, nvcc, auditwheel: nothing outside out_dir
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text("", encoding="utf-8")
     caller = os.environ if environ is None else environ
+    env = _fresh_dirs(work, caller)
     kept_dir = False
-    if build_dir is not None:
-        kept_dir, said = open_build_dir(build_dir[0], build_dir[1]())
-        _note(log, said)
-    kept = build_dir[0] if build_dir else None
+    if work.build_dir is not None:
+        kept_dir, said = open_build_dir(work.build_dir[0], work.build_dir[1]())
+        note(work.log, said)
     try:
-        if _run_steps(job_id, steps, log, env, caller, emit, locks or Locks(), kept) and build_dir:
-            seal(build_dir[0], build_dir[1]())
-        if arches and not kept_dir:
-            _require_device_code(job_id, raw_dir, gate)
-        emit(_step_event(job_id, "repair", "repair, label and verify"))
+        _compile(work, env, caller, emit, locks or Locks(), kept_dir=kept_dir)
+        emit(_step_event(work.job_id, "repair", "repair, label and verify"))
         wheel, report, problems = finish_wheel(
-            single_wheel(raw_dir, job_id),
-            work_dir=raw_dir,
-            out_dir=out_dir,
-            label=label,
-            arches=arches,
+            single_wheel(work.raw_dir, work.job_id),
+            work_dir=work.raw_dir,
+            out_dir=work.out_dir,
+            label=work.label,
+            arches=work.arches,
             environ=env,
-            torch=torch,
-            floor=floor,
+            torch=work.torch,
+            floor=work.floor,
             emit=emit,
-            immutable=immutable,
-            repairs=repairs,
-            log=log,
+            immutable=work.immutable,
+            repairs=work.repairs,
+            log=work.log,
         )
-        nvcc = _tell_nvcc(job_id, raw_dir, arches, kept_dir, log, emit)
-        tested = None
-        if test_import:
-            python = smoke.python.executable if smoke.python else sys.executable
-            emit(_step_event(job_id, "smoke", f"import {test_import} in a fresh venv"))
-            linked = report.torch_abi != "none"
-            try:
-                tested = smoke_test(
-                    wheel,
-                    test_import,
-                    log=log,
-                    environ=env,
-                    python=python,
-                    work_dir=raw_dir / "tmp",
-                    mode=smoke.mode,
-                    site_dirs=smoke.site_dirs,
-                    emit=emit,
-                    uv=find_tool("uv", env).path,
-                    torch=(torch or "unknown") if linked else None,
-                )
-            except CushipError as err:
-                kept = set_aside(wheel)
-                raise BuildFailed(
-                    f"{err}\n(the wheel is kept apart as {kept}; `cuship index` never publishes it)",
-                    hint=err.hint,
-                ) from err
+        nvcc = _tell_nvcc(work.job_id, work.raw_dir, work.arches, kept_dir, work.log, emit)
+        tested = _smoke(work, wheel, report, env, emit) if work.test_import else None
         if problems:
             wheel = set_aside(wheel)
             report = dataclasses.replace(report, path=str(wheel))
         return JobResult(
-            job_id=job_id,
+            job_id=work.job_id,
             wheel=wheel,
             report=report,
             verify_problems=problems,
             smoke=tested,
             seconds=time.perf_counter() - start,
-            python=smoke.python,
+            python=work.smoke.python,
             nvcc=nvcc,
         )
     finally:
-        remove_tree(raw_dir, "tmp")
+        remove_tree(work.raw_dir, "tmp")
+
+
+def _fresh_dirs(work: JobWork, caller: Mapping[str, str]) -> dict[str, str]:
+    """An empty ``raw_dir`` with its ``tmp``, an empty log; the steps' environment, whose
+    ``TMPDIR`` is that ``tmp`` (pip, CMake, nvcc, auditwheel: nothing outside ``out_dir``)."""
+    env = dict(caller)
+    remove_tree(work.out_dir, work.raw_dir)
+    (work.raw_dir / "tmp").mkdir(parents=True)
+    env["TMPDIR"] = str(work.raw_dir / "tmp")
+    work.log.parent.mkdir(parents=True, exist_ok=True)
+    work.log.write_text("", encoding="utf-8")
+    return env
+
+
+def _compile(
+    work: JobWork,
+    env: Mapping[str, str],
+    caller: Mapping[str, str],
+    emit: Emit,
+    locks: Locks,
+    *,
+    kept_dir: bool,
+) -> None:
+    """The job's command steps; the build directory sealed after them; a CUDA job stopped when
+    its build compiled no device code."""
+    kept = work.build_dir[0] if work.build_dir else None
+    ran = _run_steps(work.job_id, work.steps, work.log, env, caller, emit, locks, kept)
+    if ran and work.build_dir:
+        seal(work.build_dir[0], work.build_dir[1]())
+    if work.arches and not kept_dir:
+        _require_device_code(work.job_id, work.raw_dir, work.gate)
+
+
+def _smoke(
+    work: JobWork, wheel: Path, report: WheelReport, env: Mapping[str, str], emit: Emit
+) -> Smoke:
+    """Import ``work.test_import`` from the finished wheel in a fresh venv; a wheel that fails
+    is set aside."""
+    assert work.test_import is not None
+    smoke = work.smoke
+    python = smoke.python.executable if smoke.python else sys.executable
+    emit(_step_event(work.job_id, "smoke", f"import {work.test_import} in a fresh venv"))
+    linked = report.torch_abi != "none"
+    try:
+        return smoke_test(
+            wheel,
+            work.test_import,
+            log=work.log,
+            environ=env,
+            python=python,
+            work_dir=work.raw_dir / "tmp",
+            mode=smoke.mode,
+            site_dirs=smoke.site_dirs,
+            emit=emit,
+            uv=find_tool("uv", env).path,
+            torch=(work.torch or "unknown") if linked else None,
+        )
+    except CushipError as err:
+        kept = set_aside(wheel)
+        raise BuildFailed(
+            f"{err}\n(the wheel is kept apart as {kept}; `cuship index` never publishes it)",
+            hint=err.hint,
+        ) from err

@@ -19,10 +19,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuship.arch import cc_tuple, sm_key
 from cuship.errors import InputError, ToolMissing
 from cuship.judge.ptx import jit_arch
 from cuship.provenance import Provenance
-from cuship.wheel.audit import ObjectReport, scan_object, sm_key
+from cuship.wheel.audit import ObjectReport, scan_object
 
 __all__ = [
     "FORCED_ENGINES",
@@ -115,8 +116,8 @@ def _suggestion(target: JitTarget) -> str:
     """The arch to add ``+PTX`` to: the object's oldest plain SASS arch the GPU runs, else the
     GPU's own compute capability."""
     assert target.cc is not None
-    major, _, minor = target.cc.partition(".")
-    gpu = int(major) * 10 + int(minor)
+    major, minor = cc_tuple(target.cc)
+    gpu = major * 10 + minor
     older = sorted((s for s in target.sass if s.isdigit() and int(s) <= gpu), key=sm_key)
     number = int(older[0]) if older else gpu
     return f"{number // 10}.{number % 10}"

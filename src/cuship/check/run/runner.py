@@ -256,35 +256,10 @@ def execute(
     zygotes, lanes = _lanes(setup, timeout, workers, handover, forked=forked)
     if zygotes:
         kept = "; ".join(", ".join(sorted(z.ready)) or "none" for z in zygotes)
-        emit(
-            Event(
-                level="debug",
-                topic="check",
-                message=f"{workers} workers forked from {len(zygotes)} with the engines "
-                f"imported ({kept})",
-            )
-        )
-
-    def lane_loop(lane: Lane) -> None:
-        try:
-            engine = pending.peek(lane.ready)
-            if engine is not None:
-                lane.warm(engine)
-            while (chunk := pending.take(lane.ready)) is not None:
-                done.add(chunk, lane.run(chunk))
-        finally:
-            lane.close()
-
-    threads = [threading.Thread(target=lane_loop, args=(lane,), daemon=True) for lane in lanes]
+        message = f"{workers} workers forked from {len(zygotes)} with the engines imported ({kept})"
+        emit(Event(level="debug", topic="check", message=message))
     try:
-        for thread in threads:
-            thread.start()
-        while not done.finished.wait(0.1) and any(t.is_alive() for t in threads):
-            pass
-        for lane in lanes:  # the work is done: a lane still starting its worker is not needed
-            lane.cancel()
-        for thread in threads:
-            thread.join()
+        _run_lanes(lanes, pending, done)
     finally:
         for zygote in zygotes:
             zygote.close()
@@ -301,6 +276,31 @@ def execute(
         groups=groups,
         force_ptx=the_plan.force_ptx,
     )
+
+
+def _run_lanes(lanes: Sequence[Lane], pending: Pending, done: _Done) -> None:
+    """Each lane on a thread of its own, taking chunks until none is left; back when the work
+    is done (a lane still starting its worker then is not needed, and is cancelled)."""
+
+    def lane_loop(lane: Lane) -> None:
+        try:
+            engine = pending.peek(lane.ready)
+            if engine is not None:
+                lane.warm(engine)
+            while (chunk := pending.take(lane.ready)) is not None:
+                done.add(chunk, lane.run(chunk))
+        finally:
+            lane.close()
+
+    threads = [threading.Thread(target=lane_loop, args=(lane,), daemon=True) for lane in lanes]
+    for thread in threads:
+        thread.start()
+    while not done.finished.wait(0.1) and any(t.is_alive() for t in threads):
+        pass
+    for lane in lanes:
+        lane.cancel()
+    for thread in threads:
+        thread.join()
 
 
 class _Done:

@@ -75,22 +75,7 @@ def run_check(
     --sanitize without compute-sanitizer, or --force-ptx with no PTX that every GPU here can
     JIT).
     """
-    if request.force_ptx and request.device != "cuda":
-        raise UsageError(
-            f"--force-ptx runs the compiled extension's PTX on a GPU; this run is --device "
-            f"{request.device}",
-            hint="use --device cuda (or leave --device at auto)",
-        )
-    if request.fail_on_regression and request.baseline is None:
-        raise UsageError(
-            "--fail-on-regression compares with a baseline, and no --baseline was given",
-            hint="add --baseline FILE (one written by --save-baseline), or drop --fail-on-regression",
-        )
-    if request.sanitize and request.device != "cuda":
-        raise UsageError(
-            f"--sanitize runs compute-sanitizer on a GPU; this run is --device {request.device}",
-            hint="use --device cuda on a machine with a CUDA GPU",
-        )
+    _refuse_nonsense(request)
     if request.device == "cuda":
         _require_gpu(environ)
     sanitizer = _find_sanitizer(environ) if request.sanitize else None
@@ -117,18 +102,46 @@ def run_check(
         report = _sanitize(the_plan, report, request, project, sanitizer, environ, emit)
     if baseline is not None:
         report = _gate(report, baseline, request, project)
+    _keep(report, request, project, environ, emit)
+    return report
+
+
+def _refuse_nonsense(request: CheckRequest) -> None:
+    """UsageError for options that ask what this run cannot do."""
+    if request.force_ptx and request.device != "cuda":
+        raise UsageError(
+            f"--force-ptx runs the compiled extension's PTX on a GPU; this run is --device "
+            f"{request.device}",
+            hint="use --device cuda (or leave --device at auto)",
+        )
+    if request.fail_on_regression and request.baseline is None:
+        raise UsageError(
+            "--fail-on-regression compares with a baseline, and no --baseline was given",
+            hint="add --baseline FILE (one written by --save-baseline), or drop --fail-on-regression",
+        )
+    if request.sanitize and request.device != "cuda":
+        raise UsageError(
+            f"--sanitize runs compute-sanitizer on a GPU; this run is --device {request.device}",
+            hint="use --device cuda on a machine with a CUDA GPU",
+        )
+
+
+def _keep(
+    report: CheckReport,
+    request: CheckRequest,
+    project: CheckProject,
+    environ: Mapping[str, str],
+    emit: Emit,
+) -> None:
+    """The report saved as a baseline (``--save-baseline``) and in the results store."""
     if request.save_baseline is not None:
         save_baseline(from_report(report), request.save_baseline)
-        emit(
-            Event(
-                level="info", topic="check", message=f"baseline written to {request.save_baseline}"
-            )
-        )
+        message = f"baseline written to {request.save_baseline}"
+        emit(Event(level="info", topic="check", message=message))
     if request.store:
         store_path = project.store_path(environ)
         run_id = record(report, store_path, project=project.name, environ=environ)
         emit(Event(level="debug", topic="check", message=f"run {run_id} stored in {store_path}"))
-    return report
 
 
 def _discover(project: CheckProject) -> tuple[Op, ...]:
