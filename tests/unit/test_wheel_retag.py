@@ -171,3 +171,34 @@ def test_retagged_and_stripped_wheels_are_readable_by_anyone(wheel: Path, tmp_pa
         os.umask(old)
     assert stat.S_IMODE(labelled.stat().st_mode) == 0o644
     assert stat.S_IMODE(plain.stat().st_mode) == 0o644
+
+
+def test_a_rewrite_onto_a_published_name_never_writes_through_its_hard_link(
+    wheel: Path, tmp_path: Path
+) -> None:
+    """A rebuild's wheels are written where the last build's were, and an index links those
+    files into its site: writing in place would change a published file's bytes. Every rewrite
+    writes a new file and renames it onto the name, so the site's link keeps the old bytes."""
+    from cuship.wheel.write.retag import strip_label
+
+    rebuilt_dir = tmp_path / "rebuilt"
+    rebuilt_dir.mkdir()
+    with zipfile.ZipFile(wheel) as old:
+        files = {i.filename: old.read(i) for i in old.infolist()}
+    rebuilt = write_wheel(rebuilt_dir, wheel.name, {**files, "my_pkg/__init__.py": b"x = 2\n"})
+    out, site = tmp_path / "out", tmp_path / "site"
+    site.mkdir()
+    writers = {
+        "retag": lambda source: retag(source, local="cu128", out_dir=out),
+        "strip_label": lambda source: strip_label(
+            retag(source, local="cu128", out_dir=tmp_path / source.parent.name), out_dir=out
+        ),
+    }
+    for name, write in writers.items():
+        first = write(wheel)
+        published = site / f"{name}-{first.name}"
+        published.hardlink_to(first)
+        before = published.read_bytes()
+        again = write(rebuilt)
+        assert again == first and again.read_bytes() != before, name  # the rebuild differs
+        assert published.read_bytes() == before, name  # the site's link kept its bytes

@@ -132,20 +132,7 @@ def retag(
     """Write a copy of ``wheel`` labelled ``local`` (and ``requires`` in its METADATA, see
     :func:`plan_retag`) into ``out_dir`` (default: next to it)."""
     plan = plan_retag(wheel.name, local, requires=requires)
-    target_dir = wheel.parent if out_dir is None else out_dir
-    target_dir.mkdir(parents=True, exist_ok=True)
-    target = under(target_dir, plan.new_filename)
-    handle, tmp_name = tempfile.mkstemp(dir=target_dir, prefix=".retag-", suffix=".whl")
-    try:
-        os.fchmod(handle, _WHEEL_MODE)  # mkstemp makes 0600; a wheel is published, readable
-    finally:
-        os.close(handle)
-    try:
-        _rewrite(wheel, Path(tmp_name), plan, emit)
-        move(Path(tmp_name), target_dir, plan.new_filename)
-    except BaseException:
-        remove_file(target_dir, tmp_name)
-        raise
+    target = _write_new(wheel, plan, wheel.parent if out_dir is None else out_dir, emit)
     emit(Event(level="info", topic="retag", message=f"wrote {target}", data={"path": str(target)}))
     return target
 
@@ -199,11 +186,26 @@ def public_plan(filename: str, *, new_filename: str | None = None) -> RetagPlan:
 
 def rewrite(wheel: Path, plan: RetagPlan, *, out_dir: Path, emit: Emit = discard) -> Path:
     """Write ``wheel`` rewritten by ``plan`` into ``out_dir`` (readable by anyone)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = under(out_dir, plan.new_filename)
-    _rewrite(wheel, target, plan, emit)
-    target.chmod(_WHEEL_MODE)
-    return target
+    return _write_new(wheel, plan, out_dir, emit)
+
+
+def _write_new(wheel: Path, plan: RetagPlan, target_dir: Path, emit: Emit) -> Path:
+    """``wheel`` rewritten by ``plan`` into a new file renamed onto its name in ``target_dir``:
+    a file already there (an index's published wheel, hard-linked into a site) keeps its bytes,
+    and a failed write leaves nothing."""
+    target_dir.mkdir(parents=True, exist_ok=True)
+    under(target_dir, plan.new_filename)  # the name is checked before anything is written
+    handle, tmp_name = tempfile.mkstemp(dir=target_dir, prefix=".retag-", suffix=".whl")
+    try:
+        os.fchmod(handle, _WHEEL_MODE)  # mkstemp makes 0600; a wheel is published, readable
+    finally:
+        os.close(handle)
+    try:
+        _rewrite(wheel, Path(tmp_name), plan, emit)
+        return move(Path(tmp_name), target_dir, plan.new_filename)
+    except BaseException:
+        remove_file(target_dir, tmp_name)
+        raise
 
 
 def _rewrite(source: Path, dest: Path, plan: RetagPlan, emit: Emit) -> None:
