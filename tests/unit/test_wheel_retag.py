@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -188,12 +189,16 @@ def test_a_rewrite_onto_a_published_name_never_writes_through_its_hard_link(
     rebuilt = write_wheel(rebuilt_dir, wheel.name, {**files, "my_pkg/__init__.py": b"x = 2\n"})
     out, site = tmp_path / "out", tmp_path / "site"
     site.mkdir()
-    writers = {
-        "retag": lambda source: retag(source, local="cu128", out_dir=out),
-        "strip_label": lambda source: strip_label(
+
+    def labelled(source: Path) -> Path:
+        return retag(source, local="cu128", out_dir=out)
+
+    def plain(source: Path) -> Path:
+        return strip_label(
             retag(source, local="cu128", out_dir=tmp_path / source.parent.name), out_dir=out
-        ),
-    }
+        )
+
+    writers: dict[str, Callable[[Path], Path]] = {"retag": labelled, "strip_label": plain}
     for name, write in writers.items():
         first = write(wheel)
         published = site / f"{name}-{first.name}"
