@@ -197,7 +197,7 @@ def verdict(package: Package, machine: Any, loaded: dict[str, Any]) -> tuple[boo
         result = loaded["objects"].get(obj.path, {})
         optional_one = optional(obj, package, loaded)
         if result.get("load") != "ok":
-            if not optional_one:
+            if not optional_one and not _loaded_through(obj, objects, loaded):
                 problems.append(f"{obj.path}: {result.get('load', 'not loaded')}"[:200])
             continue
         for major, why in majors(obj):
@@ -213,6 +213,17 @@ def verdict(package: Package, machine: Any, loaded: dict[str, Any]) -> tuple[boo
         if all(r is not None for r in reasons):
             problems.append(f"no object runs on {machine.cc}: {reasons[0]}")
     return not problems, "; ".join(problems[:2]) or "runs"
+
+
+def _loaded_through(obj: Any, objects: Any, loaded: dict[str, Any]) -> bool:
+    """Whether another object that links ``obj`` (auditwheel's grafted ``pkg.libs/libx.so``)
+    loaded with the real dlopen: Python never opens ``obj`` alone, only through it."""
+    name = obj.path.rsplit("/", 1)[-1]
+    return any(
+        name in other.needed and loaded["objects"].get(other.path, {}).get("load") == "ok"
+        for other in objects
+        if other is not obj
+    )
 
 
 CHILD = r"""

@@ -169,6 +169,55 @@ def test_a_version_the_library_lacks_fails_as_ld_so_says(tmp_path: Path) -> None
     assert load.versions == ("libdep.so: version `DEP_2' not found (required by _u.so)",)
 
 
+def test_a_grafted_library_loads_through_the_extension_that_links_it(tmp_path: Path) -> None:
+    """auditwheel's layout (faiss-gpu-cu12): ``_ext.so`` has DT_RPATH $ORIGIN/../graft.libs and
+    links ``libmain-1.so`` there, which links ``libblas-2.so`` beside it with no search path of
+    its own. ld.so finds libblas through the RPATH of the object that loads libmain, so the
+    extension loads; libmain opened alone does not, and Python never opens it alone."""
+    build = tmp_path / "build"
+    blas = _gcc(build / "libblas-2.so", "int blas(void){return 2;}\n", "-Wl,-soname,libblas-2.so")
+    main = _gcc(
+        build / "libmain-1.so",
+        "extern int blas(void);\nint main_fn(void){return blas();}\n",
+        f"-L{build}",
+        "-l:libblas-2.so",
+        "-Wl,-soname,libmain-1.so",
+    )
+    ext = _gcc(
+        build / "_ext.so",
+        "extern int main_fn(void);\nint use(void){return main_fn();}\n",
+        f"-L{build}",
+        "-l:libmain-1.so",
+        "-Wl,--disable-new-dtags",
+        "-Wl,-rpath,$ORIGIN/../graft.libs",
+    )
+    site = tmp_path / "site"
+    files = {"graft/_ext.so": ext, "graft.libs/libmain-1.so": main, "graft.libs/libblas-2.so": blas}
+    install(site, "graft", "1.0", files=files)
+    real = subprocess.run(
+        # libmain first: once _ext.so loaded it, a dlopen of it finds it loaded
+        [sys.executable, "-c", _LOAD, str(site), "graft.libs/libmain-1.so", "graft/_ext.so"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    said = json.loads(real.stdout)
+    assert said["graft/_ext.so"] is None  # loads: libblas found through _ext.so's DT_RPATH
+    assert (
+        said["graft.libs/libmain-1.so"] is not None
+        and "libblas-2.so" in said["graft.libs/libmain-1.so"]
+    )  # alone it does not
+    machine = fingerprint(
+        {"CUSHIP_GPUS": "none", "PATH": "/nonexistent"}, toolkit=False, site_dirs=[str(site)]
+    )
+    (package,) = diagnose(["graft"], paths=[site], machine=machine).packages
+    loads = {load.path: load.loads for load in package.loads}
+    assert loads["graft/_ext.so"] is True
+    assert loads["graft.libs/libmain-1.so"] is True  # loaded through _ext.so
+    assert package.problems == ()
+
+
 @pytest.mark.skipif(
     shutil.which("ldconfig") is None and not Path("/sbin/ldconfig").exists(),
     reason="ldconfig is not installed",

@@ -57,7 +57,7 @@ def loads(j: Judging) -> None:
     extra = pathfinder_dirs(view) if _uses_pathfinder(j.needs) else ()
     memo: dict[tuple[int, str, str | None], bool] = {}
     results = [_load_one(j, base, obj, extra, memo) for obj in installed]
-    j.loads = tuple(_propagate(results, installed))
+    j.loads = tuple(_propagate(_through_dependents(results, installed), installed))
     _report(j, j.loads, base)
 
 
@@ -210,16 +210,49 @@ def _expected(name: str, binding: Binding, obj: ObjectNeeds) -> str:
     return which(nvidia, 3) if nvidia else "one of the libraries it needs"
 
 
+def _through_dependents(
+    results: Sequence[ObjectLoad], objects: Sequence[ObjectNeeds]
+) -> list[ObjectLoad]:
+    """An own library another own object links (auditwheel's ``faiss.libs/libfaiss-….so``)
+    is loaded through that object, never opened alone: the libraries it needs from nowhere
+    when opened alone are looked for as ld.so looks for them then, through the DT_RPATH of
+    the object that loads it. When each of them was found by a load that brought it in, it
+    loads (its symbols were bound in that load)."""
+    found_by: dict[str, set[str]] = {}
+    for result in results:
+        names = {name for name, _where in result.libraries}
+        for obj in objects:
+            if obj.location and any(
+                where.startswith(f"{obj.location} ") for _n, where in result.libraries
+            ):
+                found_by.setdefault(obj.location, set()).update(names)
+    out = []
+    for obj, result in zip(objects, results, strict=True):
+        found = found_by.get(obj.location or "")
+        if result.loads is False and found is not None and _found_here(result, found):
+            result = dataclasses.replace(result, loads=True, missing=())
+        out.append(result)
+    return out
+
+
 def _propagate(results: Sequence[ObjectLoad], objects: Sequence[ObjectNeeds]) -> list[ObjectLoad]:
-    """An object whose own sibling does not load does not load either."""
-    failing = [o.location for o, r in zip(objects, results, strict=True) if r.loads is False]
+    """An object whose own sibling does not load does not load either, unless what failed the
+    sibling alone is what this object's load found: a library the sibling needs from nowhere
+    when opened by itself is found by ld.so through the DT_RPATH of the object that loads it
+    (faiss's ``_swigfaiss.so`` brings ``libopenblas`` for its bundled ``libfaiss``)."""
+    failing = {
+        o.location: r
+        for o, r in zip(objects, results, strict=True)
+        if r.loads is False and o.location
+    }
     out = []
     for result in results:
+        found = {name for name, _where in result.libraries}
         broken = [
             path
             for _name, where in result.libraries
-            for path in failing
-            if path and where.startswith(f"{path} ")
+            for path, sibling in failing.items()
+            if where.startswith(f"{path} ") and not _found_here(sibling, found)
         ]
         if result.loads is not False and broken:
             result = dataclasses.replace(
@@ -229,6 +262,15 @@ def _propagate(results: Sequence[ObjectLoad], objects: Sequence[ObjectNeeds]) ->
             )
         out.append(result)
     return out
+
+
+def _found_here(sibling: ObjectLoad, found: set[str]) -> bool:
+    """Whether ``sibling`` failed only for libraries from nowhere that a load found."""
+    return (
+        bool(sibling.missing)
+        and not (sibling.versions or sibling.unbound)
+        and set(sibling.missing) <= found
+    )
 
 
 def _report(j: Judging, results: Sequence[ObjectLoad], base: Base) -> None:
@@ -256,12 +298,16 @@ def _report(j: Judging, results: Sequence[ObjectLoad], base: Base) -> None:
 
 
 def _missing_others(j: Judging, results: Sequence[ObjectLoad]) -> None:
-    """Libraries from nowhere that are neither NVIDIA's nor torch's (those have their own
-    checks)."""
+    """Libraries from nowhere that no other check judges: all but the NVIDIA libraries the
+    object is known to link (the libraries check), torch's and the driver's (their checks).
+    An NVIDIA library outside cuship's tables (cuTENSOR's libcutensor.so.2) is judged here, so
+    an object that does not load is never left unsaid."""
+    linked = {obj.path: frozenset(obj.libraries) for obj in j.needs.objects}
     for result in results:
+        judged = linked.get(result.path, frozenset())
         others = [
             n for n in result.missing
-            if not (is_nvidia_lib(n) or is_torch_library(n) or is_driver_lib(n))
+            if n not in judged and not (is_torch_library(n) or is_driver_lib(n))
         ]  # fmt: skip
         if not others:
             continue
