@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import threading
 import time
@@ -75,3 +76,19 @@ def bad_server(mode: str) -> Iterator[tuple[str, list[str]]]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def resolved(project: str, index: str, env: dict[str, str]) -> dict[str, object]:
+    """``cuship resolve PROJECT --index INDEX --json`` for the machine ``env`` describes."""
+    from tests.integration import clirun
+
+    done = clirun.cuship("resolve", project, "--index", index, "--json", env=env)
+    assert done.returncode in (0, 1), done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def first_rule(doc: dict[str, object]) -> str:
+    """``ok`` when resolve chose a wheel, else the rule that rejected the first one."""
+    rejected = doc["rejected"]
+    assert isinstance(rejected, list)
+    return "ok" if doc["chosen"] else str(rejected[0]["rule"])

@@ -27,7 +27,7 @@ import pytest
 
 from cuship.wheel.audit import inspect_wheel
 from tests.integration import clirun
-from tests.integration.indexsite import clean_env
+from tests.integration.indexsite import clean_env, first_rule, resolved
 from tests.integration.venvs import make_venv
 
 PYPI = "https://pypi.org/simple/"
@@ -87,16 +87,9 @@ def test_resolve_holds_what_the_binaries_need_to_the_machine(
     }
 
     def resolve(project: str, **changes: str) -> dict[str, object]:
-        done = clirun.cuship(
-            "resolve", project, "--index", index, "--json", env={**a100, **changes}
-        )
-        assert done.returncode in (0, 1), done.stderr
-        return dict(json.loads(done.stdout))
+        return resolved(project, index, {**a100, **changes})
 
-    def rule(doc: dict[str, object]) -> str:
-        rejected = doc["rejected"]
-        assert isinstance(rejected, list)
-        return "ok" if doc["chosen"] else str(rejected[0]["rule"])
+    rule = first_rule
 
     only13 = resolve("ctranslate2")
     assert rule(only13) == "libraries"  # it opens libcublas.so.12; only CUDA 13 is here

@@ -26,7 +26,7 @@ import pytest
 
 from cuship.wheel.audit import inspect_wheel
 from tests.integration import clirun
-from tests.integration.indexsite import clean_env
+from tests.integration.indexsite import clean_env, first_rule, resolved
 from tests.integration.venvs import make_venv
 
 PYPI = "https://pypi.org/simple/"
@@ -165,16 +165,9 @@ def test_resolve_judges_the_real_wheels_on_faked_machines(
     }
 
     def resolve(project: str, **changes: str) -> dict[str, object]:
-        done = clirun.cuship(
-            "resolve", project, "--index", index, "--json", env={**h100, **changes}
-        )
-        assert done.returncode in (0, 1), done.stderr
-        return dict(json.loads(done.stdout))
+        return resolved(project, index, {**h100, **changes})
 
-    def rule(doc: dict[str, object]) -> str:
-        rejected = doc["rejected"]
-        assert isinstance(rejected, list)
-        return "ok" if doc["chosen"] else str(rejected[0]["rule"])
+    rule = first_rule
 
     assert rule(resolve("torchvision")) == "ok"
     assert rule(resolve("torchao")) == "ok"
