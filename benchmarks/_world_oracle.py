@@ -81,7 +81,9 @@ def object_facts(site: Path, relative: str, cuobjdump: str) -> Obj:
     listing = tool([cuobjdump, "--list-elf", "--list-ptx", path])
     arches = _ARCH.findall(listing)
     ptx_text = tool([cuobjdump, "-ptx", path]) if any(k == "ptx" for _, _, k in arches) else ""
-    text = tool(["strings", "-n", "6", path])
+    # the sections loaded at run time only (-d): a name dlopen is given is data the program
+    # holds, never the static symbol table (cumm's .strtab lists "cudaMalloc@libcudart.so.12")
+    text = tool(["strings", "-d", "-n", "6", path])
 
     def tag(name: str) -> list[str]:
         found = re.findall(rf"\({name}\)\s+\S+ \S+: \[([^\]]*)\]", dynamic)
@@ -215,15 +217,21 @@ def verdict(package: Package, machine: Any, loaded: dict[str, Any]) -> tuple[boo
     return not problems, "; ".join(problems[:2]) or "runs"
 
 
-def _loaded_through(obj: Any, objects: Any, loaded: dict[str, Any]) -> bool:
-    """Whether another object that links ``obj`` (auditwheel's grafted ``pkg.libs/libx.so``)
-    loaded with the real dlopen: Python never opens ``obj`` alone, only through it."""
+def _loaded_through(
+    obj: Any, objects: Any, loaded: dict[str, Any], seen: frozenset[str] = frozenset()
+) -> bool:
+    """Whether an object that links ``obj`` (auditwheel's grafted ``pkg.libs/libx.so``), or
+    one that links that, and so on, loaded with the real dlopen: Python never opens ``obj``
+    alone, only through them."""
     name = obj.path.rsplit("/", 1)[-1]
-    return any(
-        name in other.needed and loaded["objects"].get(other.path, {}).get("load") == "ok"
-        for other in objects
-        if other is not obj
-    )
+    for other in objects:
+        if other is obj or other.path in seen or name not in other.needed:
+            continue
+        if loaded["objects"].get(other.path, {}).get("load") == "ok":
+            return True
+        if _loaded_through(other, objects, loaded, seen | {obj.path}):
+            return True
+    return False
 
 
 CHILD = r"""
