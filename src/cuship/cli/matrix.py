@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from cuship.builder.record import read_record
-from cuship.ci.matrix import to_github, to_gitlab
 from cuship.cli._common import make_console
 from cuship.cli._console import Console
 from cuship.compat import load
@@ -103,9 +102,13 @@ def command(path: Path, fmt: str, explain: bool, shard_spec: str | None) -> None
     if fmt == "json":
         console.print_json(matrix.to_json())
     elif fmt == "github":
+        from cuship.ci.matrix import to_github  # the CI package loads only for its formats
+
         console.print_text(json.dumps(to_github(jobs), separators=(",", ":")))
     elif fmt == "gitlab":
         import yaml
+
+        from cuship.ci.matrix import to_gitlab
 
         console.print_text(yaml.safe_dump(to_gitlab(jobs), sort_keys=False))
     else:
