@@ -74,22 +74,35 @@ class Obj:
 _ARCH = re.compile(r"\.(sm|compute)_(\d+[af]?)\.(cubin|ptx)")
 
 
+def _section_text(path: str, sections: str, name: str) -> str:
+    """The bytes of section ``name`` (its offset and size as ``readelf -S -W`` lists them),
+    as text; empty when the object has none."""
+    row = re.search(rf"\s{re.escape(name)}\s+\S+\s+[0-9a-f]+\s+([0-9a-f]+)\s+([0-9a-f]+)", sections)
+    if row is None:
+        return ""
+    with open(path, "rb") as handle:
+        handle.seek(int(row[1], 16))
+        return handle.read(int(row[2], 16)).decode("latin-1")
+
+
 def object_facts(site: Path, relative: str, cuobjdump: str) -> Obj:
     path = str(site / relative)
     dynamic = tool(["readelf", "-d", "-W", path])
+    sections = tool(["readelf", "-S", "-W", path])
     undefined = [u.split("@")[0] for u in tool(["nm", "-D", "--undefined-only", path]).split()]
     listing = tool([cuobjdump, "--list-elf", "--list-ptx", path])
     arches = _ARCH.findall(listing)
     ptx_text = tool([cuobjdump, "-ptx", path]) if any(k == "ptx" for _, _, k in arches) else ""
-    # the sections loaded at run time only (-d): a name dlopen is given is data the program
-    # holds, never the static symbol table (cumm's .strtab lists "cudaMalloc@libcudart.so.12")
-    text = tool(["strings", "-d", "-n", "6", path])
+    text = tool(["strings", "-n", "6", path])
+    # the name dlopen is given is a string literal, in .rodata: the whole file's strings also
+    # hold the symbol tables' names (cumm's "cudaMalloc@libcudart.so.12" is a symbol version)
+    literals = _section_text(path, sections, ".rodata")
 
     def tag(name: str) -> list[str]:
         found = re.findall(rf"\({name}\)\s+\S+ \S+: \[([^\]]*)\]", dynamic)
         return [p for v in found for p in v.split(":") if p]
 
-    every = sorted(set(_NAMES.findall(text)))
+    every = sorted(set(_NAMES.findall(literals)))
     names = [n for n in every if n.startswith(("libcu", "libnv", "libnccl"))]
     toolkit = re.search(r"Cuda compilation tools, release (\d+\.\d+)", text)
     return Obj(
@@ -199,7 +212,7 @@ def verdict(package: Package, machine: Any, loaded: dict[str, Any]) -> tuple[boo
         result = loaded["objects"].get(obj.path, {})
         optional_one = optional(obj, package, loaded)
         if result.get("load") != "ok":
-            if not optional_one and not _loaded_through(obj, objects, loaded):
+            if not optional_one and not loaded_through(obj, objects, loaded):
                 problems.append(f"{obj.path}: {result.get('load', 'not loaded')}"[:200])
             continue
         for major, why in majors(obj):
@@ -217,7 +230,7 @@ def verdict(package: Package, machine: Any, loaded: dict[str, Any]) -> tuple[boo
     return not problems, "; ".join(problems[:2]) or "runs"
 
 
-def _loaded_through(
+def loaded_through(
     obj: Any, objects: Any, loaded: dict[str, Any], seen: frozenset[str] = frozenset()
 ) -> bool:
     """Whether an object that links ``obj`` (auditwheel's grafted ``pkg.libs/libx.so``), or
@@ -229,7 +242,7 @@ def _loaded_through(
             continue
         if loaded["objects"].get(other.path, {}).get("load") == "ok":
             return True
-        if _loaded_through(other, objects, loaded, seen | {obj.path}):
+        if loaded_through(other, objects, loaded, seen | {obj.path}):
             return True
     return False
 

@@ -448,11 +448,18 @@ def run_machine(world: World, machine: Machine) -> None:
         loaded, runs, why = truths[name]
         row = {"machine": machine.name, "package": name, "oracle": runs, "oracle_why": why}
         row.update({str(src): verdicts[str(src)].get(name, unjudged) for src in world.sources})
+        by_path = {obj.path: obj for obj in world.known[name].objects}
         for rel, result in loaded.get("objects", {}).items():
             ours = doctor.get(name, {}).get(rel)
             if ours is not None:
+                # as Python loads it: alone, or (a grafted pkg.libs library) through the
+                # objects that link it, whose real dlopen loaded it
+                real = result.get("load") == "ok" or (
+                    rel in by_path
+                    and oracle.loaded_through(by_path[rel], world.known[name].objects, loaded)
+                )
                 world.loads[name][1] += 1
-                world.loads[name][0] += int(ours == (result.get("load") == "ok"))
+                world.loads[name][0] += int(ours == real)
         world.rows.append(row)
         _print_row(row, world.sources)
 
