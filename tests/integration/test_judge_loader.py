@@ -216,6 +216,10 @@ def test_a_grafted_library_loads_through_the_extension_that_links_it(tmp_path: P
     assert loads["graft/_ext.so"] is True
     assert loads["graft.libs/libmain-1.so"] is True  # loaded through _ext.so
     assert package.problems == ()
+    (site / "graft.libs" / "libblas-2.so").unlink()  # now _ext.so's dlopen fails
+    (broken,) = diagnose(["graft"], paths=[site], machine=machine).packages
+    after = {load.path: load.loads for load in broken.loads}
+    assert after["graft/_ext.so"] is False and after["graft.libs/libmain-1.so"] is False
 
 
 @pytest.mark.skipif(

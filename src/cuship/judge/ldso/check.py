@@ -216,10 +216,12 @@ def _through_dependents(
     """An own library another own object links (auditwheel's ``faiss.libs/libfaiss-….so``)
     is loaded through that object, never opened alone: the libraries it needs from nowhere
     when opened alone are looked for as ld.so looks for them then, through the DT_RPATH of
-    the object that loads it. When each of them was found by a load that brought it in, it
-    loads (its symbols were bound in that load)."""
+    the object that loads it. When each of them was found by a load that brought it in and
+    succeeded, it loads (its symbols were bound in that load)."""
     found_by: dict[str, set[str]] = {}
     for result in results:
+        if result.loads is not True:
+            continue  # a failed dlopen unloads what it brought: nothing loaded through it
         names = {name for name, _where in result.libraries}
         for obj in objects:
             if obj.location and any(
