@@ -261,7 +261,9 @@ def update_plan(
     the index's manifest and each touched project's (``projects``) read, then the files the
     update wrote written and its wheels linked."""
     folders, files, links = diff_files(before, after)
-    reads = [f"{dest}/cuship-index.json", *(f"{dest}/simple/{p}/cuship.json" for p in projects)]
+    # a project the update adds has no manifest yet: the run reads only those that exist
+    known = [p for p in projects if f"simple/{p}/cuship.json" in before]
+    reads = [f"{dest}/cuship-index.json", *(f"{dest}/simple/{p}/cuship.json" for p in known)]
     return plan(
         stat=[str(path) for path in new],
         wheels={str(path): members_of(path, elf=False) for path in new},

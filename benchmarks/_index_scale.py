@@ -25,8 +25,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from cuship.index.simple import cache_path
-
 __all__ = [
     "LABELS",
     "PER_PROJECT",
@@ -220,9 +218,9 @@ class Spawner:
 
 
 def fresh(path: Path) -> Path:
-    """``path`` removed (and its scan cache beside it), its parent made, dirty pages synced."""
+    """``path`` removed (its scan cache with it: a site keeps it in its own state folder),
+    its parent made, dirty pages synced."""
     shutil.rmtree(path, ignore_errors=True)
-    cache_path(path).unlink(missing_ok=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     os.sync()
     return path
@@ -237,11 +235,10 @@ def _link_wheels(src: str, dst: str) -> str:
 
 
 def copy_site(site: Path, dest: Path) -> Path:
-    """A fresh copy of ``site`` and its scan cache at ``dest``: pages copied, wheels linked."""
+    """A fresh copy of ``site`` and its scan cache (in its state folder) at ``dest``: pages
+    copied, wheels linked."""
     fresh(dest)
     shutil.copytree(site, dest, copy_function=_link_wheels)
-    if cache_path(site).exists():
-        shutil.copy2(cache_path(site), cache_path(dest))
     os.sync()
     return dest
 
