@@ -109,53 +109,18 @@ def command(path: Path, **options: object) -> None:
     from cuship.check.run.availability import require_numpy
 
     require_numpy()  # the planner draws each case's values with it
-    from cuship.check.run.device import choose_device
-    from cuship.check.run.session import CheckRequest, run_check
+    from cuship.check.run.session import CheckFlags, check_request, run_check
 
     console = make_console(bool(options.pop("verbose")))
-    sanitize = _tools(options["sanitize"])
-    request = CheckRequest(
-        target=str(path),
-        path=path,
-        quick=bool(options["quick"]),
-        device=choose_device(
-            str(options["device"]),
-            os.environ,
-            engines=tuple(options["engines"]),  # type: ignore[arg-type]
-            force_ptx=bool(options["force_ptx"]),
-            sanitize=bool(sanitize),
-        ),
-        ops=tuple(options["ops"]),  # type: ignore[arg-type]
-        engines=tuple(options["engines"]),  # type: ignore[arg-type]
-        dtypes=tuple(options["dtypes"]),  # type: ignore[arg-type]
-        case=options["case"],  # type: ignore[arg-type]
-        seed=options["seed"],  # type: ignore[arg-type]
-        include_broken=bool(options["include_broken"]),
-        parallel=options["parallel"],  # type: ignore[arg-type]
-        baseline=options["baseline"],  # type: ignore[arg-type]
-        save_baseline=options["save_baseline"],  # type: ignore[arg-type]
-        fail_on_regression=bool(options["fail_on_regression"]),
-        require_engines=options["require_engines"],  # type: ignore[arg-type]
-        store=not options["no_store"],
-        installed=bool(options["installed"]),
-        sanitize=sanitize,
-        force_ptx=bool(options["force_ptx"]),
-        cwd=Path.cwd(),
-    )
+    cli_only = ("fmt", "output")
+    flags = CheckFlags(**{k: v for k, v in options.items() if k not in cli_only})  # type: ignore[arg-type]  # click's values, typed by its options
+    request = check_request(path, flags, environ=os.environ, cwd=Path.cwd())
     from cuship.cli._progress import progress_display
 
     with progress_display(console, as_json=options["fmt"] != "text") as emit:
         report = run_check(request, environ=os.environ, emit=emit)
     _render(console, report, str(options["fmt"]), options["output"])  # type: ignore[arg-type]
     exit_with(report.exit_code)
-
-
-def _tools(value: object) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    from cuship.check.sanitize.tools import parse_tools
-
-    return parse_tools(str(value))
 
 
 def _render(console: object, report: object, fmt: str, output: Path | None) -> None:

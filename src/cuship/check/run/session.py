@@ -64,6 +64,67 @@ class CheckRequest:
     cwd: Path | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckFlags:
+    """``cuship check``'s options, named as its flags are, before their rules are applied."""
+
+    quick: bool = False
+    device: str = "auto"
+    ops: Sequence[str] = ()
+    engines: Sequence[str] = ()
+    dtypes: Sequence[str] = ()
+    case: int | None = None
+    seed: int | None = None
+    include_broken: bool = False
+    parallel: int | None = None
+    baseline: Path | None = None
+    save_baseline: Path | None = None
+    fail_on_regression: bool = False
+    require_engines: bool | None = None
+    no_store: bool = False
+    installed: bool = False
+    sanitize: str | None = None  # compute-sanitizer tools, comma-separated, or "all"
+    force_ptx: bool = False
+
+
+def check_request(
+    path: Path, flags: CheckFlags, *, environ: Mapping[str, str], cwd: Path
+) -> CheckRequest:
+    """The request ``cuship check``'s flags make: the sanitizer tools parsed, the device chosen
+    (``auto``: a GPU when one is here and an engine can use it), the store on unless
+    ``--no-store``; a UsageError names a bad tool."""
+    from cuship.check.run.device import choose_device
+    from cuship.check.sanitize.tools import parse_tools
+
+    sanitize = parse_tools(flags.sanitize) if flags.sanitize is not None else ()
+    engines = tuple(flags.engines)
+    device = choose_device(
+        flags.device, environ, engines=engines, force_ptx=flags.force_ptx, sanitize=bool(sanitize)
+    )
+    return CheckRequest(
+        target=str(path),
+        path=path,
+        quick=flags.quick,
+        device=device,
+        ops=tuple(flags.ops),
+        engines=engines,
+        dtypes=tuple(flags.dtypes),
+        case=flags.case,
+        seed=flags.seed,
+        include_broken=flags.include_broken,
+        parallel=flags.parallel,
+        baseline=flags.baseline,
+        save_baseline=flags.save_baseline,
+        fail_on_regression=flags.fail_on_regression,
+        require_engines=flags.require_engines,
+        store=not flags.no_store,
+        installed=flags.installed,
+        sanitize=sanitize,
+        force_ptx=flags.force_ptx,
+        cwd=cwd,
+    )
+
+
 def run_check(
     request: CheckRequest, *, environ: Mapping[str, str], emit: Emit = discard
 ) -> CheckReport:
