@@ -37,7 +37,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -371,32 +370,10 @@ def doctor_loads(
 def time_readers(
     pkgs: Path, objects: dict[str, list[str]], cuobjdump: str, runs: int
 ) -> dict[str, float]:
-    sys.path.insert(0, str(REPO / "src"))
-    from cuship.wheel.audit import scan_object
+    """bench_judge's reader timing over every object of ``pkgs``."""
+    from bench_judge import time_paths
 
-    paths = [pkgs / rel for rels in objects.values() for rel in rels]
-
-    def ours() -> None:
-        for path in paths:
-            scan_object(path)
-
-    def theirs() -> None:
-        for path in paths:
-            oracle.tool(["readelf", "-d", "-W", str(path)])
-            oracle.tool(["nm", "-D", "--undefined-only", str(path)])
-            oracle.tool([cuobjdump, "--list-elf", "--list-ptx", str(path)])
-
-    result: dict[str, float] = {}
-    for label, call in (("cuship", ours), ("readelf+nm+cuobjdump", theirs)):
-        times = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            call()
-            times.append(time.perf_counter() - start)
-        result[label] = statistics.median(times)
-    result["objects"] = len(paths)
-    result["bytes"] = sum(p.stat().st_size for p in paths)
-    return result
+    return time_paths([pkgs / rel for rels in objects.values() for rel in rels], cuobjdump, runs)
 
 
 def _cuobjdump() -> str:
