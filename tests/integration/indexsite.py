@@ -7,7 +7,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -76,6 +76,14 @@ def bad_server(mode: str) -> Iterator[tuple[str, list[str]]]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def indexed(wheels: Iterable[Path], site: Path) -> str:
+    """``cuship index WHEELS -o SITE``: the file:// URL of its simple index."""
+    from tests.integration import clirun
+
+    clirun.cuship("index", *wheels, "-o", site, check=True)
+    return (site / "simple").as_uri()
 
 
 def resolved(project: str, index: str, env: dict[str, str]) -> dict[str, object]:

@@ -27,7 +27,7 @@ import pytest
 
 from cuship.wheel.audit import inspect_wheel
 from tests.integration import clirun
-from tests.integration.indexsite import clean_env, first_rule, resolved
+from tests.integration.indexsite import clean_env, first_rule, indexed, resolved
 from tests.integration.venvs import make_venv
 
 PYPI = "https://pypi.org/simple/"
@@ -76,9 +76,7 @@ def test_inspect_reads_what_the_loader_will_need(wheels: dict[str, Path]) -> Non
 def test_resolve_holds_what_the_binaries_need_to_the_machine(
     wheels: dict[str, Path], tmp_path: Path
 ) -> None:
-    site = tmp_path / "site"
-    clirun.cuship("index", *wheels.values(), "-o", site, check=True)
-    index = (site / "simple").as_uri()
+    index = indexed(wheels.values(), tmp_path / "site")
     a100 = {
         "CUSHIP_GPUS": "A100",
         "CUSHIP_CUDA_DRIVER_VERSION": "580.65.06",
@@ -89,22 +87,22 @@ def test_resolve_holds_what_the_binaries_need_to_the_machine(
     def resolve(project: str, **changes: str) -> dict[str, object]:
         return resolved(project, index, {**a100, **changes})
 
-    rule = first_rule
-
     only13 = resolve("ctranslate2")
-    assert rule(only13) == "libraries"  # it opens libcublas.so.12; only CUDA 13 is here
+    assert first_rule(only13) == "libraries"  # it opens libcublas.so.12; only CUDA 13 is here
     assert "libcublas.so.12" in json.dumps(only13)
-    assert rule(resolve("ctranslate2", CUSHIP_CUDA_LIBS="12")) == "ok"
+    assert first_rule(resolve("ctranslate2", CUSHIP_CUDA_LIBS="12")) == "ok"
     old = resolve("ctranslate2", CUSHIP_CUDA_LIBS="12", CUSHIP_CUDA_DRIVER_VERSION="470.256.02")
-    assert rule(old) == "cuda"  # its static CUDA 12.8 runtime on a CUDA 11.4 driver
-    assert rule(resolve("jax-cuda13-plugin")) == "ok"
+    assert first_rule(old) == "cuda"  # its static CUDA 12.8 runtime on a CUDA 11.4 driver
+    assert first_rule(resolve("jax-cuda13-plugin")) == "ok"
     bare = resolve("jax-cuda13-plugin", CUSHIP_CUDA_LIBS="none")
-    assert rule(bare) == "libraries"  # nvidia/cu13/lib: nothing there, nothing brought
+    assert first_rule(bare) == "libraries"  # nvidia/cu13/lib: nothing there, nothing brought
     assert "jax-cuda13-plugin[with-cuda]" in json.dumps(bare)
-    assert rule(resolve("jax-cuda13-plugin[with-cuda]", CUSHIP_CUDA_LIBS="none")) == "ok"
-    assert rule(resolve("jax-cuda13-plugin", CUSHIP_CUDA_DRIVER_VERSION="575.57.08")) == "cuda"
+    assert first_rule(resolve("jax-cuda13-plugin[with-cuda]", CUSHIP_CUDA_LIBS="none")) == "ok"
+    assert (
+        first_rule(resolve("jax-cuda13-plugin", CUSHIP_CUDA_DRIVER_VERSION="575.57.08")) == "cuda"
+    )
     cpu = resolve("torchaudio", CUSHIP_TORCH="2.13.0+cpu")
-    assert rule(cpu) == "torch"  # it links libc10_cuda: a CUDA build of torch
+    assert first_rule(cpu) == "torch"  # it links libc10_cuda: a CUDA build of torch
 
 
 _LOAD = """

@@ -26,7 +26,7 @@ import pytest
 
 from cuship.wheel.audit import inspect_wheel
 from tests.integration import clirun
-from tests.integration.indexsite import clean_env, first_rule, resolved
+from tests.integration.indexsite import clean_env, first_rule, indexed, resolved
 from tests.integration.venvs import make_venv
 
 PYPI = "https://pypi.org/simple/"
@@ -152,9 +152,7 @@ def test_doctor_says_broken_exactly_when_loading_fails(venvs: dict[str, Path], n
 def test_resolve_judges_the_real_wheels_on_faked_machines(
     wheels: dict[str, Path], tmp_path: Path
 ) -> None:
-    site = tmp_path / "site"
-    clirun.cuship("index", *wheels.values(), "-o", site, check=True)
-    index = (site / "simple").as_uri()
+    index = indexed(wheels.values(), tmp_path / "site")
     h100 = {
         "CUSHIP_GPUS": "H100",
         "CUSHIP_CUDA_DRIVER_VERSION": "580.65.06",
@@ -167,15 +165,13 @@ def test_resolve_judges_the_real_wheels_on_faked_machines(
     def resolve(project: str, **changes: str) -> dict[str, object]:
         return resolved(project, index, {**h100, **changes})
 
-    rule = first_rule
-
-    assert rule(resolve("torchvision")) == "ok"
-    assert rule(resolve("torchao")) == "ok"
+    assert first_rule(resolve("torchvision")) == "ok"
+    assert first_rule(resolve("torchao")) == "ok"
     xformers = resolve("xformers")
-    assert rule(xformers) == "libraries"  # libcudart.so.12 is nowhere beside a CUDA 13 torch
-    assert rule(resolve("xformers", CUSHIP_CUDA_LIBS="12,13")) == "torch"
+    assert first_rule(xformers) == "libraries"  # libcudart.so.12 is nowhere beside a CUDA 13 torch
+    assert first_rule(resolve("xformers", CUSHIP_CUDA_LIBS="12,13")) == "torch"
     for project in ("torchvision", "torchao", "xformers"):
         cpu = resolve(project, CUSHIP_TORCH="2.13.0+cpu", CUSHIP_CUDA_LIBS="12,13")
-        assert rule(cpu) == "torch", project
+        assert first_rule(cpu) == "torch", project
     old = resolve("torchvision", CUSHIP_GPUS="A100", CUSHIP_CUDA_DRIVER_VERSION="535.104.05")
-    assert rule(old) == "cuda"
+    assert first_rule(old) == "cuda"
