@@ -1,5 +1,6 @@
-"""Finish a built wheel: repair (unless pure) → label → inspect → verify, and move it into place;
-a wheel that fails is set aside in ``failed/``, never indexed.
+"""Finish a built wheel: repair (unless pure) → label → verify, and move it into place; a wheel
+that fails is set aside in ``failed/``, never indexed. The wheel is inspected once, after the
+repair (the last change to its shared objects), and that report is carried over to the label.
 """
 
 from __future__ import annotations
@@ -62,21 +63,23 @@ def finish_wheel(
     import time
 
     from cuship.judge.verify import verify
-    from cuship.wheel.audit import inspect_wheel
+    from cuship.wheel.carried import carried_report
     from cuship.wheel.write.retag import retag
 
     work = work_dir / "repaired"
     remove_tree(work_dir, "repaired")
     work.mkdir(parents=True)
     start = time.perf_counter()
-    repaired, said = _repaired(raw, work, arches=arches, environ=environ, emit=emit, cache=repairs)
+    repaired, inspected, said = _repaired(
+        raw, work, arches=arches, environ=environ, emit=emit, cache=repairs
+    )
     start = _timed(log, "repair", said, start)
-    requires, unpinned = _torch_pin(inspect_wheel(repaired).torch_abi, torch, repaired.name)
+    requires, unpinned = _torch_pin(inspected.torch_abi, torch, repaired.name)
     labelled = retag(
         repaired, local=label, out_dir=work_dir / "labelled", requires=requires, emit=emit
     )
+    report = carried_report(inspected, repaired, labelled)
     start = _timed(log, "retag", "done", start)
-    report = inspect_wheel(labelled)
     enforced = floor.floor if floor is not None and floor.enforced else None
     checked = verify(report, arches=arches, local=label, torch=torch, manylinux=enforced)
     _timed(log, "verify", "done", start)
@@ -96,8 +99,11 @@ def _repaired(
     environ: Mapping[str, str],
     emit: Emit,
     cache: Path | None,
-) -> tuple[Path, str]:
-    """``raw`` repaired into ``work`` (a pure wheel as it is), and what the repair did."""
+) -> tuple[Path, WheelReport, str]:
+    """``raw`` repaired into ``work`` (a pure wheel as it is), its inspection (the one of this
+    wheel: a retag changes no shared object, see :mod:`cuship.wheel.carried`), and what the
+    repair did."""
+    from cuship.wheel.audit import inspect_wheel
     from cuship.wheel.write.repair import repair
 
     _, _, _, tags = parse_wheel_filename(raw.name)
@@ -109,9 +115,9 @@ def _repaired(
                 message=f"{raw.name}: a pure wheel, nothing to repair",
             )
         )
-        return raw, "a pure wheel, nothing to repair"
+        return raw, inspect_wheel(raw), "a pure wheel, nothing to repair"
     done = repair(raw, out_dir=work, env=environ, emit=emit, cache=cache)
-    return done.output, f"reused {done.reused}" if done.reused else "done"
+    return done.output, done.report, f"reused {done.reused}" if done.reused else "done"
 
 
 def _held(

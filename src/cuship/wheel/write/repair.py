@@ -1,7 +1,8 @@
 """``auditwheel repair`` with the CUDA exclude list, then proof that nothing excluded was bundled.
 
 ``plan_repair`` builds the exact command (pure); ``repair`` runs it as a subprocess, inspects the
-wheel it wrote, and fails if any CUDA or torch library made it in. Excluded libraries' own glibc
+wheel it wrote (once: the only inspection of a built wheel, passed on), and fails if any CUDA or
+torch library made it in. Excluded libraries' own glibc
 needs are invisible to auditwheel's tag, so each excluded library a wheel links to earns a warning.
 
 Given a cache directory (a job's), the last repair that bundled nothing is kept there under its
@@ -166,8 +167,8 @@ def repair(
 ) -> RepairResult:
     """Repair ``wheel`` into ``out_dir``; raise CheckFailed if a CUDA library got bundled.
 
-    ``cache``: where repairs that bundled nothing are kept and reused (see :func:`repair_key`)."""
-    before = inspect_wheel(wheel)
+    ``cache``: where repairs that bundled nothing are kept and reused (see :func:`repair_key`).
+    The wheel written is inspected once, and the raw wheel not at all (see :func:`_excluded`)."""
     plan = plan_repair(wheel, out_dir, plat=plat)
     key = repair_key(sha256_file(wheel), plan, env) if cache is not None else ""
     output = _kept(cache, key, out_dir) if cache is not None else None
@@ -185,13 +186,25 @@ def repair(
             f"{output.name!r} bundles {', '.join(after.bundled_cuda_libs)} despite the excludes",
             hint="check auditwheel's version (>= 6.2 for wildcard excludes)",
         )
-    excluded = tuple(sorted({n for x in before.extensions for n in x.needed if is_cuda_lib(n)}))
+    excluded = _excluded(wheel, after)
     _warn_glibc(excluded, after, env, emit)
     if cache is not None and reused is None and not after.bundled_libs:
         _keep(cache, key, output)
     return RepairResult(
         wheel=wheel, output=output, report=after, excluded_needed=excluded, log=log, reused=reused
     )
+
+
+def _excluded(wheel: Path, repaired: WheelReport) -> tuple[str, ...]:
+    """The excluded (CUDA, torch) libraries the shared objects of ``wheel`` link to, read from
+    the report of its repair: auditwheel rewrites the DT_NEEDED entries of the libraries it
+    bundles, never those it is told to exclude, so those stand as the build wrote them. Only
+    the raw wheel's own objects count (its member names: the archive's directory, no object
+    read), not the libraries the repair bundled beside them."""
+    with _read.archive(wheel) as archive:
+        own = set(archive.namelist())
+    needed = {n for x in repaired.extensions if x.path in own for n in x.needed if is_cuda_lib(n)}
+    return tuple(sorted(needed))
 
 
 def _run(plan: RepairPlan, env: Mapping[str, str]) -> str:
