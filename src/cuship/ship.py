@@ -19,9 +19,16 @@ from cuship._fs import remove_file, write_json
 from cuship.attest.keys import SigningKey
 from cuship.builder import collapse
 from cuship.builder.model import BuildPlan, Host
-from cuship.builder.plan import plan_job
+from cuship.builder.plan import plan_cpu, plan_job
 from cuship.builder.record import read_record
-from cuship.builder.run.batch import Outcome, build_all, plan_shared, require_buildable
+from cuship.builder.run.batch import (
+    Outcome,
+    build_all,
+    outcome_of,
+    plan_shared,
+    require_buildable,
+)
+from cuship.builder.run.execute import run_plan
 from cuship.builder.toolkits import cuda_ways_out
 from cuship.compat import load
 from cuship.config import Config
@@ -225,7 +232,7 @@ def ship(
             rebuild=rebuild,
         )
         if cpu_only:
-            outcomes = (*outcomes, _cpu_outcome(config, host, out_dir, environ, emit))
+            outcomes = (*outcomes, _cpu_outcome(config, host, out_dir, plans, environ, emit))
     check = None
     wheels = [o.result.wheel for o in outcomes if o.result is not None and o.status == "built"]
     if quick_check and config.check.modules:
@@ -273,11 +280,21 @@ def _plan(
 
 
 def _cpu_outcome(
-    config: Config, host: Host, out_dir: Path, environ: Mapping[str, str], emit: Emit
+    config: Config,
+    host: Host,
+    out_dir: Path,
+    plans: Sequence[BuildPlan],
+    environ: Mapping[str, str],
+    emit: Emit,
 ) -> Outcome:
-    from cuship.builder.run.cpu import plan_cpu, run_cpu
+    """Build, label, verify (no device code) and smoke-import the CPU-only wheel: a plan run
+    as every job's is, nominally of the CUDA of the matrix's first job."""
+    import functools
 
-    return run_cpu(plan_cpu(config, host, out_dir=out_dir / "wheels"), environ=environ, emit=emit)
+    cuda = plans[0].job.cuda if plans else load().toolkits[-1].version
+    plan = plan_cpu(config, host, out_dir=out_dir / "wheels", cuda=cuda)
+    build = functools.partial(run_plan, plan, environ=environ, emit=emit)
+    return outcome_of(plan.job.id, build, emit)
 
 
 def _checked(

@@ -6,6 +6,8 @@ import dataclasses
 import shlex
 from pathlib import Path
 
+import pytest
+
 from cuship.builder.host.interpreters import Interpreter, Interpreters
 from cuship.builder.model import Host
 from cuship.builder.plan import plan_job
@@ -279,3 +281,40 @@ def test_the_torch_check_names_what_was_wanted_and_what_pip_took() -> None:
     assert problem(cuda, "2.13.0", "cu130") is None
     assert problem(cuda, "2.13.0", "cu126") is not None
     assert "has no torch" in (problem(None, "2.13.0", "cu130") or "")
+
+
+def test_the_cpu_only_job_is_a_plan_run_as_every_job_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``[build] cpu_fallback`` on a host without nvcc: one ``BuildPlan``, which
+    :func:`run_plan` turns into the work the CPU-only build always had (no arch list, the
+    ``+cpu`` label, no torch, floor, build directory, kept repairs or smoke interpreter)."""
+    from packaging.version import Version
+
+    from cuship import settings
+    from cuship.builder.plan import plan_cpu
+    from cuship.builder.run import execute
+    from cuship.builder.run.execute import JobWork, run_plan
+
+    config = load_config(EXAMPLE)
+    host = dataclasses.replace(HOST, nvcc=None, cuda=None)
+    plan = plan_cpu(config, host, out_dir=tmp_path, cuda=Version("13.0.2"))
+    assert plan.job.id == "cuvecops-0.1.0-cp311-cpu" and plan.job.cpu and plan.runnable
+    (step,) = plan.steps
+    assert step.name == "build-wheel" and step.argv[3:6] == ("wheel", "--no-deps", "-w")
+    assert step.env == {settings.CPU_ONLY: "1", settings.LOCAL_VERSION: "cpu"}
+    taken: list[JobWork] = []
+    monkeypatch.setattr(execute, "build_job", lambda work, **_: taken.append(work))
+    run_plan(plan)
+    assert taken == [
+        JobWork(
+            job_id=plan.job.id,
+            steps=(step,),
+            raw_dir=tmp_path / "raw" / plan.job.id,
+            out_dir=tmp_path,
+            log=tmp_path / "logs" / f"{plan.job.id}.log",
+            label="cpu",
+            arches="",
+            test_import="cuvecops",
+        )
+    ]

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from cuship import settings
+from cuship.arch import ArchSpec
 from cuship.builder.archflags import arch_control, shim_env, shim_step, wheels_env, wheels_step
 from cuship.builder.buildenv import (
     BuildEnv,
@@ -45,8 +47,9 @@ from cuship.builder.uptodate import inputs_digest
 from cuship.config import Config
 from cuship.config.script import gate_env
 from cuship.matrix import BuildJob
+from cuship.wheel.names import CPU_LABEL
 
-__all__ = ["MODES", "ModeSteps", "plan_job"]
+__all__ = ["MODES", "ModeSteps", "plan_cpu", "plan_job"]
 
 
 def _local_blocker(job: BuildJob, host: Host, note: str | None = None) -> str | None:
@@ -297,6 +300,45 @@ def plan_job(job: BuildJob, config: Config, host: Host, *, mode: Mode, out_dir: 
         repairs=out_dir / REPAIRS / job.id if config.build.incremental else None,
         notes=_notes(job, config),
         gate=_gate(job, config),
+    )
+
+
+def plan_cpu(config: Config, host: Host, *, out_dir: Path, cuda: Version) -> BuildPlan:
+    """The one CPU-only job of ``config`` on ``host`` (``[build] cpu_fallback``, a host without
+    nvcc), planned as every job is and run by the same runner: one ``pip wheel`` that sees
+    ``CUSHIP_CPU_ONLY=1`` (plus ``[build] cpu_env``), its wheel labelled ``+cpu``, held to no
+    device code (an empty arch list) and smoke-imported like the CUDA wheels. ``cuda``: the
+    toolkit it is nominally of, as a ``device_code = false`` job is of the matrix's first (its
+    wheel holds nothing of it). Pure."""
+    name = config.project.name or "project"
+    version = config.project.version or "0"
+    job = BuildJob(
+        id=f"{name}-{version}-cp{host.python.replace('.', '')}-{CPU_LABEL}",
+        project=name,
+        version=version,
+        python=host.python,
+        cuda=cuda,
+        torch=None,
+        torch_version=None,
+        torch_cuda=None,
+        cxx11abi=None,
+        arch=ArchSpec(targets=()),
+        platform=config.matrix.platform[0] if config.matrix.platform else "linux_x86_64",
+        label=CPU_LABEL,
+    )
+    raw_dir = out_dir / "raw" / job.id
+    env = {settings.CPU_ONLY: "1", settings.LOCAL_VERSION: CPU_LABEL, **config.build.cpu_env}
+    step = dataclasses.replace(wheel_step(job.id, config, host.python_exe, raw_dir), env=env)
+    return BuildPlan(
+        job=job,
+        mode="local",
+        runnable=True,
+        reason=None,
+        steps=(step,),
+        raw_dir=raw_dir,
+        out_dir=out_dir,
+        log=out_dir / "logs" / f"{job.id}.log",
+        test_import=config.build.test_import,
     )
 
 

@@ -379,7 +379,6 @@ class _Batch:
             run_plan,
             plan,
             environ=self.environ,
-            test_import=plan.test_import,
             emit=emit,
             locks=self.locks,
         )

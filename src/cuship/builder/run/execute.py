@@ -96,11 +96,12 @@ def run_plan(
     plan: BuildPlan,
     *,
     environ: Mapping[str, str] | None = None,
-    test_import: str | None = None,
     emit: Emit = discard,
     locks: Locks | None = None,
 ) -> JobResult:
-    """Build ``plan.job``: commands, repair, label, verify and (optionally) smoke-import."""
+    """Build ``plan.job``: commands, repair, label, verify and smoke-import
+    (``plan.test_import``, when set). Every job runs so: the matrix's and the CPU-only one
+    (:func:`~cuship.builder.plan.plan_cpu`)."""
     if not plan.runnable:
         raise CushipError(f"{plan.job.id} cannot be built here: {plan.reason}")
     site_dirs = (env_site(plan.build_env, plan.python),) if plan.build_env and plan.python else ()
@@ -115,7 +116,7 @@ def run_plan(
         log=plan.log,
         label=plan.job.label,
         arches=plan.job.arch.torch,
-        test_import=test_import,
+        test_import=plan.test_import,
         torch=plan.torch,
         floor=plan.glibc_floor,
         smoke=JobSmoke(python=plan.python, mode=plan.smoke, site_dirs=site_dirs),
