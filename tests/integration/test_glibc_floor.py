@@ -11,6 +11,7 @@ import pytest
 
 from cuship.builder.glibc import GlibcFloor
 from cuship.builder.run.finish import finish_wheel
+from cuship.builder.run.job import JobWork
 from cuship.cli import main
 from cuship.events import Event, collect
 from cuship.wheel.read.elf import glibc_needed
@@ -29,16 +30,17 @@ def static_so(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _finish(wheel: Path, tmp_path: Path, floor: GlibcFloor, events: list[Event]) -> tuple[str, ...]:
     (tmp_path / "out").mkdir()
-    _, report, problems = finish_wheel(
-        wheel,
-        work_dir=tmp_path / "work",
+    job = JobWork(
+        job_id="cudaxpy-cu130",
+        steps=(),
+        raw_dir=tmp_path / "work",
         out_dir=tmp_path / "out",
+        log=tmp_path / "job.log",
         label="cu130",
         arches=ARCH,
-        environ=os.environ,
         floor=floor,
-        emit=collect(events),
     )
+    _, report, problems = finish_wheel(wheel, job, environ=os.environ, emit=collect(events))
     assert report.tags and "manylinux_2_" in report.tags[0]
     return problems
 

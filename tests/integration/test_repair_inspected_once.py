@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from cuship.builder.run.finish import finish_wheel
+from cuship.builder.run.job import JobWork
 from cuship.wheel import audit
 from cuship.wheel.audit import inspect_wheel
 from cuship.wheel.cudalibs import is_cuda_lib
@@ -44,14 +45,16 @@ def test_a_finished_wheel_is_inspected_once_and_its_report_holds(
     raw = make_wheel(tmp_path, cuda_so)
     (tmp_path / "out").mkdir()
     counts = _counted(monkeypatch)
-    final, report, problems = finish_wheel(
-        raw,
-        work_dir=tmp_path / "work",
+    job = JobWork(
+        job_id="cudaxpy-cu130",
+        steps=(),
+        raw_dir=tmp_path / "work",
         out_dir=tmp_path / "out",
+        log=tmp_path / "job.log",
         label="cu130",
         arches=ARCH,
-        environ=os.environ,
     )
+    final, report, problems = finish_wheel(raw, job, environ=os.environ)
     assert sum(counts.values()) == 1, counts
     assert problems == ()
     assert "manylinux_2_" in final.name and "+cu130" in final.name

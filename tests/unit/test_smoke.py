@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from cuship.builder.host.interpreters import Interpreter
 from cuship.builder.model import Step
 from cuship.builder.run.commands import BuildFailed
+from cuship.builder.run.job import JobSmoke, JobWork
 from cuship.builder.run.smoke import LAYER_PTH, Smoke, SmokeMode, smoke_test, uv_index_flags
 from cuship.events import Event, collect
 
@@ -22,6 +24,28 @@ OFFLINE = (
     "ERROR: Could not find a version that satisfies the requirement numpy>=1.26 (from versions: none)\n"
     "ERROR: No matching distribution found for numpy>=1.26\n"
 )
+
+
+PY312 = Interpreter(
+    version="3.12", full="3.12.1", executable="/opt/py312/bin/python3.12", source="pyenv"
+)
+SITE = "/out/envs/cp312-abc/lib/python3.12/site-packages"
+
+
+def _job(tmp_path: Path, mode: SmokeMode = "auto") -> JobWork:
+    """The job whose wheel is smoke-tested: its interpreter, venv mode and builder site; its
+    ``raw_dir``'s ``tmp`` is ``tmp_path / "tmp"``."""
+    return JobWork(
+        job_id="cuvecops-0.1.0-cp312-cu130",
+        steps=(),
+        raw_dir=tmp_path,
+        out_dir=tmp_path / "out",
+        log=tmp_path / "job.log",
+        label="cu130",
+        arches="8.0",
+        test_import="cuvecops",
+        smoke=JobSmoke(python=PY312, mode=mode, site_dirs=(SITE,)),
+    )
 
 
 class _Pip:
@@ -57,13 +81,9 @@ def _smoke(
 ) -> Smoke:
     return smoke_test(
         WHEEL,
-        "cuvecops",
-        log=tmp_path / "job.log",
+        _job(tmp_path, mode),
+        links_torch=False,
         environ={},
-        python="/opt/py312/bin/python3.12",
-        work_dir=tmp_path / "tmp",
-        mode=mode,
-        site_dirs=("/out/envs/cp312-abc/lib/python3.12/site-packages",),
         emit=collect(events if events is not None else []),
         runner=pip,
     )
@@ -122,15 +142,7 @@ def test_the_system_site_venv_sees_the_build_venv_s_packages(tmp_path: Path) -> 
         return answer
 
     smoke_test(
-        WHEEL,
-        "cuvecops",
-        log=tmp_path / "job.log",
-        environ={},
-        python="/opt/py312/bin/python3.12",
-        work_dir=tmp_path,
-        mode="system-site",
-        site_dirs=("/out/envs/cp312-abc/lib/python3.12/site-packages",),
-        runner=keep_layer,
+        WHEEL, _job(tmp_path, "system-site"), links_torch=False, environ={}, runner=keep_layer
     )
     assert written == [
         "import site; site.addsitedir('/out/envs/cp312-abc/lib/python3.12/site-packages')"
@@ -175,14 +187,7 @@ def test_uv_installs_the_isolated_venv_from_the_index_pip_would_use(tmp_path: Pa
         "PIP_FIND_LINKS": "/wheels",
     }
     smoke = smoke_test(
-        WHEEL,
-        "cuvecops",
-        log=tmp_path / "job.log",
-        environ=environ,
-        python="/opt/py312/bin/python3.12",
-        work_dir=tmp_path,
-        runner=pip,
-        uv="/usr/bin/uv",
+        WHEEL, _job(tmp_path), links_torch=False, environ=environ, runner=pip, uv="/usr/bin/uv"
     )
     assert smoke.env == "isolated"
     install = pip.steps[1].argv

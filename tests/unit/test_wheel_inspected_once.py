@@ -20,6 +20,7 @@ import pytest
 
 from cuship import _fs
 from cuship.builder.run.finish import finish_wheel
+from cuship.builder.run.job import JobWork
 from cuship.wheel import audit
 from cuship.wheel.audit import inspect_wheel
 from cuship.wheel.carried import carried_report
@@ -73,15 +74,17 @@ class _Reads:
 
 
 def _finish(raw: Path, tmp_path: Path, **options: Any) -> tuple[Path, audit.WheelReport]:
-    final, report, problems = finish_wheel(
-        raw,
-        work_dir=tmp_path / "work",
+    job = JobWork(
+        job_id="demo-1.0-cp311-cu130",
+        steps=(),
+        raw_dir=tmp_path / "work",
         out_dir=tmp_path / "out",
+        log=tmp_path / "job.log",
         label="cu130",
         arches="8.0+PTX",
-        environ={"PATH": "/usr/bin"},
         **options,
     )
+    final, report, problems = finish_wheel(raw, job, environ={"PATH": "/usr/bin"})
     assert problems == ()
     return final, report
 

@@ -10,7 +10,7 @@ import dataclasses
 import functools
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,15 +19,15 @@ from cuship._fs import remove_tree
 from cuship.builder.archflags import NvccCalls, no_device_code, read_calls
 from cuship.builder.archflags import describe as describe_calls
 from cuship.builder.buildenv import env_site
-from cuship.builder.glibc import GlibcFloor
 from cuship.builder.host.interpreters import Interpreter
 from cuship.builder.host.tools import start_sccache_server
 from cuship.builder.model import BuildPlan, Step
 from cuship.builder.reuse import key_parts, open_build_dir, seal
 from cuship.builder.run.commands import BuildFailed, run_step
 from cuship.builder.run.finish import finish_wheel, note, set_aside
+from cuship.builder.run.job import JobSmoke, JobWork
 from cuship.builder.run.shared import Locks, describe
-from cuship.builder.run.smoke import Smoke, SmokeMode, smoke_test
+from cuship.builder.run.smoke import Smoke, smoke_test
 from cuship.errors import CushipError
 from cuship.events import Emit, Event, discard
 from cuship.tools import find_tool
@@ -126,16 +126,6 @@ def run_plan(
         gate=plan.gate,
     )
     return build_job(work, environ=environ, emit=emit, locks=locks)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class JobSmoke:
-    """How a job's smoke test runs: with which interpreter (None: the running one), in which
-    venv (``[build] smoke``), seeing which builder site-packages when it falls back."""
-
-    python: Interpreter | None = None
-    mode: SmokeMode = "auto"
-    site_dirs: tuple[str, ...] = ()
 
 
 def _step_event(job_id: str, name: str, description: str) -> Event:
@@ -278,37 +268,6 @@ def _require_device_code(job_id: str, raw_dir: Path, gate: tuple[str, ...]) -> N
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class JobWork:
-    """One job as :func:`build_job` runs it: its command steps (each in a fresh ``raw_dir``,
-    ``log`` written anew), where its wheel lands, and what the wheel is held to. Made from a
-    :class:`~cuship.builder.model.BuildPlan` by :func:`run_plan`, and by the CPU-only job.
-
-    ``arches`` empty means "no device code". ``immutable``, ``repairs``: see
-    :func:`finish_wheel`. ``build_dir``: the CMake build directory the steps use and how to read
-    its key (before the steps, to open it; after them, to seal it: a build venv's packages are
-    installed by the steps), kept for a rebuild when the key holds (see
-    :mod:`cuship.builder.reuse`). ``gate``: the CUDA-gate switches the build set, named when a
-    CUDA job's build compiled no device code (stopped then, before repair).
-    """
-
-    job_id: str
-    steps: Sequence[Step]
-    raw_dir: Path
-    out_dir: Path
-    log: Path
-    label: str
-    arches: str
-    test_import: str | None = None
-    torch: str | None = None
-    floor: GlibcFloor | None = None
-    smoke: JobSmoke = dataclasses.field(default_factory=JobSmoke)
-    immutable: bool = False
-    build_dir: tuple[Path, Callable[[], Mapping[str, str]]] | None = None
-    repairs: Path | None = None
-    gate: tuple[str, ...] = ()
-
-
 def build_job(
     work: JobWork,
     *,
@@ -335,20 +294,8 @@ def build_job(
     try:
         _compile(work, env, caller, emit, locks or Locks(), kept_dir=kept_dir)
         emit(_step_event(work.job_id, "repair", "repair, label and verify"))
-        wheel, report, problems = finish_wheel(
-            single_wheel(work.raw_dir, work.job_id),
-            work_dir=work.raw_dir,
-            out_dir=work.out_dir,
-            label=work.label,
-            arches=work.arches,
-            environ=env,
-            torch=work.torch,
-            floor=work.floor,
-            emit=emit,
-            immutable=work.immutable,
-            repairs=work.repairs,
-            log=work.log,
-        )
+        raw = single_wheel(work.raw_dir, work.job_id)
+        wheel, report, problems = finish_wheel(raw, work, environ=env, emit=emit)
         nvcc = _tell_nvcc(work.job_id, work.raw_dir, work.arches, kept_dir, work.log, emit)
         tested = _smoke(work, wheel, report, env, emit) if work.test_import else None
         if problems:
@@ -404,25 +351,11 @@ def _smoke(
 ) -> Smoke:
     """Import ``work.test_import`` from the finished wheel in a fresh venv; a wheel that fails
     is set aside."""
-    assert work.test_import is not None
-    smoke = work.smoke
-    python = smoke.python.executable if smoke.python else sys.executable
     emit(_step_event(work.job_id, "smoke", f"import {work.test_import} in a fresh venv"))
     linked = report.torch_abi != "none"
     try:
-        return smoke_test(
-            wheel,
-            work.test_import,
-            log=work.log,
-            environ=env,
-            python=python,
-            work_dir=work.raw_dir / "tmp",
-            mode=smoke.mode,
-            site_dirs=smoke.site_dirs,
-            emit=emit,
-            uv=find_tool("uv", env).path,
-            torch=(work.torch or "unknown") if linked else None,
-        )
+        uv = find_tool("uv", env).path
+        return smoke_test(wheel, work, links_torch=linked, environ=env, emit=emit, uv=uv)
     except CushipError as err:
         kept = set_aside(wheel)
         raise BuildFailed(

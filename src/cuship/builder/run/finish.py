@@ -14,6 +14,7 @@ from packaging.utils import parse_wheel_filename
 from cuship._fs import move, remove_tree, under
 from cuship.builder.glibc import GlibcFloor
 from cuship.builder.run.commands import BuildFailed
+from cuship.builder.run.job import JobWork
 from cuship.events import Emit, Event, discard
 from cuship.wheel.audit import WheelReport
 from cuship.wheel.torchabi import TorchAbi, pin_for
@@ -34,71 +35,46 @@ def set_aside(wheel: Path) -> Path:
 
 
 def finish_wheel(
-    raw: Path,
-    *,
-    work_dir: Path,
-    out_dir: Path,
-    label: str,
-    arches: str,
-    environ: Mapping[str, str],
-    torch: str | None = None,
-    floor: GlibcFloor | None = None,
-    emit: Emit = discard,
-    immutable: bool = False,
-    repairs: Path | None = None,
-    log: Path | None = None,
+    raw: Path, job: JobWork, *, environ: Mapping[str, str], emit: Emit = discard
 ) -> tuple[Path, WheelReport, tuple[str, ...]]:
-    """Repair (unless pure), label, inspect and verify ``raw``; the final wheel lands in ``out_dir``.
-
-    ``arches`` is the arch spec the wheel must cover; empty for a CPU-only wheel, which must then
-    hold no device code at all. ``torch``: the torch it was built against; a wheel that links
-    torch gets the pin its torch ABI needs (``torch==X.Y.*`` exact, ``torch>=X.Y`` stable).
-    ``floor``: the glibc floor it is verified against when enforced, else warned against.
-    ``immutable``: a wheel of the same name already in ``out_dir`` must not change its bytes
-    (a released sdist's wheel, which may be published): a build that differs is refused and
-    kept apart, the earlier wheel stays. ``repairs``: where repairs are kept to be reused for
-    the same raw wheel (see :func:`~cuship.wheel.write.repair.repair`). ``log``: the job log, given the
-    time of each of these steps.
-    """
+    """Repair (unless pure), label and verify ``raw``, the wheel ``job`` built, working in its
+    ``raw_dir``; the final wheel lands in its ``out_dir`` (what it is held to: see
+    :class:`~cuship.builder.run.job.JobWork`). Inspected once, after the repair."""
     import time
 
     from cuship.judge.verify import verify
     from cuship.wheel.carried import carried_report
     from cuship.wheel.write.retag import retag
 
-    work = work_dir / "repaired"
-    remove_tree(work_dir, "repaired")
+    work = job.raw_dir / "repaired"
+    remove_tree(job.raw_dir, "repaired")
     work.mkdir(parents=True)
     start = time.perf_counter()
-    repaired, inspected, said = _repaired(
-        raw, work, arches=arches, environ=environ, emit=emit, cache=repairs
-    )
-    start = _timed(log, "repair", said, start)
-    requires, unpinned = _torch_pin(inspected.torch_abi, torch, repaired.name)
+    repaired, inspected, said = _repaired(raw, work, job, environ=environ, emit=emit)
+    start = _timed(job.log, "repair", said, start)
+    requires, unpinned = _torch_pin(inspected.torch_abi, job.torch, repaired.name)
     labelled = retag(
-        repaired, local=label, out_dir=work_dir / "labelled", requires=requires, emit=emit
+        repaired, local=job.label, out_dir=job.raw_dir / "labelled", requires=requires, emit=emit
     )
     report = carried_report(inspected, repaired, labelled)
-    start = _timed(log, "retag", "done", start)
+    start = _timed(job.log, "retag", "done", start)
+    floor = job.floor
     enforced = floor.floor if floor is not None and floor.enforced else None
-    checked = verify(report, arches=arches, local=label, torch=torch, manylinux=enforced)
-    _timed(log, "verify", "done", start)
-    problems = unpinned + checked.problems + _held(report, labelled.name, arches, floor, emit)
-    final = under(out_dir, labelled.name)
-    if immutable:
+    checked = verify(
+        report, arches=job.arches, local=job.label, torch=job.torch, manylinux=enforced
+    )
+    _timed(job.log, "verify", "done", start)
+    held = _held(report, labelled.name, job.arches, floor, emit)
+    problems = unpinned + checked.problems + held
+    final = under(job.out_dir, labelled.name)
+    if job.immutable:
         _refuse_changed(labelled, final)
-    move(labelled, out_dir, labelled.name)
+    move(labelled, job.out_dir, labelled.name)
     return final, dataclasses.replace(report, path=str(final)), problems
 
 
 def _repaired(
-    raw: Path,
-    work: Path,
-    *,
-    arches: str,
-    environ: Mapping[str, str],
-    emit: Emit,
-    cache: Path | None,
+    raw: Path, work: Path, job: JobWork, *, environ: Mapping[str, str], emit: Emit
 ) -> tuple[Path, WheelReport, str]:
     """``raw`` repaired into ``work`` (a pure wheel as it is), its inspection (the one of this
     wheel: a retag changes no shared object, see :mod:`cuship.wheel.carried`), and what the
@@ -110,13 +86,13 @@ def _repaired(
     if all(tag.platform == "any" for tag in tags):
         emit(
             Event(
-                level="warning" if arches else "info",
+                level="warning" if job.arches else "info",
                 topic="build",
                 message=f"{raw.name}: a pure wheel, nothing to repair",
             )
         )
         return raw, inspect_wheel(raw), "a pure wheel, nothing to repair"
-    done = repair(raw, out_dir=work, env=environ, emit=emit, cache=cache)
+    done = repair(raw, out_dir=work, env=environ, emit=emit, cache=job.repairs)
     return done.output, done.report, f"reused {done.reused}" if done.reused else "done"
 
 
@@ -147,13 +123,12 @@ def _held(
     )
 
 
-def _timed(log: Path | None, name: str, said: str, start: float) -> float:
+def _timed(log: Path, name: str, said: str, start: float) -> float:
     """Write ``# name: said in N s`` (since ``start``) to ``log``; the time now."""
     import time
 
     now = time.perf_counter()
-    if log is not None:
-        note(log, f"{name}: {said} in {now - start:.1f} s")
+    note(log, f"{name}: {said} in {now - start:.1f} s")
     return now
 
 

@@ -38,12 +38,12 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from cuship.builder.model import Step
 from cuship.builder.run.commands import BuildFailed, Runner, checked, run_command
+from cuship.builder.run.job import JobWork, SmokeMode
 from cuship.events import Emit, Event, discard
 from cuship.machine import sites
 
 __all__ = ["Smoke", "SmokeEnv", "SmokeMode", "smoke_test", "uv_index_flags"]
 
-SmokeMode = Literal["auto", "isolated", "system-site"]
 SmokeEnv = Literal["isolated", "system-site"]
 
 _MARK = "cuship-smoke:"  # the import's own line, told apart from warnings on stderr
@@ -123,64 +123,75 @@ def builder_site(python: str) -> tuple[str, ...]:
 
 def smoke_test(
     wheel: Path,
-    module: str,
+    job: JobWork,
     *,
-    log: Path,
+    links_torch: bool,
     environ: Mapping[str, str],
-    python: str = sys.executable,
-    work_dir: Path | None = None,
-    mode: SmokeMode = "auto",
-    site_dirs: Sequence[str] = (),
     emit: Emit = discard,
     runner: Runner = run_command,
     uv: str | None = None,
-    torch: str | None = None,
 ) -> Smoke:
-    """Install ``wheel`` into a new venv of ``python`` (in ``work_dir``) and import ``module``.
+    """Install ``wheel``, the wheel ``job`` built, into a new venv of the job's interpreter (in
+    its ``raw_dir``'s ``tmp``) and import its ``test_import``, in the venv its ``smoke`` asks.
 
-    ``site_dirs``: the builder's site-packages a system-site venv sees (besides the
-    interpreter's own). ``torch``: the torch the wheel links and was built against ("2.13.0"),
-    None for a wheel that does not link torch. Raises BuildFailed (exit 1) with pip's or
-    Python's own message when the wheel does not install or does not import.
+    ``job.smoke.site_dirs``: the builder's site-packages a system-site venv sees (besides the
+    interpreter's own). ``links_torch``: the wheel links torch, and is tested over the torch
+    ``job`` was built against. Raises BuildFailed (exit 1) with pip's or Python's own message
+    when the wheel does not install or does not import.
     """
-    if work_dir is not None:
-        work_dir.mkdir(parents=True, exist_ok=True)
+    module = job.test_import
+    if module is None:
+        raise BuildFailed(f"{job.job_id}: no [build] test_import to smoke-test {wheel.name} with")
+    python = job.smoke.python.executable if job.smoke.python is not None else sys.executable
+    builder = (python, *job.smoke.site_dirs)
+    work_dir = job.raw_dir / "tmp"
+    work_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="cuship-smoke-", dir=work_dir) as tmp:
+
+        def venv(name: str) -> _Venv:
+            return _Venv(root=Path(tmp) / name, log=job.log, environ=environ, runner=runner)
+
+        if links_torch:
+            torch = job.torch or "unknown"
+            return _over_torch(venv("system-site"), wheel, module, builder, torch, emit)
         note = "[build] smoke = 'system-site'"
-        if torch is not None:
-            builder = (python, *site_dirs)
-            found = builder_torch(builder)
-            if found is None or not _same_minor(found, torch):
-                had = (
-                    f"the build environment has torch {found}"
-                    if found
-                    else "no build environment holds torch (an isolated build's is gone)"
-                )
-                why = (
-                    f"links torch {torch}; {had}: not imported (build with [build] isolation = "
-                    "false and torch in extra_deps to test it with the job's torch)"
-                )
-                emit(Event(level="warning", topic="build", message=f"{wheel.name}: {why}"))
-                return Smoke(said=None, env="system-site", note=why)
-            venv = _Venv(root=Path(tmp) / "system-site", log=log, environ=environ, runner=runner)
-            note = f"over the build environment's torch {found}, the one it was built against"
-            return _system_site(venv, wheel, module, builder, note, torch_first=True)
-        if mode != "system-site":
-            venv = _Venv(root=Path(tmp) / "venv", log=log, environ=environ, runner=runner)
-            failure = _isolated(venv, wheel, python, uv)
+        if job.smoke.mode != "system-site":
+            isolated = venv("venv")
+            failure = _isolated(isolated, wheel, python, uv)
             if failure is None:
-                return Smoke(said=_import(venv, module), env="isolated")
-            if mode == "isolated":
+                return Smoke(said=_import(isolated, module), env="isolated")
+            if job.smoke.mode == "isolated":
                 raise BuildFailed(
                     f"smoke-install: pip could not install {wheel.name}: {failure}",
-                    hint=f"full log: {log}; [build] smoke = 'auto' falls back to a venv over "
+                    hint=f"full log: {job.log}; [build] smoke = 'auto' falls back to a venv over "
                     "the builder's site-packages",
                 )
             note = f"the isolated install failed ({failure}); used a venv over the builder's site-packages"
             message = f"smoke test of {wheel.name}: {note}"
             emit(Event(level="warning", topic="build", message=message))
-        venv = _Venv(root=Path(tmp) / "system-site", log=log, environ=environ, runner=runner)
-        return _system_site(venv, wheel, module, (python, *site_dirs), note)
+        return _system_site(venv("system-site"), wheel, module, builder, note)
+
+
+def _over_torch(
+    venv: _Venv, wheel: Path, module: str, builder: tuple[str, ...], torch: str, emit: Emit
+) -> Smoke:
+    """The smoke test of a wheel that links ``torch``: over the build environment that holds
+    that torch (the interpreter and site directories ``builder``), or not tried, saying why."""
+    found = builder_torch(builder)
+    if found is None or not _same_minor(found, torch):
+        had = (
+            f"the build environment has torch {found}"
+            if found
+            else "no build environment holds torch (an isolated build's is gone)"
+        )
+        why = (
+            f"links torch {torch}; {had}: not imported (build with [build] isolation = "
+            "false and torch in extra_deps to test it with the job's torch)"
+        )
+        emit(Event(level="warning", topic="build", message=f"{wheel.name}: {why}"))
+        return Smoke(said=None, env="system-site", note=why)
+    note = f"over the build environment's torch {found}, the one it was built against"
+    return _system_site(venv, wheel, module, builder, note, torch_first=True)
 
 
 _TRUE = ("1", "true", "yes", "on")
