@@ -246,6 +246,8 @@ def test_a_build_collapses_after_its_first_torch_free_wheel(
         "the +cu130torch2.9 copy is gone"
     )
     assert outcomes[0].result and outcomes[0].result.report.local == "cu130"
+    # the relabelled wheel's report, carried over from the build's, is what the wheel holds
+    assert outcomes[0].result.report == inspect_wheel(wheel)
     assert "Requires-Dist: numpy" in _metadata(wheel)
     assert outcomes[1].detail == f"served by {wheel.name}: it links no torch (torch_abi none)"
     assert read_record(tmp_path) == AbiRecord(

@@ -199,16 +199,17 @@ class Collapser:
         return result
 
     def _relabel(self, job: BuildJob, result: JobResult) -> JobResult:
-        from cuship.wheel.audit import inspect_wheel
+        from cuship.wheel.carried import carried_report
         from cuship.wheel.write.retag import retag
 
         free = without_torch(job, self.policy.template)
         if free.label == job.label:
             return result
-        # only the label changes: the binaries, and so their verification, stay as they were
+        # only the label changes: the binaries, and so their verification and their report
+        # (carried over, not read again), stay as they were
         wheel = retag(result.wheel, local=free.label, out_dir=result.wheel.parent)
+        report = carried_report(result.report, result.wheel, wheel)
         remove_file(result.wheel.parent, result.wheel.name)
-        report = inspect_wheel(wheel)
         self._event(
             "info",
             f"{job.id}: {wheel.name} serves every torch of the matrix "
