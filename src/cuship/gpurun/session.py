@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cuship import settings
 from cuship._fs import write_atomic, write_json
@@ -38,6 +38,9 @@ from cuship.gpurun.plan import (
 from cuship.gpurun.results import GpuRunReport, InstallResult, StageResult
 from cuship.gpurun.wheels import LocalWheels, WheelChoice, choose, read_wheels
 from cuship.machine import Fingerprint
+
+if TYPE_CHECKING:
+    from cuship.judge.offer import TorchBuild
 
 __all__ = ["GpuRunRequest", "gpu_run", "gpu_run_request", "machine_json", "require_gpu"]
 
@@ -161,12 +164,8 @@ def _choose(
 ) -> WheelChoice:
     from cuship.resolve.model import target_of
 
-    torch = facts.get("torch") or {}
-    target = replace(
-        target_of(fp, tags=facts["tags"], python=facts["python"]),
-        torch=torch.get("version"),
-        cxx11abi=torch.get("cxx11abi"),
-    )
+    target = target_of(fp, tags=facts["tags"], python=facts["python"])
+    target = replace(target, offer=replace(target.offer, torch=_venv_torch(fp, facts)))
     choice = choose(name, wheels, target)
     message = f"wheel: {choice.path.name} ({choice.to_json()['why']})"
     emit(Event(level="info", topic="gpu-run", message=message))
@@ -174,6 +173,23 @@ def _choose(
         line = f"passed over {verdict.candidate.filename}: {verdict.rule}: {verdict.reason}"
         emit(Event(level="debug", topic="gpu-run", message=line))
     return choice
+
+
+def _venv_torch(fp: Fingerprint, facts: Mapping[str, Any]) -> TorchBuild | None:
+    """The torch the run's interpreter imports (its version and C++ ABI, from the probe), of the
+    build the machine's own torch is (flavour, CUDA); None: that interpreter has no torch."""
+    from cuship.judge.offer import TorchBuild
+
+    seen = facts.get("torch") or {}
+    version = seen.get("version")
+    if version is None:
+        return None
+    return TorchBuild(
+        version=version,
+        flavour=fp.torch.flavour if fp.torch else None,
+        cuda=fp.torch.cuda if fp.torch else None,
+        cxx11abi=seen.get("cxx11abi"),
+    )
 
 
 def _faked(fp: Fingerprint, environ: Mapping[str, str], emit: Emit) -> tuple[str, ...]:

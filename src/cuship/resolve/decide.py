@@ -64,8 +64,9 @@ def explain(resolution: Resolution) -> str:
     chosen = resolution.chosen
     assert chosen is not None
     target = resolution.target
-    gpus = ", ".join(f"{name} (sm_{cc.replace('.', '')})" for name, cc in target.gpus)
-    driver = f"driver CUDA {target.driver_cuda}" if target.driver_cuda else "no CUDA driver"
+    offer = resolution.target.offer
+    gpus = ", ".join(f"{name} (sm_{(cc or '?').replace('.', '')})" for name, cc in offer.gpus)
+    driver = f"driver CUDA {offer.driver_cuda}" if offer.driver_cuda else "no CUDA driver"
     machine = f"Python {target.python}, {gpus or 'no GPU'}, {driver}"
     wheel = [f"CUDA {chosen.cuda}"] if chosen.cuda else []
     wheel += [_COVERAGE[chosen.coverage]] if chosen.coverage in _COVERAGE else []
@@ -174,7 +175,8 @@ def _resolve(
         )
     target = machine_target(environ, found)
     if not isinstance(found, str):
-        torch = f"torch {target.torch}" if target.torch else "no torch"
+        version = target.offer.torch.version if target.offer.torch else None
+        torch = f"torch {version}" if version else "no torch"
         said = f"judging for {found.python} ({found.how}): {torch}"
         emit(Event(level="info", topic="backend", message=said))
     unseen = found if isinstance(found, str) else None

@@ -235,7 +235,7 @@ def _uv_forces(
     for the null variant); None when its NVIDIA provider would refuse it there."""
     if label == NULL:
         return {}
-    machine = UvMachine.of(target.driver_cuda, target.gpus)
+    machine = UvMachine.of(target.offer.driver_cuda, target.offer.gpus)
     entry = variants.get(label)
     if entry is None or machine.cuda is None or machine.cc is None or not fits(entry, machine):
         return None
