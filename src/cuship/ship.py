@@ -400,11 +400,10 @@ def _check_installed(
     from cuship import process
     from cuship.check.report.results import CheckReport
     from cuship.gpurun.execute import install, probe
-    from cuship.gpurun.plan import Interpreter, plan_install
+    from cuship.gpurun.plan import plan_install
 
     path, work = path.resolve(), (out_dir / "check").resolve()  # the stages run in the project
-    facts = probe(sys.executable, env=environ, cwd=path, venv=work / "venv")
-    base = Interpreter.from_probe(facts)
+    base = probe(sys.executable, env=environ, cwd=path, venv=work / "venv")
     plan = plan_install(wheel, base, in_place=False, venv=work / "venv")
     installed = install(
         plan, wheel, name, env=environ, cwd=path, log=work / "install.log", emit=emit

@@ -27,7 +27,7 @@ from cuship.errors import ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.gpurun.execute import Step, install, probe, run_stage, tell_unrun, unrun
 from cuship.gpurun.plan import (
-    Interpreter,
+    Inside,
     ProjectFacts,
     StagePlan,
     plan_install,
@@ -149,23 +149,23 @@ def machine_json(fp: Fingerprint) -> dict[str, Any]:
     }
 
 
-def _interpreter(facts: Mapping[str, Any]) -> Interpreter:
-    tools = facts.get("tools", {})
-    if not tools.get("pytest"):
+def _with_pytest(inside: Inside) -> Inside:
+    if not inside.interpreter.has("pytest"):
         raise ToolMissing(
-            f"pytest is not installed for {facts['executable']!r}",
+            f"pytest is not installed for {inside.interpreter.executable!r}",
             hint="install pytest there (a gpu-run venv sees that interpreter's packages)",
         )
-    return Interpreter.from_probe(facts)
+    return inside
 
 
 def _choose(
-    name: str, wheels: LocalWheels, fp: Fingerprint, facts: Mapping[str, Any], emit: Emit
+    name: str, wheels: LocalWheels, fp: Fingerprint, inside: Inside, emit: Emit
 ) -> WheelChoice:
     from cuship.resolve.model import target_of
 
-    target = target_of(fp, tags=facts["tags"], python=facts["python"])
-    target = replace(target, offer=replace(target.offer, torch=_venv_torch(fp, facts)))
+    python = inside.interpreter
+    target = target_of(fp, tags=python.tags, python=python.python)
+    target = replace(target, offer=replace(target.offer, torch=_venv_torch(fp, inside)))
     choice = choose(name, wheels, target)
     message = f"wheel: {choice.path.name} ({choice.to_json()['why']})"
     emit(Event(level="info", topic="gpu-run", message=message))
@@ -175,12 +175,12 @@ def _choose(
     return choice
 
 
-def _venv_torch(fp: Fingerprint, facts: Mapping[str, Any]) -> TorchBuild | None:
+def _venv_torch(fp: Fingerprint, inside: Inside) -> TorchBuild | None:
     """The torch the run's interpreter imports (its version and C++ ABI, from the probe), of the
     build the machine's own torch is (flavour, CUDA); None: that interpreter has no torch."""
     from cuship.judge.offer import TorchBuild
 
-    seen = facts.get("torch") or {}
+    seen = inside.torch or {}
     version = seen.get("version")
     if version is None:
         return None
@@ -211,7 +211,7 @@ class _Ready:
     fingerprint: Fingerprint
     results: Path
     env: Mapping[str, str]
-    base: Mapping[str, Any]
+    base: Inside
     choice: WheelChoice
     venv: Path | None
     notes: tuple[str, ...]
@@ -290,8 +290,8 @@ def gpu_run(
     """Choose, install and test the wheel on this GPU machine; write ``RESULTS/gpu-run.json``."""
     started, clock = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.monotonic()
     ready = _prepare(request, environ, emit)
-    interpreter = _interpreter(ready.base)
-    plan = plan_install(ready.choice.path, interpreter, in_place=request.in_place, venv=ready.venv)
+    base = _with_pytest(ready.base)
+    plan = plan_install(ready.choice.path, base, in_place=request.in_place, venv=ready.venv)
     stages = _stages(ready, plan.python, request, environ)
     installed = install(
         plan,
@@ -307,7 +307,7 @@ def gpu_run(
         project=ready.project.root,
         name=ready.project.name,
         results=ready.results,
-        machine={**machine_json(ready.fingerprint), "python": ready.base["python"]},
+        machine={**machine_json(ready.fingerprint), "python": ready.base.interpreter.python},
         wheel=ready.choice.to_json(),
         install=installed,
         stages=_run_stages(stages, installed, environ, emit),
