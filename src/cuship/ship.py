@@ -379,10 +379,11 @@ def _attest(
 
 def _installable_here(wheels: Sequence[Path]) -> Path | None:
     """The first built wheel this interpreter can install (its tags), if any."""
-    from packaging.tags import sys_tags
     from packaging.utils import parse_wheel_filename
 
-    here = {str(tag) for tag in sys_tags()}
+    from cuship.machine.interpreter import running
+
+    here = set(running().tags)
     for wheel in wheels:
         if any(str(tag) in here for tag in parse_wheel_filename(wheel.name)[3]):
             return wheel
