@@ -33,6 +33,11 @@ PACKAGES = {
     "torch-cluster": ("1.6.3", "torch_cluster", "PyG family: FORCE_CUDA gate, cpu+cuda variants"),
     "torch-scatter": ("2.1.2", "torch_scatter", "PyG family: FORCE_CUDA gate, cpu+cuda variants"),
     "causal-conv1d": ("1.7.0", "causal_conv1d", "hard-coded -gencode list, FORCE_BUILD switch"),
+    "pytorch-fast-transformers": (
+        "0.4.0",
+        "fast_transformers",
+        "hard-coded -arch=compute_50 (below what CUDA 13's nvcc compiles), the gate an nvcc on PATH",
+    ),
     "grouped-gemm": (
         "0.3.0",
         "grouped_gemm",

@@ -69,7 +69,7 @@ ALLOWED: dict[str, str] = {
     "store/__init__.py:open_read:sqlite3.connect": (
         "the results store, checked a regular file first and opened read-only and immutable"
     ),
-    "toolkit/install.py:_unpack:.open": _MEMBER,
+    "toolkit/assemble.py:_unpack:.open": _MEMBER,
     "machine/loader.py:_read_library:mmap.mmap": _OWN_DESCRIPTOR,
     "wheel/audit.py:inspect_object:open": _OWN_DESCRIPTOR,
     "wheel/audit.py:inspect_object:mmap.mmap": _OWN_DESCRIPTOR,

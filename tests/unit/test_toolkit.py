@@ -20,7 +20,7 @@ from cuship.errors import CheckFailed, ConfigError, InputError, ToolMissing, Usa
 from cuship.events import Event, collect
 from cuship.toolkit import InstallResult, cached, catalog, install, read_installed, toolkits_root
 from cuship.toolkit.catalog import DATA_FILE, read_catalog
-from cuship.toolkit.install import Probe
+from cuship.toolkit.assemble import Probe
 from cuship.toolkit.layout import dev_links, layout_links, member_target, pick_file
 from tests.jsondocs import schema_errors
 from tests.toolkit_factory import make_index, sha256

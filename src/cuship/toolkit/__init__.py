@@ -4,13 +4,16 @@ machine has no installer for.
 
 ``catalog`` says which wheel versions make which CUDA release (``data/toolkits.toml``) and
 which majors PyPI cannot supply; ``layout`` maps wheel files onto the prefix (pure); ``cache``
-finds assembled toolkits; ``install`` downloads, checks and assembles one.
+finds assembled toolkits; ``assemble`` downloads, checks and assembles one (imported on first
+use of ``install``, ``ensure`` and the like: a command that only plans never loads it).
 """
 
 from __future__ import annotations
 
+import importlib
 import platform
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from cuship.events import Emit, discard
 from cuship.toolkit.cache import (
@@ -33,7 +36,11 @@ from cuship.toolkit.catalog import (
     catalog,
     runner_hint,
 )
-from cuship.toolkit.install import InstallResult, install, nvcc_version
+
+if TYPE_CHECKING:
+    from cuship.toolkit.assemble import InstallResult, install, nvcc_version
+
+_ASSEMBLE = ("InstallResult", "install", "nvcc_version")
 
 __all__ = [
     "Catalog",
@@ -70,6 +77,8 @@ def ensure(
 ) -> InstallResult:
     """The toolkit ``spec`` names (``"13.1"``, ``"13.0.2"``), from the cache or assembled now;
     cache and index from ``environ`` (:func:`toolkits_root`, :func:`index_url`)."""
+    from cuship.toolkit.assemble import install
+
     rows = catalog()
     return install(
         rows.find(spec),
@@ -80,3 +89,11 @@ def ensure(
         offline=offline,
         emit=emit,
     )
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _ASSEMBLE:
+        raise AttributeError(f"module 'cuship.toolkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module("cuship.toolkit.assemble"), name)
+    globals()[name] = value
+    return value

@@ -63,6 +63,49 @@ def sysv_hash(name: bytes) -> int:
     return h
 
 
+@dataclass(frozen=True, slots=True)
+class _GnuHash:
+    """A ``.gnu.hash`` section's header, read once per table: where its Bloom words, buckets
+    and chain start, and the struct layouts to read them (a lookup is a few reads, not a
+    header parse)."""
+
+    nbuckets: int
+    symoffset: int
+    bloom_size: int
+    shift: int
+    bloom_at: int
+    buckets_at: int
+    chain_at: int
+    bits: int  # of one Bloom word
+    word: struct.Struct  # one Bloom word
+    u32: struct.Struct
+
+
+def _gnu_header(data: Buffer, fmt: _Format, section: _Section) -> _GnuHash | None:
+    """None when the table is empty (no bucket or no Bloom word): nothing is found in it."""
+    order = "<" if fmt.little else ">"
+    word = struct.Struct(order + ("Q" if fmt.bits == 64 else "I"))
+    nbuckets, symoffset, bloom_size, shift = struct.unpack_from(
+        order + "IIII", data, section.offset
+    )
+    if nbuckets == 0 or bloom_size == 0:
+        return None
+    bloom_at = section.offset + 16
+    buckets_at = bloom_at + bloom_size * word.size
+    return _GnuHash(
+        nbuckets=nbuckets,
+        symoffset=symoffset,
+        bloom_size=bloom_size,
+        shift=shift,
+        bloom_at=bloom_at,
+        buckets_at=buckets_at,
+        chain_at=buckets_at + nbuckets * 4,
+        bits=word.size * 8,
+        word=word,
+        u32=struct.Struct(order + "I"),
+    )
+
+
 @dataclass(slots=True)
 class SymbolTable:
     """One object's dynamic symbol table, open for lookups (see the module)."""
@@ -77,6 +120,8 @@ class SymbolTable:
     versions: frozenset[str] = frozenset()  # the names .gnu.version_d defines
     _version_names: dict[int, str] = field(default_factory=dict)  # index -> name
     _linear: dict[bytes, list[int]] | None = None
+    _gnu_head: _GnuHash | None = None  # read on the first lookup (see _gnu_read)
+    _gnu_read: bool = False
 
     @property
     def versioned(self) -> bool:
@@ -92,7 +137,8 @@ class SymbolTable:
     def defines_raw(self, name: bytes, version: str | None, hashed: int) -> bool:
         """:meth:`defines` of an encoded name whose :func:`gnu_hash` is ``hashed`` (computed
         once for a name looked up in many objects)."""
-        return any(self._acceptable(index, version) for index in self._candidates(name, hashed))
+        found = self._candidates(name, hashed)  # most lookups end at the Bloom filter: []
+        return bool(found) and any(self._acceptable(index, version) for index in found)
 
     # --- the hash tables -------------------------------------------------------------------
 
@@ -106,27 +152,25 @@ class SymbolTable:
         return self._linear.get(name, [])
 
     def _gnu_candidates(self, name: bytes, h: int) -> list[int]:
-        section = self.gnu
-        assert section is not None
-        word = 8 if self.fmt.bits == 64 else 4
-        base = section.offset
-        nbuckets, symoffset, bloom_size, shift = self.fmt.unpack("IIII", self.data, base)
-        if nbuckets == 0 or bloom_size == 0:
+        if not self._gnu_read:
+            assert self.gnu is not None
+            self._gnu_head, self._gnu_read = _gnu_header(self.data, self.fmt, self.gnu), True
+        head = self._gnu_head
+        if head is None:
             return []
-        bits = word * 8
-        bloom_at = base + 16 + ((h // bits) % bloom_size) * word
-        (bloom,) = self.fmt.unpack("Q" if word == 8 else "I", self.data, bloom_at)
-        mask = (1 << (h % bits)) | (1 << ((h >> shift) % bits))
+        data, bits = self.data, head.bits
+        (bloom,) = head.word.unpack_from(
+            data, head.bloom_at + ((h // bits) % head.bloom_size) * (bits // 8)
+        )
+        mask = (1 << (h % bits)) | (1 << ((h >> head.shift) % bits))
         if bloom & mask != mask:
             return []
-        buckets_at = base + 16 + bloom_size * word
-        (index,) = self.fmt.unpack("I", self.data, buckets_at + (h % nbuckets) * 4)
-        if index < symoffset:
+        (index,) = head.u32.unpack_from(data, head.buckets_at + (h % head.nbuckets) * 4)
+        if index < head.symoffset:
             return []
-        chain_at = buckets_at + nbuckets * 4
         found: list[int] = []
         for _ in range(self._count):  # bounded: a damaged chain cannot spin
-            (entry,) = self.fmt.unpack("I", self.data, chain_at + (index - symoffset) * 4)
+            (entry,) = head.u32.unpack_from(data, head.chain_at + (index - head.symoffset) * 4)
             if (entry | 1) == (h | 1) and self._name_is(index, name):
                 found.append(index)
             if entry & 1:

@@ -34,7 +34,6 @@ from cuship.errors import (
     UsageError,
 )
 from cuship.events import Emit, Event, discard, progress
-from cuship.resolve.fetch import download, fetch_page
 from cuship.toolkit.cache import Installed, WheelFile, read_installed, toolkit_prefix
 from cuship.toolkit.catalog import Catalog, ToolkitRelease
 from cuship.toolkit.layout import MANIFEST, Link, file_mode, layout_links, member_target, pick_file
@@ -221,6 +220,8 @@ def _fetch_one(
     package: str, version: Version, into: Path, index: str, machine: str, emit: Emit
 ) -> tuple[Path, WheelFile]:
     """One pinned wheel; a failure keeps its exit code and names the toolkit's wheel."""
+    from cuship.resolve.fetch import download, fetch_page  # the network stack: only to download
+
     try:
         page = fetch_page(index, package, manifest=False, emit=emit)
     except CushipError as err:
