@@ -117,6 +117,10 @@ def read(answer: Any, *, source: str = "", what: str = "its answer") -> Interpre
     """The record of a probe's answer (a decoded document); a document that is not one is a
     :class:`~cuship.schema.check.SchemaRefused` naming ``what`` and the place."""
     check(answer, _ANSWER, what)
+    return _record(answer, source)
+
+
+def _record(answer: Mapping[str, Any], source: str) -> Interpreter:
     major, minor, micro = answer["version"]
     return Interpreter(
         version=f"{major}.{minor}",
@@ -183,5 +187,6 @@ def answer() -> dict[str, object]:
 
 
 def running(source: str = "running") -> Interpreter:
-    """The interpreter cuship runs in (see :func:`answer`)."""
-    return read(answer(), source=source)
+    """The interpreter cuship runs in (see :func:`answer`; its own answer, not held to the
+    schema: a thousand tags checked one by one would cost every command's start)."""
+    return _record(answer(), source)
