@@ -194,3 +194,7 @@ def test_gpu_run_reads_the_answer_from_inside_with_the_same_reader(
     monkeypatch.setattr("cuship.process.run", _Run(json.dumps({"interpreter": {"python": 3}})))
     with pytest.raises(ToolMissing, match=r"cuship inside '/v/bin/python': its answer: no"):
         execute.probe("/v/bin/python", env={}, cwd=tmp_path)
+    older = {"executable": "/v/bin/python", "python": "3.13.0", "cuship": "0.9.0"}
+    monkeypatch.setattr("cuship.process.run", _Run(json.dumps(older)))
+    with pytest.raises(ToolMissing, match=r"'/v/bin/python' is another version \('0.9.0'\)"):
+        execute.probe("/v/bin/python", env={}, cwd=tmp_path)

@@ -105,13 +105,14 @@ def probe(
         ) from None
     if not isinstance(facts, dict):
         raise ToolMissing(f"cuship inside {python!r} answered {_read.shown(facts)}, not facts")
+    hint = "install this cuship into that interpreter: its stages run `python -m cuship` there"
+    if "interpreter" not in facts:  # a cuship older than the one probe
+        said = _read.shown(facts.get("cuship"))
+        raise ToolMissing(f"cuship inside {python!r} is another version ({said})", hint=hint)
     try:
-        interpreter = read(facts.get("interpreter"), what=f"cuship inside {python!r}: its answer")
+        interpreter = read(facts["interpreter"], what=f"cuship inside {python!r}: its answer")
     except InputError as err:
-        raise ToolMissing(
-            err.message,
-            hint="install this cuship into that interpreter: its stages run `python -m cuship`",
-        ) from None
+        raise ToolMissing(err.message, hint=hint) from None
     return Inside(
         interpreter=interpreter,
         torch=facts.get("torch") if isinstance(facts.get("torch"), dict) else None,
