@@ -2,7 +2,8 @@
 
 Writes one JSON document to stdout (the protocol; nothing else is printed): the interpreter, as
 the one interpreter probe describes it (:mod:`cuship.machine.interpreter`: its version, wheel
-tags, site directories, which of pip, pytest and venv it can import), cuship's version, its torch, and with ``--dist NAME`` the installed distribution: version, location, top-level modules,
+tags, site directories, which of pip, pytest and venv it can import), cuship's version, its
+torch, and with ``--dist NAME`` the installed distribution: version, location, top-level modules,
 where ``import`` would find each of them (found, never imported: importing could start CUDA) and
 which of its requirements are missing. ``--venv DIR`` adds where a venv at DIR keeps packages.
 """

@@ -3,8 +3,8 @@
 
 Another interpreter runs this file's text as ``python -I -c TEXT [LEND]`` and prints one JSON
 object; the running interpreter imports it and calls :func:`about`. It imports the standard
-library only (the interpreter asked may hold nothing else) and runs on Python 3.7 and later: the wheel
-tags come from ``packaging``, LEND's (a directory holding it, put first on ``sys.path`` only
+library only (the interpreter asked may hold nothing else) and runs on Python 3.7 and later:
+the wheel tags come from ``packaging``, LEND's (a directory holding it, put first on ``sys.path`` only
 while it is imported, after the path is read) or else the interpreter's own; without one the
 tags are ``null``.
 """

@@ -104,14 +104,14 @@ def build_torch_problem(environ: Mapping[str, str]) -> str | None:
     target = _torch_in(environ, found)
     if target is None:
         return (
-            f"the build environment holds torch {here}; {found.executable} ({found.source}) has no "
-            "torch: the wheel would need the build environment's"
+            f"the build environment holds torch {here}; {found.executable} ({found.source}) has "
+            "no torch: the wheel would need the build environment's"
         )
     if Version(here).release[:2] != Version(target).release[:2]:
         return (
             f"the build environment holds torch {here}, the environment installed into "
-            f"({found.executable}, {found.source}) torch {target}: an extension compiled here would "
-            "not load there"
+            f"({found.executable}, {found.source}) torch {target}: an extension compiled here "
+            "would not load there"
         )
     return None
 

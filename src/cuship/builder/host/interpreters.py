@@ -9,9 +9,10 @@ Where cuship looks, in order (the first interpreter that answers wins for its ve
 5. uv-managed Pythons: ``uv python find --managed-python 3.X``, when uv is on ``PATH``.
 
 Each candidate is asked, in a subprocess with a time limit, what it is (the one interpreter
-probe, :func:`cuship.machine.interpreter.probe`): a candidate that fails (a pyenv shim for a version not selected exits 127), is not CPython, is a
-free-threaded build (its wheels are ``cp3Xt``) or has no ``venv``/``ensurepip`` (the smoke venv
-needs them) is passed over, with the reason kept. Finding and choosing are separate: the
+probe, :func:`cuship.machine.interpreter.probe`): a candidate that fails (a pyenv shim for a
+version not selected exits 127), is not CPython, is a free-threaded build (its wheels are
+``cp3Xt``) or has no ``venv``/``ensurepip`` (the smoke venv needs them) is passed over, with the
+reason kept. Finding and choosing are separate: the
 candidates and the choice are pure, the probe is the only part that runs anything.
 """
 
