@@ -97,11 +97,11 @@ def backend_torch(**torch: str) -> Callable[[Path], Built]:
         site = _torch_site(root, **torch)
         code = (
             "import sys\nfrom cuship.errors import CushipError\n"
-            "from cuship.resolve.target import TargetEnv\n"
+            "from cuship.machine.interpreter import Interpreter\n"
             "from cuship.resolve.decide import machine_target\n"
             "from cuship.resolve._template import template_values\n"
-            "found = TargetEnv(python=sys.executable, how='x', version='3.11', "
-            f"site_dirs=({str(site)!r},), tags=())\n"
+            "found = Interpreter(version='3.11', full='3.11.0', executable=sys.executable, "
+            f"source='x', python='3.11', paths=({str(site)!r},))\n"
             "try:\n    t = machine_target({'CUSHIP_GPUS': 'none'}, found)\n"
             "    print(template_values(name='p', version='1', target=t, "
             "machine_platform='linux_x86_64'))\n"

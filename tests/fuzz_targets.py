@@ -409,6 +409,22 @@ def _version_py(text: str) -> object:
     return flavour_of_files(text)
 
 
+_ANSWER_KEYS = ["executable", "version", "python", "implementation", "paths", "site", "tags"]
+INTERPRETER_ANSWERS = st.one_of(
+    st.fixed_dictionaries(
+        {"executable": _TEXT, "version": st.lists(st.integers(-1, 10**6), max_size=4)},
+        optional={k: JSON_VALUES for k in _ANSWER_KEYS[2:]},
+    ),
+    _keyed(_ANSWER_KEYS),
+)
+
+
+def _interpreter(data: bytes) -> object:
+    from cuship.machine.interpreter import parse
+
+    return parse(data.decode("utf-8", "replace"))  # process output: text, bad bytes replaced
+
+
 def _nvcc(case: tuple[list[str], str]) -> object:
     from cuship.builder.run.nvcc_shim import expand_options_files, plan_call
 
@@ -429,4 +445,5 @@ TARGETS: tuple[Target, ...] = (
     Target("bench baseline", _encoded(BENCH_BASELINES), _bench_baseline),
     Target("torch version.py", VERSION_PY, _version_py),
     Target("nvcc argv", NVCC_ARGV, _nvcc),
+    Target("interpreter answer", _encoded(INTERPRETER_ANSWERS), _interpreter),
 )

@@ -396,10 +396,11 @@ def _attest(
 
 def _installable_here(wheels: Sequence[Path]) -> Path | None:
     """The first built wheel this interpreter can install (its tags), if any."""
-    from packaging.tags import sys_tags
     from packaging.utils import parse_wheel_filename
 
-    here = {str(tag) for tag in sys_tags()}
+    from cuship.machine.interpreter import running
+
+    here = set(running().tags)
     for wheel in wheels:
         if any(str(tag) in here for tag in parse_wheel_filename(wheel.name)[3]):
             return wheel
@@ -417,11 +418,10 @@ def _check_installed(
     from cuship import process
     from cuship.check.report.results import CheckReport
     from cuship.gpurun.execute import install, probe
-    from cuship.gpurun.plan import Interpreter, plan_install
+    from cuship.gpurun.plan import plan_install
 
     path, work = path.resolve(), (out_dir / "check").resolve()  # the stages run in the project
-    facts = probe(sys.executable, env=environ, cwd=path, venv=work / "venv")
-    base = Interpreter.from_probe(facts)
+    base = probe(sys.executable, env=environ, cwd=path, venv=work / "venv")
     plan = plan_install(wheel, base, in_place=False, venv=work / "venv")
     installed = install(
         plan, wheel, name, env=environ, cwd=path, log=work / "install.log", emit=emit

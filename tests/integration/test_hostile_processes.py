@@ -57,8 +57,8 @@ def test_a_target_interpreter_that_prints_3_gb_is_no_answer(tmp_path: Path) -> N
     garbage.chmod(0o755)
     said = _probe(str(garbage), "CUSHIP_TARGET_PYTHON", "/nowhere")
     assert said == (
-        f"CUSHIP_TARGET_PYTHON ({garbage}) did not answer: its answer at [0]: expected string, "
-        "got 1"
+        f"CUSHIP_TARGET_PYTHON ({garbage}) did not answer: its answer: expected object, "
+        "got [1, 2, 3, 4]"
     )
 
 

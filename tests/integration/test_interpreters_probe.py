@@ -25,10 +25,11 @@ def _script(path: Path, body: str) -> str:
 def _answer(version: str, executable: str, **extra: object) -> str:
     doc = {
         "version": [int(x) for x in version.split(".")],
+        "python": version,
         "implementation": "cpython",
         "executable": executable,
         "free_threaded": False,
-        "venv": True,
+        "modules": ["venv", "ensurepip"],
         **extra,
     }
     return f"echo '{json.dumps(doc)}'"

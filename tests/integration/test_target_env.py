@@ -31,7 +31,7 @@ def test_a_site_directory_that_also_lends_packaging_stays_the_targets(tmp_path: 
         "import json, os\n"
         "from cuship.resolve.target import find_target\n"
         "found = find_target(os.environ)\n"
-        "print(json.dumps([found.python, list(found.site_dirs)]))"
+        "print(json.dumps([found.executable, list(found.paths)]))"
     )
     env = {**os.environ, "PIP_BUILD_TRACKER": str(tmp_path / "tracker")}
     env["PYTHONPATH"] = str(REPO / "src")

@@ -16,7 +16,7 @@ from cuship.errors import ConfigError, UsageError
 from cuship.gpurun.execute import judge_origins
 from cuship.gpurun.plan import (
     LAYER_PTH,
-    Interpreter,
+    Inside,
     ProjectFacts,
     StagePlan,
     plan_install,
@@ -33,6 +33,7 @@ from cuship.gpurun.results import (
     stage_code,
 )
 from cuship.gpurun.session import GpuRunRequest, gpu_run_request, interpreter_path
+from cuship.machine.interpreter import Interpreter
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cuvecops"
 RESULTS = Path("/ci/results")
@@ -136,13 +137,15 @@ def test_a_project_without_a_name_is_a_config_error(tmp_path: Path) -> None:
     assert err.value.exit_code == 2
 
 
-BASE = Interpreter(
+PYTHON = Interpreter(
+    version="3.12",
+    full="3.12.3",
     executable="/ci/venv/bin/python",
     python="3.12.3",
     site=("/ci/venv/lib/python3.12/site-packages",),
-    has_pip=True,
-    venv_purelib="/r/venv/lib/python3.12/site-packages",
+    modules=("pip", "pytest", "venv", "ensurepip"),
 )
+BASE = Inside(interpreter=PYTHON, venv_purelib="/r/venv/lib/python3.12/site-packages")
 WHEEL = Path("/w/tiny-1.0-py3-none-any.whl")
 
 
@@ -160,22 +163,28 @@ def test_venv_install_sees_the_base_packages_and_installs_no_dependencies() -> N
         "import site; site.addsitedir('/ci/venv/lib/python3.12/site-packages')\n",
     )
     without_pip = plan_install(
-        WHEEL, dataclasses.replace(BASE, has_pip=False), in_place=False, venv=Path("/r/venv")
+        WHEEL,
+        dataclasses.replace(BASE, interpreter=dataclasses.replace(PYTHON, modules=("venv",))),
+        in_place=False,
+        venv=Path("/r/venv"),
     )
     assert "--without-pip" not in without_pip.commands[0]  # ensurepip gives the venv its own
     # no --system-site-packages beside the layer: a venv of a venv would see the base Python's
     # packages, which the probed interpreter may not see; a probe that named no site gets them
     unnamed = plan_install(
-        WHEEL, dataclasses.replace(BASE, site=()), in_place=False, venv=Path("/r/venv")
+        WHEEL,
+        dataclasses.replace(BASE, interpreter=dataclasses.replace(PYTHON, site=())),
+        in_place=False,
+        venv=Path("/r/venv"),
     )
     assert "--system-site-packages" in unnamed.commands[0] and unnamed.layer is None
 
 
 def test_in_place_install_replaces_what_is_there() -> None:
     plan = plan_install(WHEEL, BASE, in_place=True)
-    assert plan.mode == "in-place" and plan.python == BASE.executable and plan.layer is None
+    assert plan.mode == "in-place" and plan.python == PYTHON.executable and plan.layer is None
     ((*argv, wheel),) = plan.commands
-    assert argv[:4] == [BASE.executable, "-m", "pip", "install"]
+    assert argv[:4] == [PYTHON.executable, "-m", "pip", "install"]
     assert {"--no-deps", "--force-reinstall"} <= set(argv) and wheel == str(WHEEL)
 
 

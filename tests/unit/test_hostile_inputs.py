@@ -60,6 +60,12 @@ def _machine(monkeypatch: pytest.MonkeyPatch, site: Path) -> None:
     monkeypatch.syspath_prepend(str(site))
 
 
+def _answer(**changed: object) -> str:
+    """The interpreter probe's answer, with some fields changed."""
+    doc = {"executable": "p", "version": [3, 11, 7], "python": "3.11.7", "implementation": "x"}
+    return json.dumps({**doc, "tags": ["py3-none-any"], **changed})
+
+
 def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     code = main(args)
     captured = capsys.readouterr()
@@ -229,11 +235,14 @@ def test_a_content_length_that_is_no_number_is_no_length(said: str) -> None:
 @pytest.mark.parametrize(
     ("stdout", "said"),
     [
-        ("[1,2,3,4]", "at [0]: expected string, got 1"),
-        ('["p", "3.11", "x", []]', "at [2]: expected array, got 'x'"),
-        ('["p", "3.11", [], []] trailing', "is not JSON"),
+        ("[1,2,3,4]", "its answer: expected object, got [1, 2, 3, 4]"),
+        (_answer(executable=1), "at executable: expected string, got 1"),
+        (_answer(paths="x"), "at paths: expected array, got 'x'"),
+        (_answer(version=[3, 11]), "at version: a list of 2 items, fewer than 3"),
+        (_answer(tags=["t" * 5000]), "at tags: "),
+        (_answer() + " trailing", "is not JSON"),
         ("", "is not JSON"),
-        ('["p"]', "fewer than 4"),
+        ('{"executable": "p"}', "no 'version'"),
         ("[" * 100_000, "nested too deeply"),
     ],
 )

@@ -9,14 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cuship.builder.host.interpreters import (
-    Interpreter,
-    Probed,
-    Search,
-    candidates,
-    find_interpreters,
-    parse_probe,
-)
+from cuship.builder.host.interpreters import Interpreter, Search, candidates, find_interpreters
 from cuship.errors import ConfigError, ToolMissing
 from cuship.events import Event, collect
 
@@ -36,18 +29,31 @@ def _python(folder: Path, name: str) -> str:
 class _Answers:
     """What each fake interpreter says to the probe, by path; records who was asked."""
 
-    def __init__(self, answers: Mapping[str, Probed | str]) -> None:
+    def __init__(self, answers: Mapping[str, Interpreter | str]) -> None:
         self.answers, self.asked = dict(answers), list[str]()
 
-    def __call__(self, path: str, environ: Mapping[str, str]) -> Probed | str:
+    def __call__(self, path: str, environ: Mapping[str, str]) -> Interpreter | str:
         self.asked.append(path)
         return self.answers.get(path, "exit 127: no such interpreter")
 
 
-def _cpython(version: str, executable: str, **kw: bool) -> Probed:
-    major, minor, micro = (int(x) for x in version.split("."))
-    return Probed(
-        version=(major, minor, micro), implementation="cpython", executable=executable, **kw
+def _cpython(
+    version: str,
+    executable: str,
+    *,
+    implementation: str = "cpython",
+    free_threaded: bool = False,
+    venv: bool = True,
+) -> Interpreter:
+    """What the probe would say of a Python ``version`` (``venv``: it has venv and ensurepip)."""
+    return Interpreter(
+        version=version.rsplit(".", 1)[0],
+        full=version,
+        executable=executable,
+        python=version,
+        implementation=implementation,
+        free_threaded=free_threaded,
+        modules=("pip", "venv", "ensurepip") if venv else ("pip",),
     )
 
 
@@ -113,9 +119,7 @@ def test_a_failing_shim_is_passed_over_with_its_reason(machine: dict[str, str]) 
 def test_pypy_free_threaded_and_wrong_versions_are_passed_over(machine: dict[str, str]) -> None:
     answers = _Answers(
         {
-            machine["shim312"]: Probed(
-                version=(3, 12, 0), implementation="pypy", executable=machine["shim312"]
-            ),
+            machine["shim312"]: _cpython("3.12.0", machine["shim312"], implementation="pypy"),
             machine["pyenv3124"]: _cpython("3.12.4", "x", free_threaded=True),
             machine["pyenv3121"]: _cpython("3.11.2", machine["pyenv3121"]),
             machine["venv312"]: _cpython("3.12.2", machine["venv312"], venv=False),
@@ -213,16 +217,6 @@ def test_fetching_without_uv_exits_3_naming_what_is_missing(machine: dict[str, s
     assert "no Python 3.9 here and no uv" in str(caught.value)
     # nothing missing: nothing to fetch, no uv needed
     assert find_interpreters(["3.11"], search).get("3.11") is RUNNING
-
-
-def test_the_probe_answer_is_read_strictly() -> None:
-    said = parse_probe(
-        'noise\n{"version": [3, 12, 1], "implementation": "cpython", "executable": "/p",'
-        ' "free_threaded": false, "venv": true}\n'
-    )
-    assert said == Probed(version=(3, 12, 1), implementation="cpython", executable="/p")
-    assert parse_probe("Python 3.12.1\n") == "not a Python interpreter (it printed 'Python 3.12.1')"
-    assert parse_probe("") == "not a Python interpreter (it printed 'nothing')"
 
 
 def test_fetching_is_said_plainly() -> None:

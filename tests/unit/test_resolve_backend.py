@@ -14,6 +14,7 @@ import pytest
 
 from cuship.errors import CheckFailed, ConfigError, UsageError
 from cuship.index import write
+from cuship.judge.offer import Offer, TorchBuild
 from cuship.resolve import Target
 from cuship.resolve._template import format_url, template_values
 from cuship.resolve.backend import Prebuilt, decide
@@ -141,9 +142,7 @@ def test_template_values_and_formatting() -> None:
     target = Target(
         tags=("cp311-cp311-linux_x86_64",),
         python="3.11.7",
-        driver_cuda="13.0",
-        torch="2.8.0+cu128",
-        cxx11abi=True,
+        offer=Offer(driver_cuda="13.0", torch=TorchBuild(version="2.8.0+cu128", cxx11abi=True)),
     )
     values = template_values(
         name="Flash-Attn", version="2.8.3", target=target, machine_platform="linux-x86_64"

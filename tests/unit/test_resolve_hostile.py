@@ -15,6 +15,7 @@ import pytest
 
 from cuship.errors import InputError
 from cuship.events import Event
+from cuship.judge.offer import Offer
 from cuship.resolve import Candidate, Target, Verdict, select
 from cuship.resolve.fetch import download, fetch_page, parse_json
 from cuship.resolve.http import FetchOptions
@@ -29,7 +30,7 @@ WHEEL = "pkg-1.0+cu128-py3-none-any.whl"
 SHA = "ab" * 32
 MiB = 1 << 20
 GPU_TARGET = Target(
-    tags=("py3-none-any",), python="3.12", gpus=(("H100", "9.0"),), driver_cuda="12.8"
+    tags=("py3-none-any",), python="3.12", offer=Offer(gpus=(("H100", "9.0"),), driver_cuda="12.8")
 )
 QUICK = FetchOptions(timeout=1.0, retries=0)
 

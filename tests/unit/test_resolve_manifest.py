@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cuship.events import Event
+from cuship.judge.offer import Offer
 from cuship.resolve import Target, select
 from cuship.resolve.fetch import IndexPage, fetch_page
 from cuship.resolve.http import FetchOptions
@@ -26,7 +27,11 @@ SITE_MANIFEST = f"{HOST}cuship-index.json"
 WHEEL = "pkg-1.0+cu128-py3-none-any.whl"
 SHA = "cd" * 32
 QUICK = FetchOptions(timeout=1.0, retries=0)
-TARGET = Target(tags=("py3-none-any",), python="3.12", gpus=(("H100", "9.0"),), driver_cuda="12.8")
+TARGET = Target(
+    tags=("py3-none-any",),
+    python="3.12",
+    offer=Offer(gpus=(("H100", "9.0"),), driver_cuda="12.8"),
+)
 FACTS = {"label": "cu128", "cuda": "12.8", "sass": ["80", "90"], "ptx": []}
 
 

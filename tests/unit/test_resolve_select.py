@@ -6,6 +6,7 @@ import pytest
 
 from cuship.errors import UsageError
 from cuship.judge.gpu import covers
+from cuship.judge.offer import Offer, TorchBuild
 from cuship.resolve import Candidate, Resolution, Target, WheelFacts, select
 
 CP311 = "cp311-cp311-linux_x86_64"
@@ -21,15 +22,9 @@ def target(
     torch: str | None = None,
     cxx11abi: bool | None = None,
 ) -> Target:
-    return Target(
-        tags=TAGS,
-        python="3.11.7",
-        gpus=gpus,
-        driver_version=driver_version,
-        driver_cuda=driver_cuda,
-        torch=torch,
-        cxx11abi=cxx11abi,
-    )
+    build = None if torch is None else TorchBuild(version=torch, cxx11abi=cxx11abi)
+    offer = Offer(gpus=gpus, driver_version=driver_version, driver_cuda=driver_cuda, torch=build)
+    return Target(tags=TAGS, python="3.11.7", offer=offer)
 
 
 def wheel(
@@ -329,7 +324,7 @@ def test_tags_from_env_judge_another_platform() -> None:
     }
     other = target_from_env(env, tags_from_env=True)
     assert other.tags == ("cp312-cp312-manylinux_2_28_aarch64", "py3-none-any")
-    assert (other.python, other.gpus, other.driver_cuda) == ("3.12.1", (H100,), "12.8")
+    assert (other.python, other.offer.gpus, other.offer.driver_cuda) == ("3.12.1", (H100,), "12.8")
     arm = wheel("1.0+cu128", tag="cp312-cp312-manylinux_2_28_aarch64")
     assert chosen(select("pkg", [wheel("1.0+cu128"), arm], other)) == arm.filename
     with pytest.raises(UsageError, match="--tags-from-env needs CUSHIP_TAGS"):

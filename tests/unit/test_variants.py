@@ -15,6 +15,7 @@ from cuship.errors import InputError, UsageError
 from cuship.index import write
 from cuship.index.describe import describe_wheel
 from cuship.judge import ObjectNeeds, WheelNeeds
+from cuship.judge.offer import Offer, TorchBuild
 from cuship.judge.variants import make_variant, properties, publish_variants
 from cuship.judge.verify import verify
 from cuship.resolve import Candidate, Target, WheelFacts, select
@@ -283,17 +284,9 @@ def test_torch_linked_builds_get_one_sub_index_per_torch_minor(tmp_path: Path) -
     from cuship.resolve.install import resolve_index
 
     libs = CudaLibraries(found=(("libcudart.so.13", "x"),))
-    target = Target(
-        tags=(TAG,),
-        python="3.11.7",
-        gpus=(("H100", "9.0"),),
-        driver_cuda="13.0",
-        torch="2.13.0",
-        torch_flavour="cuda",
-        torch_cuda="13.0",
-        cxx11abi=True,
-        libraries=libs,
-    )
+    torch = TorchBuild(version="2.13.0", flavour="cuda", cuda="13.0", cxx11abi=True)
+    offer = Offer(gpus=(("H100", "9.0"),), driver_cuda="13.0", torch=torch, libraries=libs)
+    target = Target(tags=(TAG,), python="3.11.7", offer=offer)
     _, resolution = resolve_index("pkg", (site / "torch2.13/simple").as_uri(), target)
     assert resolution.chosen is not None
     assert resolution.chosen.candidate.filename == f"pkg-1.0-213-{TAG}-cu130.whl"
@@ -369,14 +362,16 @@ def test_resolve_prefers_what_uv_takes_among_equals_and_says_where_it_differs() 
     from cuship.machine import CudaLibraries
 
     libs = CudaLibraries(found=(("libcudart.so.12", "x"), ("libcudart.so.13", "x")))
-    target = Target(tags=(TAG,), python="3.11.7", gpus=(("H100", "9.0"),), libraries=libs)
-    h100 = select("pkg", files, replace(target, driver_cuda="13.0"))
+    offer = Offer(gpus=(("H100", "9.0"),), libraries=libs)
+    target = Target(tags=(TAG,), python="3.11.7", offer=offer)
+    h100 = select("pkg", files, replace(target, offer=replace(offer, driver_cuda="13.0")))
     assert h100.chosen is not None and h100.uv == h100.chosen.candidate.filename
     assert h100.chosen.candidate.filename.endswith("-cu130.whl")
     # uv's provider reads the driver and the GPU, not the libraries: with no CUDA 13 runtime
     # here, it would take the cu130 variant, which cannot load; cuship takes a CUDA 12 build
     only12 = CudaLibraries(found=(("libcudart.so.12", "x"),))
-    no13 = select("pkg", files, replace(target, driver_cuda="13.0", libraries=only12))
+    no13_offer = replace(offer, driver_cuda="13.0", libraries=only12)
+    no13 = select("pkg", files, replace(target, offer=no13_offer))
     assert no13.uv is not None and no13.uv.endswith("-cu130.whl")
     assert no13.chosen is not None  # the plain wheel or cu128: the CUDA 12 builds run here
     assert no13.chosen.candidate.filename in (files[0].filename, files[1].filename)
@@ -407,9 +402,8 @@ def test_install_gives_a_variant_to_an_installer_that_takes_it(
     from cuship.resolve.install import FORCE_CUDA, FORCE_SM, plan_install
 
     libs = CudaLibraries(found=(("libcudart.so.13", "x"),))
-    h100 = Target(
-        tags=(TAG,), python="3.11.7", gpus=(("H100", "9.0"),), driver_cuda="13.0", libraries=libs
-    )
+    offer = Offer(gpus=(("H100", "9.0"),), driver_cuda="13.0", libraries=libs)
+    h100 = Target(tags=(TAG,), python="3.11.7", offer=offer)
     resolution = select("pkg", [_variant_candidate("cu130", ("90",))], h100)
     assert resolution.chosen is not None
     plan = plan_install(

@@ -83,15 +83,15 @@ def render(console: Console, resolution: Resolution) -> None:
 
 
 def _summary(resolution: Resolution) -> str:
-    target = resolution.target
-    gpus = ", ".join(f"{name} {cc}" for name, cc in target.gpus) or "no GPU"
-    driver = f"driver {target.driver_version or '?'}" + (
-        f" (CUDA {target.driver_cuda})" if target.driver_cuda else ""
+    offer = resolution.target.offer
+    gpus = ", ".join(f"{name} {cc}" for name, cc in offer.gpus) or "no GPU"
+    driver = f"driver {offer.driver_version or '?'}" + (
+        f" (CUDA {offer.driver_cuda})" if offer.driver_cuda else ""
     )
-    if target.driver_version is None and target.driver_cuda is None:
+    if offer.driver_version is None and offer.driver_cuda is None:
         driver = "driver unknown"
-    torch = f", torch {target.torch}" if target.torch else ""
-    return f"Python {target.python}, {gpus}, {driver}{torch}"
+    torch = f", torch {offer.torch.version}" if offer.torch and offer.torch.version else ""
+    return f"Python {resolution.target.python}, {gpus}, {driver}{torch}"
 
 
 def fail_if_nothing(resolution: Resolution) -> None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from cuship.gpurun.plan import (
     STAGE_ENV,
+    Inside,
     InstallPlan,
-    Interpreter,
     ProjectFacts,
     StagePlan,
     plan_install,
@@ -31,8 +31,8 @@ __all__ = [
     "STAGE_ENV",
     "GpuRunReport",
     "GpuRunRequest",
+    "Inside",
     "InstallPlan",
-    "Interpreter",
     "LocalWheels",
     "NoWheelFits",
     "ProjectFacts",

@@ -1,7 +1,8 @@
 """Run inside the interpreter ``cuship gpu-run`` tests with: ``python -m cuship.gpurun._inside``.
 
-Writes one JSON document to stdout (the protocol; nothing else is printed): the interpreter's
-version, wheel tags and site directories, which tools it can import (pip, pytest, cuship), its
+Writes one JSON document to stdout (the protocol; nothing else is printed): the interpreter, as
+the one interpreter probe describes it (:mod:`cuship.machine.interpreter`: its version, wheel
+tags, site directories, which of pip, pytest and venv it can import), cuship's version, its
 torch, and with ``--dist NAME`` the installed distribution: version, location, top-level modules,
 where ``import`` would find each of them (found, never imported: importing could start CUDA) and
 which of its requirements are missing. ``--venv DIR`` adds where a venv at DIR keeps packages.
@@ -12,20 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from cuship.machine.sites import site_dirs, venv_purelib
+from cuship.machine.sites import venv_purelib
 
 __all__ = ["main"]
-
-
-def _tools() -> dict[str, bool]:
-    from importlib.util import find_spec
-
-    return {name: find_spec(name) is not None for name in ("pip", "pytest", "venv")}
 
 
 def _torch() -> dict[str, Any] | None:
@@ -63,20 +57,10 @@ def _dist(name: str) -> dict[str, Any] | None:
 
 def facts(dist: str | None, venv: str | None) -> dict[str, Any]:
     """What the parent needs to know about this interpreter."""
-    from packaging import tags
-
+    from cuship.machine.interpreter import answer
     from cuship.version import __version__
 
-    doc: dict[str, Any] = {
-        "executable": sys.executable,
-        "python": platform.python_version(),
-        "in_venv": sys.prefix != sys.base_prefix,
-        "site": list(site_dirs()),
-        "tags": [str(t) for t in tags.sys_tags()],
-        "tools": _tools(),
-        "cuship": __version__,
-        "torch": _torch(),
-    }
+    doc: dict[str, Any] = {"interpreter": answer(), "cuship": __version__, "torch": _torch()}
     if venv is not None:
         doc["venv_purelib"] = venv_purelib(venv)
     if dist is not None:

@@ -18,10 +18,11 @@ from typing import Any
 
 from cuship import _read, process
 from cuship._fs import remove_file, sha256_file, write_atomic
-from cuship.errors import CannotStart, ToolMissing
+from cuship.errors import CannotStart, InputError, ToolMissing
 from cuship.events import Emit, Event, discard, progress
-from cuship.gpurun.plan import InstallPlan, StagePlan
+from cuship.gpurun.plan import Inside, InstallPlan, StagePlan
 from cuship.gpurun.results import VERDICTS, InstallResult, StageResult, stage_code
+from cuship.machine.interpreter import read
 
 __all__ = ["Step", "install", "judge_origins", "probe", "run_stage", "tell_unrun"]
 
@@ -83,7 +84,7 @@ def probe(
     cwd: Path,
     dist: str | None = None,
     venv: Path | None = None,
-) -> dict[str, Any]:
+) -> Inside:
     """What :mod:`cuship.gpurun._inside` reports from inside ``python``."""
     argv = [python, "-m", "cuship.gpurun._inside"]
     argv += ["--dist", dist] if dist else []
@@ -104,7 +105,20 @@ def probe(
         ) from None
     if not isinstance(facts, dict):
         raise ToolMissing(f"cuship inside {python!r} answered {_read.shown(facts)}, not facts")
-    return facts
+    hint = "install this cuship into that interpreter: its stages run `python -m cuship` there"
+    if "interpreter" not in facts:  # a cuship older than the one probe
+        said = _read.shown(facts.get("cuship"))
+        raise ToolMissing(f"cuship inside {python!r} is another version ({said})", hint=hint)
+    try:
+        interpreter = read(facts["interpreter"], what=f"cuship inside {python!r}: its answer")
+    except InputError as err:
+        raise ToolMissing(err.message, hint=hint) from None
+    return Inside(
+        interpreter=interpreter,
+        torch=facts.get("torch") if isinstance(facts.get("torch"), dict) else None,
+        venv_purelib=facts.get("venv_purelib"),
+        dist=facts.get("dist"),
+    )
 
 
 def _judge_install(dist: Mapping[str, Any] | None, name: str) -> tuple[int, str | None]:
@@ -141,7 +155,7 @@ def _installed(
     if code:
         return code, reason, None
     try:
-        dist = probe(plan.python, env=env, cwd=cwd, dist=name).get("dist")
+        dist = probe(plan.python, env=env, cwd=cwd, dist=name).dist
     except ToolMissing as err:  # e.g. the venv cannot import cuship: say so in gpu-run.json
         return err.exit_code, err.message, None
     code, reason = _judge_install(dist, name)

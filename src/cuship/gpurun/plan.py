@@ -33,13 +33,14 @@ from typing import Any, Literal
 from cuship import settings
 from cuship.config import Config
 from cuship.errors import ConfigError
+from cuship.machine.interpreter import Interpreter
 from cuship.machine.sites import layer_text
 from cuship.resolve.model import WheelFacts
 
 __all__ = [
     "STAGE_ENV",
+    "Inside",
     "InstallPlan",
-    "Interpreter",
     "ProjectFacts",
     "StagePlan",
     "plan_install",
@@ -92,25 +93,15 @@ def project_facts(config: Config) -> ProjectFacts:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Interpreter:
-    """An interpreter as its probe (:mod:`cuship.gpurun._inside`) described it."""
+class Inside:
+    """What cuship reported from inside an interpreter (:mod:`cuship.gpurun._inside`): the
+    interpreter (the one probe's record), its torch (``version``, ``cxx11abi``), where a venv of
+    it at the directory asked keeps packages, and the installed distribution asked for."""
 
-    executable: str
-    python: str
-    site: tuple[str, ...] = ()
-    has_pip: bool = True
+    interpreter: Interpreter
+    torch: Mapping[str, Any] | None = None
     venv_purelib: str | None = None
-
-    @classmethod
-    def from_probe(cls, facts: Mapping[str, Any]) -> Interpreter:
-        """From what :func:`cuship.gpurun.execute.probe` reported."""
-        return cls(
-            executable=str(facts["executable"]),
-            python=str(facts["python"]),
-            site=tuple(facts.get("site", ())),
-            has_pip=bool(facts.get("tools", {}).get("pip")),
-            venv_purelib=facts.get("venv_purelib"),
-        )
+    dist: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,25 +125,26 @@ class InstallPlan:
 
 
 def plan_install(
-    wheel: Path, base: Interpreter, *, in_place: bool, venv: Path | None = None
+    wheel: Path, inside: Inside, *, in_place: bool, venv: Path | None = None
 ) -> InstallPlan:
     """Install ``wheel`` (no dependencies: they are checked, not fetched) into ``base`` itself
     (``in_place``) or into a fresh venv at ``venv`` that sees what ``base`` sees: its site
     directories, layered by a ``.pth`` file (:mod:`cuship.machine.sites`; a venv of a venv
     given ``--system-site-packages`` would see the base Python's instead)."""
+    base = inside.interpreter
     if in_place:
         command = (base.executable, *_PIP, "--force-reinstall", str(wheel))
         return InstallPlan(mode="in-place", python=base.executable, commands=(command,))
-    if venv is None or base.venv_purelib is None:
+    if venv is None or inside.venv_purelib is None:
         raise ValueError("a venv install needs the venv directory and its purelib")
     python = str(venv / "bin" / "python")
     make = [base.executable, "-m", "venv", "--clear"]
     layer = None
     if base.site:
-        layer = (Path(base.venv_purelib) / LAYER_PTH, layer_text(base.site))
+        layer = (Path(inside.venv_purelib) / LAYER_PTH, layer_text(base.site))
     else:  # a probe that named no site directory: the base interpreter's, as venv gives them
         make.append("--system-site-packages")
-    if base.has_pip:
+    if base.has("pip"):
         make.append("--without-pip")  # pip comes from the base through the layer
     install = (python, *_PIP, "--ignore-installed", str(wheel))
     return InstallPlan(

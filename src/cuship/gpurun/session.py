@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cuship import settings
 from cuship._fs import write_atomic, write_json
@@ -27,7 +27,7 @@ from cuship.errors import ToolMissing, UsageError
 from cuship.events import Emit, Event, discard
 from cuship.gpurun.execute import Step, install, probe, run_stage, tell_unrun, unrun
 from cuship.gpurun.plan import (
-    Interpreter,
+    Inside,
     ProjectFacts,
     StagePlan,
     plan_install,
@@ -38,6 +38,9 @@ from cuship.gpurun.plan import (
 from cuship.gpurun.results import GpuRunReport, InstallResult, StageResult
 from cuship.gpurun.wheels import LocalWheels, WheelChoice, choose, read_wheels
 from cuship.machine import Fingerprint
+
+if TYPE_CHECKING:
+    from cuship.judge.offer import TorchBuild
 
 __all__ = ["GpuRunRequest", "gpu_run", "gpu_run_request", "machine_json", "require_gpu"]
 
@@ -146,27 +149,23 @@ def machine_json(fp: Fingerprint) -> dict[str, Any]:
     }
 
 
-def _interpreter(facts: Mapping[str, Any]) -> Interpreter:
-    tools = facts.get("tools", {})
-    if not tools.get("pytest"):
+def _with_pytest(inside: Inside) -> Inside:
+    if not inside.interpreter.has("pytest"):
         raise ToolMissing(
-            f"pytest is not installed for {facts['executable']!r}",
+            f"pytest is not installed for {inside.interpreter.executable!r}",
             hint="install pytest there (a gpu-run venv sees that interpreter's packages)",
         )
-    return Interpreter.from_probe(facts)
+    return inside
 
 
 def _choose(
-    name: str, wheels: LocalWheels, fp: Fingerprint, facts: Mapping[str, Any], emit: Emit
+    name: str, wheels: LocalWheels, fp: Fingerprint, inside: Inside, emit: Emit
 ) -> WheelChoice:
     from cuship.resolve.model import target_of
 
-    torch = facts.get("torch") or {}
-    target = replace(
-        target_of(fp, tags=facts["tags"], python=facts["python"]),
-        torch=torch.get("version"),
-        cxx11abi=torch.get("cxx11abi"),
-    )
+    python = inside.interpreter
+    target = target_of(fp, tags=python.tags, python=python.python)
+    target = replace(target, offer=replace(target.offer, torch=_venv_torch(fp, inside)))
     choice = choose(name, wheels, target)
     message = f"wheel: {choice.path.name} ({choice.to_json()['why']})"
     emit(Event(level="info", topic="gpu-run", message=message))
@@ -174,6 +173,23 @@ def _choose(
         line = f"passed over {verdict.candidate.filename}: {verdict.rule}: {verdict.reason}"
         emit(Event(level="debug", topic="gpu-run", message=line))
     return choice
+
+
+def _venv_torch(fp: Fingerprint, inside: Inside) -> TorchBuild | None:
+    """The torch the run's interpreter imports (its version and C++ ABI, from the probe), of the
+    build the machine's own torch is (flavour, CUDA); None: that interpreter has no torch."""
+    from cuship.judge.offer import TorchBuild
+
+    seen = inside.torch or {}
+    version = seen.get("version")
+    if version is None:
+        return None
+    return TorchBuild(
+        version=version,
+        flavour=fp.torch.flavour if fp.torch else None,
+        cuda=fp.torch.cuda if fp.torch else None,
+        cxx11abi=seen.get("cxx11abi"),
+    )
 
 
 def _faked(fp: Fingerprint, environ: Mapping[str, str], emit: Emit) -> tuple[str, ...]:
@@ -195,7 +211,7 @@ class _Ready:
     fingerprint: Fingerprint
     results: Path
     env: Mapping[str, str]
-    base: Mapping[str, Any]
+    base: Inside
     choice: WheelChoice
     venv: Path | None
     notes: tuple[str, ...]
@@ -274,8 +290,8 @@ def gpu_run(
     """Choose, install and test the wheel on this GPU machine; write ``RESULTS/gpu-run.json``."""
     started, clock = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.monotonic()
     ready = _prepare(request, environ, emit)
-    interpreter = _interpreter(ready.base)
-    plan = plan_install(ready.choice.path, interpreter, in_place=request.in_place, venv=ready.venv)
+    base = _with_pytest(ready.base)
+    plan = plan_install(ready.choice.path, base, in_place=request.in_place, venv=ready.venv)
     stages = _stages(ready, plan.python, request, environ)
     installed = install(
         plan,
@@ -291,7 +307,7 @@ def gpu_run(
         project=ready.project.root,
         name=ready.project.name,
         results=ready.results,
-        machine={**machine_json(ready.fingerprint), "python": ready.base["python"]},
+        machine={**machine_json(ready.fingerprint), "python": ready.base.interpreter.python},
         wheel=ready.choice.to_json(),
         install=installed,
         stages=_run_stages(stages, installed, environ, emit),

@@ -161,8 +161,8 @@ def read_wheels(inputs: Sequence[Path], *, emit: Emit = discard) -> LocalWheels:
 
 
 def _machine(target: Target) -> str:
-    gpus = ", ".join(f"{name} ({cc})" for name, cc in target.gpus) or "no GPU"
-    cuda = f", driver CUDA {target.driver_cuda}" if target.driver_cuda else ""
+    gpus = ", ".join(f"{name} ({cc})" for name, cc in target.offer.gpus) or "no GPU"
+    cuda = f", driver CUDA {target.offer.driver_cuda}" if target.offer.driver_cuda else ""
     return f"{gpus}{cuda}, Python {target.python}"
 
 

@@ -449,7 +449,7 @@ def fingerprint(
     not depend on it, and ``nvcc --version`` is the slowest probe. ``site_dirs``: where NVIDIA's
     wheels and torch are looked for (default: ``sys.path``).
     """
-    from packaging import tags
+    from cuship.machine.interpreter import running
 
     env = os.environ if environ is None else environ
     probe = probe or SystemProbe()
@@ -468,7 +468,7 @@ def fingerprint(
             f"CUSHIP_CUDA_DRIVER_VERSION={driver!r} is not a driver version", hint="e.g. 570.124.06"
         )
     driver_cuda = env.get(settings.DRIVER_CUDA) or driver_cuda or _driver_cuda(driver, notes)
-    sys_tags = tuple(str(t) for t in tags.sys_tags())
+    python = running()
     sites = tuple(sys.path if site_dirs is None else site_dirs)
     total, available = _meminfo(probe)
     glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
@@ -483,10 +483,10 @@ def fingerprint(
         driver_cuda=driver_cuda,
         toolkit=_toolkit(env, probe) if toolkit else None,
         torch=torch,
-        python=platform.python_version(),
-        python_tag=f"cp{sys.version_info.major}{sys.version_info.minor}",
-        platform_tags=tuple(dict.fromkeys(t.rsplit("-", 1)[1] for t in sys_tags)),
-        tags=sys_tags,
+        python=python.python,
+        python_tag=python.tag,
+        platform_tags=tuple(dict.fromkeys(t.rsplit("-", 1)[1] for t in python.tags)),
+        tags=python.tags,
         glibc=glibc.split()[-1] if glibc else None,
         machine=platform.machine(),
         cpus=_cpus(),

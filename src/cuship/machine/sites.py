@@ -13,20 +13,17 @@ lists both then, and only then), and the user site when it is on ``sys.path``.
 
 from __future__ import annotations
 
-import site
-import sys
 from collections.abc import Sequence
+
+from cuship.machine import _ask
 
 __all__ = ["layer_text", "site_dirs", "venv_purelib"]
 
 
 def site_dirs() -> tuple[str, ...]:
-    """The site directories of the running interpreter, in its order (see the module)."""
-    dirs = list(site.getsitepackages())
-    user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
-    if user and user in sys.path:
-        dirs.append(user)
-    return tuple(dict.fromkeys(dirs))
+    """The site directories of the running interpreter, in its order (see the module): what
+    the interpreter probe (:mod:`cuship.machine.interpreter`) reports as ``site``."""
+    return tuple(_ask.site_dirs())
 
 
 def layer_text(dirs: Sequence[str]) -> str:

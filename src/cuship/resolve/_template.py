@@ -53,11 +53,12 @@ def template_values(
             "cuda_major": str(cuda.major),
             "cuda_short": f"{cuda.major}{cuda.minor}",
         }
-    if target.torch:
-        torch = Version(target.torch)
-        values["torch"] = f"{torch.major}.{torch.minor}"
-    if target.cxx11abi is not None:
-        values["cxx11abi"] = "TRUE" if target.cxx11abi else "FALSE"
+    torch = target.offer.torch
+    if torch is not None and torch.version:
+        release = Version(torch.version)
+        values["torch"] = f"{release.major}.{release.minor}"
+    if torch is not None and torch.cxx11abi is not None:
+        values["cxx11abi"] = "TRUE" if torch.cxx11abi else "FALSE"
     return values
 
 
@@ -65,16 +66,17 @@ def _cuda(target: Target) -> Version | None:
     """torch's CUDA when torch is a CUDA build (read from its files: PyPI's CUDA 13 torch is
     ``2.13.0``, no ``+cu130``), else its label's, else the driver's; None for a CPU torch,
     whose extensions must not be a CUDA build's."""
-    if target.torch_flavour == "cuda" and target.torch_cuda:
-        return Version(target.torch_cuda)
-    if target.torch:
-        local = Version(target.torch).local or ""
+    torch, driver = target.offer.torch, target.offer.driver_cuda
+    if torch is not None and torch.flavour == "cuda" and torch.cuda:
+        return Version(torch.cuda)
+    if torch is not None and torch.version:
+        local = Version(torch.version).local or ""
         match = re.fullmatch(r"cu(\d+)(\d)", local)
         if match:
             return Version(f"{match[1]}.{match[2]}")
-        if target.torch_flavour == "cpu" or local == "cpu":
+        if torch.flavour == "cpu" or local == "cpu":
             return None
-    return Version(target.driver_cuda) if target.driver_cuda else None
+    return Version(driver) if driver else None
 
 
 def format_url(template: str, values: Mapping[str, str]) -> str | None:

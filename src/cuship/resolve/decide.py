@@ -19,6 +19,7 @@ from cuship._record import frozen
 from cuship.errors import CushipError
 from cuship.events import Emit, Event, discard
 from cuship.machine import fingerprint
+from cuship.machine.interpreter import Interpreter
 from cuship.resolve._template import format_url, template_values
 from cuship.resolve.fetch import fetch_page
 from cuship.resolve.http import DEFAULT_OPTIONS, FetchOptions, get
@@ -32,7 +33,7 @@ from cuship.resolve.select import (
     target_of,
 )
 from cuship.resolve.settings import PrebuiltConfig
-from cuship.resolve.target import TargetEnv, find_target
+from cuship.resolve.target import find_target
 
 __all__ = ["Decision", "decide", "explain", "flag", "machine_target", "prebuilt_candidate"]
 
@@ -64,8 +65,9 @@ def explain(resolution: Resolution) -> str:
     chosen = resolution.chosen
     assert chosen is not None
     target = resolution.target
-    gpus = ", ".join(f"{name} (sm_{cc.replace('.', '')})" for name, cc in target.gpus)
-    driver = f"driver CUDA {target.driver_cuda}" if target.driver_cuda else "no CUDA driver"
+    offer = resolution.target.offer
+    gpus = ", ".join(f"{name} (sm_{(cc or '?').replace('.', '')})" for name, cc in offer.gpus)
+    driver = f"driver CUDA {offer.driver_cuda}" if offer.driver_cuda else "no CUDA driver"
     machine = f"Python {target.python}, {gpus or 'no GPU'}, {driver}"
     wheel = [f"CUDA {chosen.cuda}"] if chosen.cuda else []
     wheel += [_COVERAGE[chosen.coverage]] if chosen.coverage in _COVERAGE else []
@@ -74,9 +76,9 @@ def explain(resolution: Resolution) -> str:
     return f"fits this machine ({machine}); {count}: " + "; ".join(wheel or ["fits"])
 
 
-def _torch_in(environ: Mapping[str, str], found: TargetEnv) -> str | None:
+def _torch_in(environ: Mapping[str, str], found: Interpreter) -> str | None:
     """The torch version installed in ``found``'s site directories (read from its files)."""
-    fp = fingerprint({**environ, settings.NVCC: "none"}, toolkit=False, site_dirs=found.site_dirs)
+    fp = fingerprint({**environ, settings.NVCC: "none"}, toolkit=False, site_dirs=found.paths)
     return fp.torch.version if fp.torch is not None else None
 
 
@@ -97,24 +99,24 @@ def build_torch_problem(environ: Mapping[str, str]) -> str | None:
     found = find_target(environ)
     if isinstance(found, str):
         return f"the build environment holds torch {here}, and {found}"
-    if found.python == sys.executable and not environ.get("PIP_BUILD_TRACKER"):
+    if found.executable == sys.executable and not environ.get("PIP_BUILD_TRACKER"):
         return None  # no isolation: the build environment is the one installed into
     target = _torch_in(environ, found)
     if target is None:
         return (
-            f"the build environment holds torch {here}; {found.python} ({found.how}) has no "
-            "torch: the wheel would need the build environment's"
+            f"the build environment holds torch {here}; {found.executable} ({found.source}) has "
+            "no torch: the wheel would need the build environment's"
         )
     if Version(here).release[:2] != Version(target).release[:2]:
         return (
             f"the build environment holds torch {here}, the environment installed into "
-            f"({found.python}, {found.how}) torch {target}: an extension compiled here would "
-            "not load there"
+            f"({found.executable}, {found.source}) torch {target}: an extension compiled here "
+            "would not load there"
         )
     return None
 
 
-def machine_target(environ: Mapping[str, str], found: TargetEnv | str | None = None) -> Target:
+def machine_target(environ: Mapping[str, str], found: Interpreter | str | None = None) -> Target:
     """This machine as the resolver sees it for the environment the frontend installs into
     (``found``, see :mod:`cuship.resolve.target`; its torch and NVIDIA libraries are read from
     its site directories, its tags from its interpreter), without running nvcc: choosing a
@@ -122,10 +124,10 @@ def machine_target(environ: Mapping[str, str], found: TargetEnv | str | None = N
     wheel may be broken, slow or absent (the prebuilt path runs no compiler, not even
     ``nvcc --version``). Target unseen: this process's view, its torch unknown."""
     env = {**environ, settings.NVCC: "none"}
-    if not isinstance(found, TargetEnv):
+    if not isinstance(found, Interpreter):
         return target_from_env(env)
-    fp = fingerprint(env, toolkit=False, site_dirs=found.site_dirs)
-    return target_of(fp, tags=found.tags, python=found.version)
+    fp = fingerprint(env, toolkit=False, site_dirs=found.paths)
+    return target_of(fp, tags=found.tags, python=found.python)
 
 
 def prebuilt_candidate(
@@ -174,8 +176,9 @@ def _resolve(
         )
     target = machine_target(environ, found)
     if not isinstance(found, str):
-        torch = f"torch {target.torch}" if target.torch else "no torch"
-        said = f"judging for {found.python} ({found.how}): {torch}"
+        version = target.offer.torch.version if target.offer.torch else None
+        torch = f"torch {version}" if version else "no torch"
+        said = f"judging for {found.executable} ({found.source}): {torch}"
         emit(Event(level="info", topic="backend", message=said))
     unseen = found if isinstance(found, str) else None
     if index:

@@ -24,12 +24,11 @@ from typing import Any, Literal, NamedTuple
 
 import packaging
 
-from cuship import _read, process, settings
+from cuship import process, settings
 from cuship._record import frozen
 from cuship.errors import (
     CannotStart,
     CheckFailed,
-    InputError,
     NothingToDo,
     TimedOut,
     ToolMissing,
@@ -37,11 +36,11 @@ from cuship.errors import (
 )
 from cuship.events import Emit, Event, discard
 from cuship.machine import fingerprint
+from cuship.machine.interpreter import NoAnswer, probe
 from cuship.resolve.fetch import IndexPage, download, fetch_page
 from cuship.resolve.http import DEFAULT_OPTIONS, FetchOptions
 from cuship.resolve.select import Resolution, Target, parse_requirement, select, target_of
 from cuship.resolve.variants import UvMachine, fits
-from cuship.schema.check import check
 from cuship.tools import find_tool
 from cuship.wheel.variant import NULL, split_variant
 
@@ -71,10 +70,6 @@ FORCE_SM = "NV_VARIANT_PROVIDER_FORCE_SM_ARCH"
 AS_PLAIN = "as-plain"
 """Under the download directory: variant files under their plain wheel names, by label."""
 
-_PROBE = (
-    "import json, platform; from packaging import tags; "
-    "print(json.dumps([platform.python_version(), [str(t) for t in tags.sys_tags()]]))"
-)
 _PROBE_TIMEOUT = 60.0
 _PROBE_HINT = "give --python a working Python interpreter (it must run `python -I -c ...` at once)"
 
@@ -101,12 +96,11 @@ def target_from_env(
 
 
 def interpreter_target(python: str, environ: Mapping[str, str]) -> tuple[str, tuple[str, ...]]:
-    """(version, tags best first) of another interpreter, asked with this one's packaging."""
+    """(version, tags best first) of another interpreter, asked with the one interpreter probe
+    (:func:`cuship.machine.interpreter.probe`), lent this one's packaging."""
     site = str(Path(next(iter(packaging.__path__))).parent)
-    env = {**environ, "PYTHONPATH": site, "PYTHONNOUSERSITE": "1"}
-    argv = [python, "-I", "-c", f"import sys; sys.path.insert(0, {site!r}); {_PROBE}"]
     try:
-        done = process.run(argv, env=env, timeout=_PROBE_TIMEOUT)
+        found = probe(python, environ, timeout=_PROBE_TIMEOUT, lend=site)
     except TimedOut as err:
         raise UsageError(
             f"--python {python!r} did not report its tags within {err.timeout:g} s",
@@ -114,20 +108,22 @@ def interpreter_target(python: str, environ: Mapping[str, str]) -> tuple[str, tu
         ) from err
     except CannotStart as err:
         raise UsageError(f"cannot run --python {python!r}: {err.reason}") from err
-    if done.returncode != 0:
+    except NoAnswer as err:
+        done = err.result
+        if done is not None and done.returncode != 0 and not done.cut:
+            raise UsageError(
+                f"--python {python!r} failed to report its tags: {done.stderr.strip()[-300:]}"
+            ) from None
+        printed = "" if done is None else done.stdout.strip()[-300:]
         raise UsageError(
-            f"--python {python!r} failed to report its tags: {done.stderr.strip()[-300:]}"
-        )
-    try:
-        answer = _read.loads(done.stdout)
-        check(answer, _ANSWER, "the answer")
-        version, tags = answer
-        return version, tuple(tags)
-    except InputError as err:  # not JSON, or not [version, [tags]]
-        raise UsageError(
-            f"--python {python!r} answered the tag probe with {done.stdout.strip()[-300:]!r}",
-            hint=_PROBE_HINT,
+            f"--python {python!r} answered the tag probe with {printed!r}", hint=_PROBE_HINT
         ) from err
+    if not found.tags:
+        raise UsageError(
+            f"--python {python!r} failed to report its tags: it cannot import packaging",
+            hint=_PROBE_HINT,
+        )
+    return found.python, found.tags
 
 
 class IndexResolution(NamedTuple):
@@ -235,7 +231,7 @@ def _uv_forces(
     for the null variant); None when its NVIDIA provider would refuse it there."""
     if label == NULL:
         return {}
-    machine = UvMachine.of(target.driver_cuda, target.gpus)
+    machine = UvMachine.of(target.offer.driver_cuda, target.offer.gpus)
     entry = variants.get(label)
     if entry is None or machine.cuda is None or machine.cc is None or not fits(entry, machine):
         return None
@@ -363,14 +359,3 @@ def run_install(
             hint="run the command printed by --dry-run to see the whole log",
         )
     return output
-
-
-_ANSWER = {  # [platform.python_version(), [tags]]
-    "type": "array",
-    "minItems": 2,
-    "maxItems": 2,
-    "prefixItems": [
-        {"type": "string", "maxLength": 64},
-        {"type": "array", "items": {"type": "string", "maxLength": 256}, "maxItems": 10_000},
-    ],
-}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -15,9 +15,9 @@ from cuship.arch import is_sm_name
 from cuship.errors import InputError
 from cuship.judge.model import Judgement
 from cuship.judge.needs import ObjectNeeds, WheelNeeds
-from cuship.judge.offer import Offer, TorchBuild
+from cuship.judge.offer import Offer, offer_of
 from cuship.judge.record import read_needs
-from cuship.machine import CudaLibraries, Fingerprint
+from cuship.machine import Fingerprint
 
 __all__ = ["Candidate", "Resolution", "Target", "Verdict", "WheelFacts", "target_of"]
 
@@ -192,72 +192,41 @@ class Candidate:
 
 @frozen
 class Target:
-    """The machine a wheel is chosen for (see :func:`target_of`)."""
+    """The machine a wheel is chosen for: the interpreter's tags and version, and the machine as
+    the judge sees it (``offer``, see :func:`target_of`)."""
 
     tags: tuple[str, ...]
     python: str
-    gpus: tuple[tuple[str, str], ...] = ()  # (name, compute capability)
-    driver_version: str | None = None
-    driver_cuda: str | None = None
-    torch: str | None = None
-    cxx11abi: bool | None = None
-    torch_flavour: str | None = None  # "cpu", "cuda", "rocm", "xpu"; None: unknown
-    torch_cuda: str | None = None  # the CUDA torch was built for ("13.0")
-    libraries: CudaLibraries | None = None  # the NVIDIA libraries here; None: not looked for
-    glibc: str | None = None
-
-    def offer(self) -> Offer:
-        """This target as the judge sees it."""
-        torch = None
-        if self.torch is not None:
-            torch = TorchBuild(
-                version=self.torch,
-                flavour=self.torch_flavour,
-                cuda=self.torch_cuda,
-                cxx11abi=self.cxx11abi,
-            )
-        return Offer(
-            gpus=tuple(self.gpus),
-            driver_version=self.driver_version,
-            driver_cuda=self.driver_cuda,
-            torch=torch,
-            libraries=self.libraries,
-            glibc=self.glibc,
-        )
+    offer: Offer = field(default_factory=Offer)
 
     def to_json(self) -> dict[str, object]:
+        offer, torch = self.offer, self.offer.torch
         return {
             "python": self.python,
             "tags": list(self.tags[:6]),
             "tag_count": len(self.tags),
-            "gpus": [{"name": n, "cc": cc} for n, cc in self.gpus],
-            "driver_version": self.driver_version,
-            "driver_cuda": self.driver_cuda,
-            "torch": self.torch,
-            "cxx11abi": self.cxx11abi,
-            "torch_flavour": self.torch_flavour,
-            "torch_cuda": self.torch_cuda,
-            "libraries": None if self.libraries is None else self.libraries.to_json(),
-            "glibc": self.glibc,
+            "gpus": [{"name": n, "cc": cc} for n, cc in offer.gpus],
+            "driver_version": offer.driver_version,
+            "driver_cuda": offer.driver_cuda,
+            "torch": None if torch is None else torch.version,
+            "cxx11abi": None if torch is None else torch.cxx11abi,
+            "torch_flavour": None if torch is None else torch.flavour,
+            "torch_cuda": None if torch is None else torch.cuda,
+            "libraries": None if offer.libraries is None else offer.libraries.to_json(),
+            "glibc": offer.glibc,
         }
 
 
 def target_of(
     fp: Fingerprint, *, tags: Sequence[str] | None = None, python: str | None = None
 ) -> Target:
-    """The :class:`Target` of a fingerprint; ``tags``/``python`` replace the interpreter's."""
+    """The :class:`Target` of a fingerprint; ``tags``/``python`` replace the interpreter's. A
+    GPU whose compute capability is unknown is left out: no wheel can be judged for it."""
+    offer = offer_of(fp)
     return Target(
         tags=tuple(tags) if tags is not None else fp.tags,
         python=python or fp.python,
-        gpus=tuple((g.name, g.cc) for g in fp.gpus if g.cc),
-        driver_version=fp.driver_version,
-        driver_cuda=fp.driver_cuda,
-        torch=fp.torch.version if fp.torch else None,
-        cxx11abi=fp.torch.cxx11abi if fp.torch else None,
-        torch_flavour=fp.torch.flavour if fp.torch else None,
-        torch_cuda=fp.torch.cuda if fp.torch else None,
-        libraries=fp.cuda_libs,
-        glibc=fp.glibc,
+        offer=replace(offer, gpus=tuple(gpu for gpu in offer.gpus if gpu[1])),
     )
 
 

@@ -275,10 +275,10 @@ def _run_judge(
 
 def _coverage(j: _Judging, judgement: Judgement, target: Target) -> str:
     if j.candidate.facts is None:
-        if not target.gpus:
+        if not target.offer.gpus:
             return "no-gpu" if j.cuda is not None else "cpu"
         return "unknown" if j.cuda is not None else "cpu"
-    if judgement.coverage == "no-gpu" or (not target.gpus and j.cuda is not None):
+    if judgement.coverage == "no-gpu" or (not target.offer.gpus and j.cuda is not None):
         return "no-gpu"
     return "cpu" if judgement.coverage in ("none", "unknown") else judgement.coverage
 
@@ -288,10 +288,10 @@ _COVERAGE_SCORE = {"sass": 3, "ptx": 2, "unknown": 1, "cpu": 0, "no-gpu": 0}
 
 def _rank_key(j: _Judging, target: Target) -> tuple[Any, ...]:
     assert j.version is not None
-    cpu_first = 0 if target.gpus else int(j.coverage == "cpu")
+    cpu_first = 0 if target.offer.gpus else int(j.coverage == "cpu")
     cuda_key: tuple[Any, ...] = (0, 0, ())
     if j.cuda is not None:
-        driver = _version(target.driver_cuda) if target.driver_cuda else None
+        driver = _version(target.offer.driver_cuda) if target.offer.driver_cuda else None
         within = driver is None or j.cuda.release[:2] <= driver.release[:2]
         cuda_key = (1, int(within), j.cuda.release)
     public = _version(j.version.public)
@@ -368,7 +368,7 @@ def select(
     tag_ranks: dict[str, int] = {}
     for rank, tag in enumerate(target.tags):
         tag_ranks.setdefault(tag, rank)
-    offer = target.offer()
+    offer = target.offer
     listed = list(candidates)
     uv = uv_choice(req, listed, target, tag_ranks, variants or {})
     picks = frozenset(() if uv is None else (uv,))
@@ -430,6 +430,6 @@ def uv_choice(
     for c in candidates:
         if c.facts is not None and c.facts.variant:
             table.update(c.facts.variant)
-    label = uv_label(table, UvMachine.of(target.driver_cuda, target.gpus))
+    label = uv_label(table, UvMachine.of(target.offer.driver_cuda, target.offer.gpus))
     by_label = {lbl: name for name, lbl in files}
     return by_label.get(label) if label is not None else by_label.get(None)

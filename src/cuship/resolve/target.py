@@ -12,7 +12,9 @@ environment it runs in (its torch, if any, is whatever the build requirements pu
 4. anything else: this interpreter, when it is no build environment (``--no-build-isolation``).
 
 None found: the caller says so and takes no torch-linked wheel (see :mod:`cuship.resolve.decide`).
-The target's site directories are listed by running its interpreter (``-I``, 60 s at most).
+The target is an :class:`~cuship.machine.interpreter.Interpreter` (``source``: how it was found,
+``paths``: its ``sys.path``), asked with the one interpreter probe (``-I``, 60 s at most, 1 MiB
+of answer), ``packaging`` lent from this process for its tags.
 """
 
 from __future__ import annotations
@@ -23,34 +25,13 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from cuship import _read, process, settings
-from cuship._format import size_text
-from cuship._record import frozen
-from cuship.errors import InputError, TimedOut, ToolMissing
-from cuship.schema.check import check
+from cuship import _read, settings
+from cuship.errors import TimedOut, ToolMissing
+from cuship.machine.interpreter import Interpreter, NoAnswer, probe, running
 
-__all__ = ["TargetEnv", "find_target"]
+__all__ = ["find_target"]
 
-# the target's own path is read before the directory lending it `packaging` is appended (that
-# directory may be on the target's path too: a venv over the interpreter cuship runs in)
-_PROBE = (
-    "import json, platform, sys; paths = [p for p in sys.path if p]; sys.path.append({site!r})\n"
-    "from packaging import tags\n"
-    "print(json.dumps([sys.executable, platform.python_version(), paths,"
-    " [str(t) for t in tags.sys_tags()]]))"
-)
 _TIMEOUT = 60.0
-
-
-@frozen
-class TargetEnv:
-    """The interpreter a frontend installs for, how it was found, and what it sees."""
-
-    python: str
-    how: str
-    version: str
-    site_dirs: tuple[str, ...]
-    tags: tuple[str, ...]
 
 
 def _from_uv(parent: int) -> tuple[str, str] | None:
@@ -89,7 +70,7 @@ def _candidate(environ: Mapping[str, str], parent: int) -> tuple[str, str] | Non
 
 def find_target(
     environ: Mapping[str, str], *, parent: int | None = None, packaging_site: str | None = None
-) -> TargetEnv | str:
+) -> Interpreter | str:
     """The target environment, or why it cannot be seen. ``packaging_site``: a directory
     holding ``packaging`` for the probe (default: this process's)."""
     found = _candidate(environ, os.getppid() if parent is None else parent)
@@ -100,7 +81,7 @@ def find_target(
         )
     python, how = found
     if python == sys.executable and not environ.get("PIP_BUILD_TRACKER"):
-        return _this_interpreter(how)
+        return running(how)
     if packaging_site is None:
         import packaging
 
@@ -109,48 +90,15 @@ def find_target(
 
 
 @functools.lru_cache(maxsize=8)
-def _probe(python: str, how: str, packaging_site: str) -> TargetEnv | str:
+def _probe(python: str, how: str, packaging_site: str) -> Interpreter | str:
     """Run ``python`` once to list its site directories and tags: a hook asks more than once
     (to decide, to pin torch, to check the build's torch), and the answer stays the same."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    code = _PROBE.format(site=packaging_site)
     try:
-        argv = [python, "-I", "-c", code]
-        done = process.run(argv, env=env, timeout=_TIMEOUT, keep=_KEEP, stop_past_keep=True)
+        found = probe(python, os.environ, timeout=_TIMEOUT, source=how, lend=packaging_site)
     except (ToolMissing, TimedOut) as err:
         return f"{how} ({python}) did not answer: {err}"
-    if done.cut:
-        return f"{how} ({python}) did not answer: it printed more than {size_text(_KEEP)}"
-    try:
-        answer = _read.loads(done.stdout)
-        check(answer, _ANSWER, "its answer")
-    except InputError as err:
-        return f"{how} ({python}) did not answer: {err.message}"
-    executable, version, paths, tags = answer
-    return TargetEnv(
-        python=executable, how=how, version=version, site_dirs=tuple(paths), tags=tuple(tags)
-    )
-
-
-_KEEP = 1 << 20  # bytes of the probe's answer: a few KiB (its paths and its tags)
-_STRINGS = {"type": "array", "items": {"type": "string", "maxLength": 4096}, "maxItems": 10_000}
-_ANSWER = {  # [sys.executable, platform.python_version(), sys.path, tags]
-    "type": "array",
-    "minItems": 4,
-    "maxItems": 4,
-    "prefixItems": [{"type": "string", "maxLength": 4096}] * 2 + [_STRINGS] * 2,
-}
-
-
-def _this_interpreter(how: str) -> TargetEnv:
-    import platform
-
-    from packaging import tags
-
-    return TargetEnv(
-        python=sys.executable,
-        how=how,
-        version=platform.python_version(),
-        site_dirs=tuple(p for p in sys.path if p),
-        tags=tuple(str(t) for t in tags.sys_tags()),
-    )
+    except NoAnswer as err:
+        return f"{how} ({python}) did not answer: {err.problem}"
+    if not found.tags:
+        return f"{how} ({python}) did not answer: it cannot import packaging for its tags"
+    return found

@@ -8,36 +8,34 @@ Where cuship looks, in order (the first interpreter that answers wins for its ve
 4. pyenv: ``$PYENV_ROOT/versions/*/bin/python3.X`` (``~/.pyenv`` by default), newest first;
 5. uv-managed Pythons: ``uv python find --managed-python 3.X``, when uv is on ``PATH``.
 
-Each candidate is asked, in a subprocess with a time limit, what it is (:data:`PROBE`): a
-candidate that fails (a pyenv shim for a version not selected exits 127), is not CPython, is a
-free-threaded build (its wheels are ``cp3Xt``) or has no ``venv``/``ensurepip`` (the smoke venv
-needs them) is passed over, with the reason kept. Finding and choosing are separate: the
+Each candidate is asked, in a subprocess with a time limit, what it is (the one interpreter
+probe, :func:`cuship.machine.interpreter.probe`): a candidate that fails (a pyenv shim for a
+version not selected exits 127), is not CPython, is a free-threaded build (its wheels are
+``cp3Xt``) or has no ``venv``/``ensurepip`` (the smoke venv needs them) is passed over, with the
+reason kept. Finding and choosing are separate: the
 candidates and the choice are pure, the probe is the only part that runs anything.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
-from cuship import _read, process
 from cuship.builder.host.uvpython import fetch_python, uv_find
 from cuship.errors import CannotStart, ConfigError, TimedOut, ToolMissing
 from cuship.events import Emit, Event, discard
+from cuship.machine.interpreter import Interpreter, NoAnswer, probe, running
 
 __all__ = [
-    "PROBE",
     "Candidate",
     "Interpreter",
     "Interpreters",
     "Probe",
-    "Probed",
     "Search",
     "Source",
     "UvFind",
@@ -46,53 +44,14 @@ __all__ = [
     "choose",
     "find_interpreters",
     "looked",
-    "parse_probe",
     "probe_interpreter",
     "running_interpreter",
+    "unusable",
 ]
 
 Source = Literal["config", "running", "PATH", "pyenv", "uv"]
 
 PROBE_TIMEOUT = 15.0
-
-PROBE = (
-    "import json, sys, sysconfig\n"
-    "from importlib.util import find_spec\n"
-    "print(json.dumps({'version': list(sys.version_info[:3]),"
-    " 'implementation': sys.implementation.name, 'executable': sys.executable,"
-    " 'free_threaded': bool(sysconfig.get_config_var('Py_GIL_DISABLED')),"
-    " 'venv': find_spec('venv') is not None and find_spec('ensurepip') is not None}))\n"
-)
-"""What a candidate is asked (``python -I -c PROBE``); it prints one JSON object."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Interpreter:
-    """A CPython a job builds and smoke-tests with."""
-
-    version: str  # "3.12"
-    full: str  # "3.12.1"
-    executable: str
-    source: Source
-
-    @property
-    def running(self) -> bool:
-        return self.source == "running"
-
-    @property
-    def tag(self) -> str:
-        return "cp" + self.version.replace(".", "")
-
-    def describe(self) -> str:
-        """``3.12.1 (pyenv: /root/.pyenv/versions/3.12.1/bin/python3.12)``."""
-        return f"{self.full} ({self.source}: {self.executable})"
-
-    def to_json(self) -> dict[str, str]:
-        return {
-            "version": self.full,
-            "executable": self.executable,
-            "source": self.source,
-        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,25 +62,15 @@ class Candidate:
     source: Source
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Probed:
-    """What a candidate said about itself."""
-
-    version: tuple[int, int, int]
-    implementation: str
-    executable: str
-    free_threaded: bool = False
-    venv: bool = True
-
-    def problem(self) -> str | None:
-        """Why a job cannot use this interpreter; None when it can."""
-        if self.implementation != "cpython":
-            return f"{self.implementation}, not CPython"
-        if self.free_threaded:
-            return "a free-threaded build (its wheels are cp3Xt, not the job's cp3X)"
-        if not self.venv:
-            return "no venv/ensurepip module (the smoke test's venv needs them)"
-        return None
+def unusable(found: Interpreter) -> str | None:
+    """Why a job cannot use this interpreter; None when it can."""
+    if found.implementation != "cpython":
+        return f"{found.implementation}, not CPython"
+    if found.free_threaded:
+        return "a free-threaded build (its wheels are cp3Xt, not the job's cp3X)"
+    if not (found.has("venv") and found.has("ensurepip")):
+        return "no venv/ensurepip module (the smoke test's venv needs them)"
+    return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,8 +93,8 @@ class Interpreters:
         )
 
 
-Probe = Callable[[str, Mapping[str, str]], "Probed | str"]
-"""Ask a candidate what it is: :class:`Probed`, or why it did not answer."""
+Probe = Callable[[str, Mapping[str, str]], "Interpreter | str"]
+"""Ask a candidate what it is: its :class:`Interpreter`, or why it did not answer."""
 
 UvFind = Callable[[str, str, Mapping[str, str]], "str | None"]
 """``(uv, version, environ)`` → the path of a uv-managed CPython of that version, or None."""
@@ -156,13 +105,7 @@ UvInstall = Callable[[str, str, Mapping[str, str], Emit], "str | None"]
 
 def running_interpreter() -> Interpreter:
     """The interpreter cuship runs in."""
-    info = sys.version_info
-    return Interpreter(
-        version=f"{info.major}.{info.minor}",
-        full=f"{info.major}.{info.minor}.{info.micro}",
-        executable=sys.executable,
-        source="running",
-    )
+    return running("running")
 
 
 def _pyenv_root(environ: Mapping[str, str]) -> Path:
@@ -218,40 +161,30 @@ def looked(environ: Mapping[str, str], *, configured: bool, uv: str | None) -> t
     return tuple(places)
 
 
-def probe_interpreter(path: str, environ: Mapping[str, str]) -> Probed | str:
-    """Run ``path -I -c PROBE`` (a time limit, no PYTHON* variables): what it is, or why not."""
-    env = {k: v for k, v in environ.items() if not k.startswith("PYTHON")}
+def probe_interpreter(path: str, environ: Mapping[str, str]) -> Interpreter | str:
+    """Ask ``path`` what it is (:data:`PROBE_TIMEOUT`): its record, or why not."""
     try:
-        done = process.run([path, "-I", "-c", PROBE], env=env, timeout=PROBE_TIMEOUT)
+        return probe(path, environ, timeout=PROBE_TIMEOUT)
     except TimedOut:
         return f"did not answer within {PROBE_TIMEOUT:g} s"
     except CannotStart as err:
         return f"cannot run: {err.reason}"
-    if done.returncode != 0:
-        said = (done.stderr.strip().splitlines() or ["no output"])[0]
-        return f"exit {done.returncode}: {said}"
-    return parse_probe(done.stdout)
+    except NoAnswer as err:
+        return _said_instead(err)
 
 
-def parse_probe(stdout: str) -> Probed | str:
-    """The probe's answer, or why it is not one."""
-    try:
-        doc = _read.loads(stdout.strip().splitlines()[-1])
-        major, minor, micro = (int(x) for x in doc["version"])
-        return Probed(
-            version=(major, minor, micro),
-            implementation=str(doc["implementation"]),
-            executable=str(doc["executable"]),
-            free_threaded=bool(doc.get("free_threaded", False)),
-            venv=bool(doc.get("venv", True)),
-        )
-    except (ValueError, KeyError, TypeError, IndexError):
-        first = (stdout.strip().splitlines() or ["nothing"])[0][:120]
-        return f"not a Python interpreter (it printed {first!r})"
+def _said_instead(err: NoAnswer) -> str:
+    """Why a candidate that ran is no interpreter: its exit, or the start of what it printed."""
+    done = err.result
+    if done is not None and done.returncode != 0 and not done.cut:
+        return err.problem
+    printed = "" if done is None else done.stdout
+    first = (printed.strip().splitlines() or ["nothing"])[0][:120]
+    return f"not a Python interpreter (it printed {first!r})"
 
 
 def choose(
-    version: str, found: Iterable[Candidate], probe: Callable[[str], Probed | str]
+    version: str, found: Iterable[Candidate], probe: Callable[[str], Interpreter | str]
 ) -> tuple[Interpreter | None, list[tuple[str, str]]]:
     """The first candidate that is a usable CPython ``version``; and those passed over, with why."""
     passed: list[tuple[str, str]] = []
@@ -265,24 +198,22 @@ def choose(
         if isinstance(said, str):
             passed.append((candidate.path, said))
             continue
-        have = f"{said.version[0]}.{said.version[1]}"
-        problem = said.problem() or (None if have == version else f"is Python {have}")
+        problem = unusable(said) or (
+            None if said.version == version else f"is Python {said.version}"
+        )
         if problem:
             passed.append((candidate.path, problem))
             continue
         executable = said.executable if said.executable and Path(said.executable).is_file() else ""
-        return Interpreter(
-            version=version,
-            full=".".join(str(x) for x in said.version),
-            executable=executable or candidate.path,
-            source=candidate.source,
+        return replace(
+            said, executable=executable or candidate.path, source=candidate.source
         ), passed
     return None, passed
 
 
 def _configured(
     paths: Sequence[str],
-    probe: Callable[[str], Probed | str],
+    probe: Callable[[str], Interpreter | str],
     source: str,
     running: Interpreter,
 ) -> dict[str, Interpreter]:
@@ -290,7 +221,7 @@ def _configured(
     chosen: dict[str, Interpreter] = {}
     for path in paths:
         said = probe(path)
-        problem = said if isinstance(said, str) else said.problem()
+        problem = said if isinstance(said, str) else unusable(said)
         if problem is not None or isinstance(said, str):
             raise ConfigError(
                 source,
@@ -298,19 +229,10 @@ def _configured(
                 f"{path!r} is not a usable CPython: {problem}",
                 hint="name a python3.X executable (e.g. ~/.pyenv/versions/3.12.1/bin/python3.12)",
             )
-        version = f"{said.version[0]}.{said.version[1]}"
         if os.path.realpath(path) == os.path.realpath(running.executable):
-            chosen.setdefault(version, running)
+            chosen.setdefault(said.version, running)
             continue
-        chosen.setdefault(
-            version,
-            Interpreter(
-                version=version,
-                full=".".join(str(x) for x in said.version),
-                executable=path,
-                source="config",
-            ),
-        )
+        chosen.setdefault(said.version, replace(said, executable=path, source="config"))
     return chosen
 
 
@@ -339,7 +261,7 @@ def find_interpreters(
     """
     environ = search.environ
 
-    def ask(path: str) -> Probed | str:
+    def ask(path: str) -> Interpreter | str:
         return search.probe(path, environ)
 
     wanted = {*versions, search.running.version}
@@ -377,7 +299,7 @@ def find_interpreters(
 
 
 def _from_uv(
-    version: str, search: Search, ask: Callable[[str], Probed | str], emit: Emit
+    version: str, search: Search, ask: Callable[[str], Interpreter | str], emit: Emit
 ) -> Interpreter | None:
     assert search.uv is not None
     find = search.uv_find or uv_find
