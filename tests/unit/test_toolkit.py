@@ -19,8 +19,8 @@ from cuship.docs.documents import schema_file
 from cuship.errors import CheckFailed, ConfigError, InputError, ToolMissing, UsageError
 from cuship.events import Event, collect
 from cuship.toolkit import InstallResult, cached, catalog, install, read_installed, toolkits_root
-from cuship.toolkit.catalog import DATA_FILE, read_catalog
 from cuship.toolkit.assemble import Probe
+from cuship.toolkit.catalog import DATA_FILE, read_catalog
 from cuship.toolkit.layout import dev_links, layout_links, member_target, pick_file
 from tests.jsondocs import schema_errors
 from tests.toolkit_factory import make_index, sha256
