@@ -88,6 +88,17 @@ def example_wheel() -> Path:
 # --- cuship as a wheel, for the build environments of real frontends -------------------------
 
 
+def _source_copy(into: Path) -> Path:
+    """What setuptools builds cuship's wheel from (pyproject, README, LICENSE, src), copied:
+    an in-tree build writes ``build/`` and ``*.egg-info`` in the checkout, and two test
+    workers building it there at once collide (``File exists: build/bdist...``)."""
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(REPO / name, into / name)
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    shutil.copytree(REPO / "src", into / "src", ignore=skip)
+    return into
+
+
 @pytest.fixture(scope="session")
 def cuship_wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """cuship's wheel built from this checkout, its dependencies' wheels, and the real
@@ -104,7 +115,8 @@ def cuship_wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("cuship-wheelhouse")
     pip = [sys.executable, "-m", "pip"]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    build = [*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(REPO)]
+    source = _source_copy(tmp_path_factory.mktemp("cuship-source"))
+    build = [*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(source)]
     done = subprocess.run(build, capture_output=True, text=True, env=env, cwd=out, check=False)
     if done.returncode != 0:
         pytest.fail(f"cannot build cuship's wheel:\n{done.stdout}\n{done.stderr}")
