@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from cuship.builder.host.interpreters import Interpreter
 from cuship.builder.model import BuildPlan
-from cuship.builder.run.execute import JobResult
+from cuship.builder.run.execute import JobResult, JobWork
 from cuship.builder.run.smoke import Smoke
 from cuship.wheel.audit import WheelReport
 
@@ -40,3 +41,17 @@ def job_result(
         seconds=seconds,
         python=python,
     )
+
+
+def job_work(tmp_path: Path, *, job_id: str = "cudaxpy-cu130", **fields: Any) -> JobWork:
+    """A job as the runner takes it, with no steps (its wheel is made by the test): work under
+    ``tmp_path``, label cu130; ``fields`` replace any of JobWork's (arches, floor, smoke...)."""
+    given: dict[str, Any] = {
+        "steps": (),
+        "raw_dir": tmp_path / "work",
+        "out_dir": tmp_path / "out",
+        "log": tmp_path / "job.log",
+        "label": "cu130",
+        "arches": "9.0",
+    }
+    return JobWork(job_id=job_id, **{**given, **fields})

@@ -11,10 +11,10 @@ import pytest
 
 from cuship.builder.glibc import GlibcFloor
 from cuship.builder.run.finish import finish_wheel
-from cuship.builder.run.job import JobWork
 from cuship.cli import main
 from cuship.events import Event, collect
 from cuship.wheel.read.elf import glibc_needed
+from tests.build_fakes import job_work
 from tests.integration.cudawheel import build_so, make_wheel
 
 ARCH = "8.0;10.0"
@@ -30,16 +30,7 @@ def static_so(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _finish(wheel: Path, tmp_path: Path, floor: GlibcFloor, events: list[Event]) -> tuple[str, ...]:
     (tmp_path / "out").mkdir()
-    job = JobWork(
-        job_id="cudaxpy-cu130",
-        steps=(),
-        raw_dir=tmp_path / "work",
-        out_dir=tmp_path / "out",
-        log=tmp_path / "job.log",
-        label="cu130",
-        arches=ARCH,
-        floor=floor,
-    )
+    job = job_work(tmp_path, arches=ARCH, floor=floor)
     _, report, problems = finish_wheel(wheel, job, environ=os.environ, emit=collect(events))
     assert report.tags and "manylinux_2_" in report.tags[0]
     return problems

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from cuship.builder.run.finish import finish_wheel
-from cuship.builder.run.job import JobWork
 from cuship.wheel import audit
 from cuship.wheel.audit import inspect_wheel
 from cuship.wheel.cudalibs import is_cuda_lib
 from cuship.wheel.write.repair import repair
+from tests.build_fakes import job_work
 from tests.integration.cudawheel import build_so, make_wheel
 
 ARCH = "8.0;10.0"
@@ -45,15 +45,7 @@ def test_a_finished_wheel_is_inspected_once_and_its_report_holds(
     raw = make_wheel(tmp_path, cuda_so)
     (tmp_path / "out").mkdir()
     counts = _counted(monkeypatch)
-    job = JobWork(
-        job_id="cudaxpy-cu130",
-        steps=(),
-        raw_dir=tmp_path / "work",
-        out_dir=tmp_path / "out",
-        log=tmp_path / "job.log",
-        label="cu130",
-        arches=ARCH,
-    )
+    job = job_work(tmp_path, arches=ARCH)
     final, report, problems = finish_wheel(raw, job, environ=os.environ)
     assert sum(counts.values()) == 1, counts
     assert problems == ()

@@ -20,11 +20,11 @@ import pytest
 
 from cuship import _fs
 from cuship.builder.run.finish import finish_wheel
-from cuship.builder.run.job import JobWork
 from cuship.wheel import audit
 from cuship.wheel.audit import inspect_wheel
 from cuship.wheel.carried import carried_report
 from cuship.wheel.write import repair, retag
+from tests.build_fakes import job_work
 from tests.elf_factory import cuda_elf
 from tests.wheel_factory import make_wheel
 
@@ -74,16 +74,7 @@ class _Reads:
 
 
 def _finish(raw: Path, tmp_path: Path, **options: Any) -> tuple[Path, audit.WheelReport]:
-    job = JobWork(
-        job_id="demo-1.0-cp311-cu130",
-        steps=(),
-        raw_dir=tmp_path / "work",
-        out_dir=tmp_path / "out",
-        log=tmp_path / "job.log",
-        label="cu130",
-        arches="8.0+PTX",
-        **options,
-    )
+    job = job_work(tmp_path, job_id="demo-1.0-cp311-cu130", arches="8.0+PTX", **options)
     final, report, problems = finish_wheel(raw, job, environ={"PATH": "/usr/bin"})
     assert problems == ()
     return final, report
