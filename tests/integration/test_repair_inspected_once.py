@@ -64,3 +64,29 @@ def test_auditwheel_keeps_the_excluded_needs_the_raw_wheel_had(
     had = {n for x in before.extensions for n in x.needed if is_cuda_lib(n)}
     assert "libcudart.so.13" in had
     assert done.excluded_needed == tuple(sorted(had))
+
+
+def test_a_rebuild_of_the_same_raw_wheel_is_finished_into_the_same_bytes(
+    cuda_so: Path, tmp_path: Path
+) -> None:
+    """auditwheel stamps the members it writes with SOURCE_DATE_EPOCH, else with the time of
+    the repair: the repair runs with the epoch the build steps ran with, so two finishes of
+    one raw wheel more than a zip time unit (2 s) apart give one wheel, byte for byte."""
+    import hashlib
+    import time
+
+    from cuship.builder.model import Step
+
+    (tmp_path / "raw").mkdir()
+    raw = make_wheel(tmp_path / "raw", cuda_so)
+    epoch = Step(name="build-wheel", description="", env={"SOURCE_DATE_EPOCH": "315532800"})
+    digests = []
+    for run in ("first", "second"):
+        where = tmp_path / run
+        (where / "out").mkdir(parents=True)
+        job = job_work(where, arches=ARCH, steps=(epoch,))
+        final, _, problems = finish_wheel(raw, job, environ=os.environ)
+        assert problems == ()
+        digests.append(hashlib.sha256(final.read_bytes()).hexdigest())
+        time.sleep(2.1)
+    assert digests[0] == digests[1]

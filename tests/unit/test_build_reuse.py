@@ -213,6 +213,7 @@ def test_the_repair_key_names_the_raw_wheel_and_the_settings_not_the_paths(
     )
     assert repair_key("0" * 64, plan_repair(wheel, tmp_path, extra_excludes=("x.so",)), env) != key
     assert repair_key("0" * 64, plan, {**env, "LD_LIBRARY_PATH": "/opt/lib"}) != key
+    assert repair_key("0" * 64, plan, {**env, "SOURCE_DATE_EPOCH": "315532800"}) != key
 
 
 def test_a_kept_repair_is_reused_only_with_its_key_and_its_bytes(tmp_path: Path) -> None:

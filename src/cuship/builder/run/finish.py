@@ -92,8 +92,19 @@ def _repaired(
             )
         )
         return raw, inspect_wheel(raw), "a pure wheel, nothing to repair"
-    done = repair(raw, out_dir=work, env=environ, emit=emit, cache=job.repairs)
+    env = {**environ, **_archive_time(job)}
+    done = repair(raw, out_dir=work, env=env, emit=emit, cache=job.repairs)
     return done.output, done.report, f"reused {done.reused}" if done.reused else "done"
+
+
+def _archive_time(job: JobWork) -> dict[str, str]:
+    """The ``SOURCE_DATE_EPOCH`` the job's build steps ran with (the last step that set one),
+    for auditwheel, which stamps the members of the wheel it writes with it (else with the
+    time of the repair): a rebuild of the same inputs then repairs into the same bytes."""
+    for step in reversed(job.steps):
+        if "SOURCE_DATE_EPOCH" in step.env:
+            return {"SOURCE_DATE_EPOCH": step.env["SOURCE_DATE_EPOCH"]}
+    return {}
 
 
 def _held(

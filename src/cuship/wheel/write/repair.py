@@ -102,7 +102,8 @@ def repair_env(env: Mapping[str, str]) -> dict[str, str]:
 def repair_key(wheel_sha256: str, plan: RepairPlan, env: Mapping[str, str]) -> str:
     """What decides a repair that bundles nothing: the raw wheel's bytes, the command but for
     its paths (the interpreter, the excludes, the platform), auditwheel's version, the patchelf
-    it finds (resolved path, size, mtime) and ``LD_LIBRARY_PATH``. Reads no wheel."""
+    it finds (resolved path, size, mtime), ``LD_LIBRARY_PATH`` and ``SOURCE_DATE_EPOCH`` (the
+    time auditwheel stamps the members with). Reads no wheel."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -117,6 +118,7 @@ def repair_key(wheel_sha256: str, plan: RepairPlan, env: Mapping[str, str]) -> s
         "auditwheel": auditwheel,
         "patchelf": file_identity(patchelf),
         "LD_LIBRARY_PATH": env.get("LD_LIBRARY_PATH", ""),
+        "SOURCE_DATE_EPOCH": env.get("SOURCE_DATE_EPOCH", ""),
     }
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
