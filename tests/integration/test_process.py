@@ -56,8 +56,12 @@ def test_the_time_limit_ends_the_whole_group_and_names_the_command(tmp_path: Pat
     assert _gone(shell) and _gone(grandchild)
 
 
+# SIGINT raises KeyboardInterrupt in the driver whatever it inherited: a process started by a
+# background job of a non-interactive shell (a CI runner's `cmd &`, nohup) inherits SIGINT
+# ignored, and Python then installs no handler, so the test's Ctrl-C would be lost.
 _DRIVER = """
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from cuship import process
 process.run(["sh", "-c", sys.argv[1]])
 """
