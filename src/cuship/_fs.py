@@ -168,22 +168,32 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Replace ``path`` with ``data`` in one rename: readers see the old file or the new one.
-
-    The temporary file is unique (two writers never share it) and removed on failure;
-    OSError propagates for the caller to name the path and the fix.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+@contextlib.contextmanager
+def new_file(root: Path | str, *parts: str | os.PathLike[str], mode: int = 0o644) -> Iterator[Path]:
+    """A new file for :func:`under` ``(root, *parts)``: the block writes the temporary path it
+    is given (beside the target, unique: two writers never share it, already of ``mode``), which
+    is renamed onto the target when the block ends and removed when it raises. Readers see the
+    old file or the new one, and a file already there keeps its bytes wherever else it is linked
+    (a site's hard link to a published wheel). OSError propagates for the caller to name."""
+    target = under(root, *parts)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            os.fchmod(handle.fileno(), mode)
-        Path(tmp).replace(path)
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+    try:
+        yield Path(tmp)
+        Path(tmp).replace(target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` in one rename (see :func:`new_file`)."""
+    with new_file(path.parent, path.name, mode=mode) as tmp:
+        tmp.write_bytes(data)
 
 
 def write_json(path: Path, document: Any, *, indent: int | None = 2, **dumps: Any) -> None:

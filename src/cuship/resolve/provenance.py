@@ -12,8 +12,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 import zipfile
 from collections.abc import Mapping
 from dataclasses import fields
@@ -90,16 +88,10 @@ def add_to_wheel(wheel: Path, provenance: Handover, *, out_dir: Path) -> Path:
 
     Written to a temporary file and renamed into place; a cuship.json already there is replaced.
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=out_dir, prefix=".cuship-", suffix=".whl")
-    os.close(handle)
-    try:
-        _rewrite(wheel, Path(temp), provenance)
-        target = _fs.move(Path(temp), out_dir, wheel.name)
-    except BaseException:
-        _fs.remove_file(out_dir, temp)
-        raise
-    return target
+    # 0600, the mode this wheel has always been written with (it goes to the frontend asking)
+    with _fs.new_file(out_dir, wheel.name, mode=0o600) as temp:
+        _rewrite(wheel, temp, provenance)
+    return out_dir / wheel.name
 
 
 def _rewrite(wheel: Path, dest: Path, provenance: Handover) -> None:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +18,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from cuship import _read
-from cuship._fs import move, remove_file, under
+from cuship._fs import new_file
 from cuship._record import frozen
 from cuship.errors import InputError, NothingToDo, UsageError
 from cuship.events import Emit, Event, discard
@@ -193,19 +191,9 @@ def _write_new(wheel: Path, plan: RetagPlan, target_dir: Path, emit: Emit) -> Pa
     """``wheel`` rewritten by ``plan`` into a new file renamed onto its name in ``target_dir``:
     a file already there (an index's published wheel, hard-linked into a site) keeps its bytes,
     and a failed write leaves nothing."""
-    target_dir.mkdir(parents=True, exist_ok=True)
-    under(target_dir, plan.new_filename)  # the name is checked before anything is written
-    handle, tmp_name = tempfile.mkstemp(dir=target_dir, prefix=".retag-", suffix=".whl")
-    try:
-        os.fchmod(handle, _WHEEL_MODE)  # mkstemp makes 0600; a wheel is published, readable
-    finally:
-        os.close(handle)
-    try:
-        _rewrite(wheel, Path(tmp_name), plan, emit)
-        return move(Path(tmp_name), target_dir, plan.new_filename)
-    except BaseException:
-        remove_file(target_dir, tmp_name)
-        raise
+    with new_file(target_dir, plan.new_filename, mode=_WHEEL_MODE) as tmp:
+        _rewrite(wheel, tmp, plan, emit)
+    return target_dir / plan.new_filename
 
 
 def _rewrite(source: Path, dest: Path, plan: RetagPlan, emit: Emit) -> None:
